@@ -1,0 +1,25 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import type { Clock } from './common/clock.js';
+import { AppConfig } from './config/app-config.js';
+import { ConfigModule } from './config/config.module.js';
+import { DatabaseModule } from './database/database.module.js';
+import { HealthModule } from './health/health.module.js';
+
+export interface AppModuleOptions {
+  config: AppConfig;
+  /** The Postgres to use: DATABASE_URL, or the embedded server started before Nest. */
+  databaseUrl: string;
+  poolSize: number;
+  /** Tests move time with a fake clock. */
+  clock?: Clock;
+}
+
+@Module({})
+export class AppModule {
+  static forRoot({ config, databaseUrl, poolSize, clock }: AppModuleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [ConfigModule.forRoot(config, clock), DatabaseModule.forRoot(databaseUrl, poolSize), HealthModule],
+    };
+  }
+}

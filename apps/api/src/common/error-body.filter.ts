@@ -1,0 +1,88 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { ERROR_CODES, type ErrorBody, type ErrorCode } from '@prospect/contract';
+import type { Response } from 'express';
+import { ApiException } from './api-exception.js';
+
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  400: ERROR_CODES.invalidRequest,
+  401: ERROR_CODES.unauthorized,
+  403: ERROR_CODES.forbidden,
+  404: ERROR_CODES.notFound,
+  405: ERROR_CODES.notFound,
+  409: ERROR_CODES.conflict,
+  413: ERROR_CODES.payloadTooLarge,
+  415: ERROR_CODES.unsupportedMediaType,
+  429: ERROR_CODES.tooManyRequests,
+  503: ERROR_CODES.unavailable,
+};
+
+/** What body-parser and friends throw: an Error with an HTTP status and a `type`. */
+interface HttpishError extends Error {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  expose?: boolean;
+}
+
+/** Sentences for the errors Express's body parsers raise, instead of their internals. */
+const BODY_PARSER_MESSAGES: Record<string, string> = {
+  'entity.parse.failed': 'The request body is not valid JSON.',
+  'entity.too.large': 'The request body is too large.',
+  'encoding.unsupported': 'The request body has an unsupported encoding.',
+  'charset.unsupported': 'The request body has an unsupported charset.',
+  'request.aborted': 'The request was aborted.',
+};
+
+/**
+ * Every non-2xx answer of the service has one body: `{statusCode, error, message}`.
+ * Expected errors keep their status and code; anything else is logged and
+ * becomes a 500 that reveals nothing of its cause.
+ */
+@Catch()
+export class ErrorBodyFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Errors');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const response = host.switchToHttp().getResponse<Response>();
+    const { body, headers } = this.toErrorBody(exception);
+    if (response.headersSent) return;
+    for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
+    response.status(body.statusCode).json(body);
+  }
+
+  private toErrorBody(exception: unknown): { body: ErrorBody; headers: Record<string, string> } {
+    if (exception instanceof ApiException) {
+      return { body: { statusCode: exception.getStatus(), error: exception.code, message: exception.message }, headers: exception.headers };
+    }
+    // Nest wraps body-parser failures in an HttpException whose cause says what broke.
+    const err = (exception instanceof HttpException ? exception.cause : exception) as HttpishError | undefined;
+    if (exception instanceof HttpException && !err?.type) {
+      const status = exception.getStatus();
+      return { body: { statusCode: status, error: codeFor(status), message: messageOf(exception) }, headers: {} };
+    }
+    const status = err?.status ?? err?.statusCode;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      const message = (err?.type && BODY_PARSER_MESSAGES[err.type]) ?? 'The request could not be read.';
+      return { body: { statusCode: status, error: codeFor(status), message }, headers: {} };
+    }
+    this.logger.error(err instanceof Error ? (err.stack ?? err.message) : String(exception));
+    return {
+      body: { statusCode: 500, error: ERROR_CODES.internal, message: 'Something went wrong on our side. Please try again.' },
+      headers: {},
+    };
+  }
+}
+
+function codeFor(status: number): ErrorCode {
+  return CODE_BY_STATUS[status] ?? (status >= 500 ? ERROR_CODES.internal : ERROR_CODES.invalidRequest);
+}
+
+/** Nest's built-in exceptions carry their message as a string or an array. */
+function messageOf(exception: HttpException): string {
+  const res = exception.getResponse();
+  if (typeof res === 'string') return res;
+  const message = (res as { message?: unknown }).message;
+  if (Array.isArray(message)) return message.join('; ');
+  if (typeof message === 'string') return message;
+  return exception.message;
+}

@@ -1,0 +1,84 @@
+import { AppConfig, ConfigError } from './app-config.js';
+
+describe('AppConfig.fromEnv', () => {
+  it('has working defaults for an empty environment', () => {
+    const config = AppConfig.fromEnv({});
+    expect(config).toMatchObject({
+      port: 3000,
+      databaseUrl: undefined,
+      dataDir: './.data',
+      publicUrl: 'http://localhost:3000',
+      deviceLoginTtlSeconds: 600,
+      devicePollIntervalSeconds: 5,
+      deviceLoginEnabled: true,
+      allowSignup: true,
+    });
+    expect(config.secureCookies).toBe(false);
+  });
+
+  it('reads every variable', () => {
+    const config = AppConfig.fromEnv({
+      PORT: '8080',
+      DATABASE_URL: 'postgres://u:p@db:5432/prospect',
+      PROSPECT_DATA_DIR: '/var/lib/prospect',
+      PUBLIC_URL: 'https://id.example.com/',
+      DEVICE_LOGIN_TTL_SECONDS: '300',
+      DEVICE_POLL_INTERVAL_SECONDS: '2',
+      ACCESS_TOKEN_TTL_SECONDS: '3600',
+      DEVICE_LOGIN_ENABLED: 'false',
+      ALLOW_SIGNUP: '0',
+    });
+    expect(config).toMatchObject({
+      port: 8080,
+      databaseUrl: 'postgres://u:p@db:5432/prospect',
+      dataDir: '/var/lib/prospect',
+      publicUrl: 'https://id.example.com',
+      deviceLoginTtlSeconds: 300,
+      devicePollIntervalSeconds: 2,
+      accessTokenTtlSeconds: 3600,
+      deviceLoginEnabled: false,
+      allowSignup: false,
+    });
+    expect(config.secureCookies).toBe(true);
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(AppConfig.fromEnv({ PORT: '', DATABASE_URL: '' })).toMatchObject({ port: 3000, databaseUrl: undefined });
+  });
+
+  it.each([
+    ['PORT', 'abc', 'PORT must be a port number'],
+    ['PORT', '70000', 'PORT must be between 0 and 65535'],
+    ['DATABASE_URL', 'mysql://x', 'DATABASE_URL must be a postgres:// URL'],
+    ['PUBLIC_URL', 'localhost:3000', 'PUBLIC_URL must be an http:// or https:// URL'],
+    ['DEVICE_LOGIN_TTL_SECONDS', '-5', 'DEVICE_LOGIN_TTL_SECONDS must be greater than 0'],
+    ['DEVICE_POLL_INTERVAL_SECONDS', '1.5', 'DEVICE_POLL_INTERVAL_SECONDS must be a whole number of seconds'],
+    ['ACCESS_TOKEN_TTL_SECONDS', 'forever', 'ACCESS_TOKEN_TTL_SECONDS must be a whole number of seconds'],
+    ['DEVICE_LOGIN_ENABLED', 'maybe', 'DEVICE_LOGIN_ENABLED must be true or false'],
+    ['ALLOW_SIGNUP', 'Y', 'ALLOW_SIGNUP must be true or false'],
+    ['LOG_LEVEL', 'loud', 'LOG_LEVEL'],
+    ['PROSPECT_ADMIN_EMAIL', 'root', 'PROSPECT_ADMIN_EMAIL must be an e-mail address'],
+  ])('rejects %s=%s with one line naming it', (name, value, expected) => {
+    let error: unknown;
+    try {
+      AppConfig.fromEnv({ [name]: value });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain(expected);
+    expect(message).toContain(JSON.stringify(value));
+    expect(message).not.toContain('\n');
+  });
+
+  it('requires the admin e-mail and password together', () => {
+    expect(() => AppConfig.fromEnv({ PROSPECT_ADMIN_EMAIL: 'a@b.co' })).toThrow(/PROSPECT_ADMIN_PASSWORD must be set together/);
+  });
+
+  it('refuses a default token lifetime above the maximum', () => {
+    expect(() => AppConfig.fromEnv({ ACCESS_TOKEN_TTL_SECONDS: '100', ACCESS_TOKEN_MAX_TTL_SECONDS: '50' })).toThrow(
+      /ACCESS_TOKEN_TTL_SECONDS must not exceed ACCESS_TOKEN_MAX_TTL_SECONDS/,
+    );
+  });
+});

@@ -1,0 +1,136 @@
+import { z } from 'zod';
+
+/**
+ * The service's configuration: read once from the environment, validated, and
+ * handed to Nest as one typed object. Nothing else reads process.env.
+ */
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const seconds = (fallback: number) =>
+  z.coerce
+    .number({ error: 'must be a whole number of seconds' })
+    .int('must be a whole number of seconds')
+    .positive('must be greater than 0')
+    .default(fallback);
+
+const postgresUrl = z
+  .string()
+  .trim()
+  .refine((v) => /^postgres(ql)?:\/\/.+/.test(v) && URL.canParse(v), 'must be a postgres:// URL');
+
+const httpUrl = z
+  .string()
+  .trim()
+  .refine((v) => /^https?:\/\/[^/]/.test(v) && URL.canParse(v), 'must be an http:// or https:// URL')
+  .transform((v) => v.replace(/\/+$/, ''));
+
+export const EnvSchema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+    PORT: z.coerce
+      .number({ error: 'must be a port number' })
+      .int('must be a port number')
+      .min(0, 'must be between 0 and 65535')
+      .max(65535, 'must be between 0 and 65535')
+      .default(3000),
+    HOST: z.string().trim().min(1).default('0.0.0.0'),
+    DATABASE_URL: postgresUrl.optional(),
+    PROSPECT_DATA_DIR: z.string().trim().min(1, 'must not be empty').default('./.data'),
+    PUBLIC_URL: httpUrl.optional(),
+    DEVICE_LOGIN_TTL_SECONDS: seconds(600),
+    DEVICE_POLL_INTERVAL_SECONDS: seconds(5),
+    ACCESS_TOKEN_TTL_SECONDS: seconds(30 * 24 * 3600),
+    ACCESS_TOKEN_MAX_TTL_SECONDS: seconds(365 * 24 * 3600),
+    DEVICE_LOGIN_ENABLED: booleanFlag.default(true),
+    ALLOW_SIGNUP: booleanFlag.default(true),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    PROSPECT_ADMIN_EMAIL: z.email('must be an e-mail address').optional(),
+    PROSPECT_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  })
+  .superRefine((env, ctx) => {
+    if (env.ACCESS_TOKEN_TTL_SECONDS > env.ACCESS_TOKEN_MAX_TTL_SECONDS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ACCESS_TOKEN_TTL_SECONDS'],
+        message: 'must not exceed ACCESS_TOKEN_MAX_TTL_SECONDS',
+      });
+    }
+    if (Boolean(env.PROSPECT_ADMIN_EMAIL) !== Boolean(env.PROSPECT_ADMIN_PASSWORD)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [env.PROSPECT_ADMIN_EMAIL ? 'PROSPECT_ADMIN_PASSWORD' : 'PROSPECT_ADMIN_EMAIL'],
+        message: 'must be set together with the other PROSPECT_ADMIN_* variable',
+      });
+    }
+  });
+
+export type Env = z.input<typeof EnvSchema>;
+
+/** A configuration problem a person must fix; printed as one line, never a stack trace. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** The validated configuration, injected wherever settings are needed. */
+export class AppConfig {
+  readonly nodeEnv!: 'development' | 'production' | 'test';
+  readonly port!: number;
+  readonly host!: string;
+  /** Unset: the embedded Postgres in `dataDir`. */
+  readonly databaseUrl?: string;
+  readonly dataDir!: string;
+  /** Base of verification URLs and links in pages, without a trailing slash. */
+  readonly publicUrl!: string;
+  readonly deviceLoginTtlSeconds!: number;
+  readonly devicePollIntervalSeconds!: number;
+  readonly accessTokenTtlSeconds!: number;
+  readonly accessTokenMaxTtlSeconds!: number;
+  readonly deviceLoginEnabled!: boolean;
+  readonly allowSignup!: boolean;
+  readonly logLevel!: string;
+  readonly admin?: { email: string; password: string };
+
+  /** Secure cookies only make sense when people reach us over https. */
+  get secureCookies(): boolean {
+    return this.publicUrl.startsWith('https://');
+  }
+
+  static fromEnv(env: Record<string, string | undefined>): AppConfig {
+    // An empty variable means "not set", as in most shells' `FOO= cmd`.
+    const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+    const parsed = EnvSchema.safeParse(present);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const name = String(issue.path[0] ?? 'environment');
+      throw new ConfigError(`Invalid configuration: ${name} ${issue.message} (got ${JSON.stringify(present[name] ?? '')})`);
+    }
+    const e = parsed.data;
+    return Object.assign(new AppConfig(), {
+      nodeEnv: e.NODE_ENV,
+      port: e.PORT,
+      host: e.HOST,
+      databaseUrl: e.DATABASE_URL,
+      dataDir: e.PROSPECT_DATA_DIR,
+      publicUrl: e.PUBLIC_URL ?? `http://localhost:${e.PORT}`,
+      deviceLoginTtlSeconds: e.DEVICE_LOGIN_TTL_SECONDS,
+      devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
+      accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
+      accessTokenMaxTtlSeconds: e.ACCESS_TOKEN_MAX_TTL_SECONDS,
+      deviceLoginEnabled: e.DEVICE_LOGIN_ENABLED,
+      allowSignup: e.ALLOW_SIGNUP,
+      logLevel: e.LOG_LEVEL,
+      admin:
+        e.PROSPECT_ADMIN_EMAIL && e.PROSPECT_ADMIN_PASSWORD
+          ? { email: e.PROSPECT_ADMIN_EMAIL, password: e.PROSPECT_ADMIN_PASSWORD }
+          : undefined,
+    });
+  }
+
+  /** A copy with some settings changed (tests, and PORT=0 resolving to a real port). */
+  with(changes: Partial<Omit<AppConfig, 'secureCookies' | 'with'>>): AppConfig {
+    return Object.assign(Object.create(AppConfig.prototype) as AppConfig, this, changes);
+  }
+}

@@ -1,0 +1,52 @@
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+
+/** How many pooled connections the API opens; the socket server allows a few more. */
+export const EMBEDDED_POOL_SIZE = 8;
+
+export interface EmbeddedPostgres {
+  /** A postgres:// URL for the normal `pg` driver. */
+  readonly url: string;
+  /** Where the data lives; `memory://` for throwaway test databases. */
+  readonly dataDir: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Postgres without a server: PGlite (Postgres compiled to WASM) served on a
+ * loopback port, so TypeORM uses the same driver, migrations and SQL as with a
+ * real server. Its socket server multiplexes connections and keeps a
+ * transaction on the connection that opened it.
+ *
+ * @param dataDir a directory (created if missing; data survives restarts) or
+ *   `memory://` for a database that lives only as long as the process.
+ * @param port 0 picks a free port.
+ */
+export async function startEmbeddedPostgres(dataDir: string, port = 0): Promise<EmbeddedPostgres> {
+  const location = dataDir === 'memory://' ? dataDir : resolve(dataDir);
+  if (location !== 'memory://') await mkdir(location, { recursive: true });
+
+  const db = await PGlite.create(location === 'memory://' ? undefined : location);
+  const server = new PGLiteSocketServer({
+    db,
+    host: '127.0.0.1',
+    port,
+    maxConnections: EMBEDDED_POOL_SIZE + 4,
+  });
+  await server.start();
+
+  let stopped = false;
+  return {
+    url: `postgres://postgres@${server.getServerConn()}/postgres`,
+    dataDir: location,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await server.stop();
+      // close() flushes PGlite's files; skipping it can leave the data dir locked.
+      await db.close();
+    },
+  };
+}

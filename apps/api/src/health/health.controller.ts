@@ -1,0 +1,32 @@
+import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { HealthCheck, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { ERROR_CODES } from '@prospect/contract';
+import { ApiException } from '../common/api-exception.js';
+import { ApiErrors } from '../common/openapi.js';
+import { Public } from '../common/public.decorator.js';
+
+@ApiTags('health')
+@Controller('api/health')
+export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly database: TypeOrmHealthIndicator,
+  ) {}
+
+  @Get()
+  @Public()
+  @HealthCheck()
+  @ApiOperation({ summary: 'Liveness and database reachability.' })
+  @ApiErrors([503, 'The database is unreachable.'])
+  async check() {
+    try {
+      return await this.health.check([() => this.database.pingCheck('database', { timeout: 1_500 })]);
+    } catch (err) {
+      if (!(err instanceof ServiceUnavailableException)) throw err;
+      // Terminus's own 503 body differs from ours; name what is down in our error body.
+      const failing = Object.keys((err.getResponse() as { error?: object }).error ?? {});
+      throw new ApiException(503, ERROR_CODES.unavailable, `Unhealthy: ${failing.join(', ') || 'a dependency'} unreachable.`);
+    }
+  }
+}

@@ -1,0 +1,74 @@
+import { createLogger } from './logging/logger.js';
+import { AppConfig, ConfigError } from './config/app-config.js';
+import { createApp } from './bootstrap.js';
+import { EMBEDDED_POOL_SIZE, type EmbeddedPostgres, startEmbeddedPostgres } from './database/embedded-postgres.js';
+
+/** Longest we wait for in-flight requests and pools to close before giving up. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+async function main(): Promise<void> {
+  let config: AppConfig;
+  try {
+    config = AppConfig.fromEnv(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+
+  let embedded: EmbeddedPostgres | undefined;
+  if (!config.databaseUrl) {
+    embedded = await startEmbeddedPostgres(config.dataDir);
+  }
+  const databaseUrl = config.databaseUrl ?? embedded!.url;
+
+  const app = await createApp({ config, databaseUrl, poolSize: embedded ? EMBEDDED_POOL_SIZE : 10 }, logger);
+  await app.listen(config.port, config.host);
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const publicUrl = config.port === 0 ? `http://localhost:${port}` : config.publicUrl;
+
+  process.stdout.write(
+    [
+      '',
+      `  Prospect API is running on ${publicUrl}`,
+      `  Create an account:  ${publicUrl}/signup`,
+      `  Sign in the CLI:    npx prospect auth:login --api-url ${publicUrl}`,
+      `  API docs:           ${publicUrl}/api/docs`,
+      `  Database:           ${embedded ? `embedded Postgres in ${embedded.dataDir} (set DATABASE_URL for a server)` : 'DATABASE_URL'}`,
+      '',
+      '',
+    ].join('\n'),
+  );
+
+  let stopping = false;
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    const forceExit = setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS);
+    forceExit.unref();
+    // Nest stops accepting, waits for in-flight requests, then closes the pool.
+    await app.close();
+    await embedded?.stop();
+    logger.info('stopped');
+    logger.flush();
+    process.exit(0);
+  };
+  process.once('SIGTERM', (s) => void shutdown(s));
+  process.once('SIGINT', (s) => void shutdown(s));
+}
+
+main().catch((err: unknown) => {
+  // A failure to start is one readable line; the stack only with DEBUG set.
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`prospect-api failed to start: ${message}\n`);
+  if (process.env.DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,68 @@
+import { PassThrough } from 'node:stream';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DataSource } from 'typeorm';
+import { createApp } from '../../src/bootstrap.js';
+import type { Clock } from '../../src/common/clock.js';
+import { AppConfig } from '../../src/config/app-config.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { createTestDatabase, type TestDatabase } from './test-database.js';
+
+export interface TestApp {
+  app: NestExpressApplication;
+  /** e.g. http://127.0.0.1:41234, no trailing slash */
+  baseUrl: string;
+  config: AppConfig;
+  database: TestDatabase;
+  dataSource: DataSource;
+  /** Every log line the app wrote, as text. */
+  logs(): string;
+  /** Closes the app; also drops the database unless it was passed in. */
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  clock?: Clock;
+  /** Share one database between several app instances. */
+  database?: TestDatabase;
+  /** Point the app at another URL than the database's (e.g. through a proxy). */
+  databaseUrl?: string;
+}
+
+/**
+ * The real application, on a real HTTP port, on a fresh database: what
+ * `npm start` runs, minus the process. Logs are captured at debug level so
+ * tests can check that no secret is ever written.
+ */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const database = options.database ?? (await createTestDatabase());
+  const ownsDatabase = !options.database;
+  const config = AppConfig.fromEnv({ NODE_ENV: 'test', LOG_LEVEL: 'debug', PORT: '0', ...options.env });
+  const logStream = new PassThrough();
+  const lines: string[] = [];
+  logStream.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
+
+  const app = await createApp(
+    { config, databaseUrl: options.databaseUrl ?? database.url, poolSize: 4, clock: options.clock },
+    createLogger(config.logLevel, logStream),
+  );
+  await app.listen(0, '127.0.0.1');
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  // Verification URLs must point at this instance unless the test chose PUBLIC_URL.
+  if (!options.env?.PUBLIC_URL) Object.assign(config, { publicUrl: baseUrl });
+
+  return {
+    app,
+    baseUrl,
+    config,
+    database,
+    dataSource: app.get(DataSource),
+    logs: () => lines.join(''),
+    async close() {
+      await app.close();
+      if (ownsDatabase) await database.drop();
+    },
+  };
+}

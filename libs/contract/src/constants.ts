@@ -1,0 +1,52 @@
+/** The product's name, used for the binary, the config directory and the env prefix. */
+export const SERVICE_NAME = 'prospect';
+
+/** Environment variables the CLI reads (seed §5). */
+export const ENV = {
+  apiBaseUrl: 'PROSPECT_API_BASE_URL',
+  configDir: 'PROSPECT_CONFIG_DIR',
+  skipAuth: 'PROSPECT_SKIP_AUTH',
+} as const;
+
+/** The session file's name inside the config directory (seed §2.4). */
+export const SESSION_FILE_NAME = 'auth-session.json';
+
+/** Every HTTP route of the contract, relative to the API base URL. */
+export const ROUTES = {
+  deviceStart: '/api/cli/auth/device/start',
+  devicePoll: '/api/cli/auth/device/poll',
+  me: '/api/cli/auth/me',
+  issueToken: '/api/cli/auth/token',
+  logout: '/api/cli/auth/logout',
+  health: '/api/health',
+  device: '/device',
+  tokensPage: '/settings/tokens',
+  signup: '/signup',
+  login: '/login',
+} as const;
+
+/** Prefix of every access token, so secret scanners can recognise a leaked one. */
+export const ACCESS_TOKEN_PREFIX = 'prs_';
+/** Prefix of every device code. */
+export const DEVICE_CODE_PREFIX = 'prsd_';
+
+/** User-code letters: consonants only, no look-alikes (RFC 8628 §6.1). */
+export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+export const USER_CODE_LENGTH = 8;
+
+/** Stable machine codes carried in the `error` field of every error body. */
+export const ERROR_CODES = {
+  invalidRequest: 'invalid_request',
+  invalidToken: 'invalid_token',
+  unauthorized: 'unauthorized',
+  forbidden: 'forbidden',
+  notFound: 'not_found',
+  slowDown: 'slow_down',
+  payloadTooLarge: 'payload_too_large',
+  tooManyRequests: 'too_many_requests',
+  conflict: 'conflict',
+  unsupportedMediaType: 'unsupported_media_type',
+  internal: 'internal_error',
+  unavailable: 'service_unavailable',
+} as const;
+export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
