@@ -3,7 +3,11 @@ import type { Clock } from './common/clock.js';
 import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
+import { AuditModule } from './audit/audit.module.js';
+import { DeviceLoginModule } from './device-login/device-login.module.js';
 import { HealthModule } from './health/health.module.js';
+import { TokensModule } from './tokens/tokens.module.js';
+import { UsersModule } from './users/users.module.js';
 
 export interface AppModuleOptions {
   config: AppConfig;
@@ -19,7 +23,15 @@ export class AppModule {
   static forRoot({ config, databaseUrl, poolSize, clock }: AppModuleOptions): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config, clock), DatabaseModule.forRoot(databaseUrl, poolSize), HealthModule],
+      imports: [
+        ConfigModule.forRoot(config, clock),
+        DatabaseModule.forRoot(databaseUrl, poolSize),
+        AuditModule,
+        HealthModule,
+        UsersModule,
+        TokensModule,
+        DeviceLoginModule,
+      ],
     };
   }
 }

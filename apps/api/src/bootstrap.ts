@@ -27,8 +27,14 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
   app.use(
     helmet({
       contentSecurityPolicy: {
-        directives: { 'frame-ancestors': ["'none'"], 'form-action': ["'self'"] },
+        directives: {
+          'frame-ancestors': ["'none'"],
+          'form-action': ["'self'"],
+          // On plain http (localhost, a LAN address) upgrading would break every form post.
+          'upgrade-insecure-requests': options.config.secureCookies ? [] : null,
+        },
       },
+      strictTransportSecurity: options.config.secureCookies,
     }),
   );
   app.useBodyParser('json', { limit: BODY_LIMIT });

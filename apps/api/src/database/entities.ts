@@ -1,2 +1,7 @@
+import { AuthEvent } from '../audit/auth-event.entity.js';
+import { DeviceLogin } from '../device-login/device-login.entity.js';
+import { AccessToken } from '../tokens/access-token.entity.js';
+import { User } from '../users/user.entity.js';
+
 /** Every TypeORM entity of the service; listed explicitly (no globs under ESM). */
-export const ENTITIES: Function[] = [];
+export const ENTITIES = [User, DeviceLogin, AccessToken, AuthEvent];

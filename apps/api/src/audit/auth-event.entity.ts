@@ -1,0 +1,38 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+
+export type AuthEventType =
+  | 'device.start'
+  | 'device.approve'
+  | 'device.deny'
+  | 'device.redeem'
+  | 'device.replay'
+  | 'token.issue'
+  | 'token.revoke'
+  | 'token.verify_failed'
+  | 'web.signup'
+  | 'web.login'
+  | 'web.login_failed'
+  | 'web.logout';
+
+/** The audit trail of sign-in: who did what from where. Never holds a secret. */
+@Entity({ name: 'auth_events' })
+export class AuthEvent {
+  @PrimaryGeneratedColumn({ type: 'bigint' })
+  id!: string;
+
+  @Column({ type: 'text' })
+  type!: AuthEventType;
+
+  @Column({ name: 'user_id', type: 'uuid', nullable: true })
+  userId!: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  ip!: string | null;
+
+  /** Ids and reasons only (token id, device login id, why it failed). */
+  @Column({ type: 'jsonb', default: {} })
+  detail!: Record<string, string | number | boolean | null>;
+
+  @Column({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+}

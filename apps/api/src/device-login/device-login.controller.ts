@@ -1,0 +1,56 @@
+import { Body, type CanActivate, Controller, HttpCode, Injectable, Ip, Post, UseGuards } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  type DevicePollRequest,
+  DevicePollRequestSchema,
+  type DevicePollResponse,
+  DevicePollResponseSchema,
+  type DeviceStartRequest,
+  DeviceStartRequestSchema,
+  type DeviceStartResponse,
+  DeviceStartResponseSchema,
+} from '@prospect/contract';
+import { notFound } from '../common/api-exception.js';
+import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
+import { Public } from '../common/public.decorator.js';
+import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { DeviceLoginService } from './device-login.service.js';
+
+/** With DEVICE_LOGIN_ENABLED=false the endpoints do not exist (404), whatever the body. */
+@Injectable()
+class DeviceLoginEnabledGuard implements CanActivate {
+  constructor(private readonly deviceLogins: DeviceLoginService) {}
+  canActivate(): boolean {
+    if (this.deviceLogins.enabled) return true;
+    throw notFound('Device login is turned off on this server. Create a token at /settings/tokens and run `prospect auth:login --token -`.');
+  }
+}
+
+@ApiTags('cli auth')
+@Controller('api/cli/auth/device')
+@Public()
+@UseGuards(DeviceLoginEnabledGuard)
+export class DeviceLoginController {
+  constructor(private readonly deviceLogins: DeviceLoginService) {}
+
+  @Post('start')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Start a device login: codes and the address where a person approves it.' })
+  @ApiJsonBody(DeviceStartRequestSchema, false)
+  @ApiJsonResponse(200, 'Started.', DeviceStartResponseSchema)
+  @ApiErrors([400, 'Invalid body.'], [404, 'Device login is turned off: use a token (`prospect auth:login --token`).'])
+  start(@Body(new ZodBodyPipe(DeviceStartRequestSchema)) body: DeviceStartRequest, @Ip() ip: string): Promise<DeviceStartResponse> {
+    return this.deviceLogins.start(body, ip);
+  }
+
+  @Post('poll')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Poll a device login: pending, denied (also expired or used), or authorized with a token.' })
+  @ApiJsonBody(DevicePollRequestSchema)
+  @ApiJsonResponse(200, 'The state of the device login.', DevicePollResponseSchema)
+  @ApiErrors([400, 'Unknown or malformed device code.'], [404, 'Device login is turned off.'], [429, 'slow_down: polled faster than intervalSeconds (see Retry-After).'])
+  poll(@Body(new ZodBodyPipe(DevicePollRequestSchema)) body: DevicePollRequest, @Ip() ip: string): Promise<DevicePollResponse> {
+    return this.deviceLogins.poll(body.deviceCode, ip);
+  }
+
+}

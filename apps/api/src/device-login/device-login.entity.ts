@@ -1,0 +1,55 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+
+/**
+ * pending → approved → redeemed (the one poll that got the token), or
+ * pending → denied. An expired login is reported as denied.
+ */
+export type DeviceLoginStatus = 'pending' | 'approved' | 'denied' | 'redeemed';
+
+/** One `prospect auth:login` waiting for a person to approve it in a browser. */
+@Entity({ name: 'device_logins' })
+export class DeviceLogin {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  /** SHA-256 of the device code; the code itself is only in the start response. */
+  @Column({ name: 'device_code_hash', type: 'bytea', unique: true, select: false })
+  deviceCodeHash!: Buffer;
+
+  /** 8 letters without separator, e.g. BCDFGHJK; unique among pending logins. */
+  @Column({ name: 'user_code', type: 'text' })
+  userCode!: string;
+
+  @Column({ type: 'text', default: 'pending' })
+  status!: DeviceLoginStatus;
+
+  /** Who approved or denied it. */
+  @Column({ name: 'decided_by_user_id', type: 'uuid', nullable: true })
+  decidedByUserId!: string | null;
+
+  @Column({ name: 'decided_at', type: 'timestamptz', nullable: true })
+  decidedAt!: Date | null;
+
+  /** What the CLI said about itself, shown on the approval page. */
+  @Column({ name: 'client_name', type: 'text', nullable: true })
+  clientName!: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  hostname!: string | null;
+
+  @Column({ name: 'requested_ip', type: 'text', nullable: true })
+  requestedIp!: string | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+
+  @Column({ name: 'expires_at', type: 'timestamptz' })
+  expiresAt!: Date;
+
+  /** The last poll that was answered; the database enforces the interval across instances. */
+  @Column({ name: 'last_polled_at', type: 'timestamptz', nullable: true })
+  lastPolledAt!: Date | null;
+
+  @Column({ name: 'redeemed_at', type: 'timestamptz', nullable: true })
+  redeemedAt!: Date | null;
+}

@@ -1,0 +1,246 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import {
+  DEVICE_CODE_PREFIX,
+  type DevicePollResponse,
+  type DeviceStartRequest,
+  type DeviceStartResponse,
+  ERROR_CODES,
+  formatUserCode,
+  normalizeUserCode,
+  ROUTES,
+} from '@prospect/contract';
+import { QueryFailedError, type DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service.js';
+import { ApiException, badRequest } from '../common/api-exception.js';
+import { Clock } from '../common/clock.js';
+import { generateSecret, generateUserCode, looksLikeSecret, sha256 } from '../common/secrets.js';
+import { AppConfig } from '../config/app-config.js';
+import { TokensService } from '../tokens/tokens.service.js';
+import { toPublicUser, type User } from '../users/user.entity.js';
+import type { DeviceLoginStatus } from './device-login.entity.js';
+
+/** A poll this much early is network jitter, not a misbehaving client (RFC 8628 §3.5). */
+export const POLL_JITTER_MS = 1_000;
+
+/** Why a person cannot decide a device login; each gets its own page. */
+export type UndecidableReason = 'unknown' | 'expired' | 'decided';
+
+export class UndecidableDeviceLoginError extends Error {
+  constructor(readonly reason: UndecidableReason) {
+    super(`device login ${reason}`);
+  }
+}
+
+/** What the approval page shows about a pending device login. */
+export interface DeviceLoginForApproval {
+  id: string;
+  userCode: string;
+  clientName: string | null;
+  hostname: string | null;
+  requestedIp: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+interface PollRow {
+  id: string;
+  status: DeviceLoginStatus;
+  expires_at: Date;
+  client_name: string | null;
+  hostname: string | null;
+  accepted: boolean;
+}
+
+@Injectable()
+export class DeviceLoginService {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly tokens: TokensService,
+    private readonly audit: AuditService,
+  ) {}
+
+  get enabled(): boolean {
+    return this.config.deviceLoginEnabled;
+  }
+
+  async start(request: DeviceStartRequest, ip: string | null): Promise<DeviceStartResponse> {
+    const deviceCode = generateSecret(DEVICE_CODE_PREFIX);
+    const now = this.clock.now();
+    const expiresAt = new Date(now.getTime() + this.config.deviceLoginTtlSeconds * 1000);
+    // 20^8 codes make a clash with a live login rare; the unique index catches the rest.
+    for (let attempt = 0; ; attempt++) {
+      const userCode = generateUserCode();
+      try {
+        const [row] = (await this.db.query(
+          `INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+          [sha256(deviceCode), userCode, request.clientName ?? null, request.hostname ?? null, ip, now, expiresAt],
+        )) as Array<{ id: string }>;
+        await this.audit.record('device.start', { ip, detail: { deviceLoginId: row!.id, clientName: request.clientName ?? null } });
+        const shownCode = formatUserCode(userCode);
+        return {
+          deviceCode,
+          userCode: shownCode,
+          verificationUrl: `${this.config.publicUrl}${ROUTES.device}?user_code=${shownCode}`,
+          intervalSeconds: this.config.devicePollIntervalSeconds,
+          expiresInSeconds: this.config.deviceLoginTtlSeconds,
+        };
+      } catch (err) {
+        if (attempt < 5 && isUniqueViolation(err)) continue;
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * One poll. A single UPDATE both reads the state and claims the poll slot, so
+   * the interval holds across API instances; only pending logins are throttled.
+   */
+  async poll(deviceCode: string, ip: string | null): Promise<DevicePollResponse> {
+    if (!looksLikeSecret(deviceCode, DEVICE_CODE_PREFIX)) throw badRequest('Unknown device code.');
+    const now = this.clock.now();
+    const earliestPrevious = new Date(now.getTime() - this.config.devicePollIntervalSeconds * 1000 + POLL_JITTER_MS);
+    const [rows] = (await this.db.query(
+      `WITH target AS (
+         SELECT id, last_polled_at FROM device_logins WHERE device_code_hash = $1 FOR UPDATE
+       )
+       UPDATE device_logins d
+          SET last_polled_at = CASE WHEN t.last_polled_at IS NULL OR t.last_polled_at <= $2 THEN $3 ELSE d.last_polled_at END
+         FROM target t
+        WHERE d.id = t.id
+       RETURNING d.id, d.status, d.expires_at, d.client_name, d.hostname,
+                 (t.last_polled_at IS NULL OR t.last_polled_at <= $2) AS accepted`,
+      [sha256(deviceCode), earliestPrevious, now],
+    )) as [PollRow[], number];
+    const login = rows[0];
+    if (!login) throw badRequest('Unknown device code.');
+
+    const expired = login.expires_at.getTime() <= now.getTime();
+    switch (login.status) {
+      case 'pending':
+        if (expired) return { status: 'denied' };
+        if (!login.accepted) throw this.slowDown();
+        return { status: 'pending' };
+      case 'approved':
+        return expired ? { status: 'denied' } : this.redeem(login, ip);
+      case 'redeemed':
+        await this.onReplay(login.id, ip);
+        return { status: 'denied' };
+      case 'denied':
+        return { status: 'denied' };
+    }
+  }
+
+  /** The first poll after approval takes the token; the conditional UPDATE lets only one win. */
+  private async redeem(login: PollRow, ip: string | null): Promise<DevicePollResponse> {
+    const now = this.clock.now();
+    const result = await this.db.transaction(async (tx) => {
+      const [won] = (await tx.query(
+        `UPDATE device_logins SET status = 'redeemed', redeemed_at = $2
+          WHERE id = $1 AND status = 'approved' AND expires_at > $2
+          RETURNING decided_by_user_id`,
+        [login.id, now],
+      )) as [Array<{ decided_by_user_id: string }>, number];
+      if (!won[0]) return null;
+      const [user] = (await tx.query(`SELECT id, email, name FROM users WHERE id = $1`, [won[0].decided_by_user_id])) as User[];
+      const issued = await this.tokens.issue(
+        {
+          userId: user!.id,
+          origin: 'device',
+          label: [login.client_name, login.hostname].filter(Boolean).join(' on ') || null,
+          ip,
+          deviceLoginId: login.id,
+        },
+        tx,
+      );
+      await this.audit.record('device.redeem', { userId: user!.id, ip, detail: { deviceLoginId: login.id, tokenId: issued.id } }, tx);
+      return { issued, user: user! };
+    });
+    if (!result) {
+      // Another poll redeemed it between our read and our update: this one is a replay.
+      await this.onReplay(login.id, ip);
+      return { status: 'denied' };
+    }
+    return {
+      status: 'authorized',
+      accessToken: result.issued.accessToken,
+      expiresAt: result.issued.expiresAt.toISOString(),
+      user: toPublicUser(result.user),
+    };
+  }
+
+  /**
+   * A redeemed device code polled again means someone else holds it: revoke
+   * what it issued, so a copied code cannot keep a silent second session.
+   */
+  private async onReplay(deviceLoginId: string, ip: string | null): Promise<void> {
+    const revoked = await this.tokens.revokeIssuedByDeviceLogin(deviceLoginId);
+    await this.audit.record('device.replay', { ip, detail: { deviceLoginId, revokedTokens: revoked.length } });
+  }
+
+  private slowDown(): ApiException {
+    return new ApiException(429, ERROR_CODES.slowDown, `Polling too fast: wait ${this.config.devicePollIntervalSeconds} seconds between polls.`, {
+      'Retry-After': String(this.config.devicePollIntervalSeconds),
+    });
+  }
+
+  /** A pending, unexpired login by the code a person typed or followed; throws why not otherwise. */
+  async findForApproval(userCodeInput: string): Promise<DeviceLoginForApproval> {
+    const userCode = normalizeUserCode(userCodeInput);
+    if (!userCode) throw new UndecidableDeviceLoginError('unknown');
+    const rows = (await this.db.query(
+      `SELECT id, user_code, status, client_name, hostname, requested_ip, created_at, expires_at
+         FROM device_logins WHERE user_code = $1 ORDER BY created_at DESC LIMIT 1`,
+      [userCode],
+    )) as Array<Record<string, never>>;
+    const row = rows[0];
+    if (!row) throw new UndecidableDeviceLoginError('unknown');
+    if (row.status !== 'pending') throw new UndecidableDeviceLoginError('decided');
+    if ((row.expires_at as Date).getTime() <= this.clock.now().getTime()) throw new UndecidableDeviceLoginError('expired');
+    return {
+      id: row.id,
+      userCode: formatUserCode(row.user_code),
+      clientName: row.client_name,
+      hostname: row.hostname,
+      requestedIp: row.requested_ip,
+      createdAt: row.created_at,
+      expiresAt: row.expires_at,
+    };
+  }
+
+  approve(userCode: string, userId: string, ip: string | null): Promise<void> {
+    return this.decide(userCode, 'approved', userId, ip);
+  }
+
+  deny(userCode: string, userId: string, ip: string | null): Promise<void> {
+    return this.decide(userCode, 'denied', userId, ip);
+  }
+
+  /**
+   * Binds the decision to the signed-in person who made it. Only a pending,
+   * unexpired login can be decided, and only once (one conditional UPDATE).
+   */
+  private async decide(userCodeInput: string, decision: 'approved' | 'denied', userId: string, ip: string | null): Promise<void> {
+    const userCode = normalizeUserCode(userCodeInput);
+    if (!userCode) throw new UndecidableDeviceLoginError('unknown');
+    const now = this.clock.now();
+    const [rows] = (await this.db.query(
+      `UPDATE device_logins SET status = $2, decided_by_user_id = $3, decided_at = $4
+        WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
+        RETURNING id`,
+      [userCode, decision, userId, now],
+    )) as [Array<{ id: string }>, number];
+    if (!rows[0]) {
+      await this.findForApproval(userCode); // throws the precise reason
+      throw new UndecidableDeviceLoginError('decided');
+    }
+    await this.audit.record(decision === 'approved' ? 'device.approve' : 'device.deny', { userId, ip, detail: { deviceLoginId: rows[0].id } });
+  }
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return err instanceof QueryFailedError && (err.driverError as { code?: string }).code === '23505';
+}

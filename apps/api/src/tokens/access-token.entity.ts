@@ -1,0 +1,48 @@
+import { Column, Entity, JoinColumn, ManyToOne, PrimaryGeneratedColumn, type Relation } from 'typeorm';
+import { User } from '../users/user.entity.js';
+
+export type TokenOrigin = 'device' | 'direct' | 'admin';
+
+/** A CLI bearer token. Only its SHA-256 is stored; the token itself is shown once. */
+@Entity({ name: 'access_tokens' })
+export class AccessToken {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  @Column({ name: 'token_hash', type: 'bytea', unique: true, select: false })
+  tokenHash!: Buffer;
+
+  @Column({ name: 'user_id', type: 'uuid' })
+  userId!: string;
+
+  @ManyToOne(() => User, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'user_id' })
+  user?: Relation<User>;
+
+  @Column({ type: 'text', nullable: true })
+  label!: string | null;
+
+  /** How it was issued: by device login, directly for oneself, or by an admin. */
+  @Column({ type: 'text' })
+  origin!: TokenOrigin;
+
+  /** For device-origin tokens: the device login that produced it (client name, hostname). */
+  @Column({ name: 'device_login_id', type: 'uuid', nullable: true })
+  deviceLoginId!: string | null;
+
+  @Column({ name: 'created_ip', type: 'text', nullable: true })
+  createdIp!: string | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+
+  @Column({ name: 'expires_at', type: 'timestamptz' })
+  expiresAt!: Date;
+
+  /** Touched at most once a minute, so verifying stays a read. */
+  @Column({ name: 'last_used_at', type: 'timestamptz', nullable: true })
+  lastUsedAt!: Date | null;
+
+  @Column({ name: 'revoked_at', type: 'timestamptz', nullable: true })
+  revokedAt!: Date | null;
+}

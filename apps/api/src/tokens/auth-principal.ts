@@ -1,0 +1,17 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { UserRole } from '../users/user.entity.js';
+
+/** Who is calling, as established by the bearer guard (or a web session). */
+export interface AuthPrincipal {
+  user: { id: string; email: string; name: string; role: UserRole };
+  /** The access token used, when the caller presented one. */
+  tokenId?: string;
+  /** When the credential stops being valid. */
+  expiresAt: Date;
+  via: 'bearer' | 'web-session';
+}
+
+/** The authenticated caller of this request. */
+export const Principal = createParamDecorator(
+  (_: unknown, ctx: ExecutionContext): AuthPrincipal => ctx.switchToHttp().getRequest<{ user: AuthPrincipal }>().user,
+);

@@ -1,0 +1,31 @@
+import { Injectable } from '@nestjs/common';
+import type { IssueTokenRequest, IssuedTokenResponse } from '@prospect/contract';
+import { forbidden, notFound } from '../common/api-exception.js';
+import { toPublicUser } from '../users/user.entity.js';
+import { normalizeEmail, UsersService } from '../users/users.service.js';
+import type { AuthPrincipal } from './auth-principal.js';
+import { TokensService } from './tokens.service.js';
+
+/** POST /api/cli/auth/token: anyone may issue for themselves, admins for anyone. */
+@Injectable()
+export class TokenIssuanceService {
+  constructor(
+    private readonly tokens: TokensService,
+    private readonly users: UsersService,
+  ) {}
+
+  async issueFor(caller: AuthPrincipal, request: IssueTokenRequest, ip: string | null): Promise<IssuedTokenResponse> {
+    const forOther = request.userEmail !== undefined && normalizeEmail(request.userEmail) !== caller.user.email;
+    if (forOther && caller.user.role !== 'admin') throw forbidden('Only an admin may issue a token for another user.');
+    const target = forOther ? await this.users.findByEmail(request.userEmail!) : caller.user;
+    if (!target) throw notFound('No user with that e-mail address.');
+    const issued = await this.tokens.issue({
+      userId: target.id,
+      origin: forOther ? 'admin' : 'direct',
+      label: request.label ?? null,
+      ttlSeconds: request.expiresInSeconds,
+      ip,
+    });
+    return { accessToken: issued.accessToken, expiresAt: issued.expiresAt.toISOString(), user: toPublicUser(target) };
+  }
+}

@@ -1,0 +1,60 @@
+import { Body, Controller, Get, HttpCode, Ip, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  type IssueTokenRequest,
+  IssueTokenRequestSchema,
+  IssuedTokenResponseSchema,
+  type IssuedTokenResponse,
+  type MeResponse,
+  MeResponseSchema,
+} from '@prospect/contract';
+import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
+import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { toPublicUser } from '../users/user.entity.js';
+import { type AuthPrincipal, Principal } from './auth-principal.js';
+import { TokenIssuanceService } from './token-issuance.service.js';
+import { TokensService } from './tokens.service.js';
+
+@ApiTags('cli auth')
+@ApiBearerAuth()
+@Controller('api/cli/auth')
+export class TokensController {
+  constructor(
+    private readonly tokens: TokensService,
+    private readonly issuance: TokenIssuanceService,
+  ) {}
+
+  @Get('me')
+  @ApiOperation({ summary: 'Verify the bearer token and return its user and expiry.' })
+  @ApiJsonResponse(200, 'The token is valid.', MeResponseSchema)
+  @ApiErrors([401, 'Missing, unknown, expired or revoked token (see WWW-Authenticate).'])
+  me(@Principal() principal: AuthPrincipal): MeResponse {
+    return { user: toPublicUser(principal.user), expiresAt: principal.expiresAt.toISOString() };
+  }
+
+  @Post('token')
+  @HttpCode(201)
+  @ApiOperation({
+    summary: 'Issue a CLI token (for `prospect auth:login --token`).',
+    description: 'For yourself, or, as an admin, for any user by `userEmail`.',
+  })
+  @ApiJsonBody(IssueTokenRequestSchema, false)
+  @ApiJsonResponse(201, 'The token; its secret is shown only in this response.', IssuedTokenResponseSchema)
+  @ApiErrors([400, 'Invalid body.'], [401, 'No valid credentials.'], [403, 'Not allowed to issue for that user.'], [404, 'No such user.'])
+  issue(
+    @Principal() principal: AuthPrincipal,
+    @Body(new ZodBodyPipe(IssueTokenRequestSchema)) body: IssueTokenRequest,
+    @Ip() ip: string,
+  ): Promise<IssuedTokenResponse> {
+    return this.issuance.issueFor(principal, body, ip);
+  }
+
+  @Post('logout')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Revoke the bearer token of this request.' })
+  @ApiJsonResponse(204, 'Revoked.')
+  @ApiErrors([401, 'Missing, unknown, expired or revoked token.'])
+  async logout(@Principal() principal: AuthPrincipal, @Ip() ip: string): Promise<void> {
+    await this.tokens.revokeForUser(principal.user.id, principal.tokenId!, ip);
+  }
+}

@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { PassportModule } from '@nestjs/passport';
+import { UsersModule } from '../users/users.module.js';
+import { BearerAuthGuard } from './bearer-auth.guard.js';
+import { BearerStrategy } from './bearer.strategy.js';
+import { TokenIssuanceService } from './token-issuance.service.js';
+import { TokensController } from './tokens.controller.js';
+import { TokensService } from './tokens.service.js';
+
+@Module({
+  imports: [PassportModule.register({ session: false }), UsersModule],
+  controllers: [TokensController],
+  providers: [TokensService, TokenIssuanceService, BearerStrategy, { provide: APP_GUARD, useClass: BearerAuthGuard }],
+  exports: [TokensService, TokenIssuanceService],
+})
+export class TokensModule {}

@@ -1,0 +1,181 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { ACCESS_TOKEN_PREFIX } from '@prospect/contract';
+import type { DataSource, EntityManager } from 'typeorm';
+import { AuditService } from '../audit/audit.service.js';
+import { notFound } from '../common/api-exception.js';
+import { Clock } from '../common/clock.js';
+import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
+import { AppConfig } from '../config/app-config.js';
+import type { UserRole } from '../users/user.entity.js';
+import { AccessToken, type TokenOrigin } from './access-token.entity.js';
+import type { AuthPrincipal } from './auth-principal.js';
+
+/** Why a token was refused; told to the client in `error_description` (RFC 6750 §3). */
+export type InvalidTokenReason = 'unknown' | 'expired' | 'revoked';
+
+export class InvalidTokenError extends Error {
+  constructor(readonly reason: InvalidTokenReason) {
+    super(`token ${reason}`);
+  }
+}
+
+/** `lastUsedAt` is refreshed at most this often, so verification stays a read. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
+export interface IssueTokenInput {
+  userId: string;
+  origin: TokenOrigin;
+  label?: string | null;
+  /** Defaults to ACCESS_TOKEN_TTL_SECONDS; capped at ACCESS_TOKEN_MAX_TTL_SECONDS. */
+  ttlSeconds?: number;
+  ip?: string | null;
+  deviceLoginId?: string | null;
+}
+
+export interface IssuedToken {
+  /** The only copy of the secret: returned once, never stored. */
+  accessToken: string;
+  id: string;
+  expiresAt: Date;
+}
+
+interface TokenRow {
+  token_id: string;
+  expires_at: Date;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+  user_id: string;
+  email: string;
+  name: string;
+  role: UserRole;
+}
+
+export interface TokenListing {
+  id: string;
+  label: string | null;
+  origin: TokenOrigin;
+  clientName: string | null;
+  hostname: string | null;
+  createdIp: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+@Injectable()
+export class TokensService {
+  private readonly logger = new Logger(TokensService.name);
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly audit: AuditService,
+  ) {}
+
+  async issue(input: IssueTokenInput, manager: EntityManager = this.db.manager): Promise<IssuedToken> {
+    const ttl = Math.min(input.ttlSeconds ?? this.config.accessTokenTtlSeconds, this.config.accessTokenMaxTtlSeconds);
+    const now = this.clock.now();
+    const accessToken = generateSecret(ACCESS_TOKEN_PREFIX);
+    const expiresAt = new Date(now.getTime() + ttl * 1000);
+    const result = await manager.insert(AccessToken, {
+      tokenHash: sha256(accessToken),
+      userId: input.userId,
+      origin: input.origin,
+      label: input.label ?? null,
+      deviceLoginId: input.deviceLoginId ?? null,
+      createdIp: input.ip ?? null,
+      createdAt: now,
+      expiresAt,
+    });
+    const id = (result.identifiers[0] as { id: string }).id;
+    await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, detail: { tokenId: id, origin: input.origin } }, manager);
+    return { accessToken, id, expiresAt };
+  }
+
+  /**
+   * The hot path of every CLI round trip: one indexed read by hash, joined to
+   * its user. Throws InvalidTokenError saying why a token is refused.
+   */
+  async verify(rawToken: string): Promise<AuthPrincipal> {
+    if (!looksLikeSecret(rawToken, ACCESS_TOKEN_PREFIX)) throw new InvalidTokenError('unknown');
+    const rows = (await this.db.query(
+      `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
+              u.id AS user_id, u.email, u.name, u.role
+         FROM access_tokens t JOIN users u ON u.id = t.user_id
+        WHERE t.token_hash = $1`,
+      [sha256(rawToken)],
+    )) as TokenRow[];
+    const row = rows[0];
+    if (!row) throw new InvalidTokenError('unknown');
+    if (row.revoked_at) throw new InvalidTokenError('revoked');
+    const now = this.clock.now();
+    if (row.expires_at.getTime() <= now.getTime()) throw new InvalidTokenError('expired');
+    this.touch(row, now);
+    return {
+      user: { id: row.user_id, email: row.email, name: row.name, role: row.role },
+      tokenId: row.token_id,
+      expiresAt: row.expires_at,
+      via: 'bearer',
+    };
+  }
+
+  /** Records use without making every verification a write: at most once per resolution. */
+  private touch(row: Pick<TokenRow, 'token_id' | 'last_used_at'>, now: Date): void {
+    if (row.last_used_at && now.getTime() - row.last_used_at.getTime() < LAST_USED_RESOLUTION_MS) return;
+    this.db
+      .query(
+        `UPDATE access_tokens SET last_used_at = $2
+          WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
+        [row.token_id, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS)],
+      )
+      .catch((err: Error) => this.logger.warn(`could not record token use: ${err.message}`));
+  }
+
+  /** Revokes one token of this user; revoking twice is harmless. */
+  async revokeForUser(userId: string, tokenId: string, ip?: string | null): Promise<void> {
+    const [found] = (await this.db.query(
+      `UPDATE access_tokens SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND user_id = $2 RETURNING id`,
+      [tokenId, userId, this.clock.now()],
+    )) as [Array<{ id: string }>, number];
+    if (!found?.length) throw notFound('No such token.');
+    await this.audit.record('token.revoke', { userId, ip, detail: { tokenId } });
+  }
+
+  /** Revokes whatever token a device login issued (replayed device codes). */
+  async revokeIssuedByDeviceLogin(deviceLoginId: string, manager: EntityManager = this.db.manager): Promise<string[]> {
+    const [rows] = (await manager.query(
+      `UPDATE access_tokens SET revoked_at = $2 WHERE device_login_id = $1 AND revoked_at IS NULL RETURNING id, user_id`,
+      [deviceLoginId, this.clock.now()],
+    )) as [Array<{ id: string; user_id: string }>, number];
+    for (const row of rows) {
+      await this.audit.record('token.revoke', { userId: row.user_id, detail: { tokenId: row.id, reason: 'device code replayed' } }, manager);
+    }
+    return rows.map((r) => r.id);
+  }
+
+  /** The caller's tokens, newest first, without secrets. */
+  async listForUser(userId: string): Promise<TokenListing[]> {
+    const rows = (await this.db.query(
+      `SELECT t.id, t.label, t.origin, d.client_name, d.hostname, t.created_ip, t.created_at, t.expires_at,
+              t.last_used_at, t.revoked_at
+         FROM access_tokens t LEFT JOIN device_logins d ON d.id = t.device_login_id
+        WHERE t.user_id = $1 ORDER BY t.created_at DESC, t.id`,
+      [userId],
+    )) as Array<Record<string, never>>;
+    return rows.map((r) => ({
+      id: r.id,
+      label: r.label,
+      origin: r.origin,
+      clientName: r.client_name,
+      hostname: r.hostname,
+      createdIp: r.created_ip,
+      createdAt: r.created_at,
+      expiresAt: r.expires_at,
+      lastUsedAt: r.last_used_at,
+      revokedAt: r.revoked_at,
+    }));
+  }
+}

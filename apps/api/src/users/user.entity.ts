@@ -1,0 +1,33 @@
+import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
+
+export type UserRole = 'user' | 'admin';
+
+/** One person, one id: the same row whether they sign in on the web, by device or by token. */
+@Entity({ name: 'users' })
+export class User {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  /** Stored trimmed and lower-cased, so uniqueness ignores letter case. */
+  @Column({ type: 'text', unique: true })
+  email!: string;
+
+  @Column({ type: 'text' })
+  name!: string;
+
+  @Column({ type: 'text', default: 'user' })
+  role!: UserRole;
+
+  /** scrypt hash with its parameters and salt; never selected unless asked for. */
+  @Column({ name: 'password_hash', type: 'text', nullable: true, select: false })
+  passwordHash!: string | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt!: Date;
+}
+
+/** A user as the contract shows it (seed §2.1). */
+export const toPublicUser = (user: Pick<User, 'id' | 'email' | 'name'>) => ({ id: user.id, email: user.email, name: user.name });
