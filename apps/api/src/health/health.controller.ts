@@ -1,17 +1,18 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import { HealthCheck, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { HealthCheck, HealthCheckService } from '@nestjs/terminus';
 import { ERROR_CODES } from '@prospect/contract';
 import { ApiException } from '../common/api-exception.js';
 import { ApiErrors } from '../common/openapi.js';
 import { Public } from '../common/public.decorator.js';
+import { DatabaseHealthIndicator } from './database.health.js';
 
 @ApiTags('health')
 @Controller('api/health')
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
-    private readonly database: TypeOrmHealthIndicator,
+    private readonly database: DatabaseHealthIndicator,
   ) {}
 
   @Get()
@@ -21,7 +22,7 @@ export class HealthController {
   @ApiErrors([503, 'The database is unreachable.'])
   async check() {
     try {
-      return await this.health.check([() => this.database.pingCheck('database', { timeout: 1_500 })]);
+      return await this.health.check([() => this.database.ping()]);
     } catch (err) {
       if (!(err instanceof ServiceUnavailableException)) throw err;
       // Terminus's own 503 body differs from ours; name what is down in our error body.
