@@ -1,8 +1,9 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
+import { BackgroundWrites } from '../common/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from './app-config.js';
 
-/** Makes the validated configuration and the clock injectable everywhere. */
+/** Makes the validated configuration, the clock and background writes injectable everywhere. */
 @Global()
 @Module({})
 export class ConfigModule {
@@ -12,8 +13,9 @@ export class ConfigModule {
       providers: [
         { provide: AppConfig, useValue: config },
         { provide: Clock, useValue: clock },
+        BackgroundWrites,
       ],
-      exports: [AppConfig, Clock],
+      exports: [AppConfig, Clock, BackgroundWrites],
     };
   }
 }

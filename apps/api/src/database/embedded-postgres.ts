@@ -3,8 +3,14 @@ import { resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 
-/** How many pooled connections the API opens; the socket server allows a few more. */
-export const EMBEDDED_POOL_SIZE = 8;
+/**
+ * The API's pool size on the embedded database. PGlite is a single backend that
+ * runs one statement at a time, so more connections add no throughput; and its
+ * socket multiplexer was seen to hang when one connection's transaction
+ * interleaved with 50 concurrent statements from others. One connection avoids
+ * that entirely. The socket server accepts a few more for tools and listeners.
+ */
+export const EMBEDDED_POOL_SIZE = 1;
 
 export interface EmbeddedPostgres {
   /** A postgres:// URL for the normal `pg` driver. */
@@ -33,7 +39,7 @@ export async function startEmbeddedPostgres(dataDir: string, port = 0): Promise<
     db,
     host: '127.0.0.1',
     port,
-    maxConnections: EMBEDDED_POOL_SIZE + 4,
+    maxConnections: EMBEDDED_POOL_SIZE + 3,
   });
   await server.start();
 

@@ -15,7 +15,9 @@ export function typeOrmOptions(url: string, poolSize: number): DataSourceOptions
     migrationsRun: true,
     migrationsTransactionMode: 'each',
     synchronize: false,
-    logging: ['error', 'migration'],
+    // TypeORM's own logging prints failed queries with their parameters (hashes,
+    // e-mails) to the console, past pino's redaction; errors reach our filter instead.
+    logging: false,
     // pg's own pool; fail fast rather than queue forever when the database is gone.
     extra: { max: poolSize, connectionTimeoutMillis: 5_000 },
   };

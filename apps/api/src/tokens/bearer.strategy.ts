@@ -4,6 +4,7 @@ import type { Request } from 'express';
 import { Strategy } from 'passport-http-bearer';
 import { SERVICE_NAME } from '@prospect/contract';
 import { AuditService } from '../audit/audit.service.js';
+import { BackgroundWrites } from '../common/background-writes.js';
 import { InvalidTokenError, TokensService } from './tokens.service.js';
 
 /**
@@ -15,6 +16,7 @@ export class BearerStrategy extends PassportStrategy(Strategy, 'bearer') {
   constructor(
     private readonly tokens: TokensService,
     private readonly audit: AuditService,
+    private readonly background: BackgroundWrites,
   ) {
     super({ realm: SERVICE_NAME, passReqToCallback: true });
   }
@@ -25,7 +27,9 @@ export class BearerStrategy extends PassportStrategy(Strategy, 'bearer') {
     } catch (err) {
       if (!(err instanceof InvalidTokenError)) throw err;
       // Audit without awaiting: a failed verification must stay cheap to answer.
-      void this.audit.record('token.verify_failed', { ip: req.ip, detail: { reason: err.reason } }).catch(() => undefined);
+      this.background.run('audit a failed verification', () =>
+        this.audit.record('token.verify_failed', { ip: req.ip, detail: { reason: err.reason } }),
+      );
       // Nest's mixin calls done(null, false, message); passport-http-bearer turns the
       // message into the error_description of its challenge.
       return [false, err.message] as const;

@@ -1,9 +1,10 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { ACCESS_TOKEN_PREFIX } from '@prospect/contract';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { notFound } from '../common/api-exception.js';
+import { BackgroundWrites } from '../common/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
@@ -66,13 +67,12 @@ export interface TokenListing {
 
 @Injectable()
 export class TokensService {
-  private readonly logger = new Logger(TokensService.name);
-
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly audit: AuditService,
+    private readonly background: BackgroundWrites,
   ) {}
 
   async issue(input: IssueTokenInput, manager: EntityManager = this.db.manager): Promise<IssuedToken> {
@@ -125,13 +125,13 @@ export class TokensService {
   /** Records use without making every verification a write: at most once per resolution. */
   private touch(row: Pick<TokenRow, 'token_id' | 'last_used_at'>, now: Date): void {
     if (row.last_used_at && now.getTime() - row.last_used_at.getTime() < LAST_USED_RESOLUTION_MS) return;
-    this.db
-      .query(
+    this.background.run('record token use', () =>
+      this.db.query(
         `UPDATE access_tokens SET last_used_at = $2
           WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
         [row.token_id, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS)],
-      )
-      .catch((err: Error) => this.logger.warn(`could not record token use: ${err.message}`));
+      ),
+    );
   }
 
   /** Revokes one token of this user; revoking twice is harmless. */

@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { createApp } from '../../src/bootstrap.js';
 import type { Clock } from '../../src/common/clock.js';
 import { AppConfig } from '../../src/config/app-config.js';
+import { EMBEDDED_POOL_SIZE } from '../../src/database/embedded-postgres.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
@@ -43,7 +44,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   logStream.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
 
   const app = await createApp(
-    { config, databaseUrl: options.databaseUrl ?? database.url, poolSize: 4, clock: options.clock },
+    { config, databaseUrl: options.databaseUrl ?? database.url, poolSize: database.kind === 'embedded' ? EMBEDDED_POOL_SIZE : 4, clock: options.clock },
     createLogger(config.logLevel, logStream),
   );
   await app.listen(0, '127.0.0.1');

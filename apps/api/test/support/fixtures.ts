@@ -1,0 +1,43 @@
+import { ROUTES, type DeviceStartResponse } from '@prospect/contract';
+import { DeviceLoginService } from '../../src/device-login/device-login.service.js';
+import type { User } from '../../src/users/user.entity.js';
+import { UsersService } from '../../src/users/users.service.js';
+import { post } from './http.js';
+import type { TestApp } from './test-app.js';
+
+let counter = 0;
+
+/** A person with a password, created through the service (as sign-up does). */
+export async function createUser(api: TestApp, overrides: Partial<{ email: string; name: string; role: User['role'] }> = {}) {
+  counter += 1;
+  return api.app.get(UsersService).create({
+    email: overrides.email ?? `person${counter}-${Date.now()}@example.com`,
+    name: overrides.name ?? `Person ${counter}`,
+    password: 'correct horse battery',
+    role: overrides.role,
+  });
+}
+
+export async function startDeviceLogin(api: TestApp, body: object = { clientName: 'prospect CLI 0.1.0', hostname: 'laptop' }) {
+  const res = await post<DeviceStartResponse>(api.baseUrl, ROUTES.deviceStart, body);
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+export const poll = (api: TestApp, deviceCode: string) => post(api.baseUrl, ROUTES.devicePoll, { deviceCode });
+
+/** Approves as the person who pressed the button on the approval page would. */
+export const approve = (api: TestApp, userCode: string, user: { id: string }) =>
+  api.app.get(DeviceLoginService).approve(userCode, user.id, '127.0.0.1');
+
+export const deny = (api: TestApp, userCode: string, user: { id: string }) =>
+  api.app.get(DeviceLoginService).deny(userCode, user.id, '127.0.0.1');
+
+/** A full device login: start, approve as `user`, poll; returns the issued token. */
+export async function deviceLoginToken(api: TestApp, user: { id: string }): Promise<string> {
+  const start = await startDeviceLogin(api);
+  await approve(api, start.userCode, user);
+  const res = await poll(api, start.deviceCode);
+  expect(res.body.status).toBe('authorized');
+  return res.body.accessToken;
+}
