@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import type { Clock } from './common/clock.js';
 import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
+import { DatabaseInfo } from './database/database-info.js';
 import { DatabaseModule } from './database/database.module.js';
 import { AuditModule } from './audit/audit.module.js';
 import { DeviceLoginModule } from './device-login/device-login.module.js';
@@ -13,6 +14,8 @@ export interface AppModuleOptions {
   config: AppConfig;
   /** The Postgres to use: DATABASE_URL, or the embedded server started before Nest. */
   databaseUrl: string;
+  /** True for the embedded PGlite server. */
+  embedded: boolean;
   poolSize: number;
   /** Tests move time with a fake clock. */
   clock?: Clock;
@@ -20,12 +23,12 @@ export interface AppModuleOptions {
 
 @Module({})
 export class AppModule {
-  static forRoot({ config, databaseUrl, poolSize, clock }: AppModuleOptions): DynamicModule {
+  static forRoot({ config, databaseUrl, embedded, poolSize, clock }: AppModuleOptions): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config, clock),
-        DatabaseModule.forRoot(databaseUrl, poolSize),
+        DatabaseModule.forRoot(new DatabaseInfo(databaseUrl, embedded), poolSize),
         AuditModule,
         HealthModule,
         UsersModule,

@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   }
   const databaseUrl = config.databaseUrl ?? embedded!.url;
 
-  const app = await createApp({ config, databaseUrl, poolSize: embedded ? EMBEDDED_POOL_SIZE : 10 }, logger);
+  const app = await createApp({ config, databaseUrl, embedded: Boolean(embedded), poolSize: embedded ? EMBEDDED_POOL_SIZE : 10 }, logger);
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;

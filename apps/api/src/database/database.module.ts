@@ -1,14 +1,18 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DatabaseInfo } from './database-info.js';
 import { typeOrmOptions } from './typeorm-options.js';
 
+@Global()
 @Module({})
 export class DatabaseModule {
   /** @param url the Postgres server, real or embedded, resolved before Nest starts. */
-  static forRoot(url: string, poolSize: number): DynamicModule {
+  static forRoot(database: DatabaseInfo, poolSize: number): DynamicModule {
     return {
       module: DatabaseModule,
-      imports: [TypeOrmModule.forRoot({ ...typeOrmOptions(url, poolSize), retryAttempts: 2, retryDelay: 1000 })],
+      imports: [TypeOrmModule.forRoot({ ...typeOrmOptions(database.url, poolSize), retryAttempts: 2, retryDelay: 1000 })],
+      providers: [{ provide: DatabaseInfo, useValue: database }],
+      exports: [DatabaseInfo],
     };
   }
 }

@@ -4,14 +4,23 @@ import { PassportModule } from '@nestjs/passport';
 import { UsersModule } from '../users/users.module.js';
 import { BearerAuthGuard } from './bearer-auth.guard.js';
 import { BearerStrategy } from './bearer.strategy.js';
+import { RevocationListener } from './revocation-listener.js';
 import { TokenIssuanceService } from './token-issuance.service.js';
 import { TokensController } from './tokens.controller.js';
 import { TokensService } from './tokens.service.js';
+import { VerifiedTokenCache } from './verified-token-cache.js';
 
 @Module({
   imports: [PassportModule.register({ session: false }), UsersModule],
   controllers: [TokensController],
-  providers: [TokensService, TokenIssuanceService, BearerStrategy, { provide: APP_GUARD, useClass: BearerAuthGuard }],
+  providers: [
+    TokensService,
+    TokenIssuanceService,
+    BearerStrategy,
+    { provide: VerifiedTokenCache, useValue: new VerifiedTokenCache() },
+    RevocationListener,
+    { provide: APP_GUARD, useClass: BearerAuthGuard },
+  ],
   exports: [TokensService, TokenIssuanceService],
 })
 export class TokensModule {}

@@ -11,6 +11,7 @@ import { AppConfig } from '../config/app-config.js';
 import type { UserRole } from '../users/user.entity.js';
 import { AccessToken, type TokenOrigin } from './access-token.entity.js';
 import type { AuthPrincipal } from './auth-principal.js';
+import { VerifiedTokenCache } from './verified-token-cache.js';
 
 /** Why a token was refused; told to the client in `error_description` (RFC 6750 §3). */
 export type InvalidTokenReason = 'unknown' | 'expired' | 'revoked';
@@ -73,6 +74,7 @@ export class TokensService {
     private readonly clock: Clock,
     private readonly audit: AuditService,
     private readonly background: BackgroundWrites,
+    private readonly cache: VerifiedTokenCache,
   ) {}
 
   async issue(input: IssueTokenInput, manager: EntityManager = this.db.manager): Promise<IssuedToken> {
@@ -96,40 +98,64 @@ export class TokensService {
   }
 
   /**
-   * The hot path of every CLI round trip: one indexed read by hash, joined to
-   * its user. Throws InvalidTokenError saying why a token is refused.
+   * The hot path of every CLI round trip. A cached verification still has its
+   * expiry checked; otherwise one indexed read by hash, joined to its user.
+   * Throws InvalidTokenError saying why a token is refused.
    */
   async verify(rawToken: string): Promise<AuthPrincipal> {
     if (!looksLikeSecret(rawToken, ACCESS_TOKEN_PREFIX)) throw new InvalidTokenError('unknown');
+    const hash = sha256(rawToken);
+    const now = this.clock.now();
+    const cacheKey = this.cache.enabled ? hash.toString('base64') : undefined;
+    if (cacheKey) {
+      const hit = this.cache.get(cacheKey, now.getTime());
+      if (hit) {
+        if (hit.principal.expiresAt.getTime() <= now.getTime()) throw new InvalidTokenError('expired');
+        if (this.isStale(hit.lastUsedAt, now)) {
+          hit.lastUsedAt = now.getTime();
+          this.touch(hit.principal.tokenId!, now);
+        }
+        return hit.principal;
+      }
+    }
+    const readEpoch = this.cache.epoch;
     const rows = (await this.db.query(
       `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
               u.id AS user_id, u.email, u.name, u.role
          FROM access_tokens t JOIN users u ON u.id = t.user_id
         WHERE t.token_hash = $1`,
-      [sha256(rawToken)],
+      [hash],
     )) as TokenRow[];
     const row = rows[0];
     if (!row) throw new InvalidTokenError('unknown');
     if (row.revoked_at) throw new InvalidTokenError('revoked');
-    const now = this.clock.now();
     if (row.expires_at.getTime() <= now.getTime()) throw new InvalidTokenError('expired');
-    this.touch(row, now);
-    return {
+    let lastUsedAt = row.last_used_at?.getTime() ?? null;
+    if (this.isStale(lastUsedAt, now)) {
+      lastUsedAt = now.getTime();
+      this.touch(row.token_id, now);
+    }
+    const principal: AuthPrincipal = {
       user: { id: row.user_id, email: row.email, name: row.name, role: row.role },
       tokenId: row.token_id,
       expiresAt: row.expires_at,
       via: 'bearer',
     };
+    if (cacheKey) this.cache.set(cacheKey, principal, lastUsedAt, now.getTime(), readEpoch);
+    return principal;
+  }
+
+  private isStale(lastUsedAt: number | null, now: Date): boolean {
+    return lastUsedAt === null || now.getTime() - lastUsedAt >= LAST_USED_RESOLUTION_MS;
   }
 
   /** Records use without making every verification a write: at most once per resolution. */
-  private touch(row: Pick<TokenRow, 'token_id' | 'last_used_at'>, now: Date): void {
-    if (row.last_used_at && now.getTime() - row.last_used_at.getTime() < LAST_USED_RESOLUTION_MS) return;
+  private touch(tokenId: string, now: Date): void {
     this.background.run('record token use', () =>
       this.db.query(
         `UPDATE access_tokens SET last_used_at = $2
           WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
-        [row.token_id, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS)],
+        [tokenId, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS)],
       ),
     );
   }
@@ -141,6 +167,8 @@ export class TokensService {
       [tokenId, userId, this.clock.now()],
     )) as [Array<{ id: string }>, number];
     if (!found?.length) throw notFound('No such token.');
+    // At once on this instance; the database trigger tells the others.
+    this.cache.evictToken(tokenId);
     await this.audit.record('token.revoke', { userId, ip, detail: { tokenId } });
   }
 
@@ -151,6 +179,7 @@ export class TokensService {
       [deviceLoginId, this.clock.now()],
     )) as [Array<{ id: string; user_id: string }>, number];
     for (const row of rows) {
+      this.cache.evictToken(row.id);
       await this.audit.record('token.revoke', { userId: row.user_id, detail: { tokenId: row.id, reason: 'device code replayed' } }, manager);
     }
     return rows.map((r) => r.id);

@@ -44,7 +44,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   logStream.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
 
   const app = await createApp(
-    { config, databaseUrl: options.databaseUrl ?? database.url, poolSize: database.kind === 'embedded' ? EMBEDDED_POOL_SIZE : 4, clock: options.clock },
+    { config, databaseUrl: options.databaseUrl ?? database.url, embedded: database.kind === 'embedded', poolSize: database.kind === 'embedded' ? EMBEDDED_POOL_SIZE : 4, clock: options.clock },
     createLogger(config.logLevel, logStream),
   );
   await app.listen(0, '127.0.0.1');

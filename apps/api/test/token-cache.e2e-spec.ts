@@ -1,0 +1,100 @@
+import { ROUTES } from '@prospect/contract';
+import { TokensService } from '../src/tokens/tokens.service.js';
+import { VerifiedTokenCache } from '../src/tokens/verified-token-cache.js';
+import { FakeClock } from './support/fake-clock.js';
+import { createUser } from './support/fixtures.js';
+import { get, post } from './support/http.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+/** Waits (bounded) until `check` holds; the bound is the staleness we promise and more. */
+async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 3_000): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return check();
+}
+
+/**
+ * The verified-token cache must never make /me accept a revoked or expired
+ * token: revocation is seen at once on the instance that made it and within
+ * the NOTIFY delay on the others. On a Postgres server the cache is on; on the
+ * embedded database (one process, no NOTIFY) it is off and every /me reads.
+ */
+describe('verified-token cache and revocation', () => {
+  const clock = new FakeClock();
+  let a: TestApp;
+  let b: TestApp;
+  let onServer: boolean;
+  beforeAll(async () => {
+    a = await startTestApp({ clock });
+    b = await startTestApp({ clock, database: a.database });
+    onServer = a.database.kind === 'server';
+    await eventually(() => a.app.get(VerifiedTokenCache).enabled === onServer && b.app.get(VerifiedTokenCache).enabled === onServer);
+  });
+  afterAll(async () => {
+    await b.close();
+    await a.close();
+  });
+
+  const token = async (app: TestApp, ttlSeconds?: number) => {
+    const user = await createUser(app);
+    return (await app.app.get(TokensService).issue({ userId: user.id, origin: 'direct', ttlSeconds })).accessToken;
+  };
+  const me = (app: TestApp, t: string) => get(app.baseUrl, ROUTES.me, t);
+
+  it('is on exactly when the database can announce revocations', () => {
+    expect(a.app.get(VerifiedTokenCache).enabled).toBe(onServer);
+  });
+
+  it('serves a cached token and still sees a logout on the same instance at once', async () => {
+    const t = await token(a);
+    expect((await me(a, t)).status).toBe(200);
+    expect(a.app.get(VerifiedTokenCache).size).toBe(onServer ? 1 : 0);
+    expect((await post(a.baseUrl, ROUTES.logout, undefined, t)).status).toBe(204);
+    const res = await me(a, t);
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toContain('token revoked');
+  });
+
+  it('refuses an expired token at once even when it is cached', async () => {
+    const t = await token(a, 120);
+    expect((await me(a, t)).status).toBe(200);
+    clock.advanceSeconds(120);
+    const res = await me(a, t);
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toContain('token expired');
+  });
+
+  it('sees a logout on another instance within the notification delay', async () => {
+    const t = await token(a);
+    expect((await me(a, t)).status).toBe(200);
+    expect((await me(b, t)).status).toBe(200);
+    expect((await post(b.baseUrl, ROUTES.logout, undefined, t)).status).toBe(204);
+    expect(await eventually(async () => (await me(a, t)).status === 401, 2_000)).toBe(true);
+  });
+
+  it('sees a revocation made by hand in SQL (the trigger announces it)', async () => {
+    const t = await token(a);
+    expect((await me(a, t)).status).toBe(200);
+    await b.dataSource.query(`UPDATE access_tokens SET revoked_at = now() WHERE revoked_at IS NULL`);
+    expect(await eventually(async () => (await me(a, t)).status === 401, 2_000)).toBe(true);
+  });
+
+  it('flushes and bypasses the cache while its listener is down, and recovers', async () => {
+    const t = await token(a);
+    expect((await me(a, t)).status).toBe(200);
+    const cache = a.app.get(VerifiedTokenCache);
+    if (onServer) {
+      // Kill both instances' listeners: a revocation now sends a notice nobody hears.
+      await a.dataSource.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'prospect-revocation-listener'`);
+      expect(await eventually(() => !cache.enabled)).toBe(true);
+    }
+    expect(cache.size).toBe(0);
+    await a.dataSource.query(`UPDATE access_tokens SET revoked_at = now() WHERE revoked_at IS NULL`);
+    expect((await me(a, t)).status).toBe(401);
+    // The listener reconnects by itself and the cache comes back.
+    expect(await eventually(() => cache.enabled === onServer, 5_000)).toBe(true);
+  });
+});
