@@ -1,0 +1,569 @@
+// `npm run bench`: the API side by side with the hand-written floor (bench/floor),
+// on a real Postgres, under autocannon. See bench/README.md for what each number means.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes, createHash } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { summarizeProfile, formatSummary } from './profile-summary.mjs';
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(BENCH_DIR, '..');
+const API_MAIN = join(ROOT, 'apps/api/dist/main.js');
+const FLOOR_MAIN = join(BENCH_DIR, 'floor/server.mjs');
+const CLI_STARTUP = join(BENCH_DIR, 'cli-startup/run.mjs');
+const CLI_MAIN = join(ROOT, 'apps/cli/dist/prospect.js');
+
+const env = process.env;
+const num = (name, fallback) => {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number (got ${JSON.stringify(v)})`);
+  return n;
+};
+const ENDPOINT_NAMES = ['me', 'poll', 'start'];
+const settings = {
+  databaseUrl: env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+  connections: num('BENCH_CONNECTIONS', 32),
+  warmupS: num('BENCH_WARMUP', 3),
+  durationS: num('BENCH_DURATION', 10),
+  rounds: Math.max(1, num('BENCH_ROUNDS', 2)),
+  tokens: num('BENCH_TOKENS', 10_000),
+  deviceCodes: num('BENCH_DEVICE_CODES', 60_000),
+  // The production default. With 1 the API's 1 s jitter allowance disables throttling altogether.
+  pollIntervalS: num('BENCH_POLL_INTERVAL', 5),
+  endpoints: (env.BENCH_ENDPOINTS || ENDPOINT_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
+  targets: (env.BENCH_TARGETS || 'api,floor').split(',').map((s) => s.trim()).filter(Boolean),
+  profile: ['1', 'true', 'yes'].includes(env.BENCH_PROFILE ?? ''),
+  cli: !['0', 'false', 'no'].includes(env.BENCH_CLI ?? ''),
+  keepLogs: ['1', 'true', 'yes'].includes(env.BENCH_KEEP_LOGS ?? ''),
+};
+for (const e of settings.endpoints) if (!ENDPOINT_NAMES.includes(e)) throw new Error(`BENCH_ENDPOINTS: unknown endpoint ${e} (use ${ENDPOINT_NAMES.join(', ')})`);
+for (const t of settings.targets) if (!['api', 'floor'].includes(t)) throw new Error(`BENCH_TARGETS: unknown target ${t} (use api, floor)`);
+// Only a full, unprofiled run is a result worth recording.
+const isFullRun =
+  !settings.profile && settings.endpoints.length === 3 && settings.targets.length === 2 && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3;
+const writeResults = env.BENCH_WRITE ? ['1', 'true', 'yes'].includes(env.BENCH_WRITE) : isFullRun;
+
+const READY_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 15_000;
+const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+// ── cleanup, also on failure and Ctrl-C ───────────────────────────────────────
+const children = new Set();
+let benchDb;
+let tmpDir;
+let cleaningUp;
+let sampler;
+function cleanup() {
+  cleaningUp ??= (async () => {
+    clearInterval(sampler);
+    await Promise.all([...children].map((c) => stopChild(c)));
+    if (benchDb) {
+      const admin = new pg.Client({ connectionString: settings.databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 30_000 });
+      try {
+        await admin.connect();
+        await admin.query(`DROP DATABASE IF EXISTS ${benchDb} WITH (FORCE)`);
+        log(`dropped database ${benchDb}`);
+      } catch (err) {
+        log(`could not drop database ${benchDb}: ${err.message} (drop it by hand)`);
+      } finally {
+        await admin.end().catch(() => undefined);
+      }
+      benchDb = undefined;
+    }
+    if (tmpDir && !settings.keepLogs) rmSync(tmpDir, { recursive: true, force: true });
+  })();
+  return cleaningUp;
+}
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    log(`${signal}: stopping servers and dropping the bench database`);
+    const force = setTimeout(() => process.exit(130), 30_000);
+    force.unref();
+    cleanup().finally(() => process.exit(130));
+  });
+}
+
+// ── child processes ──────────────────────────────────────────────────────────
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function startChild(name, args, childEnv, logBase) {
+  const out = openSync(`${logBase}.out.log`, 'w');
+  const err = openSync(`${logBase}.err.log`, 'w');
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv, stdio: ['ignore', out, err] });
+  closeSync(out);
+  closeSync(err);
+  child.label = name;
+  child.logBase = logBase;
+  child.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  children.add(child);
+  child.exited.then(() => children.delete(child));
+  return child;
+}
+
+async function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = sleep(STOP_TIMEOUT_MS).then(() => 'timeout');
+  if ((await Promise.race([child.exited, timer])) === 'timeout') {
+    log(`${child.label} did not stop within ${STOP_TIMEOUT_MS / 1000} s; killing it`);
+    child.kill('SIGKILL');
+    await child.exited;
+  }
+}
+
+function tail(file, lines = 15) {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+async function waitReady(child, url) {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${child.label} exited during startup:\n${tail(`${child.logBase}.err.log`)}\n${tail(`${child.logBase}.out.log`)}`);
+    }
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(200);
+  }
+  throw new Error(`${child.label} not ready at ${url} within ${READY_TIMEOUT_MS / 1000} s:\n${tail(`${child.logBase}.err.log`)}`);
+}
+
+function readProcStatus(pid, field) {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// ── machine ──────────────────────────────────────────────────────────────────
+function machineInfo(pgVersion) {
+  let model = os.cpus()[0]?.model?.trim() || 'unknown CPU';
+  try {
+    model = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? model;
+  } catch {
+    // not Linux
+  }
+  const git = (args) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() ?? '';
+  const dirty = git(['status', '--porcelain', '--', 'apps/api', 'libs/contract', 'bench/floor']) ? ' + uncommitted changes' : '';
+  return {
+    cpus: os.availableParallelism?.() ?? os.cpus().length,
+    model,
+    memGiB: (os.totalmem() / 2 ** 30).toFixed(1),
+    kernel: `${os.type()} ${os.release()}`,
+    node: process.version,
+    postgres: pgVersion,
+    commit: `${git(['rev-parse', '--short', 'HEAD']) || 'unknown'}${dirty}`,
+  };
+}
+
+// ── seeding ──────────────────────────────────────────────────────────────────
+const sha256hex = (s) => createHash('sha256').update(s).digest('hex');
+const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+
+async function seed(db) {
+  const tokens = Array.from({ length: settings.tokens }, () => `prs_${randomBytes(32).toString('base64url')}`);
+  const codes = Array.from({ length: settings.deviceCodes }, () => `prsd_${randomBytes(32).toString('base64url')}`);
+  const userCodes = new Set();
+  while (userCodes.size < codes.length) {
+    const bytes = randomBytes(8);
+    let c = '';
+    for (const b of bytes) c += USER_CODE_ALPHABET[b % 20]; // bias is irrelevant here
+    userCodes.add(c);
+  }
+  const [{ id: userId }] = (
+    await db.query(`INSERT INTO users (email, name, role) VALUES ('bench@example.com', 'Bench User', 'user') RETURNING id`)
+  ).rows;
+  await db.query(
+    `INSERT INTO access_tokens (token_hash, user_id, origin, label, created_at, expires_at)
+     SELECT decode(h, 'hex'), $1, 'direct', 'bench', now(), now() + interval '30 days' FROM unnest($2::text[]) AS h`,
+    [userId, tokens.map(sha256hex)],
+  );
+  await db.query(
+    `INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)
+     SELECT decode(h, 'hex'), c, 'prospect-bench', 'bench-host', '127.0.0.1', now(), now() + interval '1 hour'
+       FROM unnest($1::text[], $2::text[]) AS x(h, c)`,
+    [codes.map(sha256hex), [...userCodes]],
+  );
+  await db.query('VACUUM ANALYZE users, access_tokens, device_logins');
+  return { tokens, codes };
+}
+
+// ── load ─────────────────────────────────────────────────────────────────────
+const START_BODY = JSON.stringify({ clientName: 'prospect-bench', hostname: 'bench-host' });
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+function loads({ tokens, codes }) {
+  // Counters live outside the runs: a code is polled again only after every other one was.
+  let t = 0;
+  let c = 0;
+  return {
+    me: {
+      label: 'GET /api/cli/auth/me',
+      request: {
+        method: 'GET',
+        path: '/api/cli/auth/me',
+        setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[t++ % tokens.length]}` } }),
+      },
+    },
+    poll: {
+      label: 'POST /api/cli/auth/device/poll',
+      request: {
+        method: 'POST',
+        path: '/api/cli/auth/device/poll',
+        headers: JSON_HEADERS,
+        setupRequest: (req) => ({ ...req, body: `{"deviceCode":"${codes[c++ % codes.length]}"}` }),
+      },
+    },
+    start: {
+      label: 'POST /api/cli/auth/device/start',
+      request: { method: 'POST', path: '/api/cli/auth/device/start', headers: JSON_HEADERS, body: START_BODY },
+    },
+  };
+}
+
+function cannon(url, load, seconds) {
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      { url, connections: settings.connections, duration: seconds, requests: [load.request], timeout: 10 },
+      (err, result) => {
+        clearTimeout(guard);
+        if (err) reject(err);
+        else resolve(result);
+      },
+    );
+    // Bounded, whatever happens to the server.
+    const guard = setTimeout(() => instance.stop(), (seconds + 20) * 1000);
+  });
+}
+
+function summarizeRun(result) {
+  const codes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([k, v]) => [k, v.count]));
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    total: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    codes,
+  };
+}
+
+// ── report ───────────────────────────────────────────────────────────────────
+const fmt = (n, d = 0) => (n === undefined || Number.isNaN(n) ? '–' : n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }));
+const TARGETS = {
+  me: { ratio: 1.0, p99: 15 },
+  poll: { ratio: 0.8 },
+  start: { ratio: 0.8 },
+};
+
+function aggregate(runs) {
+  if (!runs?.length) return undefined;
+  const sum = (k) => runs.reduce((a, r) => a + r[k], 0);
+  const codes = {};
+  for (const r of runs) for (const [k, v] of Object.entries(r.codes)) if (!k.startsWith('2')) codes[k] = (codes[k] ?? 0) + v;
+  return {
+    rps: median(runs.map((r) => r.rps)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    non2xx: sum('non2xx'),
+    errors: sum('errors') + sum('timeouts'),
+    codes,
+  };
+}
+
+function report({ info, results, rssPeak, rssSampled, logLines, cli, date, pollNote, api429 }) {
+  const lines = [];
+  const out = (s = '') => lines.push(s);
+  out(`# Benchmark ${date}`);
+  out();
+  out(`- Machine: ${info.cpus} × ${info.model}, ${info.memGiB} GiB RAM, ${info.kernel}`);
+  out(`- Node ${info.node}; ${info.postgres}; commit ${info.commit}`);
+  out(
+    `- Load: autocannon, ${settings.connections} connections, ${settings.warmupS} s warm-up (discarded) + ${settings.durationS} s measured per load; ` +
+      `${settings.rounds} round${settings.rounds === 1 ? '' : 's'} alternating API and floor (A B A B); figures are medians across rounds`,
+  );
+  out(
+    `- Data: 1 user, ${fmt(settings.tokens)} access tokens (\`/me\` rotates over all of them), ${fmt(settings.deviceCodes)} pending device logins (\`poll\` rotates over them); ${pollNote}`,
+  );
+  out(
+    `- API: \`node apps/api/dist/main.js\`, NODE_ENV=production, LOG_LEVEL=info, request log to a file (${fmt(logLines)} lines written), DATABASE_URL pool of 10; ` +
+      `floor: \`bench/floor/server.mjs\` (node:http + pg, pool of 10, same SQL per request, no cache, no logging)`,
+  );
+  if (settings.profile) out('- **Profiled run** (`--cpu-prof`): numbers are lower than normal; do not quote them');
+  out();
+  out('| endpoint | API req/s | floor req/s | API / floor | API p50 ms | API p99 ms | floor p99 ms | API non-2xx | floor non-2xx | target |');
+  out('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  for (const e of settings.endpoints) {
+    const a = aggregate(results[e]?.api);
+    const f = aggregate(results[e]?.floor);
+    const ratio = a && f ? a.rps / f.rps : undefined;
+    const t = TARGETS[e];
+    const nonOk = (x) => (x ? `${fmt(x.non2xx)}${x.errors ? ` (+${fmt(x.errors)} errors)` : ''}${Object.keys(x.codes).length ? ` ${JSON.stringify(x.codes)}` : ''}` : '–');
+    let verdict = '–';
+    if (ratio !== undefined) {
+      const ok = ratio >= t.ratio && (t.p99 === undefined || a.p99 <= t.p99) && (e !== 'me' || a.non2xx + a.errors === 0);
+      verdict = `${ok ? 'met' : 'missed'} (≥ ${t.ratio.toFixed(1)}×${t.p99 ? `, p99 ≤ ${t.p99} ms` : ''})`;
+    }
+    out(
+      `| \`${loadsMeta[e]}\` | ${fmt(a?.rps)} | ${fmt(f?.rps)} | ${ratio === undefined ? '–' : `${ratio.toFixed(2)}×`} | ${fmt(a?.p50, 1)} | ${fmt(a?.p99, 1)} | ${fmt(f?.p99, 1)} | ${nonOk(a)} | ${nonOk(f)} | ${verdict} |`,
+    );
+  }
+  out();
+  if (rssPeak !== undefined) {
+    out(`API peak RSS over the whole run: **${fmt(rssPeak / 2 ** 20, 1)} MiB** (VmHWM; highest 250 ms sample of VmRSS ${fmt(rssSampled / 2 ** 20, 1)} MiB); target ≤ 200 MiB: ${rssPeak <= 200 * 2 ** 20 ? 'met' : 'missed'}.`);
+    out();
+  }
+  if (api429 !== undefined) {
+    out(`Poll throttling: ${api429} slow_down (429) answers in measured API poll runs (expected 0).`);
+    out();
+  }
+  if (cli) {
+    out(
+      cli.error
+        ? `CLI startup: not measured (${cli.error}).`
+        : `CLI startup: \`prospect auth:whoami\` ${fmt(cli.whoamiMs, 1)} ms vs \`node -e 0\` ${fmt(cli.nodeMs, 1)} ms, median of ${cli.runs}: **${cli.ratio.toFixed(2)}×** (${cli.source}).`,
+    );
+    out();
+  }
+  out('<details><summary>Every run</summary>');
+  out();
+  out('| round | endpoint | target | req/s | p50 ms | p99 ms | max ms | requests | non-2xx | errors+timeouts |');
+  out('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const e of settings.endpoints)
+    for (const target of settings.targets)
+      (results[e]?.[target] ?? []).forEach((r, i) =>
+        out(
+          `| ${i + 1} | ${e} | ${target} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(r.total)} | ${fmt(r.non2xx)} | ${fmt(r.errors + r.timeouts)} |`,
+        ),
+      );
+  out();
+  out('</details>');
+  return `${lines.join('\n')}\n`;
+}
+const loadsMeta = { me: 'GET /api/cli/auth/me', poll: 'POST /api/cli/auth/device/poll', start: 'POST /api/cli/auth/device/start' };
+
+// ── CLI startup ──────────────────────────────────────────────────────────────
+function cliStartup() {
+  if (existsSync(CLI_STARTUP)) {
+    log('CLI startup: running bench/cli-startup/run.mjs');
+    const res = spawnSync(process.execPath, [CLI_STARTUP], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+    const json = res.stdout?.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+    if (res.status !== 0 || !json) return { error: (res.stderr || res.error?.message || `exit ${res.status}`).trim().split('\n').slice(-1)[0] };
+    return { ...JSON.parse(json), source: 'bench/cli-startup' };
+  }
+  if (!existsSync(CLI_MAIN)) return { error: 'apps/cli/dist/prospect.js not built' };
+  // Fallback: the same measurement, done here.
+  const dir = mkdtempSync(join(os.tmpdir(), 'prospect-bench-cli-'));
+  try {
+    writeFileSync(
+      join(dir, 'auth-session.json'),
+      JSON.stringify({
+        accessToken: `prs_${'a'.repeat(43)}`,
+        apiBaseUrl: 'http://localhost:3000',
+        user: { id: 'bench', email: 'bench@example.com', name: 'Bench' },
+        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+        createdAt: new Date().toISOString(),
+      }),
+      { mode: 0o600 },
+    );
+    const time = (args, extra) => {
+      const t0 = process.hrtime.bigint();
+      const r = spawnSync(process.execPath, args, { env: { ...env, ...extra }, stdio: 'ignore', timeout: 30_000 });
+      if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}`);
+      return Number(process.hrtime.bigint() - t0) / 1e6;
+    };
+    const runs = 15;
+    const a = [];
+    const b = [];
+    time([CLI_MAIN, 'auth:whoami'], { PROSPECT_CONFIG_DIR: dir });
+    for (let i = 0; i < runs; i++) {
+      b.push(time(['-e', '0'], {}));
+      a.push(time([CLI_MAIN, 'auth:whoami'], { PROSPECT_CONFIG_DIR: dir }));
+    }
+    const whoamiMs = median(a);
+    const nodeMs = median(b);
+    return { runs, whoamiMs, nodeMs, ratio: whoamiMs / nodeMs, source: 'measured by bench/run.mjs' };
+  } catch (err) {
+    return { error: err.message };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ── main ─────────────────────────────────────────────────────────────────────
+async function main() {
+  const began = Date.now();
+  if (!existsSync(API_MAIN)) throw new Error('apps/api/dist/main.js is missing: run `npm run build` first (or use `npm run bench`)');
+
+  const admin = new pg.Client({ connectionString: settings.databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 30_000 });
+  await admin.connect();
+  const pgVersion = (await admin.query('SELECT version()')).rows[0].version.split(' on ')[0];
+  const name = `prospect_bench_${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}_${process.pid}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  benchDb = name;
+  await admin.end();
+  const dbUrl = new URL(settings.databaseUrl);
+  dbUrl.pathname = `/${name}`;
+  const databaseUrl = dbUrl.toString();
+  log(`database ${name} created`);
+
+  const info = machineInfo(pgVersion);
+  tmpDir = mkdtempSync(join(os.tmpdir(), 'prospect-bench-'));
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const profileDir = join(BENCH_DIR, 'results/profiles');
+  const profArgs = (name) => (settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}-${stamp}.cpuprofile`] : []);
+  if (settings.profile) mkdirSync(profileDir, { recursive: true });
+
+  // The API, as production runs it; its migrations create the schema.
+  const apiPort = await freePort();
+  const apiEnv = {
+    ...env,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    PORT: String(apiPort),
+    HOST: '127.0.0.1',
+    DATABASE_URL: databaseUrl,
+    DEVICE_POLL_INTERVAL_SECONDS: String(settings.pollIntervalS),
+    PUBLIC_URL: '',
+  };
+  const apiSpawnedAt = Date.now();
+  const api = startChild('API', [...profArgs('api'), API_MAIN], apiEnv, join(tmpDir, 'api'));
+  await waitReady(api, `http://127.0.0.1:${apiPort}/api/health`);
+  log(`API ready on :${apiPort} (pid ${api.pid}) after ${Date.now() - apiSpawnedAt} ms`);
+
+  const db = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 120_000 });
+  await db.connect();
+  const t0 = Date.now();
+  const data = await seed(db);
+  await db.end();
+  log(`seeded 1 user, ${settings.tokens} tokens, ${settings.deviceCodes} pending device logins in ${Date.now() - t0} ms`);
+
+  const floorPort = await freePort();
+  const floorEnv = { ...env, PORT: String(floorPort), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, DEVICE_POLL_INTERVAL_SECONDS: String(settings.pollIntervalS), POOL_SIZE: '10' };
+  const floor = startChild('floor', [...profArgs('floor'), FLOOR_MAIN], floorEnv, join(tmpDir, 'floor'));
+  await waitReady(floor, `http://127.0.0.1:${floorPort}/healthz`);
+  log(`floor ready on :${floorPort} (pid ${floor.pid})`);
+
+  const minGapS = settings.pollIntervalS - 1; // the API forgives 1 s of jitter
+  const pollNote =
+    minGapS <= 0
+      ? `DEVICE_POLL_INTERVAL_SECONDS=${settings.pollIntervalS}, which with the API's 1 s jitter allowance throttles no poll`
+      : `DEVICE_POLL_INTERVAL_SECONDS=${settings.pollIntervalS} (production default), so no poll is throttled as long as a code comes round again no sooner than ${minGapS} s: ` +
+        `${fmt(settings.deviceCodes)} codes in rotation hold up to ${fmt(settings.deviceCodes / minGapS)} polls/s`;
+  log(`poll: ${pollNote}`);
+
+  let rssSampled = 0;
+  sampler = setInterval(() => {
+    rssSampled = Math.max(rssSampled, readProcStatus(api.pid, 'VmRSS') ?? 0);
+  }, 250);
+
+  const servers = { api: `http://127.0.0.1:${apiPort}`, floor: `http://127.0.0.1:${floorPort}` };
+  const L = loads(data);
+  const results = {};
+  const timeline = [];
+  let peakPollRps = 0;
+  for (let round = 1; round <= settings.rounds; round++) {
+    for (const e of settings.endpoints) {
+      for (const target of settings.targets) {
+        const server = target === 'api' ? api : floor;
+        if (server.exitCode !== null || server.signalCode !== null) throw new Error(`${server.label} died:\n${tail(`${server.logBase}.err.log`)}`);
+        if (settings.warmupS > 0) await cannon(servers[target], L[e], settings.warmupS);
+        const loadStart = Date.now();
+        const r = summarizeRun(await cannon(servers[target], L[e], settings.durationS));
+        timeline.push({ target, e, fromMs: loadStart - apiSpawnedAt, toMs: Date.now() - apiSpawnedAt });
+        ((results[e] ??= {})[target] ??= []).push(r);
+        if (e === 'poll') peakPollRps = Math.max(peakPollRps, r.rps);
+        log(
+          `round ${round} ${e.padEnd(5)} ${target.padEnd(5)} ${fmt(r.rps).padStart(6)} req/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  non-2xx ${r.non2xx}${r.errors + r.timeouts ? `  errors ${r.errors + r.timeouts}` : ''}`,
+        );
+        await sleep(300); // let background writes settle
+      }
+    }
+  }
+  clearInterval(sampler);
+  const rssPeak = readProcStatus(api.pid, 'VmHWM');
+  if (minGapS > 0 && peakPollRps * minGapS * 1.2 > settings.deviceCodes)
+    log(`warning: poll ran at ${fmt(peakPollRps)} req/s; raise BENCH_DEVICE_CODES above ${fmt(peakPollRps * minGapS * 1.5)} to be sure no poll is throttled`);
+  const api429 = results.poll?.api ? results.poll.api.reduce((a, r) => a + (r.codes['429'] ?? 0), 0) : undefined;
+
+  await stopChild(floor);
+  await stopChild(api);
+  let logLines = 0;
+  try {
+    const buf = readFileSync(`${api.logBase}.out.log`);
+    for (let i = 0; i < buf.length; i++) if (buf[i] === 10) logLines++;
+  } catch {
+    // no log
+  }
+
+  const cli = settings.cli ? cliStartup() : undefined;
+  const date = new Date().toISOString().slice(0, 10);
+  const md = report({ info, results, rssPeak, rssSampled, logLines, cli, date, pollNote, api429 });
+  process.stdout.write(`\n${md}`);
+  if (writeResults) {
+    const file = join(BENCH_DIR, 'results', `${date}.md`);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, md);
+    log(`wrote ${relative(ROOT, file)}`);
+  } else {
+    log('partial or profiled run: results not written to bench/results (BENCH_WRITE=1 forces it)');
+  }
+
+  if (settings.profile) {
+    for (const [label, child] of [['api', api], ['floor', floor]]) {
+      const file = readdirSync(profileDir).find((f) => f === `${label}-${stamp}.cpuprofile`);
+      if (!file) {
+        log(`no profile written for ${label}`);
+        continue;
+      }
+      // The API's profile also covers its startup and the floor's turns: summarize its busiest measured load.
+      const window = label === 'api' ? timeline.filter((w) => w.target === 'api') : undefined;
+      const summary = summarizeProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')), { windows: window });
+      process.stdout.write(`\n## CPU profile: ${label} (${relative(ROOT, join(profileDir, file))})\n\n${formatSummary(summary, 25)}\n`);
+    }
+  }
+  log(`done in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+}
+
+main()
+  .catch((err) => {
+    log(`failed: ${err.stack ?? err}`);
+    process.exitCode = 1;
+  })
+  .finally(() => cleanup())
+  .finally(() => process.exit());
