@@ -185,6 +185,8 @@ function machineInfo(pgVersion) {
     node: process.version,
     postgres: pgVersion,
     commit: `${git(['rev-parse', '--short', 'HEAD']) || 'unknown'}${dirty}`,
+    // Anything else running shares the cores with the load; say how busy the machine was.
+    loadBefore: os.loadavg()[0].toFixed(2),
   };
 }
 
@@ -311,7 +313,7 @@ function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, c
   const out = (s = '') => lines.push(s);
   out(`# Benchmark ${date}`);
   out();
-  out(`- Machine: ${info.cpus} × ${info.model}, ${info.memGiB} GiB RAM, ${info.kernel}`);
+  out(`- Machine: ${info.cpus} × ${info.model}, ${info.memGiB} GiB RAM, ${info.kernel}; 1-minute load average ${info.loadBefore} before the run, ${os.loadavg()[0].toFixed(2)} after`);
   out(`- Node ${info.node}; ${info.postgres}; commit ${info.commit}`);
   out(
     `- Load: autocannon, ${settings.connections} connections, ${settings.warmupS} s warm-up (discarded) + ${settings.durationS} s measured per load; ` +
@@ -324,6 +326,7 @@ function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, c
     `- API: \`node apps/api/dist/main.js\`, NODE_ENV=production, LOG_LEVEL=info, request log to a file (${fmt(logLines)} lines written), DATABASE_URL pool of 10; ` +
       `floor: \`bench/floor/server.mjs\` (node:http + pg, pool of 10, same SQL per request, no cache, no logging)`,
   );
+  if (env.BENCH_API_NODE_FLAGS) out(`- API started with extra Node flags: \`${env.BENCH_API_NODE_FLAGS}\``);
   if (settings.profile) out('- **Profiled run** (`--cpu-prof`): numbers are lower than normal; do not quote them');
   out();
   out('| endpoint | API req/s | floor req/s | API / floor | API p50 ms | API p99 ms | floor p99 ms | API non-2xx | floor non-2xx | target |');
@@ -362,13 +365,13 @@ function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, c
   }
   out('<details><summary>Every run</summary>');
   out();
-  out('| round | endpoint | target | req/s | p50 ms | p99 ms | max ms | requests | non-2xx | errors+timeouts |');
-  out('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  out('| round | endpoint | target | req/s | p50 ms | p99 ms | max ms | requests | non-2xx | errors+timeouts | API RSS after, MiB |');
+  out('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const e of settings.endpoints)
     for (const target of settings.targets)
       (results[e]?.[target] ?? []).forEach((r, i) =>
         out(
-          `| ${i + 1} | ${e} | ${target} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(r.total)} | ${fmt(r.non2xx)} | ${fmt(r.errors + r.timeouts)} |`,
+          `| ${i + 1} | ${e} | ${target} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(r.total)} | ${fmt(r.non2xx)} | ${fmt(r.errors + r.timeouts)} | ${r.rss ? fmt(r.rss / 2 ** 20) : ''} |`,
         ),
       );
   out();
@@ -462,7 +465,8 @@ async function main() {
     PUBLIC_URL: '',
   };
   const apiSpawnedAt = Date.now();
-  const api = startChild('API', [...profArgs('api'), API_MAIN], apiEnv, join(tmpDir, 'api'));
+  const apiFlags = (env.BENCH_API_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const api = startChild('API', [...apiFlags, ...profArgs('api'), API_MAIN], apiEnv, join(tmpDir, 'api'));
   await waitReady(api, `http://127.0.0.1:${apiPort}/api/health`);
   log(`API ready on :${apiPort} (pid ${api.pid}) after ${Date.now() - apiSpawnedAt} ms`);
   const rssAfterStart = readProcStatus(api.pid, 'VmRSS');
@@ -508,11 +512,12 @@ async function main() {
         if (settings.warmupS > 0) await cannon(servers[target], L[e], settings.warmupS);
         const loadStart = Date.now();
         const r = summarizeRun(await cannon(servers[target], L[e], settings.durationS));
+        if (target === 'api') r.rss = readProcStatus(api.pid, 'VmRSS');
         timeline.push({ target, e, fromMs: loadStart - apiSpawnedAt, toMs: Date.now() - apiSpawnedAt });
         ((results[e] ??= {})[target] ??= []).push(r);
         if (e === 'poll') peakPollRps = Math.max(peakPollRps, r.rps);
         log(
-          `round ${round} ${e.padEnd(5)} ${target.padEnd(5)} ${fmt(r.rps).padStart(6)} req/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  non-2xx ${r.non2xx}${r.errors + r.timeouts ? `  errors ${r.errors + r.timeouts}` : ''}`,
+          `round ${round} ${e.padEnd(5)} ${target.padEnd(5)} ${fmt(r.rps).padStart(6)} req/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  non-2xx ${r.non2xx}${r.errors + r.timeouts ? `  errors ${r.errors + r.timeouts}` : ''}${r.rss ? `  API RSS ${fmt(r.rss / 2 ** 20)} MiB` : ''}`,
         );
         await sleep(300); // let background writes settle
       }
