@@ -380,6 +380,40 @@ function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, c
 }
 const loadsMeta = { me: 'GET /api/cli/auth/me', poll: 'POST /api/cli/auth/device/poll', start: 'POST /api/cli/auth/device/start' };
 
+// ── the floor answers what the API answers ───────────────────────────────────
+async function parityCheck(apiUrl, floorUrl, { tokens, codes }) {
+  const shape = (v) => (v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shape(x)])) : typeof v);
+  const cases = [
+    { name: 'me', path: '/api/cli/auth/me', init: () => ({ headers: { authorization: `Bearer ${tokens[0]}` } }), same: 'value' },
+    { name: 'me (unknown token)', path: '/api/cli/auth/me', init: () => ({ headers: { authorization: `Bearer prs_${'A'.repeat(43)}` } }), same: 'status' },
+    // The last codes of the rotation: polled again only after every other one.
+    ...['api', 'floor'].map((t, i) => ({
+      name: 'poll',
+      path: '/api/cli/auth/device/poll',
+      only: t,
+      init: () => ({ method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ deviceCode: codes[codes.length - 1 - i] }) }),
+    })),
+    { name: 'start', path: '/api/cli/auth/device/start', init: () => ({ method: 'POST', headers: JSON_HEADERS, body: START_BODY }), same: 'shape' },
+  ];
+  const answers = { api: {}, floor: {} };
+  for (const c of cases)
+    for (const [t, base] of [['api', apiUrl], ['floor', floorUrl]]) {
+      if (c.only && c.only !== t) continue;
+      const res = await fetch(base + c.path, { ...c.init(), signal: AbortSignal.timeout(5_000) });
+      answers[t][c.name] = { status: res.status, body: await res.json().catch(() => undefined) };
+    }
+  const problems = [];
+  for (const name of Object.keys(answers.api)) {
+    const a = answers.api[name];
+    const f = answers.floor[name];
+    if (a.status !== f.status) problems.push(`${name}: API ${a.status}, floor ${f.status}`);
+    else if (name !== 'me (unknown token)' && JSON.stringify(name === 'me' || name === 'poll' ? a.body : shape(a.body)) !== JSON.stringify(name === 'me' || name === 'poll' ? f.body : shape(f.body)))
+      problems.push(`${name}: API ${JSON.stringify(a.body)}, floor ${JSON.stringify(f.body)}`);
+  }
+  if (problems.length) throw new Error(`the floor does not answer what the API answers:\n  ${problems.join('\n  ')}`);
+  log('parity: the floor answers the same status and body shape as the API on every benchmarked endpoint');
+}
+
 // ── CLI startup ──────────────────────────────────────────────────────────────
 function cliStartup() {
   if (existsSync(CLI_STARTUP)) {
@@ -482,6 +516,8 @@ async function main() {
   const floor = startChild('floor', [...profArgs('floor'), FLOOR_MAIN], floorEnv, join(tmpDir, 'floor'));
   await waitReady(floor, `http://127.0.0.1:${floorPort}/healthz`);
   log(`floor ready on :${floorPort} (pid ${floor.pid})`);
+
+  await parityCheck(`http://127.0.0.1:${apiPort}`, `http://127.0.0.1:${floorPort}`, data);
 
   const minGapS = settings.pollIntervalS - 1; // the API forgives 1 s of jitter
   const pollNote =
