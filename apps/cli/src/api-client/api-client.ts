@@ -1,0 +1,127 @@
+import { ErrorBodySchema, ROUTES, type User, UserSchema } from '@prospect/contract';
+// The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
+import * as z from 'zod/mini';
+import { CliError } from '../errors.js';
+
+/** An HTTP answer that is not 2xx, with the server's error body when it sent one. */
+export class ApiHttpError extends CliError {
+  constructor(
+    readonly status: number,
+    readonly code: string | undefined,
+    message: string,
+    readonly headers: Headers,
+  ) {
+    super(message);
+  }
+}
+
+/** The server could not be reached at all (refused, DNS, reset, timeout). */
+export class ApiUnreachableError extends CliError {
+  constructor(readonly baseUrl: string, cause: string) {
+    super(`Cannot reach ${baseUrl} (${cause}).`, 1, 'Check the address (--api-url or PROSPECT_API_BASE_URL) and that the server is running.');
+  }
+}
+
+export type FetchLike = typeof fetch;
+
+export interface ApiClientOptions {
+  baseUrl: string;
+  fetch?: FetchLike;
+  /** Per request; the logout call uses a short one. */
+  timeoutMs?: number;
+}
+
+/** A normalized backend URL: http(s), no trailing slash. Throws a usage error otherwise. */
+export function normalizeBaseUrl(input: string): string {
+  let url: URL;
+  try {
+    url = new URL(input.trim());
+  } catch {
+    throw new CliError(`Not a URL: ${JSON.stringify(input)}.`, 2, 'Pass the backend as --api-url https://host');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new CliError(`The backend must be an http(s) URL, not ${url.protocol}`, 2);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
+/** The Prospect API over fetch: JSON in, JSON out, one error type per way it can fail. */
+export class ApiClient {
+  readonly baseUrl: string;
+  private readonly fetchImpl: FetchLike;
+  private readonly timeoutMs: number;
+
+  constructor(options: ApiClientOptions) {
+    this.baseUrl = normalizeBaseUrl(options.baseUrl);
+    this.fetchImpl = options.fetch ?? fetch;
+    this.timeoutMs = options.timeoutMs ?? 15_000;
+  }
+
+  async request(method: string, path: string, options: { body?: unknown; token?: string; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<{ status: number; body: unknown; headers: Headers }> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    const timeout = AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    let res: Response;
+    try {
+      res = await this.fetchImpl(this.baseUrl + path, {
+        method,
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        signal,
+      });
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason ?? err;
+      throw new ApiUnreachableError(this.baseUrl, describeNetworkError(err));
+    }
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      throw new ApiUnreachableError(this.baseUrl, describeNetworkError(err));
+    }
+    let body: unknown = undefined;
+    if (text) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        if (res.ok) throw new CliError(`${this.baseUrl}${path} answered with something that is not JSON.`, 1, 'Is --api-url pointing at a Prospect server?');
+      }
+    }
+    if (!res.ok) {
+      const error = ErrorBodySchema.safeParse(body);
+      const message = error.success ? error.data.message : `${method} ${path} failed with HTTP ${res.status}.`;
+      throw new ApiHttpError(res.status, error.success ? error.data.error : undefined, message, res.headers);
+    }
+    return { status: res.status, body, headers: res.headers };
+  }
+
+  /** GET /api/cli/auth/me, normalized from any of the seed's three variants (§4.3). */
+  async me(token: string): Promise<{ user: User; expiresAt: string }> {
+    const { body } = await this.request('GET', ROUTES.me, { token });
+    return normalizeMeResponse(body);
+  }
+}
+
+function describeNetworkError(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  if ((err as Error)?.name === 'TimeoutError') return 'timed out';
+  return cause?.code ?? cause?.message ?? (err as Error)?.message ?? 'network error';
+}
+
+const isoTimestamp = z.iso.datetime({ offset: true });
+const TopLevelMe = z.object({ user: UserSchema, expiresAt: isoTimestamp });
+const MeVariants = z.union([
+  TopLevelMe,
+  z.pipe(z.object({ data: TopLevelMe }), z.transform((v) => v.data)),
+  z.pipe(z.extend(UserSchema, { expiresAt: isoTimestamp }), z.transform(({ id, email, name, expiresAt }) => ({ user: { id, email, name }, expiresAt }))),
+]);
+
+/** Top-level `user`, a flat user, or `{data: {user}}`: all become `{user, expiresAt}`. */
+export function normalizeMeResponse(body: unknown): { user: User; expiresAt: string } {
+  const parsed = MeVariants.safeParse(body);
+  if (!parsed.success) throw new CliError('The server answered /api/cli/auth/me with an unexpected shape.', 1, 'Is --api-url pointing at a Prospect server?');
+  const { user, expiresAt } = parsed.data;
+  return { user: { id: user.id, email: user.email, name: user.name }, expiresAt };
+}

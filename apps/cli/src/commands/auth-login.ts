@@ -1,0 +1,134 @@
+import { hostname } from 'node:os';
+import type { SessionFile } from '@prospect/contract';
+import { ApiClient, ApiHttpError, normalizeBaseUrl } from '../api-client/api-client.js';
+import { type CommandContext, DEFAULT_API_BASE_URL, requestedApiUrl, writeLine } from '../context.js';
+import { decideBrowser } from '../device-login/browser.js';
+import { DeviceLoginClient, type DeviceLoginResult, type DeviceLoginStart, type WaitEvent } from '../device-login/device-login-client.js';
+import { CliError, usageError } from '../errors.js';
+import { clock, describeExpiry } from '../format.js';
+import { VERSION } from '../version.js';
+import { apiUrlFlag, type Command } from './command.js';
+
+export const loginCommand: Command = {
+  name: 'auth:login',
+  summary: 'Log in with your browser (device login), or with a token',
+  usage: `
+  Usage
+    $ prospect auth:login [--api-url <url>] [--timeout-seconds <n>]
+    $ prospect auth:login --token <token>
+    $ prospect auth:login --token -          (reads the token from stdin)
+
+  Options
+    --api-url <url>          The Prospect server (default: $PROSPECT_API_BASE_URL or ${DEFAULT_API_BASE_URL})
+    --token <token|->        Log in with a token from <server>/settings/tokens instead of the browser
+    --timeout-seconds <n>    How long to wait for approval (at most the code's lifetime)
+    --no-browser             Do not open a browser; just show the link and code
+    --no-qr                  Do not show the QR code
+`,
+  flags: {
+    ...apiUrlFlag,
+    token: { type: 'string' },
+    timeoutSeconds: { type: 'string' },
+    browser: { type: 'boolean', default: true },
+    qr: { type: 'boolean', default: true },
+  },
+  requiresAuth: false,
+  async run(ctx: CommandContext) {
+    const baseUrl = normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL);
+    const api = new ApiClient({ baseUrl, fetch: ctx.fetch });
+    const timeoutSeconds = parseTimeout(ctx.flags.timeoutSeconds);
+    const session =
+      typeof ctx.flags.token === 'string' ? await loginWithToken(ctx, api, ctx.flags.token) : await loginWithDevice(ctx, api, timeoutSeconds);
+    await ctx.store.write(session);
+    if (!ctx.interactive || typeof ctx.flags.token === 'string') {
+      writeLine(ctx.stdout, `Logged in as ${session.user.name} <${session.user.email}> on ${session.apiBaseUrl}.`);
+    }
+    writeLine(ctx.stderr, `Session saved to ${ctx.store.path}; it ${describeExpiry(session.expiresAt)}.`);
+  },
+};
+
+function parseTimeout(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (typeof value !== 'string' || !/^\d+$/.test(value.trim()) || n <= 0) {
+    throw usageError(`--timeout-seconds must be a whole number of seconds, got ${JSON.stringify(value)}.`);
+  }
+  return n;
+}
+
+function toSession(apiBaseUrl: string, result: Omit<DeviceLoginResult, 'refreshToken'> & { refreshToken?: string }): SessionFile {
+  return {
+    accessToken: result.accessToken,
+    ...(result.refreshToken ? { refreshToken: result.refreshToken } : {}),
+    apiBaseUrl,
+    user: result.user,
+    expiresAt: result.expiresAt,
+    createdAt: new Date().toISOString(),
+  };
+}
+
+/** `--token`: accepted only once GET /api/cli/auth/me verifies it (seed §5). */
+async function loginWithToken(ctx: CommandContext, api: ApiClient, flag: string): Promise<SessionFile> {
+  const token = (flag === '-' ? await readTokenFromStdin(ctx) : flag).trim();
+  if (!token) throw usageError('No token given.', `Create one at ${api.baseUrl}/settings/tokens`);
+  if (/\s/.test(token)) throw usageError('A token has no spaces: check what you pasted.');
+  try {
+    const me = await api.me(token);
+    return toSession(api.baseUrl, { accessToken: token, user: me.user, expiresAt: me.expiresAt });
+  } catch (err) {
+    if (err instanceof ApiHttpError && err.status === 401) {
+      throw new CliError(`${api.baseUrl} refused the token: ${err.message}`, 1, `Create a new one at ${api.baseUrl}/settings/tokens`);
+    }
+    throw err;
+  }
+}
+
+async function readTokenFromStdin(ctx: CommandContext): Promise<string> {
+  if (ctx.stdin.isTTY) {
+    ctx.stderr.write('Paste your token and press Enter: ');
+    const { createInterface } = await import('node:readline');
+    const rl = createInterface({ input: ctx.stdin, terminal: false });
+    const line = await new Promise<string>((resolve) => {
+      rl.once('line', resolve);
+      rl.once('close', () => resolve(''));
+    });
+    rl.close();
+    return line;
+  }
+  let text = '';
+  for await (const chunk of ctx.stdin) text += chunk;
+  return text;
+}
+
+/** Device login (RFC 8628): code and link first, browser second, then wait. */
+async function loginWithDevice(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined): Promise<SessionFile> {
+  const device = new DeviceLoginClient(api);
+  const start = await device.start({ clientName: `prospect CLI ${VERSION}`, hostname: hostname() }, ctx.signal);
+  const browser = decideBrowser({ interactive: ctx.interactive, requested: ctx.flags.browser !== false, env: ctx.env, platform: process.platform });
+
+  if (ctx.interactive) {
+    // Ink and React load only here, so the other commands start fast.
+    const { runLoginScreen } = await import('../ui/login-screen.js');
+    const result = await runLoginScreen({ start, device, browser, showQr: ctx.flags.qr !== false, timeoutSeconds, signal: ctx.signal, stdout: ctx.stdout, stdin: ctx.stdin });
+    return toSession(api.baseUrl, result);
+  }
+  printPlainInstructions(ctx, start);
+  const result = await device.waitForAuthorization(start, {
+    signal: ctx.signal,
+    timeoutSeconds,
+    onEvent: (event) => printPlainEvent(ctx, event),
+  });
+  return toSession(api.baseUrl, result);
+}
+
+function printPlainInstructions(ctx: CommandContext, start: DeviceLoginStart): void {
+  writeLine(ctx.stdout, `To log in, open ${start.verificationUrl}`);
+  writeLine(ctx.stdout, `and check that it shows the code ${start.userCode}`);
+}
+
+function printPlainEvent(ctx: CommandContext, event: WaitEvent): void {
+  if (event.kind === 'waiting') writeLine(ctx.stderr, `Waiting for approval (${clock(event.deadline - Date.now())} left)…`);
+  if (event.kind === 'slowed-down') writeLine(ctx.stderr, `The server asked to poll less often: every ${event.intervalMs / 1000} s.`);
+  if (event.kind === 'reconnecting') writeLine(ctx.stderr, `Lost the server (${event.reason}); retrying in ${Math.round(event.retryInMs / 1000)} s…`);
+}
+

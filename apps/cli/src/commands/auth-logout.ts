@@ -1,0 +1,35 @@
+import { ROUTES } from '@prospect/contract';
+import { ApiClient } from '../api-client/api-client.js';
+import { type CommandContext, writeLine } from '../context.js';
+import type { Command } from './command.js';
+
+/** Revoking on the server is a courtesy: offline, logging out still works. */
+const REVOKE_TIMEOUT_MS = 3_000;
+
+export const logoutCommand: Command = {
+  name: 'auth:logout',
+  summary: 'Log out: revoke the token and remove the local session',
+  usage: `
+  Usage
+    $ prospect auth:logout
+`,
+  flags: {},
+  requiresAuth: false,
+  async run(ctx: CommandContext) {
+    const read = await ctx.store.read();
+    let revoked = false;
+    if (read.kind === 'session') {
+      const api = new ApiClient({ baseUrl: read.session.apiBaseUrl, fetch: ctx.fetch, timeoutMs: REVOKE_TIMEOUT_MS });
+      revoked = await api
+        .request('POST', ROUTES.logout, { token: read.session.accessToken })
+        .then(() => true)
+        .catch(() => false);
+    }
+    const removed = await ctx.store.remove();
+    if (read.kind === 'session') {
+      writeLine(ctx.stdout, `Logged out of ${read.session.apiBaseUrl}${revoked ? '' : ' (the server could not be told; the local session is removed)'}.`);
+    } else {
+      writeLine(ctx.stdout, removed ? 'Removed an unreadable session file. Not logged in.' : 'Not logged in.');
+    }
+  },
+};

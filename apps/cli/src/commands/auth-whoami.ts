@@ -1,0 +1,49 @@
+import { ApiHttpError, ApiClient } from '../api-client/api-client.js';
+import { type CommandContext, writeLine } from '../context.js';
+import { authRequired, CliError } from '../errors.js';
+import { describeExpiry } from '../format.js';
+import type { Command } from './command.js';
+
+export const whoamiCommand: Command = {
+  name: 'auth:whoami',
+  summary: 'Show who you are logged in as',
+  usage: `
+  Usage
+    $ prospect auth:whoami [--verify] [--json]
+
+  Options
+    --verify   Check the session with the server (GET /api/cli/auth/me) and refresh it
+    --json     Print the session as JSON, for scripts
+`,
+  flags: { verify: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
+  requiresAuth: false,
+  async run(ctx: CommandContext) {
+    const read = await ctx.store.read();
+    if (read.kind === 'none') throw authRequired('Not logged in — run `prospect auth:login`.');
+    if (read.kind === 'invalid') throw authRequired(`Not logged in: ${read.reason} — run \`prospect auth:login\`.`);
+    let session = read.session;
+    let verified = false;
+
+    if (ctx.flags.verify) {
+      const api = new ApiClient({ baseUrl: session.apiBaseUrl, fetch: ctx.fetch });
+      try {
+        const me = await api.me(session.accessToken);
+        session = { ...session, user: me.user, expiresAt: me.expiresAt };
+        await ctx.store.write(session);
+        verified = true;
+      } catch (err) {
+        if (err instanceof ApiHttpError && err.status === 401) throw authRequired(`${err.message.replace(/\.$/, '')} (${session.apiBaseUrl}).`);
+        throw err;
+      }
+    }
+
+    const expired = Date.parse(session.expiresAt) <= Date.now();
+    if (ctx.flags.json) {
+      writeLine(ctx.stdout, JSON.stringify({ user: session.user, apiBaseUrl: session.apiBaseUrl, expiresAt: session.expiresAt, expired, verified }, null, 2));
+    } else {
+      writeLine(ctx.stdout, `Logged in to ${session.apiBaseUrl} as ${session.user.name} <${session.user.email}>${verified ? ' (verified)' : ''}`);
+      writeLine(ctx.stdout, `Session ${describeExpiry(session.expiresAt)}`);
+    }
+    if (expired) throw new CliError(`Session expired at ${session.expiresAt} — run \`prospect auth:login\`.`, 4);
+  },
+};

@@ -1,0 +1,22 @@
+import type { CommandContext } from '../context.js';
+
+/** A meow flag definition (kept structural so this module loads nothing). */
+export interface FlagSpec {
+  type: 'string' | 'boolean' | 'number';
+  shortFlag?: string;
+  default?: unknown;
+}
+
+/** Every command is a small declaration plus a `run`; the dispatcher does the rest. */
+export interface Command {
+  name: string;
+  summary: string;
+  /** Usage and options, shown by `--help`. */
+  usage: string;
+  flags: Record<string, FlagSpec>;
+  /** True: the auth guard runs first and `ctx.session` is set. */
+  requiresAuth: boolean;
+  run(ctx: CommandContext): Promise<number | void>;
+}
+
+export const apiUrlFlag: Record<string, FlagSpec> = { apiUrl: { type: 'string' } };

@@ -1,0 +1,34 @@
+import type { SessionFile } from '@prospect/contract';
+import { ENV } from '@prospect/contract';
+import type { FetchLike } from './api-client/api-client.js';
+import type { SessionStore } from './session/session-store.js';
+
+/** Where every command gets what it needs, so tests can hand in their own. */
+export interface CommandContext {
+  /** Positional arguments after the command name. */
+  input: string[];
+  flags: Record<string, unknown>;
+  env: NodeJS.ProcessEnv;
+  stdout: NodeJS.WriteStream;
+  stderr: NodeJS.WriteStream;
+  stdin: NodeJS.ReadStream;
+  /** A person at a terminal: stdin and stdout are TTYs and this is not CI. Computed once. */
+  interactive: boolean;
+  store: SessionStore;
+  fetch?: FetchLike;
+  /** The session, for commands that require one (set by the auth guard). */
+  session?: SessionFile;
+  /** Stops the command: Ctrl-C. */
+  signal: AbortSignal;
+}
+
+export const DEFAULT_API_BASE_URL = 'http://localhost:3000';
+
+/** `--api-url` beats PROSPECT_API_BASE_URL; undefined when neither is given. */
+export function requestedApiUrl(ctx: Pick<CommandContext, 'flags' | 'env'>): string | undefined {
+  const flag = ctx.flags.apiUrl;
+  if (typeof flag === 'string' && flag.trim()) return flag;
+  return ctx.env[ENV.apiBaseUrl] || undefined;
+}
+
+export const writeLine = (stream: NodeJS.WritableStream, line = '') => stream.write(`${line}\n`);

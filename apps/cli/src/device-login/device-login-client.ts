@@ -1,0 +1,172 @@
+import { DevicePollResponseSchema, ROUTES, type User } from '@prospect/contract';
+// The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
+import * as z from 'zod/mini';
+import { ApiClient, ApiHttpError, ApiUnreachableError } from '../api-client/api-client.js';
+import { CliError } from '../errors.js';
+
+/** What the person needs to approve the login, normalized from the start response. */
+export interface DeviceLoginStart {
+  deviceCode: string;
+  userCode: string;
+  verificationUrl: string;
+  intervalSeconds: number;
+  expiresInSeconds: number;
+}
+
+export interface DeviceLoginResult {
+  accessToken: string;
+  refreshToken?: string;
+  expiresAt: string;
+  user: User;
+}
+
+/** RFC 8628 §3.5: on slow_down, wait 5 s longer between polls from then on. */
+export const SLOW_DOWN_STEP_MS = 5_000;
+const MAX_RETRY_DELAY_MS = 30_000;
+
+export class DeviceLoginUnsupportedError extends CliError {
+  constructor(baseUrl: string) {
+    super(
+      `${baseUrl} does not offer device login.`,
+      1,
+      `Create a token at ${baseUrl}/settings/tokens, then run: prospect auth:login --api-url ${baseUrl} --token -`,
+    );
+  }
+}
+export class DeviceLoginDeniedError extends CliError {
+  constructor() {
+    super('Login was denied in the browser, or the code expired.', 1, 'Run `prospect auth:login` to try again.');
+  }
+}
+export class DeviceLoginTimeoutError extends CliError {
+  constructor(readonly reason: 'expired' | 'timeout', seconds: number) {
+    super(
+      reason === 'expired' ? `The code expired after ${seconds} s without approval.` : `Gave up waiting for approval after ${seconds} s.`,
+      1,
+      'Run `prospect auth:login` to get a new code.',
+    );
+  }
+}
+
+/** What the waiting view shows between polls. */
+export type WaitEvent =
+  | { kind: 'waiting'; deadline: number }
+  | { kind: 'slowed-down'; intervalMs: number }
+  | { kind: 'reconnecting'; reason: string; retryInMs: number };
+
+export interface Timing {
+  now(): number;
+  /** Resolves after `ms`, rejects with the signal's reason when aborted. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const realTiming: Timing = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    }),
+};
+
+const httpUrl = z.url({ protocol: /^https?$/ });
+const StartVariants = z.object({
+  deviceCode: z.string().check(z.minLength(1)),
+  userCode: z.string().check(z.minLength(1)),
+  verificationUrl: z.optional(z.string()),
+  verificationUri: z.optional(z.string()),
+  intervalSeconds: z.int().check(z.positive(), z.maximum(300)),
+  expiresInSeconds: z.int().check(z.positive()),
+});
+
+/** Accepts `verificationUri` for `verificationUrl` (seed §2.2); refuses anything but http(s). */
+export function normalizeStartResponse(body: unknown): DeviceLoginStart {
+  const parsed = StartVariants.safeParse(body);
+  const url = parsed.success ? (parsed.data.verificationUrl ?? parsed.data.verificationUri) : undefined;
+  if (!parsed.success || !url) {
+    const field = parsed.success ? 'verificationUrl' : parsed.error.issues[0]!.path.join('.') || 'body';
+    throw new CliError(`The server's device-login answer is incomplete or malformed (${field}).`, 1, 'Try `prospect auth:login --token -` instead.');
+  }
+  if (!httpUrl.safeParse(url).success) {
+    throw new CliError(`Refusing to send you to ${JSON.stringify(url)}: not an http(s) address.`);
+  }
+  const { deviceCode, userCode, intervalSeconds, expiresInSeconds } = parsed.data;
+  return { deviceCode, userCode, verificationUrl: url, intervalSeconds, expiresInSeconds };
+}
+
+/**
+ * The device flow (RFC 8628) as plain async code: it prints nothing; the
+ * caller renders the events. It retries through dropped connections and a
+ * restarting server until its deadline.
+ */
+export class DeviceLoginClient {
+  constructor(
+    private readonly api: ApiClient,
+    private readonly timing: Timing = realTiming,
+  ) {}
+
+  async start(client: { clientName: string; hostname: string }, signal?: AbortSignal): Promise<DeviceLoginStart> {
+    try {
+      const { body } = await this.api.request('POST', ROUTES.deviceStart, { body: client, signal });
+      return normalizeStartResponse(body);
+    } catch (err) {
+      if (err instanceof ApiHttpError && [404, 405, 501].includes(err.status)) throw new DeviceLoginUnsupportedError(this.api.baseUrl);
+      throw err;
+    }
+  }
+
+  async waitForAuthorization(
+    start: DeviceLoginStart,
+    options: { signal?: AbortSignal; timeoutSeconds?: number; onEvent?: (event: WaitEvent) => void } = {},
+  ): Promise<DeviceLoginResult> {
+    const { signal, onEvent } = options;
+    const waitSeconds = Math.min(options.timeoutSeconds ?? Infinity, start.expiresInSeconds);
+    const deadlineReason = waitSeconds < start.expiresInSeconds ? 'timeout' : 'expired';
+    const deadline = this.timing.now() + waitSeconds * 1000;
+    let intervalMs = start.intervalSeconds * 1000;
+    let failures = 0;
+    let delayMs = intervalMs;
+    onEvent?.({ kind: 'waiting', deadline });
+
+    for (;;) {
+      const remaining = deadline - this.timing.now();
+      if (remaining <= 0) throw new DeviceLoginTimeoutError(deadlineReason, waitSeconds);
+      await this.timing.sleep(Math.min(delayMs, remaining), signal);
+      if (this.timing.now() >= deadline) throw new DeviceLoginTimeoutError(deadlineReason, waitSeconds);
+      delayMs = intervalMs;
+      try {
+        const { body } = await this.api.request('POST', ROUTES.devicePoll, { body: { deviceCode: start.deviceCode }, signal });
+        if (failures > 0) onEvent?.({ kind: 'waiting', deadline });
+        failures = 0;
+        const answer = DevicePollResponseSchema.safeParse(body);
+        if (!answer.success) throw new CliError('The server answered the poll with an unexpected shape.');
+        if (answer.data.status === 'denied') throw new DeviceLoginDeniedError();
+        if (answer.data.status === 'authorized') {
+          const { accessToken, refreshToken, expiresAt, user } = answer.data;
+          return { accessToken, refreshToken, expiresAt, user };
+        }
+      } catch (err) {
+        if (err instanceof ApiHttpError && err.status === 429) {
+          const retryAfterMs = Number(err.headers.get('retry-after')) * 1000 || 0;
+          intervalMs = Math.max(intervalMs + SLOW_DOWN_STEP_MS, retryAfterMs);
+          delayMs = intervalMs;
+          onEvent?.({ kind: 'slowed-down', intervalMs });
+        } else if (err instanceof ApiUnreachableError || (err instanceof ApiHttpError && err.status >= 500)) {
+          failures += 1;
+          delayMs = Math.min(intervalMs * 2 ** Math.min(failures - 1, 4), MAX_RETRY_DELAY_MS);
+          onEvent?.({ kind: 'reconnecting', reason: err instanceof ApiHttpError ? `HTTP ${err.status}` : err.message, retryInMs: delayMs });
+        } else {
+          throw err;
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,20 @@
+import { runCli } from './cli.js';
+import { EXIT } from './errors.js';
+
+const controller = new AbortController();
+// Outside Ink (plain output, --token), Ctrl-C is a signal: stop, save nothing, exit 130.
+process.once('SIGINT', () => {
+  controller.abort();
+  setTimeout(() => process.exit(EXIT.interrupted), 2_000).unref();
+});
+
+const code = await runCli(process.argv.slice(2), {
+  env: process.env,
+  stdout: process.stdout,
+  stderr: process.stderr,
+  stdin: process.stdin,
+  signal: controller.signal,
+});
+process.exitCode = code;
+// Lingering handles (a keep-alive socket, stdin) must not hold the shell.
+setTimeout(() => process.exit(code), 50).unref();

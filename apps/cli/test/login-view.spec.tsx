@@ -1,0 +1,49 @@
+import { render } from 'ink-testing-library';
+import { LoginView, type LoginViewProps } from '../src/ui/login-view.js';
+
+const base: LoginViewProps = {
+  verificationUrl: 'https://id.example.com/device?user_code=BCDF-GHJK',
+  userCode: 'BCDF-GHJK',
+  phase: 'waiting',
+  msLeft: 9 * 60_000 + 52_000,
+};
+
+describe('LoginView', () => {
+  it('shows the link, the code and the host in its first frame', () => {
+    const { lastFrame } = render(<LoginView {...base} />);
+    const frame = lastFrame()!;
+    expect(frame).toContain('BCDF-GHJK');
+    expect(frame).toContain('https://id.example.com/device?user_code=BCDF-GHJK');
+    expect(frame).toContain('You are signing in to id.example.com');
+  });
+
+  it('shows a spinner with the time left while waiting, and the latest notice', () => {
+    const { lastFrame, rerender } = render(<LoginView {...base} />);
+    expect(lastFrame()).toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Waiting for approval in the browser… 9:52 left/);
+    rerender(<LoginView {...base} phase="reconnecting" msLeft={61_000} notice="Lost the server (ECONNREFUSED); retrying in 10 s…" />);
+    expect(lastFrame()).toContain('1:01 left');
+    expect(lastFrame()).toContain('retrying in 10 s');
+  });
+
+  it('keeps link and code on screen in every end state', () => {
+    for (const [phase, outcome, expected] of [
+      ['success', 'Logged in as Ada <ada@example.com>', '✓ Logged in as Ada <ada@example.com>'],
+      ['failed', 'Login was denied in the browser, or the code expired.', '✗ Login was denied in the browser, or the code expired.'],
+      ['failed', 'The code expired after 600 s without approval.', '✗ The code expired after 600 s without approval.'],
+      ['cancelled', undefined, '✗ Cancelled. Nothing was saved.'],
+    ] as const) {
+      const frame = render(<LoginView {...base} phase={phase} outcome={outcome} hint="Run `prospect auth:login` to try again." />).lastFrame()!;
+      expect(frame).toContain(expected);
+      expect(frame).toContain('BCDF-GHJK');
+      expect(frame).toContain(base.verificationUrl);
+      expect(frame).not.toContain('Waiting for approval');
+    }
+  });
+
+  it('shows the QR code and what happened with the browser', () => {
+    const frame = render(<LoginView {...base} qr={'▄▄▄\n█ █'} browserNote="Opened the link in your browser." />).lastFrame()!;
+    expect(frame).toContain('Or scan it with your phone:');
+    expect(frame).toContain('█ █');
+    expect(frame).toContain('Opened the link in your browser.');
+  });
+});

@@ -1,0 +1,63 @@
+import { mkdtemp, readdir, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { configDir, SessionStore } from '../src/session/session-store.js';
+
+const session = {
+  accessToken: `prs_${'a'.repeat(43)}`,
+  apiBaseUrl: 'http://localhost:3000',
+  user: { id: 'u1', email: 'ada@example.com', name: 'Ada' },
+  expiresAt: '2030-01-01T00:00:00.000Z',
+  createdAt: '2026-01-01T00:00:00.000Z',
+};
+
+describe('SessionStore', () => {
+  let dir: string;
+  let store: SessionStore;
+  beforeEach(async () => {
+    dir = join(await mkdtemp(join(tmpdir(), 'prospect-session-')), 'config', 'prospect');
+    store = new SessionStore(dir);
+  });
+  afterEach(() => rm(dir, { recursive: true, force: true }));
+
+  it('writes exactly the contract fields, owner-only, atomically, and reads them back', async () => {
+    await store.write(session);
+    expect(await store.read()).toEqual({ kind: 'session', session });
+    expect(JSON.parse(await readFile(store.path, 'utf8'))).toEqual(session);
+    expect((await stat(store.path)).mode & 0o777).toBe(0o600);
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    expect(await readdir(dir)).toEqual(['auth-session.json']); // no temp file left behind
+  });
+
+  it('counts a missing file as no session and removes idempotently', async () => {
+    expect(await store.read()).toEqual({ kind: 'none' });
+    expect(await store.remove()).toBe(false);
+    await store.write(session);
+    expect(await store.remove()).toBe(true);
+    expect(await store.read()).toEqual({ kind: 'none' });
+  });
+
+  it.each([
+    ['corrupt JSON', '{"accessToken": "prs_', 'is not valid JSON'],
+    ['a partial file', JSON.stringify({ accessToken: 'x' }), 'apiBaseUrl'],
+    ['a wrongly typed field', JSON.stringify({ ...session, expiresAt: 12 }), 'expiresAt'],
+    ['an unknown field', JSON.stringify({ ...session, extra: true }), 'not a valid session'],
+    ['a non-http backend', JSON.stringify({ ...session, apiBaseUrl: 'file:///etc' }), 'apiBaseUrl'],
+    ['an array', '[]', 'not a valid session'],
+  ])('counts %s as no session, with a one-line reason', async (_, content, reason) => {
+    await mkdir(dir, { recursive: true });
+    await writeFile(store.path, content);
+    const read = await store.read();
+    expect(read.kind).toBe('invalid');
+    if (read.kind === 'invalid') {
+      expect(read.reason).toContain(reason);
+      expect(read.reason).not.toContain('\n');
+    }
+  });
+
+  it('lives in $PROSPECT_CONFIG_DIR, else ~/.config/prospect', () => {
+    expect(configDir({ PROSPECT_CONFIG_DIR: '/x/y' })).toBe('/x/y');
+    expect(configDir({ XDG_CONFIG_HOME: '/xdg' })).toBe('/xdg/prospect');
+    expect(configDir({})).toMatch(/\.config\/prospect$/);
+  });
+});
