@@ -1,6 +1,7 @@
 import meow from 'meow';
 import { CliError, EXIT, usageError } from './errors.js';
 import type { CommandContext } from './context.js';
+import type { Command } from './commands/command.js';
 import { COMMANDS } from './commands/index.js';
 import { requireSession } from './session/auth-guard.js';
 import { configDir, SessionStore } from './session/session-store.js';
@@ -14,7 +15,7 @@ const GLOBAL_HELP = `
     $ prospect <command> [options]
 
   Commands
-${[...COMMANDS.values()].map((c) => `    ${c.name.padEnd(14)} ${c.summary}`).join('\n')}
+${[...COMMANDS.values()].map((c) => `    ${c.name.padEnd(14)} ${c.description}`).join('\n')}
 
   Run \`prospect <command> --help\` for a command's options.
 
@@ -38,28 +39,37 @@ export interface CliIo {
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const [name, ...rest] = argv;
+  let command: Command | undefined;
   try {
     if (!name || name === '--help' || name === '-h' || name === 'help') {
-      io.stdout.write(`${GLOBAL_HELP}\n`);
+      // Asked for: help on stdout. Not asked for (no command): a usage error on stderr.
+      (name ? io.stdout : io.stderr).write(`${GLOBAL_HELP}\n`);
       return name ? EXIT.ok : EXIT.usage;
     }
     if (name === '--version' || name === '-v') {
       io.stdout.write(`${VERSION}\n`);
       return EXIT.ok;
     }
-    const command = COMMANDS.get(name);
-    if (!command) throw usageError(`Unknown command: ${name}.`, 'Run `prospect --help` to see the commands.');
+    command = COMMANDS.get(name);
+    if (!command) throw usageError(`Unknown command: ${name}`, `Usage: prospect <command> [options]; commands: ${[...COMMANDS.keys()].join(', ')}`);
 
-    // meow prints usage and exits 2 on unknown flags, 0 on --help.
+    // meow prints the help and exits 0 on --help. Unknown flags are ours to
+    // report (meow would exit without the usage line).
     const parsed = meow(command.usage, {
       importMeta: import.meta,
       argv: rest,
       flags: command.flags as never,
-      allowUnknownFlags: false,
+      allowUnknownFlags: true,
       pkg: { name: 'prospect', version: VERSION },
-      description: command.summary,
+      description: command.description,
       autoVersion: false,
     });
+    const declared = command.flags;
+    const unknown = Object.keys(parsed.flags).filter((flag) => !(flag in declared));
+    if (unknown.length) {
+      const shown = unknown.map((flag) => (flag.length === 1 ? `-${flag}` : `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`));
+      throw usageError(`Unknown option${shown.length > 1 ? 's' : ''} for ${command.name}: ${shown.join(', ')}`);
+    }
     const ctx: CommandContext = {
       input: parsed.input,
       flags: parsed.flags,
@@ -76,8 +86,17 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (command.requiresAuth) ctx.session = await requireSession(ctx);
     return (await command.run(ctx)) ?? EXIT.ok;
   } catch (err) {
+    if (command && err instanceof CliError && err.exitCode === EXIT.usage && !err.hint) {
+      return reportError(new CliError(err.message, EXIT.usage, usageLine(command)), io);
+    }
     return reportError(err, io);
   }
+}
+
+/** The first usage line of a command, for usage errors. */
+export function usageLine(command: Command): string {
+  const line = command.usage.split('\n').find((l) => l.trim().startsWith('$'))?.trim().replace(/^\$\s*/, '') ?? `prospect ${command.name}`;
+  return `Usage: ${line} (see \`prospect ${command.name} --help\`)`;
 }
 
 function reportError(err: unknown, io: CliIo): number {

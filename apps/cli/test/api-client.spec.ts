@@ -1,6 +1,6 @@
 import { ApiClient, ApiHttpError, ApiUnreachableError, normalizeMeResponse } from '../src/api-client/api-client.js';
 import { CliError } from '../src/errors.js';
-import { fakeBackend, inAnHour, json, user } from './fake-backend.js';
+import { fakeBackend, inAnHour, json, user } from './support/fake-backend.js';
 
 describe('GET /api/cli/auth/me normalization (seed §4.3)', () => {
   const expiresAt = '2030-01-01T00:00:00.000Z';

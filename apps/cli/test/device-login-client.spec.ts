@@ -8,7 +8,7 @@ import {
   type Timing,
   type WaitEvent,
 } from '../src/device-login/device-login-client.js';
-import { fakeBackend, inAnHour, json, user } from './fake-backend.js';
+import { fakeBackend, inAnHour, json, user } from './support/fake-backend.js';
 
 /** Time that moves only when the client sleeps: the tests never wait for real. */
 function fakeTiming() {

@@ -1,4 +1,4 @@
-import { render } from 'ink-testing-library';
+import { cleanup, render } from 'ink-testing-library';
 import { LoginView, type LoginViewProps } from '../src/ui/login-view.js';
 
 const base: LoginViewProps = {
@@ -9,6 +9,7 @@ const base: LoginViewProps = {
 };
 
 describe('LoginView', () => {
+  afterEach(cleanup); // unmounts, stopping the spinner's timer
   it('shows the link, the code and the host in its first frame', () => {
     const { lastFrame } = render(<LoginView {...base} />);
     const frame = lastFrame()!;

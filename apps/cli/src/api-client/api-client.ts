@@ -1,7 +1,7 @@
 import { ErrorBodySchema, ROUTES, type User, UserSchema } from '@prospect/contract';
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
-import { CliError } from '../errors.js';
+import { CliError, EXIT } from '../errors.js';
 
 /** An HTTP answer that is not 2xx, with the server's error body when it sent one. */
 export class ApiHttpError extends CliError {
@@ -13,6 +13,31 @@ export class ApiHttpError extends CliError {
   ) {
     super(message);
   }
+
+  /**
+   * Why a bearer token was refused, from the RFC 6750 challenge
+   * (`WWW-Authenticate: Bearer error="invalid_token", error_description="token expired"`).
+   */
+  get tokenProblem(): 'expired' | 'revoked' | 'unknown' | undefined {
+    if (this.status !== 401) return undefined;
+    const description = /error_description="([^"]*)"/i.exec(this.headers.get('www-authenticate') ?? '')?.[1] ?? '';
+    if (/expired/i.test(description)) return 'expired';
+    if (/revoked/i.test(description)) return 'revoked';
+    return 'unknown';
+  }
+}
+
+/**
+ * A 401 for the stored session's token, as one line that says why and what to
+ * do. Exit 4: the user must log in again.
+ */
+export function sessionTokenRejected(err: ApiHttpError, baseUrl: string): CliError {
+  const why = {
+    expired: 'Your session has expired on the server',
+    revoked: 'Your token was revoked (logged out elsewhere, or by an admin)',
+    unknown: 'The server does not recognise your token',
+  }[err.tokenProblem ?? 'unknown'];
+  return new CliError(`${why} (${baseUrl}) — run \`prospect auth:login\`.`, EXIT.authRequired);
 }
 
 /** The server could not be reached at all (refused, DNS, reset, timeout). */
@@ -110,17 +135,21 @@ function describeNetworkError(err: unknown): string {
   return cause?.code ?? cause?.message ?? (err as Error)?.message ?? 'network error';
 }
 
-const isoTimestamp = z.iso.datetime({ offset: true });
-const TopLevelMe = z.object({ user: UserSchema, expiresAt: isoTimestamp });
-const MeVariants = z.union([
-  TopLevelMe,
-  z.pipe(z.object({ data: TopLevelMe }), z.transform((v) => v.data)),
-  z.pipe(z.extend(UserSchema, { expiresAt: isoTimestamp }), z.transform(({ id, email, name, expiresAt }) => ({ user: { id, email, name }, expiresAt }))),
-]);
+// Built on first use, not at startup: `whoami` without --verify never needs it.
+let meVariants: ReturnType<typeof buildMeVariants> | undefined;
+function buildMeVariants() {
+  const isoTimestamp = z.iso.datetime({ offset: true });
+  const TopLevelMe = z.object({ user: UserSchema, expiresAt: isoTimestamp });
+  return z.union([
+    TopLevelMe,
+    z.pipe(z.object({ data: TopLevelMe }), z.transform((v) => v.data)),
+    z.pipe(z.extend(UserSchema, { expiresAt: isoTimestamp }), z.transform(({ id, email, name, expiresAt }) => ({ user: { id, email, name }, expiresAt }))),
+  ]);
+}
 
 /** Top-level `user`, a flat user, or `{data: {user}}`: all become `{user, expiresAt}`. */
 export function normalizeMeResponse(body: unknown): { user: User; expiresAt: string } {
-  const parsed = MeVariants.safeParse(body);
+  const parsed = (meVariants ??= buildMeVariants()).safeParse(body);
   if (!parsed.success) throw new CliError('The server answered /api/cli/auth/me with an unexpected shape.', 1, 'Is --api-url pointing at a Prospect server?');
   const { user, expiresAt } = parsed.data;
   return { user: { id: user.id, email: user.email, name: user.name }, expiresAt };

@@ -1,5 +1,5 @@
-import { ApiClient } from '../api-client/api-client.js';
-import { type CommandContext, writeLine } from '../context.js';
+import { ApiClient, ApiHttpError, sessionTokenRejected } from '../api-client/api-client.js';
+import { type CommandContext, DEFAULT_API_BASE_URL, requestedApiUrl, writeLine } from '../context.js';
 import { usageError } from '../errors.js';
 import { apiUrlFlag, type Command } from './command.js';
 
@@ -8,7 +8,7 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 /** `prospect api <path>`: an authenticated request to the session's backend, like `gh api`. */
 export const apiCommand: Command = {
   name: 'api',
-  summary: 'Make an authenticated request to the Prospect API and print the JSON',
+  description: 'Make an authenticated request to the Prospect API and print the JSON',
   usage: `
   Usage
     $ prospect api <path> [--method POST] [--data '{"key": "value"}']
@@ -38,9 +38,16 @@ export const apiCommand: Command = {
     const method = typeof ctx.flags.method === 'string' ? ctx.flags.method.toUpperCase() : body === undefined ? 'GET' : 'POST';
     if (!METHODS.includes(method)) throw usageError(`Unknown --method ${JSON.stringify(ctx.flags.method)}: use one of ${METHODS.join(', ')}.`);
     const session = ctx.session;
-    const baseUrl = session?.apiBaseUrl ?? (ctx.flags.apiUrl as string | undefined) ?? 'http://localhost:3000';
+    // Only PROSPECT_SKIP_AUTH=1 gets here without a session.
+    const baseUrl = session?.apiBaseUrl ?? requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL;
     const api = new ApiClient({ baseUrl, fetch: ctx.fetch });
-    const res = await api.request(method, path, { body, token: session?.accessToken, signal: ctx.signal });
+    let res;
+    try {
+      res = await api.request(method, path, { body, token: session?.accessToken, signal: ctx.signal });
+    } catch (err) {
+      if (err instanceof ApiHttpError && err.status === 401 && session) throw sessionTokenRejected(err, api.baseUrl);
+      throw err;
+    }
     if (res.body !== undefined) writeLine(ctx.stdout, JSON.stringify(res.body, null, 2));
   },
 };

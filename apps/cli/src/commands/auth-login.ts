@@ -1,17 +1,14 @@
-import { hostname } from 'node:os';
-import type { SessionFile } from '@prospect/contract';
+import { ROUTES, type SessionFile } from '@prospect/contract';
 import { ApiClient, ApiHttpError, normalizeBaseUrl } from '../api-client/api-client.js';
 import { type CommandContext, DEFAULT_API_BASE_URL, requestedApiUrl, writeLine } from '../context.js';
-import { decideBrowser } from '../device-login/browser.js';
-import { DeviceLoginClient, type DeviceLoginResult, type DeviceLoginStart, type WaitEvent } from '../device-login/device-login-client.js';
+import type { DeviceLoginResult } from '../device-login/device-login-client.js';
 import { CliError, usageError } from '../errors.js';
-import { clock, describeExpiry } from '../format.js';
-import { VERSION } from '../version.js';
+import { describeExpiry } from '../format.js';
 import { apiUrlFlag, type Command } from './command.js';
 
 export const loginCommand: Command = {
   name: 'auth:login',
-  summary: 'Log in with your browser (device login), or with a token',
+  description: 'Log in with your browser (device login), or with a token',
   usage: `
   Usage
     $ prospect auth:login [--api-url <url>] [--timeout-seconds <n>]
@@ -67,17 +64,24 @@ function toSession(apiBaseUrl: string, result: Omit<DeviceLoginResult, 'refreshT
   };
 }
 
+/** Device login. Its code, and Ink, load only here, so the other commands start fast. */
+async function loginWithDevice(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined): Promise<SessionFile> {
+  const { runDeviceLogin } = await import('../device-login/run-device-login.js');
+  return toSession(api.baseUrl, await runDeviceLogin(ctx, api, timeoutSeconds));
+}
+
 /** `--token`: accepted only once GET /api/cli/auth/me verifies it (seed §5). */
 async function loginWithToken(ctx: CommandContext, api: ApiClient, flag: string): Promise<SessionFile> {
   const token = (flag === '-' ? await readTokenFromStdin(ctx) : flag).trim();
-  if (!token) throw usageError('No token given.', `Create one at ${api.baseUrl}/settings/tokens`);
+  if (!token) throw usageError('No token given.', `Create one at ${api.baseUrl}${ROUTES.tokensPage}`);
   if (/\s/.test(token)) throw usageError('A token has no spaces: check what you pasted.');
   try {
     const me = await api.me(token);
     return toSession(api.baseUrl, { accessToken: token, user: me.user, expiresAt: me.expiresAt });
   } catch (err) {
     if (err instanceof ApiHttpError && err.status === 401) {
-      throw new CliError(`${api.baseUrl} refused the token: ${err.message}`, 1, `Create a new one at ${api.baseUrl}/settings/tokens`);
+      const why = { expired: 'it has expired', revoked: 'it was revoked', unknown: 'it is not a valid token' }[err.tokenProblem ?? 'unknown'];
+      throw new CliError(`${api.baseUrl} refused the token: ${why}. Nothing was saved.`, 1, `Create a new one at ${api.baseUrl}${ROUTES.tokensPage}`);
     }
     throw err;
   }
@@ -98,37 +102,5 @@ async function readTokenFromStdin(ctx: CommandContext): Promise<string> {
   let text = '';
   for await (const chunk of ctx.stdin) text += chunk;
   return text;
-}
-
-/** Device login (RFC 8628): code and link first, browser second, then wait. */
-async function loginWithDevice(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined): Promise<SessionFile> {
-  const device = new DeviceLoginClient(api);
-  const start = await device.start({ clientName: `prospect CLI ${VERSION}`, hostname: hostname() }, ctx.signal);
-  const browser = decideBrowser({ interactive: ctx.interactive, requested: ctx.flags.browser !== false, env: ctx.env, platform: process.platform });
-
-  if (ctx.interactive) {
-    // Ink and React load only here, so the other commands start fast.
-    const { runLoginScreen } = await import('../ui/login-screen.js');
-    const result = await runLoginScreen({ start, device, browser, showQr: ctx.flags.qr !== false, timeoutSeconds, signal: ctx.signal, stdout: ctx.stdout, stdin: ctx.stdin });
-    return toSession(api.baseUrl, result);
-  }
-  printPlainInstructions(ctx, start);
-  const result = await device.waitForAuthorization(start, {
-    signal: ctx.signal,
-    timeoutSeconds,
-    onEvent: (event) => printPlainEvent(ctx, event),
-  });
-  return toSession(api.baseUrl, result);
-}
-
-function printPlainInstructions(ctx: CommandContext, start: DeviceLoginStart): void {
-  writeLine(ctx.stdout, `To log in, open ${start.verificationUrl}`);
-  writeLine(ctx.stdout, `and check that it shows the code ${start.userCode}`);
-}
-
-function printPlainEvent(ctx: CommandContext, event: WaitEvent): void {
-  if (event.kind === 'waiting') writeLine(ctx.stderr, `Waiting for approval (${clock(event.deadline - Date.now())} left)…`);
-  if (event.kind === 'slowed-down') writeLine(ctx.stderr, `The server asked to poll less often: every ${event.intervalMs / 1000} s.`);
-  if (event.kind === 'reconnecting') writeLine(ctx.stderr, `Lost the server (${event.reason}); retrying in ${Math.round(event.retryInMs / 1000)} s…`);
 }
 

@@ -8,7 +8,7 @@ const REVOKE_TIMEOUT_MS = 3_000;
 
 export const logoutCommand: Command = {
   name: 'auth:logout',
-  summary: 'Log out: revoke the token and remove the local session',
+  description: 'Log out: revoke the token and remove the local session',
   usage: `
   Usage
     $ prospect auth:logout

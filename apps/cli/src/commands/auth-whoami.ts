@@ -1,12 +1,13 @@
-import { ApiHttpError, ApiClient } from '../api-client/api-client.js';
+import { ApiClient, ApiHttpError, sessionTokenRejected } from '../api-client/api-client.js';
 import { type CommandContext, writeLine } from '../context.js';
-import { authRequired, CliError } from '../errors.js';
+import { authRequired } from '../errors.js';
+import { notLoggedIn } from '../session/auth-guard.js';
 import { describeExpiry } from '../format.js';
 import type { Command } from './command.js';
 
 export const whoamiCommand: Command = {
   name: 'auth:whoami',
-  summary: 'Show who you are logged in as',
+  description: 'Show who you are logged in as',
   usage: `
   Usage
     $ prospect auth:whoami [--verify] [--json]
@@ -19,8 +20,8 @@ export const whoamiCommand: Command = {
   requiresAuth: false,
   async run(ctx: CommandContext) {
     const read = await ctx.store.read();
-    if (read.kind === 'none') throw authRequired('Not logged in — run `prospect auth:login`.');
-    if (read.kind === 'invalid') throw authRequired(`Not logged in: ${read.reason} — run \`prospect auth:login\`.`);
+    // whoami reports on the session itself, so it reads it rather than going through the guard.
+    if (read.kind !== 'session') throw notLoggedIn(read);
     let session = read.session;
     let verified = false;
 
@@ -32,7 +33,7 @@ export const whoamiCommand: Command = {
         await ctx.store.write(session);
         verified = true;
       } catch (err) {
-        if (err instanceof ApiHttpError && err.status === 401) throw authRequired(`${err.message.replace(/\.$/, '')} (${session.apiBaseUrl}).`);
+        if (err instanceof ApiHttpError && err.status === 401) throw sessionTokenRejected(err, session.apiBaseUrl);
         throw err;
       }
     }
@@ -44,6 +45,6 @@ export const whoamiCommand: Command = {
       writeLine(ctx.stdout, `Logged in to ${session.apiBaseUrl} as ${session.user.name} <${session.user.email}>${verified ? ' (verified)' : ''}`);
       writeLine(ctx.stdout, `Session ${describeExpiry(session.expiresAt)}`);
     }
-    if (expired) throw new CliError(`Session expired at ${session.expiresAt} — run \`prospect auth:login\`.`, 4);
+    if (expired) throw authRequired(`Session expired at ${session.expiresAt} — run \`prospect auth:login\`.`);
   },
 };

@@ -10,7 +10,7 @@ export interface FlagSpec {
 /** Every command is a small declaration plus a `run`; the dispatcher does the rest. */
 export interface Command {
   name: string;
-  summary: string;
+  description: string;
   /** Usage and options, shown by `--help`. */
   usage: string;
   flags: Record<string, FlagSpec>;

@@ -1,7 +1,15 @@
 import { ENV, type SessionFile } from '@prospect/contract';
 import { normalizeBaseUrl } from '../api-client/api-client.js';
 import { type CommandContext, requestedApiUrl, writeLine } from '../context.js';
-import { authRequired } from '../errors.js';
+import { authRequired, type CliError } from '../errors.js';
+import type { SessionRead } from './session-store.js';
+
+/** No usable session file: none at all, or one that is corrupt, partial or wrongly typed. */
+export function notLoggedIn(read: Exclude<SessionRead, { kind: 'session' }>): CliError {
+  return read.kind === 'none'
+    ? authRequired('Not logged in — run `prospect auth:login`.')
+    : authRequired(`Not logged in: ${read.reason} — run \`prospect auth:login\`.`);
+}
 
 /**
  * The one guard in front of every command that needs a session (seed §3.2):
@@ -9,24 +17,23 @@ import { authRequired } from '../errors.js';
  * Returns the session, or undefined when PROSPECT_SKIP_AUTH=1 bypasses it.
  */
 export async function requireSession(ctx: CommandContext, now = Date.now()): Promise<SessionFile | undefined> {
+  const read = await ctx.store.read();
+  const asked = requestedApiUrl(ctx);
+  const isForAnotherBackend = (session: SessionFile) => asked !== undefined && normalizeBaseUrl(asked) !== normalizeBaseUrl(session.apiBaseUrl);
   if (ctx.env[ENV.skipAuth] === '1') {
     writeLine(ctx.stderr, `warning: ${ENV.skipAuth}=1 — skipping the login check (for tests and local development only)`);
-    const read = await ctx.store.read();
-    return read.kind === 'session' ? read.session : undefined;
+    // Still never hand a token to a backend it was not issued by.
+    return read.kind === 'session' && !isForAnotherBackend(read.session) ? read.session : undefined;
   }
-  const read = await ctx.store.read();
-  if (read.kind === 'none') throw authRequired('Not logged in — run `prospect auth:login`.');
-  if (read.kind === 'invalid') throw authRequired(`Not logged in: ${read.reason} — run \`prospect auth:login\`.`);
+  if (read.kind !== 'session') throw notLoggedIn(read);
   const { session } = read;
   if (Date.parse(session.expiresAt) <= now) {
     throw authRequired(`Session expired at ${session.expiresAt} — run \`prospect auth:login\`.`);
   }
-  const asked = requestedApiUrl(ctx);
-  if (asked && normalizeBaseUrl(asked) !== normalizeBaseUrl(session.apiBaseUrl)) {
+  if (isForAnotherBackend(session)) {
     // A token is never sent to a host it was not issued by.
-    throw authRequired(
-      `Your session is for ${session.apiBaseUrl}, not ${normalizeBaseUrl(asked)} — run \`prospect auth:login --api-url ${normalizeBaseUrl(asked)}\`.`,
-    );
+    const other = normalizeBaseUrl(asked!);
+    throw authRequired(`Your session is for ${session.apiBaseUrl}, not ${other} — run \`prospect auth:login --api-url ${other}\`.`);
   }
   return session;
 }

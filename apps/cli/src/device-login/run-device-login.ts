@@ -1,0 +1,38 @@
+import { hostname } from 'node:os';
+import type { ApiClient } from '../api-client/api-client.js';
+import { type CommandContext, writeLine } from '../context.js';
+import { clock } from '../format.js';
+import { VERSION } from '../version.js';
+import { decideBrowser } from './browser.js';
+import { DeviceLoginClient, type DeviceLoginResult, type DeviceLoginStart, type WaitEvent } from './device-login-client.js';
+
+/**
+ * `prospect auth:login` without --token (RFC 8628): code and link first,
+ * browser second, then wait. A person at a terminal gets the Ink view;
+ * pipes and CI get plain lines without spinner or escape codes.
+ */
+export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined): Promise<DeviceLoginResult> {
+  const device = new DeviceLoginClient(api);
+  const start = await device.start({ clientName: `prospect CLI ${VERSION}`, hostname: hostname() }, ctx.signal);
+  const browser = decideBrowser({ interactive: ctx.interactive, requested: ctx.flags.browser !== false, env: ctx.env, platform: process.platform });
+
+  if (ctx.interactive) {
+    const { runLoginScreen } = await import('../ui/login-screen.js');
+    return runLoginScreen({ start, device, browser, showQr: ctx.flags.qr !== false, timeoutSeconds, signal: ctx.signal, stdout: ctx.stdout, stdin: ctx.stdin });
+  }
+  printPlainInstructions(ctx, start);
+  const result = await device.waitForAuthorization(start, { signal: ctx.signal, timeoutSeconds, onEvent: (event) => printPlainEvent(ctx, event) });
+  return result;
+}
+
+function printPlainInstructions(ctx: CommandContext, start: DeviceLoginStart): void {
+  writeLine(ctx.stdout, `To log in, open ${start.verificationUrl}`);
+  writeLine(ctx.stdout, `and check that it shows the code ${start.userCode}`);
+  writeLine(ctx.stdout, `(you are signing in to ${new URL(start.verificationUrl).host})`);
+}
+
+function printPlainEvent(ctx: CommandContext, event: WaitEvent): void {
+  if (event.kind === 'waiting') writeLine(ctx.stderr, `Waiting for approval (${clock(event.deadline - Date.now())} left)…`);
+  if (event.kind === 'slowed-down') writeLine(ctx.stderr, `The server asked to poll less often: every ${event.intervalMs / 1000} s.`);
+  if (event.kind === 'reconnecting') writeLine(ctx.stderr, `Lost the server (${event.reason}); retrying in ${Math.round(event.retryInMs / 1000)} s…`);
+}
