@@ -1,0 +1,310 @@
+/**
+ * The built binary as a person or a script runs it: exit codes, usage, the
+ * guard, the session file — against backend variants the real API does not
+ * produce (device login switched off, a dead server, a server that restarts).
+ */
+import { stat } from 'node:fs/promises';
+import { assertBuilt, makeSandbox, type Sandbox, validSession } from '../support/run-cli.js';
+import { fakeBackend, json, user } from '../support/fake-backend.js';
+
+const start = (url: string, extra: object = {}) => ({
+  deviceCode: 'prsd_device',
+  userCode: 'BCDF-GHJK',
+  verificationUrl: `${url}/device?user_code=BCDF-GHJK`,
+  intervalSeconds: 1,
+  expiresInSeconds: 600,
+  ...extra,
+});
+
+let box: Sandbox;
+beforeAll(assertBuilt);
+beforeEach(async () => (box = await makeSandbox()));
+afterEach(() => box.cleanup());
+
+describe('usage', () => {
+  it('prints help for every command and the version, exit 0', async () => {
+    for (const command of ['auth:login', 'auth:whoami', 'auth:logout', 'api']) {
+      const run = await box.run([command, '--help']);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(`$ prospect ${command}`);
+    }
+    const help = await box.run(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/auth:login .*\n.*auth:whoami/);
+    expect(await box.run(['--version'])).toMatchObject({ code: 0, stdout: '0.1.0\n' });
+  });
+
+  it.each([
+    [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:logout, api\n$/],
+    [['auth:whoami', '--bogus'], /^Error: Unknown option for auth:whoami: --bogus\nUsage: prospect auth:whoami \[--verify\] \[--json\]/],
+    [['auth:login', '--timeout-seconds', 'soon'], /--timeout-seconds must be a whole number of seconds, got "soon"\.\nUsage: prospect auth:login/],
+    [['auth:login', '--api-url', 'ftp://example.com'], /The backend must be an http\(s\) URL/],
+    [[], /Usage\n\s+\$ prospect <command> \[options\]/],
+  ])('refuses %j with a usage line, exit 2', async (args, stderr) => {
+    const run = await box.run(args);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(stderr);
+    expect(run.stdout).toBe('');
+  });
+});
+
+describe('the auth guard (prospect api)', () => {
+  it('without a session: "not logged in", exit 4, and the command never runs', async () => {
+    const backend = await fakeBackend({});
+    try {
+      const run = await box.run(['api', '/api/anything'], { env: { PROSPECT_API_BASE_URL: backend.url } });
+      expect(run).toMatchObject({ code: 4, stdout: '' });
+      expect(run.stderr).toBe('Error: Not logged in — run `prospect auth:login`.\n');
+      expect(backend.requests).toEqual([]);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it.each([
+    ['corrupt JSON', '{"accessToken": "prs_', /is not valid JSON/],
+    ['a partial file', JSON.stringify({ accessToken: 'prs_x' }), /is not a valid session \(apiBaseUrl: /],
+    ['a wrongly typed field', JSON.stringify(validSession('http://localhost:3000', { user: 'ada' })), /is not a valid session \(user: /],
+  ])('counts %s as no session, in one line without a stack trace', async (_, content, reason) => {
+    await box.writeSession(content);
+    const run = await box.run(['api', '/x']);
+    expect(run.code).toBe(4);
+    expect(run.stderr).toMatch(reason);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).not.toMatch(/\bat .*\.js:\d+/);
+    const whoami = await box.run(['auth:whoami']);
+    expect(whoami.code).toBe(4);
+    expect(whoami.stderr).toMatch(reason);
+  });
+
+  it('refuses an expired session before the command runs, exit 4', async () => {
+    const backend = await fakeBackend({ 'GET /x': (_q, _b, res) => json(res, 200, { ran: true }) });
+    try {
+      await box.writeSession(validSession(backend.url, { expiresAt: '2020-01-01T00:00:00.000Z' }));
+      const run = await box.run(['api', '/x']);
+      expect(run).toMatchObject({ code: 4, stdout: '' });
+      expect(run.stderr).toBe('Error: Session expired at 2020-01-01T00:00:00.000Z — run `prospect auth:login`.\n');
+      expect(backend.requests).toEqual([]);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('never sends the token to another backend than the session’s', async () => {
+    const mine = await fakeBackend({ 'GET /x': (_q, _b, res) => json(res, 200, { ran: true }) });
+    const other = await fakeBackend({ 'GET /x': (_q, _b, res) => json(res, 200, { ran: true }) });
+    try {
+      await box.writeSession(validSession(mine.url));
+      for (const env of [{ PROSPECT_API_BASE_URL: other.url }, { PROSPECT_SKIP_AUTH: '1', PROSPECT_API_BASE_URL: other.url }]) {
+        const run = await box.run(['api', '/x'], { env });
+        if (env.PROSPECT_SKIP_AUTH) {
+          expect(run.code).toBe(0); // bypassed: the request goes out, but without the token
+        } else {
+          expect(run.code).toBe(4);
+          expect(run.stderr).toContain(`Your session is for ${mine.url}, not ${other.url} — run \`prospect auth:login --api-url ${other.url}\`.`);
+        }
+      }
+      const flag = await box.run(['api', '/x', '--api-url', other.url]);
+      expect(flag.code).toBe(4);
+      expect(mine.requests).toEqual([]);
+      expect(other.requests.map((r) => r.authorization)).toEqual([undefined]);
+    } finally {
+      await mine.close();
+      await other.close();
+    }
+  });
+
+  it('sends the session’s token to the session’s backend and prints the JSON', async () => {
+    const backend = await fakeBackend({ 'POST /api/things': (_q, body, res) => json(res, 201, { got: JSON.parse(body) }) });
+    try {
+      await box.writeSession(validSession(backend.url));
+      const run = await box.run(['api', '/api/things', '--data', '{"name":"x"}']);
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout)).toEqual({ got: { name: 'x' } });
+      expect(backend.requests[0]).toMatchObject({ method: 'POST', authorization: `Bearer prs_${'a'.repeat(43)}` });
+    } finally {
+      await backend.close();
+    }
+  });
+});
+
+describe('auth:login against backend variants', () => {
+  it('device login in plain mode: URL and code as lines, then "Logged in as", session 0600 in a 0700 directory', async () => {
+    let polls = 0;
+    const backend = await fakeBackend({
+      'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, 200, start(backend.url)),
+      'POST /api/cli/auth/device/poll': (_q, _b, res) =>
+        json(res, 200, ++polls < 2 ? { status: 'pending' } : { status: 'authorized', accessToken: 'prs_device', expiresAt: '2030-01-01T00:00:00.000Z', user }),
+    });
+    try {
+      const run = await box.run(['auth:login', '--api-url', backend.url]);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toBe(
+        `To log in, open ${backend.url}/device?user_code=BCDF-GHJK\nand check that it shows the code BCDF-GHJK\n(you are signing in to ${new URL(backend.url).host})\n` +
+          `Logged in as Ada Lovelace <ada@example.com> on ${backend.url}.\n`,
+      );
+      expect(run.stdout + run.stderr).not.toMatch(/\u001b\[/); // no escape codes
+      expect(JSON.parse(backend.requests[0]!.body)).toEqual({ clientName: 'prospect CLI 0.1.0', hostname: expect.any(String) });
+      const session = await box.readSession();
+      expect(Object.keys(session).sort()).toEqual(['accessToken', 'apiBaseUrl', 'createdAt', 'expiresAt', 'user']);
+      expect(session).toMatchObject({ accessToken: 'prs_device', apiBaseUrl: backend.url, user, expiresAt: '2030-01-01T00:00:00.000Z' });
+      expect((await stat(box.sessionPath)).mode & 0o777).toBe(0o600);
+      expect((await stat(box.configDir)).mode & 0o777).toBe(0o700);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('accepts verificationUri for verificationUrl', async () => {
+    const backend = await fakeBackend({
+      'POST /api/cli/auth/device/start': (_q, _b, res) => {
+        const { verificationUrl, ...rest } = start(backend.url);
+        json(res, 200, { ...rest, verificationUri: verificationUrl });
+      },
+      'POST /api/cli/auth/device/poll': (_q, _b, res) => json(res, 200, { status: 'denied' }),
+    });
+    try {
+      const run = await box.run(['auth:login', '--api-url', backend.url]);
+      expect(run.stdout).toContain(`open ${backend.url}/device?user_code=BCDF-GHJK`);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain('Error: Login was denied in the browser, or the code expired.');
+      expect(box.hasSession()).toBe(false);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it.each([
+    ['no address', { verificationUrl: undefined }, /malformed \(verificationUrl\)/],
+    ['no user code', { userCode: undefined }, /malformed \(userCode\)/],
+    ['a javascript: address', { verificationUrl: 'javascript:alert(1)' }, /Refusing to send you to "javascript:alert\(1\)": not an http\(s\) address/],
+  ])('refuses a start response with %s, exit 1, nothing written', async (_, change, message) => {
+    const backend = await fakeBackend({ 'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, 200, { ...start(backend.url), ...change }) });
+    try {
+      const run = await box.run(['auth:login', '--api-url', backend.url]);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(message);
+      expect(box.hasSession()).toBe(false);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it.each([404, 405, 501])('start answering %i: points to token login with the exact command', async (status) => {
+    const backend = await fakeBackend({ 'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, status, { statusCode: status, error: 'not_found', message: 'Not found.' }) });
+    try {
+      const run = await box.run(['auth:login'], { env: { PROSPECT_API_BASE_URL: backend.url } });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe(
+        `Error: ${backend.url} does not offer device login.\n` +
+          `Create a token at ${backend.url}/settings/tokens, then run: prospect auth:login --api-url ${backend.url} --token -\n`,
+      );
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('a server that cannot be reached gets its own message', async () => {
+    const backend = await fakeBackend({});
+    await backend.close();
+    const run = await box.run(['auth:login', '--api-url', backend.url]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      `Error: Cannot reach ${backend.url} (ECONNREFUSED).\nCheck the address (--api-url or PROSPECT_API_BASE_URL) and that the server is running.\n`,
+    );
+  });
+
+  it('rides out a restarting server and a 429 slow_down while it waits', async () => {
+    let polls = 0;
+    const backend = await fakeBackend({
+      'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, 200, start(backend.url)),
+      'POST /api/cli/auth/device/poll': (req, _b, res) => {
+        polls++;
+        if (polls === 1) return req.socket.destroy();
+        if (polls === 2) return json(res, 503, { statusCode: 503, error: 'service_unavailable', message: 'Restarting.' });
+        if (polls === 3) return json(res, 429, { statusCode: 429, error: 'slow_down', message: 'Slow down.' }, { 'retry-after': '1' });
+        return json(res, 200, { status: 'authorized', accessToken: 'prs_device', expiresAt: '2030-01-01T00:00:00.000Z', user });
+      },
+    });
+    try {
+      const run = await box.run(['auth:login', '--api-url', backend.url]);
+      expect(run.stderr).toMatch(/Lost the server \(.+\); retrying in 1 s…\nLost the server \(HTTP 503\); retrying in 2 s…/);
+      expect(run.stderr).toContain('The server asked to poll less often: every 6 s.');
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('Logged in as Ada Lovelace <ada@example.com>');
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('--timeout-seconds: gives up with a clear failure, exit 1, nothing written', async () => {
+    const backend = await fakeBackend({
+      'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, 200, start(backend.url)),
+      'POST /api/cli/auth/device/poll': (_q, _b, res) => json(res, 200, { status: 'pending' }),
+    });
+    try {
+      const run = await box.run(['auth:login', '--api-url', backend.url, '--timeout-seconds', '1']);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain('Error: Gave up waiting for approval after 1 s.');
+      expect(box.hasSession()).toBe(false);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('Ctrl-C while waiting: exit 130, nothing written', async () => {
+    const backend = await fakeBackend({
+      'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, 200, start(backend.url)),
+      'POST /api/cli/auth/device/poll': (_q, _b, res) => json(res, 200, { status: 'pending' }),
+    });
+    try {
+      const run = await box.run(['auth:login', '--api-url', backend.url], {
+        onStarted: (child, output) => {
+          const whenWaiting = setInterval(() => {
+            if (output().includes('Waiting for approval')) {
+              clearInterval(whenWaiting);
+              child.kill('SIGINT');
+            }
+          }, 20);
+        },
+      });
+      expect(run.code).toBe(130);
+      expect(run.stderr).toContain('Cancelled. Nothing was saved.');
+      expect(box.hasSession()).toBe(false);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('--token: the /me answer may be flat or wrapped in data; a malformed one is a clear error', async () => {
+    const answers: unknown[] = [{ ...user, expiresAt: '2030-01-01T00:00:00.000Z' }, { data: { user, expiresAt: '2030-01-01T00:00:00.000Z' } }, { hello: 'world' }];
+    const backend = await fakeBackend({ 'GET /api/cli/auth/me': (_q, _b, res) => json(res, 200, answers.shift()) });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const run = await box.run(['auth:login', '--api-url', backend.url, '--token', 'prs_given']);
+        expect(run.code).toBe(0);
+        expect((await box.readSession()).user).toEqual(user);
+      }
+      await box.cleanup();
+      const bad = await box.run(['auth:login', '--api-url', backend.url, '--token', 'prs_given']);
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain('The server answered /api/cli/auth/me with an unexpected shape.');
+      expect(box.hasSession()).toBe(false);
+    } finally {
+      await backend.close();
+    }
+  });
+});
+
+describe('auth:logout', () => {
+  it('removes the session even when the server cannot be told, and is idempotent', async () => {
+    const backend = await fakeBackend({});
+    await backend.close();
+    await box.writeSession(validSession(backend.url));
+    const run = await box.run(['auth:logout']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(`Logged out of ${backend.url} (the server could not be told; the local session is removed).\n`);
+    expect(box.hasSession()).toBe(false);
+    expect(await box.run(['auth:logout'])).toMatchObject({ code: 0, stdout: 'Not logged in.\n' });
+  });
+});
