@@ -57,7 +57,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // report (meow would exit without the usage line).
     const parsed = meow(command.usage, {
       importMeta: import.meta,
-      argv: rest,
+      argv: attachLoneDashValues(rest, command),
       flags: command.flags as never,
       allowUnknownFlags: true,
       pkg: { name: 'prospect', version: VERSION },
@@ -91,6 +91,24 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     return reportError(err, io);
   }
+}
+
+/**
+ * yargs-parser (inside meow) does not take a lone "-" as a flag's value, but
+ * `--token -` means "read it from stdin": pass it as `--token=-`.
+ */
+function attachLoneDashValues(args: string[], command: Command): string[] {
+  const stringFlags = new Set(
+    Object.entries(command.flags)
+      .filter(([, spec]) => spec.type === 'string')
+      .map(([name]) => `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`),
+  );
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (stringFlags.has(args[i]!) && args[i + 1] === '-') out.push(`${args[i]}=${args[++i]}`);
+    else out.push(args[i]!);
+  }
+  return out;
 }
 
 /** The first usage line of a command, for usage errors. */

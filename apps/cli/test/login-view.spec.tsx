@@ -1,4 +1,5 @@
 import { cleanup, render } from 'ink-testing-library';
+import { qrFor } from '../src/ui/login-screen.js';
 import { LoginView, type LoginViewProps } from '../src/ui/login-view.js';
 
 const base: LoginViewProps = {
@@ -41,10 +42,27 @@ describe('LoginView', () => {
     }
   });
 
-  it('shows the QR code and what happened with the browser', () => {
-    const frame = render(<LoginView {...base} qr={'▄▄▄\n█ █'} browserNote="Opened the link in your browser." />).lastFrame()!;
-    expect(frame).toContain('Or scan it with your phone:');
-    expect(frame).toContain('█ █');
-    expect(frame).toContain('Opened the link in your browser.');
+  it('shows the QR code beside or below the link, and what happened with the browser', () => {
+    for (const placement of ['side', 'below'] as const) {
+      const frame = render(<LoginView {...base} qr={{ text: '▄▄▄\n█ █', placement }} browserNote="Opened the link in your browser." />).lastFrame()!;
+      expect(frame).toContain('Or scan it with your phone:');
+      expect(frame).toContain('█ █');
+      expect(frame).toContain('Opened the link in your browser.');
+      const lines = frame.split('\n');
+      const qrLine = lines.findIndex((l) => l.includes('Or scan it'));
+      const linkLine = lines.findIndex((l) => l.includes(base.verificationUrl));
+      if (placement === 'side') expect(qrLine).toBeLessThan(linkLine);
+      else expect(qrLine).toBeGreaterThan(linkLine);
+    }
+  });
+});
+
+describe('qrFor', () => {
+  const url = 'http://localhost:3000/device?user_code=BCDF-GHJK';
+  it('puts the QR code beside the link on a wide terminal, below it on a tall one, and leaves it out when it does not fit', () => {
+    expect(qrFor(url, { columns: 120, rows: 30 })?.placement).toBe('side');
+    expect(qrFor(url, { columns: 80, rows: 50 })?.placement).toBe('below');
+    expect(qrFor(url, { columns: 80, rows: 24 })).toBeUndefined();
+    expect(qrFor(url, {})).toBeUndefined();
   });
 });

@@ -3,7 +3,7 @@ import { ApiClient, ApiHttpError, normalizeBaseUrl } from '../api-client/api-cli
 import { type CommandContext, DEFAULT_API_BASE_URL, requestedApiUrl, writeLine } from '../context.js';
 import type { DeviceLoginResult } from '../device-login/device-login-client.js';
 import { CliError, usageError } from '../errors.js';
-import { describeExpiry } from '../format.js';
+import { humanDuration } from '../format.js';
 import { apiUrlFlag, type Command } from './command.js';
 
 export const loginCommand: Command = {
@@ -40,7 +40,8 @@ export const loginCommand: Command = {
     if (!ctx.interactive || typeof ctx.flags.token === 'string') {
       writeLine(ctx.stdout, `Logged in as ${session.user.name} <${session.user.email}> on ${session.apiBaseUrl}.`);
     }
-    writeLine(ctx.stderr, `Session saved to ${ctx.store.path}; it ${describeExpiry(session.expiresAt)}.`);
+    // Indented like the Ink view above it, when there is one.
+    writeLine(ctx.stderr, `${ctx.interactive ? ' ' : ''}Session saved to ${ctx.store.path} (expires in ${humanDuration(Date.parse(session.expiresAt) - Date.now())}).`);
   },
 };
 

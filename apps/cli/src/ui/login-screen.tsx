@@ -24,13 +24,23 @@ function CancelOnCtrlC({ onCancel }: { onCancel: () => void }) {
   return null;
 }
 
-function qrFor(url: string, stdout: NodeJS.WriteStream): string | undefined {
-  let qr = '';
-  qrcode.generate(url, { small: true }, (text) => (qr = text.trimEnd()));
-  const lines = qr.split('\n');
-  const width = Math.max(...lines.map((l) => l.length));
-  // Only with room to spare: the link and code must never scroll away.
-  return (stdout.rows ?? 0) >= lines.length + 16 && (stdout.columns ?? 0) >= width + 4 ? qr : undefined;
+/**
+ * A QR code of the link, only where it fits: beside the link on a wide
+ * terminal, below it on a tall one, else not at all — the link and code must
+ * never scroll out of sight.
+ */
+export function qrFor(url: string, size: { columns?: number; rows?: number }): LoginViewProps['qr'] {
+  let text = '';
+  qrcode.generate(url, { small: true }, (generated) => (text = generated.trimEnd()));
+  const lines = text.split('\n');
+  const width = Math.max(...lines.map((line) => line.length));
+  const columns = size.columns ?? 0;
+  const rows = size.rows ?? 0;
+  const textWidth = Math.max(url.length, 62) + 2;
+  // The rest of the screen (code box, link, notes, status) takes about 16 rows.
+  if (columns >= textWidth + 4 + width && rows >= lines.length + 9) return { text, placement: 'side' };
+  if (columns >= width + 2 && rows >= lines.length + 16) return { text, placement: 'below' };
+  return undefined;
 }
 
 /** Runs the wait with the live view; resolves with the token or throws what failed. */
@@ -45,7 +55,8 @@ export async function runLoginScreen(options: LoginScreenOptions): Promise<Devic
     phase: 'waiting',
     msLeft: deadline - Date.now(),
     qr: options.showQr ? qrFor(start.verificationUrl, stdout) : undefined,
-    browserNote: options.browser.open ? 'Opening your browser…' : undefined,
+    // Known before the first frame, so the first frame is already complete.
+    browserNote: options.browser.open ? 'Opening your browser…' : options.browser.reason ? `Not opening a browser (${options.browser.reason}).` : undefined,
   };
   const view = () => (
     <>
@@ -66,8 +77,6 @@ export async function runLoginScreen(options: LoginScreenOptions): Promise<Devic
     void openBrowser(start.verificationUrl, options.browser).then((error) =>
       update({ browserNote: error ? `Could not open a browser (${error}): open the link yourself.` : 'Opened the link in your browser.' }),
     );
-  } else if (options.browser.reason) {
-    update({ browserNote: `Not opening a browser (${options.browser.reason}).` });
   }
 
   const onEvent = (event: WaitEvent) => {

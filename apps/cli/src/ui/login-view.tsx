@@ -11,8 +11,8 @@ export interface LoginViewProps {
   phase: LoginPhase;
   /** Milliseconds until the wait ends (code expiry or --timeout-seconds). */
   msLeft: number;
-  /** A small-mode QR code of the URL, when the terminal has room. */
-  qr?: string;
+  /** A small-mode QR code of the URL, when the terminal has room: beside the link, or below it. */
+  qr?: { text: string; placement: 'side' | 'below' };
   /** What happened with the browser: opened, or why not. */
   browserNote?: string;
   /** The last transient problem (slow_down, a dropped connection). */
@@ -28,27 +28,46 @@ export interface LoginViewProps {
  */
 export function LoginView(props: LoginViewProps) {
   const host = new URL(props.verificationUrl).host;
-  return (
-    <Box flexDirection="column" paddingX={1}>
-      <Box marginTop={1}>
-        <Text>Your one-time code: </Text>
-        <Text bold inverse>{` ${props.userCode} `}</Text>
+  const instructions = (
+    <Box flexDirection="column">
+      <Box marginTop={1} flexDirection="column">
+        <Text>Your one-time code:</Text>
+        <Box borderStyle="round" borderColor="cyan" paddingX={2} alignSelf="flex-start">
+          <Text bold>{props.userCode}</Text>
+        </Box>
       </Box>
       <Box marginTop={1} flexDirection="column">
-        <Text>Open this link and check the page shows the same code:</Text>
+        <Text>Open this link and check that the page shows the same code:</Text>
         <Text color="cyan" underline>
           <Link url={props.verificationUrl} fallback={false}>
             {props.verificationUrl}
           </Link>
         </Text>
-        <Text dimColor>You are signing in to {host}</Text>
+        <Text>
+          You are signing in to <Text bold>{host}</Text>
+        </Text>
       </Box>
-      {props.qr ? (
-        <Box marginTop={1} flexDirection="column">
-          <Text dimColor>Or scan it with your phone:</Text>
-          <Text>{props.qr}</Text>
+    </Box>
+  );
+  const qr = props.qr ? (
+    <Box marginTop={1} flexDirection="column">
+      <Text dimColor>Or scan it with your phone:</Text>
+      <Text>{props.qr.text}</Text>
+    </Box>
+  ) : null;
+  return (
+    <Box flexDirection="column" paddingX={1}>
+      {props.qr?.placement === 'side' ? (
+        <Box flexDirection="row" columnGap={4}>
+          {instructions}
+          {qr}
         </Box>
-      ) : null}
+      ) : (
+        <>
+          {instructions}
+          {qr}
+        </>
+      )}
       {props.browserNote ? (
         <Box marginTop={1}>
           <Text dimColor>{props.browserNote}</Text>
@@ -74,6 +93,7 @@ function Status({ phase, msLeft, notice, outcome }: LoginViewProps) {
             </Text>
             {` Waiting for approval in the browser… ${clock(msLeft)} left`}
           </Text>
+          <Text dimColor>{'  Ctrl-C to cancel'}</Text>
           {notice ? <Text color={phase === 'reconnecting' ? 'yellow' : undefined} dimColor={phase !== 'reconnecting'}>{`  ${notice}`}</Text> : null}
         </Box>
       );

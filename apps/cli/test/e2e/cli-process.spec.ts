@@ -95,7 +95,8 @@ describe('the auth guard (prospect api)', () => {
     const other = await fakeBackend({ 'GET /x': (_q, _b, res) => json(res, 200, { ran: true }) });
     try {
       await box.writeSession(validSession(mine.url));
-      for (const env of [{ PROSPECT_API_BASE_URL: other.url }, { PROSPECT_SKIP_AUTH: '1', PROSPECT_API_BASE_URL: other.url }]) {
+      const envs: Array<Record<string, string>> = [{ PROSPECT_API_BASE_URL: other.url }, { PROSPECT_SKIP_AUTH: '1', PROSPECT_API_BASE_URL: other.url }];
+      for (const env of envs) {
         const run = await box.run(['api', '/x'], { env });
         if (env.PROSPECT_SKIP_AUTH) {
           expect(run.code).toBe(0); // bypassed: the request goes out, but without the token

@@ -1,0 +1,68 @@
+/**
+ * `prospect auth:login` in a real terminal (tmux), against the real API: what
+ * a person sees. tmux is installed by .ci/run; without it this test fails
+ * saying so, rather than passing silently.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { assertBuilt, makeSandbox, PROSPECT_JS, type Sandbox } from '../support/run-cli.js';
+import { approve, createUser, startRealApi, type TestApp } from '../support/real-api.js';
+
+const TMUX = ['/usr/bin/tmux', '/usr/local/bin/tmux', '/opt/homebrew/bin/tmux'].find((path) => existsSync(path));
+const server = `prospect-cli-test-${process.pid}`;
+const tmux = (...args: string[]) => execFileSync(TMUX!, ['-L', server, ...args], { encoding: 'utf8' });
+const screen = () => tmux('capture-pane', '-p', '-t', 'login');
+
+/** Waits (bounded) until the screen matches; returns the screen and the match's groups. */
+async function waitForScreen(pattern: RegExp, timeoutMs = 20_000): Promise<[string, ...Array<string | undefined>]> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const shown = screen();
+    const match = pattern.exec(shown);
+    if (match) return [shown, ...match.slice(1)];
+    if (Date.now() > until) throw new Error(`the screen never showed ${pattern}:\n${screen()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+let api: TestApp;
+let box: Sandbox;
+beforeAll(async () => {
+  if (!TMUX) throw new Error('tmux is needed for this test (apt-get install tmux; .ci/run installs it).');
+  assertBuilt();
+  api = await startRealApi();
+  box = await makeSandbox();
+});
+afterAll(async () => {
+  try {
+    tmux('kill-server');
+  } catch {
+    // already gone
+  }
+  await box?.cleanup();
+  await api?.close();
+});
+
+it('shows the link and code at once, a spinner with the time left, then "Logged in as" after approval', async () => {
+  const person = await createUser(api, { name: 'Ada Lovelace', email: `ada-${Date.now()}@example.com` });
+  // A terminal of 100×30 with no desktop: a person at a console. CI is unset inside, as at a real terminal.
+  const command = `env -u CI -u DISPLAY -u WAYLAND_DISPLAY PROSPECT_CONFIG_DIR='${box.configDir}' '${process.execPath}' '${PROSPECT_JS}' auth:login --api-url ${api.baseUrl}; echo "exit=$?"; sleep 60`;
+  tmux('new-session', '-d', '-s', 'login', '-x', '100', '-y', '30', command);
+
+  const [first, userCode] = await waitForScreen(/│\s+([A-Z]{4}-[A-Z]{4})\s+│[^]*Waiting for approval/);
+  expect(first).toContain(`${api.baseUrl}/device?user_code=${userCode}`);
+  expect(first).toContain(`You are signing in to ${new URL(api.baseUrl).host}`);
+  expect(first).toContain('Or scan it with your phone:');
+  expect(first).toContain('Not opening a browser (no desktop to open a browser on).');
+  expect(first).toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Waiting for approval in the browser… \d+:\d\d left/);
+
+  await approve(api, userCode!, person);
+
+  const [last] = await waitForScreen(/exit=0/);
+  if (process.env.SHOW_SCREENS) console.log(`${first}\n${'─'.repeat(100)}\n${last}`);
+  expect(last).toContain(`✓ Logged in as Ada Lovelace <${person.email}>`);
+  // The link and the code are still there at the end.
+  expect(last).toContain(userCode);
+  expect(last).toContain(`${api.baseUrl}/device?user_code=${userCode}`);
+  expect((await box.readSession()).user.email).toBe(person.email);
+});

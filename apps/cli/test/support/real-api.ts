@@ -1,0 +1,16 @@
+/**
+ * The real Prospect API for the CLI's end-to-end tests: the API's own test
+ * support starts the real application on a real port and a fresh database
+ * (embedded Postgres, or TEST_DATABASE_URL in CI). Approving a device login
+ * goes through the same service the approval page calls.
+ */
+import { approve, createUser, deviceLoginToken, deny } from '../../../api/test/support/fixtures.js';
+import { startTestApp, type TestApp } from '../../../api/test/support/test-app.js';
+
+export { approve, createUser, deny, deviceLoginToken, type TestApp };
+
+/** Polls every second instead of five, so a device login test takes seconds. */
+export const startRealApi = () => startTestApp({ env: { DEVICE_POLL_INTERVAL_SECONDS: '1' } });
+
+/** How many requests for `path` the API has logged (its request log carries the path without the query). */
+export const requestsLoggedFor = (api: TestApp, path: string) => api.logs().split('\n').filter((line) => line.includes(`"url":"${path}"`)).length;
