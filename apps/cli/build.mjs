@@ -1,82 +1,97 @@
-// Bundles the CLI into dist/ as ESM with code splitting: `whoami`, `logout` and
-// `api` load one small file; Ink and React load only for the interactive login.
-// Startup time is a feature (bench/cli-startup): see the two plugins below.
+// Builds the `prospect` binary into dist/, in two bundles, for startup time
+// (bench/cli-startup: `whoami` within 1.5× of `node -e 0`):
+//
+//  - dist/prospect.js — every command, CommonJS (dist/package.json says so).
+//    A CommonJS entry skips Node's ES-module loader, about 8 ms of a ~100 ms
+//    run; builtins are required without ES-module facades.
+//  - dist/login-screen.mjs (+ chunks) — the Ink view of `auth:login`, ES
+//    modules because Ink and yoga use top-level await. Loaded with import()
+//    only when a person at a terminal logs in; it takes everything it needs as
+//    arguments, so no class is shared between the two bundles.
 import { build } from 'esbuild';
-import { readFile, rm } from 'node:fs/promises';
-import { builtinModules } from 'node:module';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 
 /**
- * Node builtins through require(), not `import`: importing a builtin as an ES
- * module makes Node build a facade that reads every export, which runs lazy
- * getters — `node:process` loads the report module, `util` loads parse_args
- * and MIMEType — a few ms of startup for nothing. Through require() an export
- * is read only when the code uses it. (The banner defines `require`.)
+ * meow ships its dependencies pre-bundled in one file, and half of it serves
+ * reading and normalizing a package.json: normalize-package-data with SPDX
+ * tables and semver, lru-cache (which loads perf_hooks), @babel/code-frame,
+ * and a `promisify(execFile)` that loads child_process, net and dgram — all
+ * initialized at import. We pass `pkg` and never read `cli.pkg`, so none of it
+ * runs: replaced by stubs that throw, the rest is dropped from the bundle.
+ * That halves meow's share of startup. Each replacement must match exactly
+ * once, so a meow upgrade that changes the file fails the build instead of
+ * silently undoing this.
  */
-const builtinsViaRequire = {
-  name: 'builtins-via-require',
-  setup(b) {
-    const builtins = new Set(builtinModules);
-    b.onResolve({ filter: /^[a-z_/:]+$/ }, (args) => {
-      // The require() inside the wrapper below is the real builtin.
-      if (args.namespace === 'node-builtin') return { path: args.path, external: true };
-      const name = args.path.replace(/^node:/, '');
-      return builtins.has(name) ? { path: name, namespace: 'node-builtin' } : undefined;
-    });
-    b.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({ contents: `module.exports = require('node:${args.path}');`, loader: 'js' }));
-  },
-};
-
-/**
- * meow ships its dependencies pre-bundled in one file whose top level
- * eagerly initializes code meow only needs when it reads a package.json (we
- * pass `pkg`, so it never does): normalize-package-data with its SPDX tables,
- * lru-cache (which loads perf_hooks), @babel/code-frame, and an unused
- * `promisify(execFile)` that loads child_process, net and dgram. Together
- * about half of meow's import time. The same functions, initialized on first
- * use instead. Each replacement must match exactly, so a meow upgrade that
- * changes the file fails the build instead of silently undoing this.
- */
-const meowLazyDependencies = {
-  name: 'meow-lazy-dependencies',
+const meowWithoutPackageJson = {
+  name: 'meow-without-package-json',
   setup(b) {
     b.onLoad({ filter: /[\\/]meow[\\/]build[\\/]dependencies\.js$/ }, async (args) => {
       let source = await readFile(args.path, 'utf8');
       const replace = (from, to) => {
-        if (source.split(from).length !== 2) throw new Error(`meow-lazy-dependencies: expected exactly one ${JSON.stringify(from)} in ${args.path}`);
+        if (source.split(from).length !== 2) throw new Error(`meow-without-package-json: expected exactly one ${JSON.stringify(from)} in ${args.path}`);
         source = source.replace(from, to);
       };
+      const unused = (what) => `() => { throw new Error('prospect: ${what} is not bundled (meow gets pkg, cli.pkg is never read)'); }`;
       replace("import { execFile } from 'node:child_process';\n", '');
       replace('promisify(execFile);\n', '');
-      replace('var libExports = requireLib$1();', 'var libExports = { codeFrameColumns: (...a) => requireLib$1().codeFrameColumns(...a) };');
+      replace('var libExports = requireLib$1();', `var libExports = { codeFrameColumns: ${unused('@babel/code-frame')} };`);
       replace(
         'var normalizeExports = requireNormalize();\nconst normalizePackageData = getDefaultExportFromCjs(normalizeExports);',
-        'const normalizePackageData = (...a) => getDefaultExportFromCjs(requireNormalize())(...a);',
+        `const normalizePackageData = ${unused('normalize-package-data')};`,
       );
+      replace('function readPackageUpSync(options) {', `const readPackageUpSync = ${unused('read-package-up')};\nfunction unusedReadPackageUpSync(options) {`);
       return { contents: source, loader: 'js' };
     });
   },
 };
 
-await rm(new URL('./dist', import.meta.url), { recursive: true, force: true });
-await build({
+/** The Ink view stays out of the CommonJS bundle: it is the separate ES-module entry. */
+const loginScreenIsSeparate = {
+  name: 'login-screen-is-separate',
+  setup(b) {
+    b.onResolve({ filter: /[\\/]ui[\\/]login-screen\.js$/ }, () => ({ path: './login-screen.mjs', external: true }));
+  },
+};
+
+const common = {
   absWorkingDir: new URL('.', import.meta.url).pathname,
-  entryPoints: { prospect: 'src/main.ts' },
-  outdir: 'dist',
   bundle: true,
-  splitting: true,
-  format: 'esm',
   platform: 'node',
   target: 'node20',
   minify: true,
   sourcemap: 'linked',
-  jsx: 'automatic',
   legalComments: 'none',
+  logLevel: 'warning',
+};
+
+await rm(new URL('./dist', import.meta.url), { recursive: true, force: true });
+await mkdir(new URL('./dist', import.meta.url));
+await writeFile(new URL('./dist/package.json', import.meta.url), '{ "type": "commonjs" }\n');
+
+await build({
+  ...common,
+  entryPoints: ['src/main.ts'],
+  outfile: 'dist/prospect.js',
+  format: 'cjs',
+  plugins: [meowWithoutPackageJson, loginScreenIsSeparate],
+  // meow reads import.meta.url; this is its CommonJS equivalent.
+  define: { 'import.meta.url': '__importMetaUrl' },
+  banner: { js: "#!/usr/bin/env node\nconst __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+});
+
+await build({
+  ...common,
+  entryPoints: { 'login-screen': 'src/ui/login-screen.tsx' },
+  outdir: 'dist',
+  outExtension: { '.js': '.mjs' },
+  format: 'esm',
+  splitting: true,
+  jsx: 'automatic',
   // react-devtools-core is an optional peer of ink, only loaded with DEV=true.
   external: ['react-devtools-core'],
-  plugins: [builtinsViaRequire, meowLazyDependencies],
-  banner: {
-    // Some bundled CommonJS dependencies call require(); give ESM one.
-    js: "#!/usr/bin/env node\nimport { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-  },
-  logLevel: 'warning',
+  // Some bundled CommonJS dependencies of Ink call require(); give the ES module one.
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
 });
+
+// The bin entry: npm links it, and `./dist/prospect.js` runs directly.
+await chmod(new URL('./dist/prospect.js', import.meta.url), 0o755);

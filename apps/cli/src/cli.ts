@@ -56,7 +56,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // meow prints the help and exits 0 on --help. Unknown flags are ours to
     // report (meow would exit without the usage line).
     const parsed = meow(command.usage, {
-      importMeta: import.meta,
+      importMeta: { url: import.meta.url } as ImportMeta,
       argv: attachLoneDashValues(rest, command),
       flags: command.flags as never,
       allowUnknownFlags: true,
@@ -76,8 +76,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       env: io.env,
       stdout: io.stdout,
       stderr: io.stderr,
-      stdin: io.stdin,
-      interactive: Boolean(io.stdout.isTTY && io.stdin.isTTY) && !io.env.CI,
+      // A getter: creating process.stdin costs startup time, and only login reads it.
+      get stdin() {
+        return io.stdin;
+      },
+      interactive: Boolean(io.stdout.isTTY && io.stdin.isTTY) && !isCi(io.env),
       store: new SessionStore(configDir(io.env)),
       fetch: io.fetch,
       signal: io.signal,
@@ -92,6 +95,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return reportError(err, io);
   }
 }
+
+/** CI=true, CI=1 … but not CI=false or CI=0. */
+const isCi = (env: NodeJS.ProcessEnv) => Boolean(env.CI) && !/^(false|0)$/i.test(env.CI!);
 
 /**
  * yargs-parser (inside meow) does not take a lone "-" as a flag's value, but
@@ -123,7 +129,7 @@ function reportError(err: unknown, io: CliIo): number {
     return EXIT.interrupted;
   }
   if (err instanceof CliError) {
-    if (!(err as { shown?: boolean }).shown) {
+    if (!err.shown) {
       io.stderr.write(`Error: ${err.message}\n`);
       if (err.hint) io.stderr.write(`${err.hint}\n`);
     }

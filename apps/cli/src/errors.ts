@@ -15,6 +15,13 @@ export class CliError extends Error {
     super(message);
     this.name = 'CliError';
   }
+
+  /** True once the message is on screen (the login view draws its own failures). */
+  shown = false;
+  markShown(): this {
+    this.shown = true;
+    return this;
+  }
 }
 
 export const usageError = (message: string, hint?: string) => new CliError(message, EXIT.usage, hint);

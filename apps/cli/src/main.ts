@@ -8,13 +8,16 @@ process.once('SIGINT', () => {
   setTimeout(() => process.exit(EXIT.interrupted), 2_000).unref();
 });
 
-const code = await runCli(process.argv.slice(2), {
+void runCli(process.argv.slice(2), {
   env: process.env,
   stdout: process.stdout,
   stderr: process.stderr,
-  stdin: process.stdin,
+  get stdin() {
+    return process.stdin;
+  },
   signal: controller.signal,
+}).then((code) => {
+  process.exitCode = code;
+  // Lingering handles (a keep-alive socket, stdin) must not hold the shell.
+  setTimeout(() => process.exit(code), 50).unref();
 });
-process.exitCode = code;
-// Lingering handles (a keep-alive socket, stdin) must not hold the shell.
-setTimeout(() => process.exit(code), 50).unref();

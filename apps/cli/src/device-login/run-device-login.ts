@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { ApiClient } from '../api-client/api-client.js';
 import { type CommandContext, writeLine } from '../context.js';
+import { CliError, EXIT } from '../errors.js';
 import { clock } from '../format.js';
 import { VERSION } from '../version.js';
 import { decideBrowser } from './browser.js';
@@ -18,7 +19,21 @@ export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeou
 
   if (ctx.interactive) {
     const { runLoginScreen } = await import('../ui/login-screen.js');
-    return runLoginScreen({ start, device, browser, showQr: ctx.flags.qr !== false, timeoutSeconds, signal: ctx.signal, stdout: ctx.stdout, stdin: ctx.stdin });
+    const outcome = await runLoginScreen({
+      start,
+      browser,
+      showQr: ctx.flags.qr !== false,
+      deadline: Date.now() + Math.min(timeoutSeconds ?? Infinity, start.expiresInSeconds) * 1000,
+      wait: (signal, onEvent) => device.waitForAuthorization(start, { signal, timeoutSeconds, onEvent }),
+      explain: (error) => (error instanceof CliError ? { message: error.message, hint: error.hint } : undefined),
+      signal: ctx.signal,
+      stdout: ctx.stdout,
+      stdin: ctx.stdin,
+    });
+    if (outcome.kind === 'authorized') return outcome.result;
+    // On screen already: only the exit code is left to set.
+    if (outcome.kind === 'cancelled') throw new CliError('Cancelled. Nothing was saved.', EXIT.interrupted).markShown();
+    throw outcome.shown && outcome.error instanceof CliError ? outcome.error.markShown() : outcome.error;
   }
   printPlainInstructions(ctx, start);
   const result = await device.waitForAuthorization(start, { signal: ctx.signal, timeoutSeconds, onEvent: (event) => printPlainEvent(ctx, event) });

@@ -1,20 +1,35 @@
 import { render, useInput } from 'ink';
 import qrcode from 'qrcode-terminal';
 import { type BrowserDecision, openBrowser } from '../device-login/browser.js';
-import type { DeviceLoginClient, DeviceLoginResult, DeviceLoginStart, WaitEvent } from '../device-login/device-login-client.js';
-import { CliError, EXIT } from '../errors.js';
+import type { DeviceLoginResult, DeviceLoginStart, WaitEvent } from '../device-login/device-login-client.js';
 import { LoginView, type LoginViewProps } from './login-view.js';
 
+/**
+ * Everything the screen needs, handed in. It imports no error classes or
+ * clients of its own: it is bundled apart from the rest of the CLI (see
+ * build.mjs), so it must not depend on their identity.
+ */
 export interface LoginScreenOptions {
   start: DeviceLoginStart;
-  device: DeviceLoginClient;
   browser: BrowserDecision;
   showQr: boolean;
-  timeoutSeconds?: number;
+  /** When the wait ends at the latest, for the countdown until the wait reports its own deadline. */
+  deadline: number;
+  /** The wait itself, stopped by `signal` (Ctrl-C or SIGINT); reports progress to `onEvent`. */
+  wait(signal: AbortSignal, onEvent: (event: WaitEvent) => void): Promise<DeviceLoginResult>;
+  /** How an expected failure reads on screen; undefined for a bug, which is not drawn. */
+  explain(error: unknown): { message: string; hint?: string } | undefined;
+  /** Aborted on SIGINT. */
   signal: AbortSignal;
   stdout: NodeJS.WriteStream;
   stdin: NodeJS.ReadStream;
 }
+
+export type LoginScreenOutcome =
+  | { kind: 'authorized'; result: DeviceLoginResult }
+  | { kind: 'cancelled' }
+  /** `shown`: the failure is on screen already, so the caller need not print it again. */
+  | { kind: 'failed'; error: unknown; shown: boolean };
 
 /** Ink takes the keyboard in raw mode, so Ctrl-C arrives as input, not as SIGINT. */
 function CancelOnCtrlC({ onCancel }: { onCancel: () => void }) {
@@ -43,12 +58,12 @@ export function qrFor(url: string, size: { columns?: number; rows?: number }): L
   return undefined;
 }
 
-/** Runs the wait with the live view; resolves with the token or throws what failed. */
-export async function runLoginScreen(options: LoginScreenOptions): Promise<DeviceLoginResult> {
-  const { start, device, stdout, stdin } = options;
+/** Runs the wait with the live view, and leaves the final frame on screen. */
+export async function runLoginScreen(options: LoginScreenOptions): Promise<LoginScreenOutcome> {
+  const { start, stdout, stdin } = options;
   const cancel = new AbortController();
   const signal = AbortSignal.any([options.signal, cancel.signal]);
-  let deadline = Date.now() + Math.min(options.timeoutSeconds ?? Infinity, start.expiresInSeconds) * 1000;
+  let deadline = options.deadline;
   const state: LoginViewProps = {
     verificationUrl: start.verificationUrl,
     userCode: start.userCode,
@@ -61,7 +76,7 @@ export async function runLoginScreen(options: LoginScreenOptions): Promise<Devic
   const view = () => (
     <>
       <LoginView {...state} msLeft={deadline - Date.now()} />
-      {stdin.isTTY ? <CancelOnCtrlC onCancel={() => cancel.abort(new CliError('Cancelled. Nothing was saved.', EXIT.interrupted))} /> : null}
+      {stdin.isTTY ? <CancelOnCtrlC onCancel={() => cancel.abort()} /> : null}
     </>
   );
   const update = (changes: Partial<LoginViewProps>) => {
@@ -91,17 +106,17 @@ export async function runLoginScreen(options: LoginScreenOptions): Promise<Devic
   };
 
   try {
-    const result = await device.waitForAuthorization(start, { signal, timeoutSeconds: options.timeoutSeconds, onEvent });
+    const result = await options.wait(signal, onEvent);
     update({ phase: 'success', outcome: `Logged in as ${result.user.name} <${result.user.email}>`, notice: undefined });
-    return result;
-  } catch (err) {
-    const error = err instanceof CliError ? err : signal.aborted ? new CliError('Cancelled. Nothing was saved.', EXIT.interrupted) : err;
-    if (error instanceof CliError) {
-      update({ phase: error.exitCode === EXIT.interrupted ? 'cancelled' : 'failed', outcome: error.message, hint: error.hint, notice: undefined });
-      // Shown on screen already: the caller should only set the exit code.
-      throw Object.assign(error, { shown: true });
+    return { kind: 'authorized', result };
+  } catch (error) {
+    if (signal.aborted) {
+      update({ phase: 'cancelled', outcome: 'Cancelled. Nothing was saved.', notice: undefined });
+      return { kind: 'cancelled' };
     }
-    throw error;
+    const explained = options.explain(error);
+    if (explained) update({ phase: 'failed', outcome: explained.message, hint: explained.hint, notice: undefined });
+    return { kind: 'failed', error, shown: Boolean(explained) };
   } finally {
     clearInterval(ticker);
     app.unmount();
