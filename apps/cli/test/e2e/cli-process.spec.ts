@@ -3,8 +3,8 @@
  * guard, the session file — against backend variants the real API does not
  * produce (device login switched off, a dead server, a server that restarts).
  */
-import { stat } from 'node:fs/promises';
-import { assertBuilt, makeSandbox, type Sandbox, validSession } from '../support/run-cli.js';
+import { readFile, stat } from 'node:fs/promises';
+import { assertBuilt, makeSandbox, PROSPECT_JS, type Sandbox, validSession } from '../support/run-cli.js';
 import { fakeBackend, json, user } from '../support/fake-backend.js';
 
 const start = (url: string, extra: object = {}) => ({
@@ -20,6 +20,14 @@ let box: Sandbox;
 beforeAll(assertBuilt);
 beforeEach(async () => (box = await makeSandbox()));
 afterEach(() => box.cleanup());
+
+describe('startup', () => {
+  it('whoami, logout and api do not load Ink or React: the binary holds neither, only an import() of the login screen', async () => {
+    const binary = await readFile(PROSPECT_JS, 'utf8');
+    expect(binary).not.toMatch(/react\.(transitional\.)?element|useInput|yoga/);
+    expect(binary).toContain('import("./login-screen.mjs")');
+  });
+});
 
 describe('usage', () => {
   it('prints help for every command and the version, exit 0', async () => {
