@@ -75,8 +75,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       flags: parsed.flags,
       env: io.env,
       stdout: io.stdout,
-      stderr: io.stderr,
-      // A getter: creating process.stdin costs startup time, and only login reads it.
+      // Getters: creating process.stderr and stdin costs startup time; most commands never use them.
+      get stderr() {
+        return io.stderr;
+      },
       get stdin() {
         return io.stdin;
       },

@@ -10,8 +10,11 @@ process.once('SIGINT', () => {
 
 void runCli(process.argv.slice(2), {
   env: process.env,
+  // Getters: each stdio stream costs startup time to create, and most runs never touch stderr or stdin.
   stdout: process.stdout,
-  stderr: process.stderr,
+  get stderr() {
+    return process.stderr;
+  },
   get stdin() {
     return process.stdin;
   },
