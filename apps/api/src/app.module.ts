@@ -9,6 +9,7 @@ import { DeviceLoginModule } from './device-login/device-login.module.js';
 import { HealthModule } from './health/health.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
 import { UsersModule } from './users/users.module.js';
+import { WebModule } from './web/web.module.js';
 
 export interface AppModuleOptions {
   config: AppConfig;
@@ -34,6 +35,7 @@ export class AppModule {
         UsersModule,
         TokensModule,
         DeviceLoginModule,
+        WebModule,
       ],
     };
   }

@@ -12,7 +12,8 @@ export type AuthEventType =
   | 'web.signup'
   | 'web.login'
   | 'web.login_failed'
-  | 'web.logout';
+  | 'web.logout'
+  | 'web.code_failed';
 
 /** The audit trail of sign-in: who did what from where. Never holds a secret. */
 @Entity({ name: 'auth_events' })

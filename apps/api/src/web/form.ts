@@ -1,0 +1,12 @@
+import type { Request } from 'express';
+
+/** A form field as a string; missing, repeated or non-string values read as ''. */
+export function field(req: Request, name: string): string {
+  const value = (req.body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value : '';
+}
+
+/** Where to go after sign-in: only a same-site path ("/x", never "//host" or "/\\host"). */
+export function safeNext(value: unknown): string {
+  return typeof value === 'string' && /^\/(?![/\\])/.test(value) && value.length < 500 ? value : '/settings/tokens';
+}

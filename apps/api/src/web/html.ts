@@ -1,0 +1,50 @@
+/**
+ * A tiny tagged template for server-rendered pages: every interpolated value is
+ * HTML-escaped unless it is already `Html` (a nested template). No template
+ * engine, no build step; escaping by default is what keeps the pages safe.
+ */
+export class Html {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+}
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+
+type Value = Html | string | number | null | undefined | false | Value[];
+
+function render(value: Value): string {
+  if (value === null || value === undefined || value === false) return '';
+  if (Array.isArray(value)) return value.map(render).join('');
+  if (value instanceof Html) return value.value;
+  return escapeHtml(String(value));
+}
+
+export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
+  let out = strings[0]!;
+  values.forEach((v, i) => (out += render(v) + strings[i + 1]!));
+  return new Html(out);
+}
+
+/** The page frame: one stylesheet, no inline script or style (the CSP forbids them). */
+export function page(title: string, body: Html, session?: { user: { email: string }; csrfToken: string }): string {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Prospect</title>
+<link rel="stylesheet" href="/assets/style.css">
+</head>
+<body>
+<header class="bar"><a class="brand" href="/">Prospect</a>${
+    session
+      ? html`<nav><a href="/settings/tokens">CLI tokens</a><form method="post" action="/logout" class="inline"><input type="hidden" name="_csrf" value="${session.csrfToken}"><button class="link" type="submit">Sign out ${session.user.email}</button></form></nav>`
+      : ''
+  }</header>
+<main>${body}</main>
+</body>
+</html>`.value;
+}

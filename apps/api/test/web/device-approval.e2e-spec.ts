@@ -1,0 +1,141 @@
+import { ROUTES } from '@prospect/contract';
+import type { Browser, Page } from 'playwright-core';
+import { FakeClock } from '../support/fake-clock.js';
+import { poll, startDeviceLogin } from '../support/fixtures.js';
+import { get } from '../support/http.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { launchBrowser, SCREENSHOTS } from './browser.js';
+
+/** A person in a real browser: sign up, approve or deny a CLI, manage tokens. */
+describe('web pages in a real browser', () => {
+  const clock = new FakeClock(Date.now());
+  let api: TestApp;
+  let browser: Browser;
+  beforeAll(async () => {
+    api = await startTestApp({ clock });
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await api?.close();
+  });
+
+  let n = 0;
+  async function signUp(page: Page, startUrl: string) {
+    n += 1;
+    const email = `person${n}@example.com`;
+    await page.goto(startUrl);
+    // From the verification URL the login page offers sign-up, keeping where to return.
+    if (!page.url().includes('/signup')) await page.click('text=Create one');
+    await page.getByLabel('Name').fill(`Person ${n}`);
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill('correct horse battery');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    return email;
+  }
+
+  it('signs up from the verification URL, keeps the code through the detour, approves, and the CLI gets the same person', async () => {
+    const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    const start = await startDeviceLogin(api);
+    await page.goto(start.verificationUrl);
+    await page.screenshot({ path: `${SCREENSHOTS}login.png` });
+    const email = await signUp(page, start.verificationUrl);
+
+    await expect(page.getByLabel('Code').textContent()).resolves.toBe(start.userCode);
+    const text = await page.textContent('main');
+    expect(text).toContain('prospect CLI 0.1.0');
+    expect(text).toContain('laptop');
+    expect(text).toContain('127.0.0.1');
+    expect(text).toContain('exactly the one shown in your own terminal');
+    await page.screenshot({ path: `${SCREENSHOTS}approve.png`, fullPage: true });
+
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await expect(page.textContent('main')).resolves.toContain('You can close this tab and return to your terminal.');
+    await page.screenshot({ path: `${SCREENSHOTS}approved.png` });
+
+    const res = await poll(api, start.deviceCode);
+    expect(res.body).toMatchObject({ status: 'authorized', user: { email } });
+    const [webUser] = await api.dataSource.query(`SELECT id FROM users WHERE email = $1`, [email]);
+    expect(res.body.user.id).toBe(webUser.id);
+    await page.close();
+  });
+
+  it('denies, and a code typed by hand in any case works; a used code gets a clear page', async () => {
+    const page = await browser.newPage();
+    await signUp(page, `${api.baseUrl}/signup`);
+    const start = await startDeviceLogin(api);
+
+    await page.goto(`${api.baseUrl}/device`);
+    await page.screenshot({ path: `${SCREENSHOTS}enter-code.png` });
+    await page.getByLabel('Code').fill(start.userCode.replace('-', ' ').toLowerCase());
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await expect(page.getByLabel('Code').textContent()).resolves.toBe(start.userCode);
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await expect(page.textContent('main')).resolves.toContain('Nothing was signed in');
+    expect((await poll(api, start.deviceCode)).body).toEqual({ status: 'denied' });
+
+    const again = await page.goto(`${api.baseUrl}/device?user_code=${start.userCode}`);
+    expect(again!.status()).toBe(409);
+    await expect(page.textContent('main')).resolves.toContain('already used');
+    await page.close();
+  });
+
+  it('says an expired code has expired', async () => {
+    const page = await browser.newPage();
+    await signUp(page, `${api.baseUrl}/signup`);
+    const start = await startDeviceLogin(api);
+    clock.advanceSeconds(601);
+    const res = await page.goto(start.verificationUrl);
+    expect(res!.status()).toBe(410);
+    await expect(page.textContent('main')).resolves.toContain('This code has expired');
+    await page.screenshot({ path: `${SCREENSHOTS}expired.png` });
+    await page.close();
+  });
+
+  it('creates a token shown once, and revoking it makes /me refuse it', async () => {
+    const page = await browser.newPage();
+    await signUp(page, `${api.baseUrl}/signup`);
+    await page.goto(`${api.baseUrl}/settings/tokens`);
+    await page.getByLabel('Label').fill('build server');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const token = await page.getByLabel('Token').inputValue();
+    expect(token).toMatch(/^prs_/);
+    await expect(page.textContent('main')).resolves.toContain('--token -');
+    await page.screenshot({ path: `${SCREENSHOTS}tokens.png`, fullPage: true });
+    expect((await get(api.baseUrl, ROUTES.me, token)).status).toBe(200);
+
+    await page.goto(`${api.baseUrl}/settings/tokens`);
+    expect(await page.content()).not.toContain(token);
+    await page.getByRole('button', { name: 'Revoke build server' }).click();
+    expect((await get(api.baseUrl, ROUTES.me, token)).status).toBe(401);
+    await expect(page.textContent('main')).resolves.not.toContain('build server');
+    await page.close();
+  });
+
+  it('refuses a forged approval without the CSRF token', async () => {
+    const page = await browser.newPage();
+    await signUp(page, `${api.baseUrl}/signup`);
+    const start = await startDeviceLogin(api);
+    // The browser sends the session cookie, as a cross-site form would try to.
+    const res = await page.request.post(`${api.baseUrl}/device/approve`, { form: { user_code: start.userCode } });
+    expect(res.status()).toBe(403);
+    expect((await poll(api, start.deviceCode)).body).toEqual({ status: 'pending' });
+    await page.close();
+  });
+
+  it('refuses to be framed, so Approve cannot be clickjacked', async () => {
+    const page = await browser.newPage();
+    await signUp(page, `${api.baseUrl}/signup`);
+    const start = await startDeviceLogin(api);
+    const direct = await page.goto(start.verificationUrl);
+    expect(direct!.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(direct!.headers()['x-frame-options']).toBe('SAMEORIGIN');
+
+    await page.setContent(`<iframe id="f" src="${start.verificationUrl}" width="400" height="400"></iframe>`);
+    await page.waitForTimeout(500);
+    const framed = page.frames().find((f) => f !== page.mainFrame());
+    const framedText = framed ? await framed.textContent('body').catch(() => '') : '';
+    expect(framedText).not.toContain('Approve');
+    await page.close();
+  });
+});

@@ -1,0 +1,155 @@
+import { ROUTES } from '@prospect/contract';
+import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+/** A tiny cookie-keeping client, to drive the forms over plain HTTP. */
+function webClient(baseUrl: string) {
+  const jar = new Map<string, string>();
+  const send = async (method: string, path: string, form?: Record<string, string>, headers: Record<string, string> = {}) => {
+    const res = await fetch(baseUrl + path, {
+      method,
+      redirect: 'manual',
+      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...headers },
+      body: form ? new URLSearchParams(form).toString() : undefined,
+    });
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(';');
+      const [k, v] = pair!.split('=');
+      if (v) jar.set(k!, v);
+      else jar.delete(k!);
+    }
+    return { status: res.status, location: res.headers.get('location'), text: await res.text(), headers: res.headers };
+  };
+  const csrfFrom = (text: string) => /name="_csrf" value="([^"]+)"/.exec(text)?.[1] ?? '';
+  return { jar, send, csrfFrom };
+}
+
+describe('web pages over HTTP', () => {
+  let api: TestApp;
+  beforeAll(async () => {
+    api = await startTestApp();
+  });
+  afterAll(() => api.close());
+
+  async function signedIn(email = `p${Date.now()}${Math.random()}@example.com`) {
+    const web = webClient(api.baseUrl);
+    const form = await web.send('GET', '/signup');
+    const res = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'P', email, password: 'correct horse' });
+    expect(res.status).toBe(303);
+    return web;
+  }
+
+  it('tells a duplicate e-mail in another letter case, keeping what was typed', async () => {
+    await signedIn('Dup@Example.com');
+    const web = webClient(api.baseUrl);
+    const form = await web.send('GET', '/signup');
+    const res = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'Again', email: 'dUP@example.COM', password: 'correct horse' });
+    expect(res.status).toBe(409);
+    expect(res.text).toContain('An account with this e-mail address already exists');
+    expect(res.text).toContain('value="Again"');
+  });
+
+  it.each([
+    [{ name: '', email: 'a@b.co', password: 'correct horse' }, 400, 'Please enter your name'],
+    [{ name: 'A', email: 'not-an-email', password: 'correct horse' }, 400, 'valid e-mail'],
+    [{ name: 'A', email: 'a@b.co', password: 'short' }, 400, 'at least 8 characters'],
+    [{ name: '<script>x</script>', email: 'x', password: '' }, 400, '&lt;script&gt;'],
+  ])('refuses a bad sign-up with a clear message (%j)', async (fields, status, message) => {
+    const web = webClient(api.baseUrl);
+    const form = await web.send('GET', '/signup');
+    const res = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), ...fields });
+    expect(res.status).toBe(status);
+    expect(res.text).toContain(message);
+    expect(res.text).not.toContain('<script>x</script>');
+  });
+
+  it('refuses forms without their CSRF token', async () => {
+    const web = webClient(api.baseUrl);
+    await web.send('GET', '/login');
+    expect((await web.send('POST', '/login', { email: 'a@b.co', password: 'x' })).status).toBe(403);
+    const signed = await signedIn();
+    expect((await signed.send('POST', '/settings/tokens', { label: 'x' })).status).toBe(403);
+  });
+
+  it('signs in with one generic message on failure, only redirects within the site, and signs out for real', async () => {
+    const email = `login${Date.now()}@example.com`;
+    const first = await signedIn(email);
+    const web = webClient(api.baseUrl);
+    const form = await web.send('GET', '/login?next=//evil.example.com');
+    const bad = await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password: 'wrong password', next: '//evil.example.com' });
+    expect(bad.status).toBe(401);
+    expect(bad.text).toContain('do not match an account');
+    const good = await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email: email.toUpperCase(), password: 'correct horse', next: '//evil.example.com' });
+    expect(good.status).toBe(303);
+    expect(good.location).toBe('/settings/tokens');
+    expect(good.headers.get('set-cookie')).toMatch(/prospect_session=prsw_[^;]+;.*HttpOnly.*SameSite=Lax/i);
+
+    const tokensPage = await first.send('GET', '/settings/tokens');
+    const out = await first.send('POST', '/logout', { _csrf: first.csrfFrom(tokensPage.text) });
+    expect(out.location).toBe('/login');
+    expect((await first.send('GET', '/settings/tokens')).status).toBe(303);
+    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM web_sessions s JOIN users u ON u.id = s.user_id WHERE u.email = $1`, [email]);
+    expect(n).toBe(1); // the other browser's session is still there; the signed-out one is gone
+  });
+
+  it('sends anonymous visitors of the verification URL to sign in, keeping the code', async () => {
+    const start = await startDeviceLogin(api);
+    const res = await webClient(api.baseUrl).send('GET', `/device?user_code=${start.userCode}`);
+    expect(res.status).toBe(303);
+    expect(res.location).toBe(`/login?next=${encodeURIComponent(`/device?user_code=${start.userCode}`)}`);
+  });
+
+  it('lets the web session issue a CLI token through the API, only with its CSRF token', async () => {
+    const web = await signedIn();
+    const page = await web.send('GET', '/settings/tokens');
+    const csrf = web.csrfFrom(page.text);
+    const without = await web.send('POST', ROUTES.issueToken, undefined, { 'content-type': 'application/json' });
+    expect(without.status).toBe(401);
+    const ok = await fetch(api.baseUrl + ROUTES.issueToken, {
+      method: 'POST',
+      headers: { cookie: [...web.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'x-csrf-token': csrf, 'content-type': 'application/json' },
+      body: JSON.stringify({ label: 'from the web' }),
+    });
+    expect(ok.status).toBe(201);
+    expect(((await ok.json()) as { accessToken: string }).accessToken).toMatch(/^prs_/);
+  });
+
+  it('approves over HTTP with the session and CSRF token', async () => {
+    const user = await createUser(api);
+    expect(user.role).toBeDefined();
+    const web = await signedIn();
+    const start = await startDeviceLogin(api);
+    const approval = await web.send('GET', `/device?user_code=${start.userCode}`);
+    expect(approval.status).toBe(200);
+    const done = await web.send('POST', '/device/approve', { _csrf: web.csrfFrom(approval.text), user_code: start.userCode });
+    expect(done.status).toBe(200);
+    expect((await poll(api, start.deviceCode)).body.status).toBe('authorized');
+  });
+
+  // Last: the limit is also per IP, and every client here is 127.0.0.1.
+  it('limits wrong codes to 5 a minute', async () => {
+    const web = await signedIn();
+    for (let i = 0; i < 5; i++) expect((await web.send('GET', '/device?user_code=BCDF-GHJK')).status).toBe(404);
+    const limited = await web.send('GET', '/device?user_code=BCDF-GHJK');
+    expect(limited.status).toBe(429);
+    expect(limited.text).toContain('Too many wrong codes');
+    // Even the right code waits: guessing must not be able to tell.
+    const start = await startDeviceLogin(api);
+    expect((await web.send('GET', `/device?user_code=${start.userCode}`)).status).toBe(429);
+  });
+});
+
+describe('ALLOW_SIGNUP=false', () => {
+  it('closes sign-up', async () => {
+    const api = await startTestApp({ env: { ALLOW_SIGNUP: 'false' } });
+    try {
+      const res = await fetch(`${api.baseUrl}/signup`);
+      expect(res.status).toBe(403);
+      expect(await res.text()).toContain('Sign-up is closed');
+      const post = await fetch(`${api.baseUrl}/signup`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'name=a&email=a%40b.co&password=correct+horse' });
+      expect(post.status).toBe(403);
+    } finally {
+      await api.close();
+    }
+  });
+});
