@@ -24,6 +24,8 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
   });
   app.set('trust proxy', 'loopback');
   app.disable('x-powered-by');
+  // JSON answers are small and uncached; hashing each one for an ETag is wasted work.
+  app.set('etag', false);
   app.use(requestLogger(logger));
   app.use(
     helmet({

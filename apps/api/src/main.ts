@@ -58,7 +58,7 @@ async function main(): Promise<void> {
     await app.close();
     await embedded?.stop();
     logger.info('stopped');
-    logger.flush();
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
     process.exit(0);
   };
   process.once('SIGTERM', (s) => void shutdown(s));
