@@ -1,48 +1,64 @@
 import 'reflect-metadata';
+import fastifyCookie from '@fastify/cookie';
 import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import cookieParser from 'cookie-parser';
-import helmet from 'helmet';
+import type { RawServerDefault } from 'fastify';
 import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { ErrorBodyFilter } from './common/error-body.filter.js';
-import { PinoNestLogger, requestLogger } from './logging/logger.js';
+import { logRequests, PinoNestLogger } from './logging/logger.js';
 
 /** Requests carry small JSON documents; anything bigger is a mistake or an attack. */
-export const BODY_LIMIT = '16kb';
+export const BODY_LIMIT_BYTES = 16 * 1024;
 
 /**
  * Builds the HTTP application exactly as production runs it. `main.ts` and the
  * end-to-end tests both call this, so the tests exercise the real wiring.
+ *
+ * Fastify rather than Express: a CLI round trip is a few microseconds of our
+ * own work, and on Express the framework's routing took most of each request
+ * (bench/README.md).
  */
-export async function createApp(options: AppModuleOptions, logger: Logger): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(options), {
-    bodyParser: false,
+export interface CreateAppOptions extends AppModuleOptions {
+  /**
+   * Serve the Swagger UI page at /api/docs (the JSON document is always served).
+   * Only the in-process test harness turns it off: jest 29's module loader cannot
+   * load @fastify/static's ES-module dependency. The process tests check the UI.
+   */
+  docsUi?: boolean;
+}
+
+export async function createApp(options: CreateAppOptions, logger: Logger): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: BODY_LIMIT_BYTES,
+    // A reverse proxy on the same machine (e.g. a TLS terminator) passes the client's address on.
+    trustProxy: 'loopback',
+  });
+  logRequests(adapter.getInstance(), logger);
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {
     logger: new PinoNestLogger(logger),
     abortOnError: false,
   });
-  app.set('trust proxy', 'loopback');
-  app.disable('x-powered-by');
-  // JSON answers are small and uncached; hashing each one for an ETag is wasted work.
-  app.set('etag', false);
-  app.use(requestLogger(logger));
-  app.use(
-    helmet({
-      contentSecurityPolicy: {
-        directives: {
-          'frame-ancestors': ["'none'"],
-          'form-action': ["'self'"],
-          // On plain http (localhost, a LAN address) upgrading would break every form post.
-          'upgrade-insecure-requests': options.config.secureCookies ? [] : null,
-        },
+  // helmet 8's headers, precomputed once by Nest rather than set by a middleware per request.
+  app.useSecurityHeaders({
+    contentSecurityPolicy: {
+      directives: {
+        'frame-ancestors': ["'none'"],
+        'form-action': ["'self'"],
+        // On plain http (localhost, a LAN address) upgrading would break every form post.
+        'upgrade-insecure-requests': options.config.secureCookies ? true : null,
       },
-      strictTransportSecurity: options.config.secureCookies,
-    }),
+    },
+    strictTransportSecurity: options.config.secureCookies,
+  });
+  // An empty body with a JSON content type (`curl -X POST -H 'content-type: application/json'`)
+  // means no body, as it did on Express, rather than a 400 that would hide a 401.
+  const parseJson = adapter.getInstance().getDefaultJsonParser('error', 'error');
+  app.useBodyParser<RawServerDefault>('application/json', { bodyLimit: BODY_LIMIT_BYTES }, (req, body, done) =>
+    body.length === 0 ? done(null, undefined) : parseJson(req, body.toString('utf8'), done),
   );
-  app.use(cookieParser());
-  app.useBodyParser('json', { limit: BODY_LIMIT });
-  app.useBodyParser('urlencoded', { limit: BODY_LIMIT, extended: false });
+  await app.register(fastifyCookie);
   app.useGlobalFilters(new ErrorBodyFilter());
 
   const document = SwaggerModule.createDocument(
@@ -54,6 +70,6 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
       .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'A CLI access token (prs_…)' })
       .build(),
   );
-  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', ui: options.docsUi ?? true });
   return app;
 }

@@ -33,6 +33,9 @@ describe('bad input', () => {
     ['poll: extra field', 'POST', ROUTES.devicePoll, { body: '{"deviceCode": "x", "status": "authorized"}', headers: json }, 400],
     ['poll: broken JSON', 'POST', ROUTES.devicePoll, { body: '{deviceCode:', headers: json }, 400],
     ['poll: JSON string body', 'POST', ROUTES.devicePoll, { body: '"prsd_x"', headers: json }, 400],
+    ['poll: __proto__ key', 'POST', ROUTES.devicePoll, { body: '{"__proto__": {"x": 1}, "deviceCode": "x"}', headers: json }, 400],
+    ['poll: XML body', 'POST', ROUTES.devicePoll, { body: '<deviceCode>x</deviceCode>', headers: { 'content-type': 'application/xml' } }, 415],
+    ['poll: form body', 'POST', ROUTES.devicePoll, { body: 'deviceCode=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 400],
     ['me: empty bearer (sent as the bare scheme)', 'GET', ROUTES.me, { headers: { authorization: 'Bearer ' } }, 400],
     ['me: empty header', 'GET', ROUTES.me, { headers: { authorization: '' } }, 401],
     ['me: scheme only', 'GET', ROUTES.me, { headers: { authorization: 'Bearer' } }, 400],
@@ -63,5 +66,9 @@ describe('bad input', () => {
     expect(extra.body.message).toBe('Unknown field: status.');
     const broken = await request(api.baseUrl, 'POST', ROUTES.devicePoll, { body: '{', headers: json });
     expect(broken.body.message).toBe('The request body is not valid JSON.');
+    const xml = await request(api.baseUrl, 'POST', ROUTES.devicePoll, { body: '<x/>', headers: { 'content-type': 'application/xml' } });
+    expect(xml.body.message).toBe('Unsupported Content-Type: send application/json.');
+    const huge = await request(api.baseUrl, 'POST', ROUTES.deviceStart, { body: JSON.stringify({ clientName: 'x'.repeat(20_000) }), headers: json });
+    expect(huge.body.message).toBe('The request body is too large.');
   });
 });

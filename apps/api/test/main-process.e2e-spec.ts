@@ -25,6 +25,17 @@ describe('the API process (npm start)', () => {
     expect(banner).toContain(`npx prospect auth:login --api-url ${api.baseUrl}`);
     expect((await fetch(`${api.baseUrl}/api/health`)).status).toBe(200);
 
+    // The OpenAPI document and the Swagger UI page with its assets.
+    const spec = await fetch(`${api.baseUrl}/api/docs-json`);
+    expect(spec.status).toBe(200);
+    expect(Object.keys(((await spec.json()) as { paths: object }).paths)).toContain('/api/cli/auth/me');
+    const ui = await fetch(`${api.baseUrl}/api/docs`);
+    expect(ui.status).toBe(200);
+    expect(await ui.text()).toContain('swagger-ui');
+    const css = await fetch(`${api.baseUrl}/api/docs/swagger-ui.css`);
+    expect(css.status).toBe(200);
+    expect(css.headers.get('content-type')).toContain('text/css');
+
     // A keep-alive client connected at shutdown must not hold the process open.
     const agent = new http.Agent({ keepAlive: true });
     await new Promise((resolve) => http.get(`${api.baseUrl}/api/health`, { agent }, (res) => res.resume().on('end', resolve)));

@@ -1,7 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { type DestinationStream, pino, type Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
-import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance } from 'fastify';
 
 /**
  * Secrets never reach a log line: credentials travel in headers and cookies,
@@ -28,25 +27,35 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   return pino(options, destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 }));
 }
 
-/** One structured line per request, with the route's status and duration. */
-export function requestLogger(logger: Logger) {
-  return pinoHttp({
-    logger,
+/**
+ * One structured line per answered request, written when the response is
+ * sent. A hook rather than fastify's own request logging, which writes two
+ * lines per request and builds a child logger for each.
+ */
+export function logRequests(app: FastifyInstance, logger: Logger): void {
+  app.addHook('onResponse', (req, reply, done) => {
     // Health probes every few seconds would drown out real traffic.
-    autoLogging: { ignore: (req: IncomingMessage) => req.url === '/api/health' },
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-    serializers: {
-      req: (req: { method: string; url: string; headers: Record<string, string>; remoteAddress?: string }) => ({
-        method: req.method,
-        // Query strings may carry codes; the path is enough to follow a request.
-        url: req.url.split('?')[0],
-        userAgent: req.headers['user-agent'],
-        remoteAddress: req.remoteAddress,
-      }),
-      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-    },
+    if (req.url !== HEALTH_PATH) {
+      const status = reply.statusCode;
+      logger[status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info'](
+        {
+          // Query strings may carry codes; the path is enough to follow a request.
+          req: { method: req.method, url: pathOf(req.url), userAgent: req.headers['user-agent'], remoteAddress: req.ip },
+          res: { statusCode: status },
+          responseTime: Math.round(reply.elapsedTime),
+        },
+        'request completed',
+      );
+    }
+    done();
   });
 }
+
+const HEALTH_PATH = '/api/health';
+const pathOf = (url: string) => {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+};
 
 /** Nest's own messages (startup, errors) through the same pino logger. */
 export class PinoNestLogger implements LoggerService {

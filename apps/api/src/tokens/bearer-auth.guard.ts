@@ -1,53 +1,92 @@
-import { type ExecutionContext, Injectable } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { AuthGuard } from '@nestjs/passport';
 import { ERROR_CODES, SERVICE_NAME } from '@prospect/contract';
+import type { FastifyRequest } from 'fastify';
+import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
+import { BackgroundWrites } from '../common/background-writes.js';
 import { IS_PUBLIC } from '../common/public.decorator.js';
+import { WebSessionService } from '../web-sessions/web-session.service.js';
+import { ALLOWS_WEB_SESSION } from './allow-web-session.decorator.js';
 import type { AuthPrincipal } from './auth-principal.js';
+import { InvalidTokenError, type InvalidTokenReason, TokensService } from './tokens.service.js';
 
-const MESSAGES: Record<string, string> = {
-  'token expired': 'Your token has expired. Run `prospect auth:login` to sign in again.',
-  'token revoked': 'Your token has been revoked. Run `prospect auth:login` to sign in again.',
-  'token unknown': 'This token is not valid. Run `prospect auth:login` to sign in.',
+const REALM_CHALLENGE = `Bearer realm="${SERVICE_NAME}"`;
+
+const REFUSALS: Record<InvalidTokenReason, string> = {
+  expired: 'Your token has expired. Run `prospect auth:login` to sign in again.',
+  revoked: 'Your token has been revoked. Run `prospect auth:login` to sign in again.',
+  unknown: 'This token is not valid. Run `prospect auth:login` to sign in.',
 };
 
+type AuthenticatedRequest = FastifyRequest & { user?: AuthPrincipal };
+
 /**
- * Every route requires a bearer token unless marked `@Public()`: a new route is
- * protected by default. Failures answer 401 with an RFC 6750 challenge.
+ * Every route requires `Authorization: Bearer <token>` unless marked
+ * `@Public()`: a new route is protected by default. Refusals are 401s with an
+ * RFC 6750 challenge whose `error_description` says why (expired, revoked,
+ * unknown), so the CLI can tell the person what to do.
+ *
+ * This is the hot path of every CLI round trip, so it is a plain guard: one
+ * header split, then TokensService.verify (a cache hit on a Postgres server).
  */
 @Injectable()
-export class BearerAuthGuard extends AuthGuard('bearer') {
-  constructor(private readonly reflector: Reflector) {
-    super();
-  }
+export class BearerAuthGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly tokens: TokensService,
+    private readonly webSessions: WebSessionService,
+    private readonly audit: AuditService,
+    private readonly background: BackgroundWrites,
+  ) {}
 
-  override canActivate(context: ExecutionContext) {
-    const isPublic = this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()]);
-    if (isPublic) return true;
-    // A principal already established (e.g. by a web session guard) stands.
-    if (context.switchToHttp().getRequest<{ user?: AuthPrincipal }>().user) return true;
-    return super.canActivate(context);
-  }
-
-  override handleRequest<T = AuthPrincipal>(err: unknown, principal: T | false, info: unknown, _ctx: ExecutionContext, status?: number): T {
-    if (err) throw err;
-    if (principal) return principal;
-    // passport-http-bearer fails with 400 for a malformed Authorization header.
-    if (status === 400) {
-      throw new ApiException(400, ERROR_CODES.invalidRequest, 'The Authorization header must be `Bearer <token>`.', {
-        'WWW-Authenticate': `Bearer realm="${SERVICE_NAME}", error="invalid_request"`,
-      });
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
+    const req = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    const header = req.headers.authorization;
+    if (!header && this.reflector.getAllAndOverride<boolean>(ALLOWS_WEB_SESSION, targets)) {
+      const principal = await this.webSessionPrincipal(req);
+      if (principal) {
+        req.user = principal;
+        return true;
+      }
     }
-    const challenge = typeof info === 'string' ? info : `Bearer realm="${SERVICE_NAME}"`;
-    const description = /error_description="([^"]*)"/.exec(challenge)?.[1];
-    if (!description) {
+    req.user = await this.verifyBearer(header, req.ip);
+    return true;
+  }
+
+  private async verifyBearer(header: string | undefined, ip: string): Promise<AuthPrincipal> {
+    const [scheme, token, ...rest] = (header ?? '').split(' ');
+    if (!scheme || !/^bearer$/i.test(scheme)) {
       throw new ApiException(401, ERROR_CODES.unauthorized, 'Authentication required: send `Authorization: Bearer <token>`.', {
-        'WWW-Authenticate': challenge,
+        'WWW-Authenticate': REALM_CHALLENGE,
       });
     }
-    throw new ApiException(401, ERROR_CODES.invalidToken, MESSAGES[description] ?? 'This token is not valid.', {
-      'WWW-Authenticate': challenge,
-    });
+    if (!token || rest.length) {
+      throw new ApiException(400, ERROR_CODES.invalidRequest, 'The Authorization header must be `Bearer <token>`.', {
+        'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_request"`,
+      });
+    }
+    try {
+      return await this.tokens.verify(token);
+    } catch (err) {
+      if (!(err instanceof InvalidTokenError)) throw err;
+      // Not awaited: a refused token must stay cheap to answer.
+      this.background.run('audit a failed verification', () =>
+        this.audit.record('token.verify_failed', { ip, detail: { reason: err.reason } }),
+      );
+      throw new ApiException(401, ERROR_CODES.invalidToken, REFUSALS[err.reason], {
+        'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_token", error_description="${err.message}"`,
+      });
+    }
+  }
+
+  private async webSessionPrincipal(req: FastifyRequest): Promise<AuthPrincipal | null> {
+    const csrf = req.headers['x-csrf-token'];
+    if (typeof csrf !== 'string') return null;
+    const session = await this.webSessions.resolve(req);
+    if (!session || !this.webSessions.checkCsrf(session, csrf)) return null;
+    return { user: session.user, expiresAt: session.expiresAt, via: 'web-session' };
   }
 }

@@ -11,6 +11,7 @@ import {
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { toPublicUser } from '../users/user.entity.js';
+import { AllowWebSession } from './allow-web-session.decorator.js';
 import { type AuthPrincipal, Principal } from './auth-principal.js';
 import { TokenIssuanceService } from './token-issuance.service.js';
 import { TokensService } from './tokens.service.js';
@@ -33,6 +34,7 @@ export class TokensController {
   }
 
   @Post('token')
+  @AllowWebSession()
   @HttpCode(201)
   @ApiOperation({
     summary: 'Issue a CLI token (for `prospect auth:login --token`).',

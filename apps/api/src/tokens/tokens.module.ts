@@ -1,9 +1,8 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { PassportModule } from '@nestjs/passport';
 import { UsersModule } from '../users/users.module.js';
+import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { BearerAuthGuard } from './bearer-auth.guard.js';
-import { BearerStrategy } from './bearer.strategy.js';
 import { RevocationListener } from './revocation-listener.js';
 import { TokenIssuanceService } from './token-issuance.service.js';
 import { TokensController } from './tokens.controller.js';
@@ -11,12 +10,11 @@ import { TokensService } from './tokens.service.js';
 import { VerifiedTokenCache } from './verified-token-cache.js';
 
 @Module({
-  imports: [PassportModule.register({ session: false }), UsersModule],
+  imports: [UsersModule, WebSessionsModule],
   controllers: [TokensController],
   providers: [
     TokensService,
     TokenIssuanceService,
-    BearerStrategy,
     { provide: VerifiedTokenCache, useValue: new VerifiedTokenCache() },
     RevocationListener,
     { provide: APP_GUARD, useClass: BearerAuthGuard },

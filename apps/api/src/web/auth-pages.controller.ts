@@ -1,15 +1,15 @@
 import { Controller, Get, Header, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { Public } from '../common/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { MIN_PASSWORD_LENGTH, UsersService } from '../users/users.service.js';
 import { COPY_SCRIPT, STYLESHEET } from './assets.js';
-import { field, safeNext } from './form.js';
-import { html, page } from './html.js';
-import { WebSessionService } from './web-session.service.js';
+import { field, queryParam, safeNext } from './form.js';
+import { html, page, sendHtml } from './html.js';
+import { WebSessionService } from '../web-sessions/web-session.service.js';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -40,42 +40,42 @@ export class AuthPagesController {
   }
 
   @Get()
-  async home(@Req() req: Request, @Res() res: Response) {
-    res.redirect(303, (await this.sessions.resolve(req)) ? '/settings/tokens' : '/login');
+  async home(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
+    reply.redirect((await this.sessions.resolve(req)) ? '/settings/tokens' : '/login', 303);
   }
 
   @Get('login')
-  async loginPage(@Req() req: Request, @Res() res: Response) {
-    if (await this.sessions.resolve(req)) return res.redirect(303, safeNext(req.query.next));
-    this.renderLogin(req, res, 200);
+  async loginPage(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
+    if (await this.sessions.resolve(req)) return reply.redirect(safeNext(queryParam(req, 'next')), 303);
+    this.renderLogin(req, reply, 200);
   }
 
   @Post('login')
-  async login(@Req() req: Request, @Res() res: Response) {
+  async login(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
     const next = safeNext(field(req, 'next'));
-    if (!this.sessions.checkAnonymousCsrf(req, field(req, '_csrf'))) return this.renderLogin(req, res, 403, 'Your form expired. Please try again.');
+    if (!this.sessions.checkAnonymousCsrf(req, field(req, '_csrf'))) return this.renderLogin(req, reply, 403, 'Your form expired. Please try again.');
     const email = field(req, 'email').trim();
     const user = email && field(req, 'password') ? await this.users.authenticate(email, field(req, 'password')) : null;
     if (!user) {
       await this.audit.record('web.login_failed', { ip: req.ip, detail: { reason: 'bad credentials' } });
-      return this.renderLogin(req, res, 401, 'That e-mail and password do not match an account.', email);
+      return this.renderLogin(req, reply, 401, 'That e-mail and password do not match an account.', email);
     }
-    await this.sessions.create(user.id, res);
+    await this.sessions.create(user.id, reply);
     await this.audit.record('web.login', { userId: user.id, ip: req.ip });
-    res.redirect(303, next);
+    reply.redirect(next, 303);
   }
 
   @Get('signup')
-  async signupPage(@Req() req: Request, @Res() res: Response) {
-    if (await this.sessions.resolve(req)) return res.redirect(303, safeNext(req.query.next));
-    this.renderSignup(req, res, this.config.allowSignup ? 200 : 403);
+  async signupPage(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
+    if (await this.sessions.resolve(req)) return reply.redirect(safeNext(queryParam(req, 'next')), 303);
+    this.renderSignup(req, reply, this.config.allowSignup ? 200 : 403);
   }
 
   @Post('signup')
-  async signup(@Req() req: Request, @Res() res: Response) {
-    if (!this.config.allowSignup) return this.renderSignup(req, res, 403);
+  async signup(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
+    if (!this.config.allowSignup) return this.renderSignup(req, reply, 403);
     const values = { name: field(req, 'name').trim(), email: field(req, 'email').trim() };
-    const fail = (status: number, message: string) => this.renderSignup(req, res, status, message, values);
+    const fail = (status: number, message: string) => this.renderSignup(req, reply, status, message, values);
     if (!this.sessions.checkAnonymousCsrf(req, field(req, '_csrf'))) return fail(403, 'Your form expired. Please try again.');
     if (!values.name || values.name.length > 100) return fail(400, 'Please enter your name (at most 100 characters).');
     if (!EMAIL.test(values.email) || values.email.length > 320) return fail(400, 'Please enter a valid e-mail address.');
@@ -83,9 +83,9 @@ export class AuthPagesController {
     if (password.length < MIN_PASSWORD_LENGTH || password.length > 1024) return fail(400, `Your password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
     try {
       const user = await this.users.create({ ...values, password });
-      await this.sessions.create(user.id, res);
+      await this.sessions.create(user.id, reply);
       await this.audit.record('web.signup', { userId: user.id, ip: req.ip });
-      res.redirect(303, safeNext(field(req, 'next')));
+      reply.redirect(safeNext(field(req, 'next')), 303);
     } catch (err) {
       if (err instanceof ApiException && err.getStatus() === 409) return fail(409, 'An account with this e-mail address already exists. Sign in instead.');
       throw err;
@@ -93,18 +93,18 @@ export class AuthPagesController {
   }
 
   @Post('logout')
-  async logout(@Req() req: Request, @Res() res: Response) {
+  async logout(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
     const session = await this.sessions.resolve(req);
     if (session && this.sessions.checkCsrf(session, field(req, '_csrf'))) {
-      await this.sessions.destroy(req, res);
+      await this.sessions.destroy(req, reply);
       await this.audit.record('web.logout', { userId: session.user.id, ip: req.ip });
     }
-    res.redirect(303, '/login');
+    reply.redirect('/login', 303);
   }
 
-  private renderLogin(req: Request, res: Response, status: number, error?: string, email = '') {
-    const next = safeNext(field(req, 'next') || req.query.next);
-    const csrf = this.sessions.anonymousCsrf(req, res);
+  private renderLogin(req: FastifyRequest, reply: FastifyReply, status: number, error?: string, email = '') {
+    const next = safeNext(field(req, 'next') || queryParam(req, 'next'));
+    const csrf = this.sessions.anonymousCsrf(req, reply);
     const body = html`<div class="card"><h1>Sign in to Prospect</h1>
 ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <form method="post" action="/login">
@@ -114,16 +114,16 @@ ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <button type="submit">Sign in</button>
 </form>
 ${this.config.allowSignup ? html`<p class="muted">No account yet? <a href="/signup?next=${encodeURIComponent(next)}">Create one</a>.</p>` : ''}</div>`;
-    res.status(status).type('html').send(page('Sign in', body));
+    sendHtml(reply, status, page('Sign in', body));
   }
 
-  private renderSignup(req: Request, res: Response, status: number, error?: string, values = { name: '', email: '' }) {
+  private renderSignup(req: FastifyRequest, reply: FastifyReply, status: number, error?: string, values = { name: '', email: '' }) {
     if (!this.config.allowSignup) {
       const body = html`<div class="card"><h1>Sign-up is closed</h1><p>Ask an administrator for an account, then <a href="/login">sign in</a>.</p></div>`;
-      return res.status(403).type('html').send(page('Sign-up is closed', body));
+      return sendHtml(reply, 403, page('Sign-up is closed', body));
     }
-    const next = safeNext(field(req, 'next') || req.query.next);
-    const csrf = this.sessions.anonymousCsrf(req, res);
+    const next = safeNext(field(req, 'next') || queryParam(req, 'next'));
+    const csrf = this.sessions.anonymousCsrf(req, reply);
     const body = html`<div class="card"><h1>Create your Prospect account</h1>
 ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <form method="post" action="/signup">
@@ -134,6 +134,6 @@ ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <button type="submit">Create account</button>
 </form>
 <p class="muted">Already have an account? <a href="/login?next=${encodeURIComponent(next)}">Sign in</a>.</p></div>`;
-    res.status(status).type('html').send(page('Create account', body));
+    sendHtml(reply, status, page('Create account', body));
   }
 }

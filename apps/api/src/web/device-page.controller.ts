@@ -1,16 +1,16 @@
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { formatUserCode, normalizeUserCode } from '@prospect/contract';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { Public } from '../common/public.decorator.js';
 import { DeviceLoginService, UndecidableDeviceLoginError, type UndecidableReason } from '../device-login/device-login.service.js';
-import { field } from './form.js';
-import { html, page } from './html.js';
-import { type WebSession, WebSessionService } from './web-session.service.js';
+import { field, queryParam } from './form.js';
+import { html, page, sendHtml } from './html.js';
+import { type WebSession, WebSessionService } from '../web-sessions/web-session.service.js';
 
 /** Wrong codes allowed per minute, per signed-in person and per IP, against guessing. */
 export const WRONG_CODES_PER_MINUTE = 5;
@@ -35,12 +35,12 @@ export class DevicePageController {
   ) {}
 
   @Get()
-  async show(@Req() req: Request, @Res() res: Response) {
+  async show(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
     const session = await this.sessions.resolve(req);
-    if (!session) return res.redirect(303, `/login?next=${encodeURIComponent(req.originalUrl)}`);
-    const typed = typeof req.query.user_code === 'string' ? req.query.user_code : '';
-    if (!typed) return this.renderCodeForm(res, session, 200);
-    if (await this.tooManyWrongCodes(session, req.ip)) return this.renderTooMany(res, session);
+    if (!session) return reply.redirect(`/login?next=${encodeURIComponent(req.url)}`, 303);
+    const typed = queryParam(req, 'user_code');
+    if (!typed) return this.renderCodeForm(reply, session, 200);
+    if (await this.tooManyWrongCodes(session, req.ip)) return this.renderTooMany(reply, session);
     try {
       const login = await this.deviceLogins.findForApproval(typed);
       const minutes = Math.max(0, Math.round((this.clock.now().getTime() - login.createdAt.getTime()) / 60_000));
@@ -58,29 +58,29 @@ export class DevicePageController {
 <form method="post" action="/device/approve"><input type="hidden" name="_csrf" value="${session.csrfToken}"><input type="hidden" name="user_code" value="${login.userCode}"><button type="submit">Approve</button></form>
 <form method="post" action="/device/deny"><input type="hidden" name="_csrf" value="${session.csrfToken}"><input type="hidden" name="user_code" value="${login.userCode}"><button type="submit" class="danger">Deny</button></form>
 </div></div>`;
-      res.status(200).type('html').send(page('Approve sign-in', body, session));
+      sendHtml(reply, 200, page('Approve sign-in', body, session));
     } catch (err) {
       if (!(err instanceof UndecidableDeviceLoginError)) throw err;
       if (err.reason === 'unknown') await this.audit.record('web.code_failed', { userId: session.user.id, ip: req.ip });
-      this.renderUndecidable(res, session, err.reason, typed);
+      this.renderUndecidable(reply, session, err.reason, typed);
     }
   }
 
   @Post('approve')
-  approve(@Req() req: Request, @Res() res: Response) {
-    return this.decide(req, res, 'approve');
+  approve(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
+    return this.decide(req, reply, 'approve');
   }
 
   @Post('deny')
-  deny(@Req() req: Request, @Res() res: Response) {
-    return this.decide(req, res, 'deny');
+  deny(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
+    return this.decide(req, reply, 'deny');
   }
 
-  private async decide(req: Request, res: Response, decision: 'approve' | 'deny') {
+  private async decide(req: FastifyRequest, reply: FastifyReply, decision: 'approve' | 'deny') {
     const session = await this.sessions.resolve(req);
-    if (!session) return res.redirect(303, '/login?next=/device');
+    if (!session) return reply.redirect('/login?next=/device', 303);
     if (!this.sessions.checkCsrf(session, field(req, '_csrf'))) {
-      return res.status(403).type('html').send(page('Request refused', html`<div class="card"><h1>Request refused</h1><p class="error">This form is out of date or was not sent from this site. Go back to the <a href="/device">device page</a> and try again.</p></div>`, session));
+      return sendHtml(reply, 403, page('Request refused', html`<div class="card"><h1>Request refused</h1><p class="error">This form is out of date or was not sent from this site. Go back to the <a href="/device">device page</a> and try again.</p></div>`, session));
     }
     const code = field(req, 'user_code');
     try {
@@ -88,13 +88,13 @@ export class DevicePageController {
       else await this.deviceLogins.deny(code, session.user.id, req.ip ?? null);
     } catch (err) {
       if (!(err instanceof UndecidableDeviceLoginError)) throw err;
-      return this.renderUndecidable(res, session, err.reason, code);
+      return this.renderUndecidable(reply, session, err.reason, code);
     }
     const body =
       decision === 'approve'
         ? html`<div class="card"><h1>CLI signed in</h1><p class="success" role="status">You approved the sign-in. You can close this tab and return to your terminal.</p></div>`
         : html`<div class="card"><h1>Sign-in denied</h1><p class="success" role="status">Nothing was signed in. You can close this tab and return to your terminal.</p></div>`;
-    res.status(200).type('html').send(page(decision === 'approve' ? 'Approved' : 'Denied', body, session));
+    sendHtml(reply, 200, page(decision === 'approve' ? 'Approved' : 'Denied', body, session));
   }
 
   /** Counted in Postgres, so every API instance enforces the same limit. */
@@ -108,7 +108,7 @@ export class DevicePageController {
     return row!.by_user >= WRONG_CODES_PER_MINUTE || row!.by_ip >= WRONG_CODES_PER_MINUTE;
   }
 
-  private renderCodeForm(res: Response, session: WebSession, status: number, error?: string) {
+  private renderCodeForm(reply: FastifyReply, session: WebSession, status: number, error?: string) {
     const body = html`<div class="card"><h1>Sign in the Prospect CLI</h1>
 <p>Enter the code shown in your terminal by <code>prospect auth:login</code>.</p>
 ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
@@ -116,21 +116,20 @@ ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <label for="user_code">Code</label><input id="user_code" name="user_code" type="text" autocomplete="off" autocapitalize="characters" spellcheck="false" placeholder="XXXX-XXXX" required maxlength="20">
 <button type="submit">Continue</button>
 </form></div>`;
-    res.status(status).type('html').send(page('Enter code', body, session));
+    sendHtml(reply, status, page('Enter code', body, session));
   }
 
-  private renderUndecidable(res: Response, session: WebSession, reason: UndecidableReason, typed: string) {
+  private renderUndecidable(reply: FastifyReply, session: WebSession, reason: UndecidableReason, typed: string) {
     const [status, title, text] = UNDECIDABLE[reason];
     const normalized = normalizeUserCode(typed);
     const body = html`<div class="card"><h1>${title}</h1>
 ${normalized ? html`<p class="code" aria-label="Code">${formatUserCode(normalized)}</p>` : ''}
 <p>${text}</p><p><a href="/device">Enter another code</a></p></div>`;
-    res.status(status).type('html').send(page(title, body, session));
+    sendHtml(reply, status, page(title, body, session));
   }
 
-  private renderTooMany(res: Response, session: WebSession) {
+  private renderTooMany(reply: FastifyReply, session: WebSession) {
     const body = html`<div class="card"><h1>Too many wrong codes</h1><p class="error" role="alert">Please wait a minute before trying another code.</p></div>`;
-    res.status(429).setHeader('Retry-After', '60');
-    res.type('html').send(page('Too many attempts', body, session));
+    sendHtml(reply.header('retry-after', '60'), 429, page('Too many attempts', body, session));
   }
 }

@@ -1,3 +1,5 @@
+import type { FastifyReply } from 'fastify';
+
 /**
  * A tiny tagged template for server-rendered pages: every interpolated value is
  * HTML-escaped unless it is already `Html` (a nested template). No template
@@ -47,4 +49,9 @@ export function page(title: string, body: Html, session?: { user: { email: strin
 <main>${body}</main>
 </body>
 </html>`.value;
+}
+
+/** Answers with a rendered page. */
+export function sendHtml(reply: FastifyReply, status: number, document: string): FastifyReply {
+  return reply.code(status).type('text/html; charset=utf-8').send(document);
 }

@@ -1,13 +1,13 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiException } from '../common/api-exception.js';
 import { Public } from '../common/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { type TokenListing, TokensService } from '../tokens/tokens.service.js';
 import { field } from './form.js';
-import { html, page } from './html.js';
-import { type WebSession, WebSessionService } from './web-session.service.js';
+import { html, page, sendHtml } from './html.js';
+import { type WebSession, WebSessionService } from '../web-sessions/web-session.service.js';
 
 const when = (d: Date | null) => (d ? d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : 'never');
 
@@ -23,38 +23,38 @@ export class TokensPageController {
   ) {}
 
   @Get()
-  async list(@Req() req: Request, @Res() res: Response) {
+  async list(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
     const session = await this.sessions.resolve(req);
-    if (!session) return res.redirect(303, '/login?next=/settings/tokens');
-    await this.render(res, session, 200);
+    if (!session) return reply.redirect('/login?next=/settings/tokens', 303);
+    await this.render(reply, session, 200);
   }
 
   @Post()
-  async create(@Req() req: Request, @Res() res: Response) {
+  async create(@Req() req: FastifyRequest, @Res() reply: FastifyReply) {
     const session = await this.sessions.resolve(req);
-    if (!session) return res.redirect(303, '/login?next=/settings/tokens');
-    if (!this.sessions.checkCsrf(session, field(req, '_csrf'))) return this.render(res, session, 403, { error: 'This form is out of date. Please try again.' });
+    if (!session) return reply.redirect('/login?next=/settings/tokens', 303);
+    if (!this.sessions.checkCsrf(session, field(req, '_csrf'))) return this.render(reply, session, 403, { error: 'This form is out of date. Please try again.' });
     const label = field(req, 'label').trim();
-    if (label.length > 100) return this.render(res, session, 400, { error: 'A label has at most 100 characters.' });
+    if (label.length > 100) return this.render(reply, session, 400, { error: 'A label has at most 100 characters.' });
     const issued = await this.tokens.issue({ userId: session.user.id, origin: 'direct', label: label || null, ip: req.ip });
-    await this.render(res, session, 201, { created: issued.accessToken });
+    await this.render(reply, session, 201, { created: issued.accessToken });
   }
 
   @Post(':id/revoke')
-  async revoke(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
+  async revoke(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Param('id', new ParseUUIDPipe()) id: string) {
     const session = await this.sessions.resolve(req);
-    if (!session) return res.redirect(303, '/login?next=/settings/tokens');
-    if (!this.sessions.checkCsrf(session, field(req, '_csrf'))) return this.render(res, session, 403, { error: 'This form is out of date. Please try again.' });
+    if (!session) return reply.redirect('/login?next=/settings/tokens', 303);
+    if (!this.sessions.checkCsrf(session, field(req, '_csrf'))) return this.render(reply, session, 403, { error: 'This form is out of date. Please try again.' });
     try {
       await this.tokens.revokeForUser(session.user.id, id, req.ip);
     } catch (err) {
-      if (err instanceof ApiException && err.getStatus() === 404) return this.render(res, session, 404, { error: 'No such token.' });
+      if (err instanceof ApiException && err.getStatus() === 404) return this.render(reply, session, 404, { error: 'No such token.' });
       throw err;
     }
-    res.redirect(303, '/settings/tokens');
+    reply.redirect('/settings/tokens', 303);
   }
 
-  private async render(res: Response, session: WebSession, status: number, notice: { created?: string; error?: string } = {}) {
+  private async render(reply: FastifyReply, session: WebSession, status: number, notice: { created?: string; error?: string } = {}) {
     const all = await this.tokens.listForUser(session.user.id);
     const active = all.filter((t) => !t.revokedAt && t.expiresAt.getTime() > Date.now());
     const body = html`<div class="card"><h1>CLI tokens and sessions</h1>
@@ -75,8 +75,7 @@ ${active.length
   ? html`<table><thead><tr><th>Name</th><th>Origin</th><th>IP</th><th>Created</th><th>Last used</th><th>Expires</th><th></th></tr></thead><tbody>${active.map((t) => this.row(t, session))}</tbody></table>`
   : html`<p class="muted">No active tokens. Sign in with <code>prospect auth:login</code> or create one above.</p>`}
 </div><script src="/assets/copy.js" defer></script>`;
-    res.status(status).setHeader('cache-control', 'no-store');
-    res.type('html').send(page('CLI tokens', body, session));
+    sendHtml(reply.header('cache-control', 'no-store'), status, page('CLI tokens', body, session));
   }
 
   private row(t: TokenListing, session: WebSession) {

@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DataSource } from 'typeorm';
 import { createApp } from '../../src/bootstrap.js';
 import type { Clock } from '../../src/common/clock.js';
@@ -9,7 +9,7 @@ import { createLogger } from '../../src/logging/logger.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 export interface TestApp {
-  app: NestExpressApplication;
+  app: NestFastifyApplication;
   /** e.g. http://127.0.0.1:41234, no trailing slash */
   baseUrl: string;
   config: AppConfig;
@@ -44,7 +44,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   logStream.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
 
   const app = await createApp(
-    { config, databaseUrl: options.databaseUrl ?? database.url, embedded: database.kind === 'embedded', poolSize: database.kind === 'embedded' ? EMBEDDED_POOL_SIZE : 4, clock: options.clock },
+    { config, databaseUrl: options.databaseUrl ?? database.url, embedded: database.kind === 'embedded', poolSize: database.kind === 'embedded' ? EMBEDDED_POOL_SIZE : 4, clock: options.clock, docsUi: false },
     createLogger(config.logLevel, logStream),
   );
   await app.listen(0, '127.0.0.1');

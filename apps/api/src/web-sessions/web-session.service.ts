@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { constantTimeEqual, generateSecret, sha256 } from '../common/secrets.js';
@@ -29,23 +29,24 @@ export class WebSessionService {
     private readonly config: AppConfig,
   ) {}
 
-  private cookieOptions(maxAgeMs?: number) {
-    return { httpOnly: true, sameSite: 'lax' as const, secure: this.config.secureCookies, path: '/', maxAge: maxAgeMs };
+  /** @param maxAgeSeconds unset: a browser-session cookie. */
+  private cookieOptions(maxAgeSeconds?: number) {
+    return { httpOnly: true, sameSite: 'lax' as const, secure: this.config.secureCookies, path: '/', maxAge: maxAgeSeconds };
   }
 
-  async create(userId: string, res: Response): Promise<void> {
+  async create(userId: string, reply: FastifyReply): Promise<void> {
     const raw = generateSecret('prsw_');
     const now = this.clock.now();
     await this.db.query(
       `INSERT INTO web_sessions (session_hash, user_id, csrf_token, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
       [sha256(raw), userId, randomBytes(32).toString('base64url'), now, new Date(now.getTime() + SESSION_TTL_MS)],
     );
-    res.cookie(SESSION_COOKIE, raw, this.cookieOptions(SESSION_TTL_MS));
-    res.clearCookie(ANON_CSRF_COOKIE, this.cookieOptions());
+    reply.setCookie(SESSION_COOKIE, raw, this.cookieOptions(SESSION_TTL_MS / 1000));
+    reply.clearCookie(ANON_CSRF_COOKIE, this.cookieOptions());
   }
 
-  async resolve(req: Request): Promise<WebSession | null> {
-    const raw = (req.cookies as Record<string, unknown> | undefined)?.[SESSION_COOKIE];
+  async resolve(req: FastifyRequest): Promise<WebSession | null> {
+    const raw = req.cookies[SESSION_COOKIE];
     if (typeof raw !== 'string' || raw.length > 200) return null;
     const rows = (await this.db.query(
       `SELECT s.id, s.csrf_token, s.expires_at, u.id AS user_id, u.email, u.name, u.role
@@ -59,23 +60,23 @@ export class WebSessionService {
   }
 
   /** Sign-out deletes the row, not only the cookie. */
-  async destroy(req: Request, res: Response): Promise<void> {
-    const raw = (req.cookies as Record<string, unknown> | undefined)?.[SESSION_COOKIE];
+  async destroy(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const raw = req.cookies[SESSION_COOKIE];
     if (typeof raw === 'string') await this.db.query(`DELETE FROM web_sessions WHERE session_hash = $1`, [sha256(raw)]);
-    res.clearCookie(SESSION_COOKIE, this.cookieOptions());
+    reply.clearCookie(SESSION_COOKIE, this.cookieOptions());
   }
 
   /** The CSRF token for forms shown before sign-in; set as a cookie and echoed in the form. */
-  anonymousCsrf(req: Request, res: Response): string {
-    const existing = (req.cookies as Record<string, unknown> | undefined)?.[ANON_CSRF_COOKIE];
+  anonymousCsrf(req: FastifyRequest, reply: FastifyReply): string {
+    const existing = req.cookies[ANON_CSRF_COOKIE];
     if (typeof existing === 'string' && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
     const token = randomBytes(32).toString('base64url');
-    res.cookie(ANON_CSRF_COOKIE, token, this.cookieOptions());
+    reply.setCookie(ANON_CSRF_COOKIE, token, this.cookieOptions());
     return token;
   }
 
-  checkAnonymousCsrf(req: Request, submitted: string): boolean {
-    const cookie = (req.cookies as Record<string, unknown> | undefined)?.[ANON_CSRF_COOKIE];
+  checkAnonymousCsrf(req: FastifyRequest, submitted: string): boolean {
+    const cookie = req.cookies[ANON_CSRF_COOKIE];
     return typeof cookie === 'string' && sameSecret(cookie, submitted);
   }
 
