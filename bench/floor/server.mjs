@@ -129,8 +129,8 @@ async function start(req, res) {
       if (attempt < 5 && err.code === '23505') continue;
       throw err;
     }
-    // The statement TypeORM's repository.insert sends for AuditService.record.
-    await pool.query(`INSERT INTO "auth_events"("type", "user_id", "ip", "detail", "created_at") VALUES ($1, $2, $3, $4, $5) RETURNING "id", "detail"`, [
+    // AuditService.record's statement.
+    await pool.query(`INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ($1, $2, $3, $4, $5)`, [
       'device.start',
       null,
       ip,

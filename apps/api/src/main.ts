@@ -1,8 +1,10 @@
 import { createLogger } from './logging/logger.js';
 import { AppConfig, ConfigError } from './config/app-config.js';
 import { createApp } from './bootstrap.js';
-import { EMBEDDED_POOL_SIZE, type EmbeddedPostgres, startEmbeddedPostgres } from './database/embedded-postgres.js';
+import type { EmbeddedPostgres } from './database/embedded-postgres.js';
 
+/** Connections to a Postgres server: enough to keep 2 cores busy, few enough for many replicas. */
+const SERVER_POOL_SIZE = 10;
 /** Longest we wait for in-flight requests and pools to close before giving up. */
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -20,12 +22,16 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
 
   let embedded: EmbeddedPostgres | undefined;
+  let poolSize = SERVER_POOL_SIZE;
   if (!config.databaseUrl) {
+    // Loaded only when used: a deployment on a Postgres server never loads PGlite.
+    const { startEmbeddedPostgres, EMBEDDED_POOL_SIZE } = await import('./database/embedded-postgres.js');
     embedded = await startEmbeddedPostgres(config.dataDir);
+    poolSize = EMBEDDED_POOL_SIZE;
   }
   const databaseUrl = config.databaseUrl ?? embedded!.url;
 
-  const app = await createApp({ config, databaseUrl, embedded: Boolean(embedded), poolSize: embedded ? EMBEDDED_POOL_SIZE : 10 }, logger);
+  const app = await createApp({ config, databaseUrl, embedded: Boolean(embedded), poolSize }, logger);
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;

@@ -10,6 +10,8 @@ export interface AuditEntry {
   detail?: AuthEvent['detail'];
 }
 
+const INSERT_EVENT = `INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ($1, $2, $3, $4, $5)`;
+
 @Injectable()
 export class AuditService {
   constructor(
@@ -17,16 +19,13 @@ export class AuditService {
     private readonly clock: Clock,
   ) {}
 
-  /** Records an event; pass the transaction's manager to commit it with the change it describes. */
-  async record(type: AuthEventType, entry: AuditEntry = {}, manager?: EntityManager): Promise<void> {
-    const repo = manager ? manager.getRepository(AuthEvent) : this.events;
-    await repo.insert({
-      type,
-      userId: entry.userId ?? null,
-      ip: entry.ip ?? null,
-      detail: entry.detail ?? {},
-      createdAt: this.clock.now(),
-    });
+  /**
+   * Records an event; pass the transaction's manager to commit it with the change it describes.
+   * Plain SQL: it runs on hot paths (every device-login start), where building the
+   * statement through the repository cost more CPU than the database spent on it.
+   */
+  async record(type: AuthEventType, entry: AuditEntry = {}, manager: EntityManager = this.events.manager): Promise<void> {
+    await manager.query(INSERT_EVENT, [type, entry.userId ?? null, entry.ip ?? null, JSON.stringify(entry.detail ?? {}), this.clock.now()]);
   }
 
   /** Most recent first; for tests and admin views. */

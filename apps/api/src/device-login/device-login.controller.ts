@@ -1,4 +1,4 @@
-import { Body, type CanActivate, Controller, HttpCode, Injectable, Ip, Post, UseGuards } from '@nestjs/common';
+import { Body, type CanActivate, Controller, Header, HttpCode, Injectable, Ip, Post, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   type DevicePollRequest,
@@ -35,6 +35,7 @@ export class DeviceLoginController {
 
   @Post('start')
   @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({ summary: 'Start a device login: codes and the address where a person approves it.' })
   @ApiJsonBody(DeviceStartRequestSchema, false)
   @ApiJsonResponse(200, 'Started.', DeviceStartResponseSchema)
@@ -45,6 +46,7 @@ export class DeviceLoginController {
 
   @Post('poll')
   @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({ summary: 'Poll a device login: pending, denied (also expired or used), or authorized with a token.' })
   @ApiJsonBody(DevicePollRequestSchema)
   @ApiJsonResponse(200, 'The state of the device login.', DevicePollResponseSchema)

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Ip, Post } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, Ip, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   type IssueTokenRequest,
@@ -26,6 +26,7 @@ export class TokensController {
   ) {}
 
   @Get('me')
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({ summary: 'Verify the bearer token and return its user and expiry.' })
   @ApiJsonResponse(200, 'The token is valid.', MeResponseSchema)
   @ApiErrors([401, 'Missing, unknown, expired or revoked token (see WWW-Authenticate).'])
@@ -36,6 +37,7 @@ export class TokensController {
   @Post('token')
   @AllowWebSession()
   @HttpCode(201)
+  @Header('Cache-Control', 'no-store')
   @ApiOperation({
     summary: 'Issue a CLI token (for `prospect auth:login --token`).',
     description: 'For yourself, or, as an admin, for any user by `userEmail`.',

@@ -28,6 +28,8 @@ table { width: 100%; border-collapse: collapse; font-size: .9rem; }
 th, td { text-align: left; padding: .5rem .4rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 .token { width: 100%; font: .95rem ui-monospace, Menlo, monospace; padding: .6rem; border: 1px solid var(--line); border-radius: 6px; }
 code { font-family: ui-monospace, Menlo, monospace; background: var(--bg); padding: .1rem .3rem; border-radius: 4px; }
+/* A command to copy: one line (never broken at a hyphen inside a flag), scrolled when narrow. */
+code.command { display: block; white-space: pre; overflow-x: auto; padding: .5rem .6rem; }
 @media (max-width: 520px) { main { margin: 1rem auto; } .card { padding: 1rem; } .code { font-size: 1.8rem; } thead { display: none; } td { display: block; border: 0; padding: .15rem 0; } tr { display: block; border-bottom: 1px solid var(--line); padding: .5rem 0; } td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); } td[data-label=Name]::before { content: none; } }
 `;
 

@@ -51,7 +51,21 @@ export function page(title: string, body: Html, session?: { user: { email: strin
 </html>`.value;
 }
 
+/**
+ * What a browser needs to show our pages safely, on top of the headers every
+ * answer carries (bootstrap.ts): scripts and styles only from our own files,
+ * forms only to us, no framing even by old browsers, and no caching of pages
+ * that hold CSRF tokens and account details.
+ */
+const PAGE_HEADERS = {
+  'content-security-policy':
+    "default-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self'",
+  'cross-origin-opener-policy': 'same-origin',
+  'x-frame-options': 'DENY',
+  'cache-control': 'no-store',
+};
+
 /** Answers with a rendered page. */
 export function sendHtml(reply: FastifyReply, status: number, document: string): FastifyReply {
-  return reply.code(status).type('text/html; charset=utf-8').send(document);
+  return reply.code(status).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(document);
 }

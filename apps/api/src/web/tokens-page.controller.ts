@@ -63,7 +63,7 @@ ${notice.created
   ? html`<div class="success" role="status"><p><strong>Your new token</strong> — copy it now, it will not be shown again.</p>
 <label for="new-token">Token</label><input id="new-token" class="token" type="text" readonly value="${notice.created}">
 <button type="button" class="secondary" data-copy="new-token" hidden>Copy</button>
-<p>Then run, and paste it when asked:</p><p><code>prospect auth:login --api-url ${this.config.publicUrl} --token -</code></p></div>`
+<p>Then run, and paste it when asked:</p><p><code class="command">prospect auth:login --api-url ${this.config.publicUrl} --token -</code></p></div>`
   : ''}
 <form method="post" action="/settings/tokens">
 <input type="hidden" name="_csrf" value="${session.csrfToken}">
@@ -75,7 +75,7 @@ ${active.length
   ? html`<table><thead><tr><th>Name</th><th>Origin</th><th>IP</th><th>Created</th><th>Last used</th><th>Expires</th><th></th></tr></thead><tbody>${active.map((t) => this.row(t, session))}</tbody></table>`
   : html`<p class="muted">No active tokens. Sign in with <code>prospect auth:login</code> or create one above.</p>`}
 </div><script src="/assets/copy.js" defer></script>`;
-    sendHtml(reply.header('cache-control', 'no-store'), status, page('CLI tokens', body, session));
+    sendHtml(reply, status, page('CLI tokens', body, session));
   }
 
   private row(t: TokenListing, session: WebSession) {

@@ -1,0 +1,81 @@
+import { ROUTES } from '@prospect/contract';
+import { approve, createUser, poll, startDeviceLogin } from './support/fixtures.js';
+import { get, post, request } from './support/http.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+/**
+ * Every answer carries the headers an API needs (OWASP's REST set); pages add
+ * what a browser document needs; answers holding a secret are never cached.
+ */
+describe('security headers', () => {
+  let api: TestApp;
+  beforeAll(async () => {
+    api = await startTestApp();
+  });
+  afterAll(() => api.close());
+
+  const apiHeaders = (headers: Headers) => ({
+    'x-content-type-options': headers.get('x-content-type-options'),
+    'cross-origin-resource-policy': headers.get('cross-origin-resource-policy'),
+    'referrer-policy': headers.get('referrer-policy'),
+    'content-security-policy': headers.get('content-security-policy'),
+  });
+  const API_HEADERS = {
+    'x-content-type-options': 'nosniff',
+    'cross-origin-resource-policy': 'same-origin',
+    'referrer-policy': 'no-referrer',
+    'content-security-policy': "frame-ancestors 'none'",
+  };
+
+  it('are on every JSON answer, errors and unknown routes included, without the page-only ones', async () => {
+    const answers = [
+      await post(api.baseUrl, ROUTES.deviceStart, {}),
+      await post(api.baseUrl, ROUTES.devicePoll, { deviceCode: 'nope' }),
+      await get(api.baseUrl, ROUTES.me),
+      await get(api.baseUrl, '/api/nothing-here'),
+      await get(api.baseUrl, ROUTES.health),
+    ];
+    for (const res of answers) {
+      expect(apiHeaders(res.headers)).toEqual(API_HEADERS);
+      expect(res.headers.get('x-frame-options')).toBeNull();
+      expect(res.headers.get('strict-transport-security')).toBeNull(); // plain http here
+    }
+  });
+
+  it('forbid caching every answer that carries a secret or a person (RFC 6749 §5.1)', async () => {
+    const user = await createUser(api);
+    const start = await startDeviceLogin(api);
+    await approve(api, start.userCode, user);
+    const authorized = await poll(api, start.deviceCode);
+    expect(authorized.body.status).toBe('authorized');
+    const issued = await post(api.baseUrl, ROUTES.issueToken, {}, authorized.body.accessToken);
+    expect(issued.status).toBe(201);
+    const me = await get(api.baseUrl, ROUTES.me, authorized.body.accessToken);
+    expect(me.status).toBe(200);
+    const started = await post(api.baseUrl, ROUTES.deviceStart, {});
+    for (const res of [started, authorized, issued, me]) expect(res.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('give pages a document policy: own scripts and styles only, no framing, no caching', async () => {
+    const page = await request(api.baseUrl, 'GET', ROUTES.login);
+    expect(page.status).toBe(200);
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  it('add HSTS when people reach the service over https', async () => {
+    const secure = await startTestApp({ env: { PUBLIC_URL: 'https://prospect.example.com' } });
+    try {
+      const res = await get(secure.baseUrl, ROUTES.health);
+      expect(res.headers.get('strict-transport-security')).toBe('max-age=31536000; includeSubDomains');
+    } finally {
+      await secure.close();
+    }
+  });
+});
