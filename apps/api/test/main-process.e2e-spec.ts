@@ -35,6 +35,7 @@ describe('the API process (npm start)', () => {
     const css = await fetch(`${api.baseUrl}/api/docs/swagger-ui.css`);
     expect(css.status).toBe(200);
     expect(css.headers.get('content-type')).toContain('text/css');
+    expect((await css.text()).length).toBeGreaterThan(1000); // read to the end: an unread body holds shutdown
 
     // A keep-alive client connected at shutdown must not hold the process open.
     const agent = new http.Agent({ keepAlive: true });

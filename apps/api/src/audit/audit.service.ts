@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { Clock } from '../common/clock.js';
+import { Sql } from '../database/sql.js';
 import { AuthEvent, type AuthEventType } from './auth-event.entity.js';
 
 export interface AuditEntry {
@@ -16,6 +17,7 @@ const INSERT_EVENT = `INSERT INTO auth_events (type, user_id, ip, detail, create
 export class AuditService {
   constructor(
     @InjectRepository(AuthEvent) private readonly events: Repository<AuthEvent>,
+    private readonly sql: Sql,
     private readonly clock: Clock,
   ) {}
 
@@ -24,8 +26,10 @@ export class AuditService {
    * Plain SQL: it runs on hot paths (every device-login start), where building the
    * statement through the repository cost more CPU than the database spent on it.
    */
-  async record(type: AuthEventType, entry: AuditEntry = {}, manager: EntityManager = this.events.manager): Promise<void> {
-    await manager.query(INSERT_EVENT, [type, entry.userId ?? null, entry.ip ?? null, JSON.stringify(entry.detail ?? {}), this.clock.now()]);
+  async record(type: AuthEventType, entry: AuditEntry = {}, manager?: EntityManager): Promise<void> {
+    const values = [type, entry.userId ?? null, entry.ip ?? null, JSON.stringify(entry.detail ?? {}), this.clock.now()];
+    if (manager) await manager.query(INSERT_EVENT, values);
+    else await this.sql.rows(INSERT_EVENT, values);
   }
 
   /** Most recent first; for tests and admin views. */

@@ -1,6 +1,7 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DatabaseInfo } from './database-info.js';
+import { Sql } from './sql.js';
 import { typeOrmOptions } from './typeorm-options.js';
 
 @Global()
@@ -11,8 +12,8 @@ export class DatabaseModule {
     return {
       module: DatabaseModule,
       imports: [TypeOrmModule.forRoot({ ...typeOrmOptions(database.url, poolSize), retryAttempts: 2, retryDelay: 1000 })],
-      providers: [{ provide: DatabaseInfo, useValue: database }],
-      exports: [DatabaseInfo],
+      providers: [{ provide: DatabaseInfo, useValue: database }, Sql],
+      exports: [DatabaseInfo, Sql],
     };
   }
 }

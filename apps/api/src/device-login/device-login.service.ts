@@ -10,12 +10,13 @@ import {
   normalizeUserCode,
   ROUTES,
 } from '@prospect/contract';
-import { QueryFailedError, type DataSource } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException, badRequest } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { generateSecret, generateUserCode, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
+import { isUniqueViolation, Sql } from '../database/sql.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { toPublicUser, type User } from '../users/user.entity.js';
 import type { DeviceLoginStatus } from './device-login.entity.js';
@@ -56,6 +57,7 @@ interface PollRow {
 export class DeviceLoginService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
+    private readonly sql: Sql,
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly tokens: TokensService,
@@ -74,11 +76,11 @@ export class DeviceLoginService {
     for (let attempt = 0; ; attempt++) {
       const userCode = generateUserCode();
       try {
-        const [row] = (await this.db.query(
+        const [row] = await this.sql.rows<{ id: string }>(
           `INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
           [sha256(deviceCode), userCode, request.clientName ?? null, request.hostname ?? null, ip, now, expiresAt],
-        )) as Array<{ id: string }>;
+        );
         await this.audit.record('device.start', { ip, detail: { deviceLoginId: row!.id, clientName: request.clientName ?? null } });
         const shownCode = formatUserCode(userCode);
         return {
@@ -103,7 +105,7 @@ export class DeviceLoginService {
     if (!looksLikeSecret(deviceCode, DEVICE_CODE_PREFIX)) throw badRequest('Unknown device code.');
     const now = this.clock.now();
     const earliestPrevious = new Date(now.getTime() - this.config.devicePollIntervalSeconds * 1000 + POLL_JITTER_MS);
-    const [rows] = (await this.db.query(
+    const [login] = await this.sql.rows<PollRow>(
       `WITH target AS (
          SELECT id, last_polled_at FROM device_logins WHERE device_code_hash = $1 FOR UPDATE
        )
@@ -114,8 +116,7 @@ export class DeviceLoginService {
        RETURNING d.id, d.status, d.expires_at, d.client_name, d.hostname,
                  (t.last_polled_at IS NULL OR t.last_polled_at <= $2) AS accepted`,
       [sha256(deviceCode), earliestPrevious, now],
-    )) as [PollRow[], number];
-    const login = rows[0];
+    );
     if (!login) throw badRequest('Unknown device code.');
 
     const expired = login.expires_at.getTime() <= now.getTime();
@@ -239,8 +240,4 @@ export class DeviceLoginService {
     }
     await this.audit.record(decision === 'approved' ? 'device.approve' : 'device.deny', { userId, ip, detail: { deviceLoginId: rows[0].id } });
   }
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  return err instanceof QueryFailedError && (err.driverError as { code?: string }).code === '23505';
 }

@@ -8,6 +8,7 @@ import { BackgroundWrites } from '../common/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
+import { Sql } from '../database/sql.js';
 import type { UserRole } from '../users/user.entity.js';
 import { AccessToken, type TokenOrigin } from './access-token.entity.js';
 import type { AuthPrincipal } from './auth-principal.js';
@@ -70,6 +71,7 @@ export interface TokenListing {
 export class TokensService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
+    private readonly sql: Sql,
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly audit: AuditService,
@@ -119,14 +121,13 @@ export class TokensService {
       }
     }
     const readEpoch = this.cache.epoch;
-    const rows = (await this.db.query(
+    const [row] = await this.sql.rows<TokenRow>(
       `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
               u.id AS user_id, u.email, u.name, u.role
          FROM access_tokens t JOIN users u ON u.id = t.user_id
         WHERE t.token_hash = $1`,
       [hash],
-    )) as TokenRow[];
-    const row = rows[0];
+    );
     if (!row) throw new InvalidTokenError('unknown');
     if (row.revoked_at) throw new InvalidTokenError('revoked');
     if (row.expires_at.getTime() <= now.getTime()) throw new InvalidTokenError('expired');
@@ -152,7 +153,7 @@ export class TokensService {
   /** Records use without making every verification a write: at most once per resolution. */
   private touch(tokenId: string, now: Date): void {
     this.background.run('record token use', () =>
-      this.db.query(
+      this.sql.rows(
         `UPDATE access_tokens SET last_used_at = $2
           WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
         [tokenId, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS)],

@@ -1,6 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { QueryFailedError, type Repository } from 'typeorm';
+import type { Repository } from 'typeorm';
+import { isUniqueViolation } from '../database/sql.js';
 import { conflict } from '../common/api-exception.js';
 import { AppConfig } from '../config/app-config.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password.js';
@@ -56,7 +57,7 @@ export class UsersService implements OnApplicationBootstrap {
       )) as Array<{ id: string }>;
       return (await this.findById(row!.id))!;
     } catch (err) {
-      if (err instanceof QueryFailedError && (err.driverError as { code?: string }).code === '23505') {
+      if (isUniqueViolation(err)) {
         throw conflict('An account with this e-mail address already exists.');
       }
       throw err;
