@@ -167,6 +167,18 @@ function readProcStatus(pid, field) {
   }
 }
 
+// CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat.
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields[0] is field 3, "state"
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime
+  } catch {
+    return undefined;
+  }
+}
+
 // ── machine ──────────────────────────────────────────────────────────────────
 function machineInfo(pgVersion) {
   let model = os.cpus()[0]?.model?.trim() || 'unknown CPU';
@@ -302,6 +314,7 @@ function aggregate(runs) {
     rps: median(runs.map((r) => r.rps)),
     p50: median(runs.map((r) => r.p50)),
     p99: median(runs.map((r) => r.p99)),
+    cpuUs: runs.every((r) => r.cpuUs !== undefined) ? median(runs.map((r) => r.cpuUs)) : undefined,
     non2xx: sum('non2xx'),
     errors: sum('errors') + sum('timeouts'),
     codes,
@@ -329,8 +342,8 @@ function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, c
   if (env.BENCH_API_NODE_FLAGS) out(`- API started with extra Node flags: \`${env.BENCH_API_NODE_FLAGS}\``);
   if (settings.profile) out('- **Profiled run** (`--cpu-prof`): numbers are lower than normal; do not quote them');
   out();
-  out('| endpoint | API req/s | floor req/s | API / floor | API p50 ms | API p99 ms | floor p99 ms | API non-2xx | floor non-2xx | target |');
-  out('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  out('| endpoint | API req/s | floor req/s | API / floor | API p50 ms | API p99 ms | floor p99 ms | API CPU µs/req | floor CPU µs/req | API non-2xx | floor non-2xx | target |');
+  out('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const e of settings.endpoints) {
     const a = aggregate(results[e]?.api);
     const f = aggregate(results[e]?.floor);
@@ -343,7 +356,7 @@ function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, c
       verdict = `${ok ? 'met' : 'missed'} (≥ ${t.ratio.toFixed(1)}×${t.p99 ? `, p99 ≤ ${t.p99} ms` : ''})`;
     }
     out(
-      `| \`${loadsMeta[e]}\` | ${fmt(a?.rps)} | ${fmt(f?.rps)} | ${ratio === undefined ? '–' : `${ratio.toFixed(2)}×`} | ${fmt(a?.p50, 1)} | ${fmt(a?.p99, 1)} | ${fmt(f?.p99, 1)} | ${nonOk(a)} | ${nonOk(f)} | ${verdict} |`,
+      `| \`${loadsMeta[e]}\` | ${fmt(a?.rps)} | ${fmt(f?.rps)} | ${ratio === undefined ? '–' : `${ratio.toFixed(2)}×`} | ${fmt(a?.p50, 1)} | ${fmt(a?.p99, 1)} | ${fmt(f?.p99, 1)} | ${fmt(a?.cpuUs)} | ${fmt(f?.cpuUs)} | ${nonOk(a)} | ${nonOk(f)} | ${verdict} |`,
     );
   }
   out();
@@ -365,13 +378,13 @@ function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, c
   }
   out('<details><summary>Every run</summary>');
   out();
-  out('| round | endpoint | target | req/s | p50 ms | p99 ms | max ms | requests | non-2xx | errors+timeouts | API RSS after, MiB |');
-  out('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  out('| round | endpoint | target | req/s | p50 ms | p99 ms | max ms | requests | CPU µs/req | non-2xx | errors+timeouts | API RSS after, MiB |');
+  out('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const e of settings.endpoints)
     for (const target of settings.targets)
       (results[e]?.[target] ?? []).forEach((r, i) =>
         out(
-          `| ${i + 1} | ${e} | ${target} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(r.total)} | ${fmt(r.non2xx)} | ${fmt(r.errors + r.timeouts)} | ${r.rss ? fmt(r.rss / 2 ** 20) : ''} |`,
+          `| ${i + 1} | ${e} | ${target} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(r.total)} | ${fmt(r.cpuUs)} | ${fmt(r.non2xx)} | ${fmt(r.errors + r.timeouts)} | ${r.rss ? fmt(r.rss / 2 ** 20) : ''} |`,
         ),
       );
   out();
@@ -547,13 +560,18 @@ async function main() {
         if (e === 'me') await db.query('UPDATE access_tokens SET last_used_at = now()').then(() => db.query('VACUUM access_tokens'));
         if (settings.warmupS > 0) await cannon(servers[target], L[e], settings.warmupS);
         const loadStart = Date.now();
+        const cpuBefore = cpuSeconds(server.pid);
         const r = summarizeRun(await cannon(servers[target], L[e], settings.durationS));
+        const cpuAfter = cpuSeconds(server.pid);
+        // The server's own CPU per answered request: what the framework costs, less sensitive
+        // than req/s to whatever else the shared cores are doing.
+        if (cpuBefore !== undefined && cpuAfter !== undefined && r.total) r.cpuUs = ((cpuAfter - cpuBefore) * 1e6) / r.total;
         if (target === 'api') r.rss = readProcStatus(api.pid, 'VmRSS');
         timeline.push({ target, e, fromMs: loadStart - apiSpawnedAt, toMs: Date.now() - apiSpawnedAt });
         ((results[e] ??= {})[target] ??= []).push(r);
         if (e === 'poll') peakPollRps = Math.max(peakPollRps, r.rps);
         log(
-          `round ${round} ${e.padEnd(5)} ${target.padEnd(5)} ${fmt(r.rps).padStart(6)} req/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  non-2xx ${r.non2xx}${r.errors + r.timeouts ? `  errors ${r.errors + r.timeouts}` : ''}${r.rss ? `  API RSS ${fmt(r.rss / 2 ** 20)} MiB` : ''}`,
+          `round ${round} ${e.padEnd(5)} ${target.padEnd(5)} ${fmt(r.rps).padStart(6)} req/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  CPU ${fmt(r.cpuUs)} µs/req  non-2xx ${r.non2xx}${r.errors + r.timeouts ? `  errors ${r.errors + r.timeouts}` : ''}${r.rss ? `  API RSS ${fmt(r.rss / 2 ** 20)} MiB` : ''}`,
         );
         await sleep(300); // let background writes settle
       }

@@ -54,13 +54,15 @@ export function page(title: string, body: Html, session?: { user: { email: strin
 /**
  * What a browser needs to show our pages safely, on top of the headers every
  * answer carries (bootstrap.ts): scripts and styles only from our own files,
- * forms only to us, no framing even by old browsers, and no caching of pages
- * that hold CSRF tokens and account details.
+ * forms only to us, no framing even by old browsers, no referrer leaking a code
+ * in a URL, and no caching of pages that hold CSRF tokens and account details.
  */
 const PAGE_HEADERS = {
   'content-security-policy':
     "default-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self'",
   'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',
   'cache-control': 'no-store',
 };
