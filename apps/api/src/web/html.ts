@@ -39,6 +39,7 @@ export function page(title: string, body: Html, session?: { user: { email: strin
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Prospect</title>
 <link rel="stylesheet" href="/assets/style.css">
+<link rel="icon" href="data:,">
 </head>
 <body>
 <header class="bar"><a class="brand" href="/">Prospect</a>${
