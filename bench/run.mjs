@@ -32,7 +32,7 @@ const settings = {
   connections: num('BENCH_CONNECTIONS', 32),
   warmupS: num('BENCH_WARMUP', 3),
   durationS: num('BENCH_DURATION', 10),
-  rounds: Math.max(1, num('BENCH_ROUNDS', 2)),
+  rounds: Math.max(1, num('BENCH_ROUNDS', 3)),
   tokens: num('BENCH_TOKENS', 10_000),
   deviceCodes: num('BENCH_DEVICE_CODES', 60_000),
   // The production default. With 1 the API's 1 s jitter allowance disables throttling altogether.

@@ -30,6 +30,10 @@ if (!process.env.DATABASE_URL) {
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10), connectionTimeoutMillis: 5_000 });
 pool.on('error', (err) => process.stderr.write(`floor: idle client error: ${err.message}\n`));
 
+// Named prepared statements, as the API sends on a Postgres server: each pooled
+// connection parses and plans a statement once.
+const query = (name, text, values) => pool.query({ name, text, values });
+
 const sha256 = (s) => createHash('sha256').update(s).digest();
 const generateSecret = (prefix) => prefix + randomBytes(32).toString('base64url');
 const looksLikeSecret = (v, prefix) => typeof v === 'string' && v.length === prefix.length + 43 && v.startsWith(prefix) && SECRET_RE.test(v);
@@ -78,7 +82,8 @@ async function me(req, res) {
   const refuse = (reason) => fail(res, 401, 'invalid_token', `token ${reason}`, { 'www-authenticate': challenge(`token ${reason}`) });
   if (!looksLikeSecret(raw, 'prs_')) return refuse('unknown');
   const now = new Date();
-  const { rows } = await pool.query(
+  const { rows } = await query(
+    'me',
     `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
               u.id AS user_id, u.email, u.name, u.role
          FROM access_tokens t JOIN users u ON u.id = t.user_id
@@ -91,13 +96,12 @@ async function me(req, res) {
   if (row.expires_at.getTime() <= now.getTime()) return refuse('expired');
   if (row.last_used_at === null || now.getTime() - row.last_used_at.getTime() >= LAST_USED_RESOLUTION_MS) {
     // Not awaited, as in the API.
-    pool
-      .query(
-        `UPDATE access_tokens SET last_used_at = $2
-          WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
-        [row.token_id, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS)],
-      )
-      .catch((err) => process.stderr.write(`floor: could not record token use: ${err.message}\n`));
+    query(
+      'touch',
+      `UPDATE access_tokens SET last_used_at = $2
+        WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
+      [row.token_id, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS)],
+    ).catch((err) => process.stderr.write(`floor: could not record token use: ${err.message}\n`));
   }
   send(res, 200, { user: { id: row.user_id, email: row.email, name: row.name }, expiresAt: row.expires_at.toISOString() });
 }
@@ -119,7 +123,8 @@ async function start(req, res) {
     const userCode = generateUserCode();
     let id;
     try {
-      const { rows } = await pool.query(
+      const { rows } = await query(
+        'start',
         `INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
         [sha256(deviceCode), userCode, body.clientName ?? null, body.hostname ?? null, ip, now, expiresAt],
@@ -130,7 +135,7 @@ async function start(req, res) {
       throw err;
     }
     // AuditService.record's statement.
-    await pool.query(`INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ($1, $2, $3, $4, $5)`, [
+    await query('audit', `INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ($1, $2, $3, $4, $5)`, [
       'device.start',
       null,
       ip,
@@ -157,7 +162,8 @@ async function poll(req, res) {
   if (!looksLikeSecret(code, 'prsd_')) return fail(res, 400, 'invalid_request', 'Unknown device code.');
   const now = new Date();
   const earliestPrevious = new Date(now.getTime() - POLL_INTERVAL_S * 1000 + POLL_JITTER_MS);
-  const { rows } = await pool.query(
+  const { rows } = await query(
+    'poll',
     `WITH target AS (
          SELECT id, last_polled_at FROM device_logins WHERE device_code_hash = $1 FOR UPDATE
        )
