@@ -10,16 +10,8 @@ import { ErrorBodyFilter } from './common/error-body.filter.js';
 import { logRequests, PinoNestLogger } from './logging/logger.js';
 
 /** Requests carry small JSON documents; anything bigger is a mistake or an attack. */
-export const BODY_LIMIT_BYTES = 16 * 1024;
+const BODY_LIMIT_BYTES = 16 * 1024;
 
-/**
- * Builds the HTTP application exactly as production runs it. `main.ts` and the
- * end-to-end tests both call this, so the tests exercise the real wiring.
- *
- * Fastify rather than Express: a CLI round trip is a few microseconds of our
- * own work, and on Express the framework's routing took most of each request
- * (bench/README.md).
- */
 export interface CreateAppOptions extends AppModuleOptions {
   /**
    * Serve the Swagger UI page at /api/docs (the JSON document is always served).
@@ -29,6 +21,14 @@ export interface CreateAppOptions extends AppModuleOptions {
   docsUi?: boolean;
 }
 
+/**
+ * Builds the HTTP application exactly as production runs it. `main.ts` and the
+ * end-to-end tests both call this, so the tests exercise the real wiring.
+ *
+ * Fastify rather than Express: a CLI round trip is a few microseconds of our
+ * own work, and on Express the framework's routing took most of each request
+ * (README.md, Performance).
+ */
 export async function createApp(options: CreateAppOptions, logger: Logger): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
@@ -57,7 +57,7 @@ export async function createApp(options: CreateAppOptions, logger: Logger): Prom
     strictTransportSecurity: options.config.secureCookies,
   });
   // An empty body with a JSON content type (`curl -X POST -H 'content-type: application/json'`)
-  // means no body, as it did on Express, rather than a 400 that would hide a 401.
+  // means no body, rather than a 400 that would hide a 401 or a clearer 400 about the fields.
   const parseJson = adapter.getInstance().getDefaultJsonParser('error', 'error');
   app.useBodyParser<RawServerDefault>('application/json', { bodyLimit: BODY_LIMIT_BYTES }, (req, body, done) =>
     body.length === 0 ? done(null, undefined) : parseJson(req, body.toString('utf8'), done),

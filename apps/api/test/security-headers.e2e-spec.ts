@@ -62,6 +62,16 @@ describe('security headers', () => {
     expect(page.headers.get('referrer-policy')).toBe('no-referrer');
     expect(page.headers.get('cache-control')).toBe('no-store');
     expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(page.headers.get('x-permitted-cross-domain-policies')).toBe('none');
+    expect(page.headers.get('origin-agent-cluster')).toBe('?1');
+    // Upgrading http: addresses on plain http would break every form post.
+    expect(csp).not.toContain('upgrade-insecure-requests');
+  });
+
+  it('have pages served over https (here through a TLS terminator on this machine) upgrade http: addresses', async () => {
+    const page = await request(api.baseUrl, 'GET', ROUTES.login, { headers: { 'x-forwarded-proto': 'https' } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain('upgrade-insecure-requests');
   });
 
   it('add HSTS when people reach the service over https', async () => {

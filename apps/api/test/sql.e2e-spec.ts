@@ -19,7 +19,6 @@ describe('Sql (the hot statements on the pg pool)', () => {
   afterEach(() => db?.destroy());
   afterAll(() => database?.drop());
 
-
   it('on a Postgres server, prepares each statement text once per connection and binds new values every time', async () => {
     const sql = new Sql(db, new DatabaseInfo(database.url, false));
     const SUM = 'SELECT $1::int + $2::int AS sum';

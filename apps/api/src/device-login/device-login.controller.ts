@@ -54,5 +54,4 @@ export class DeviceLoginController {
   poll(@Body(new ZodBodyPipe(DevicePollRequestSchema)) body: DevicePollRequest, @Ip() ip: string): Promise<DevicePollResponse> {
     return this.deviceLogins.poll(body.deviceCode, ip);
   }
-
 }

@@ -23,7 +23,9 @@ type AuthenticatedRequest = FastifyRequest & { user?: AuthPrincipal };
 
 /**
  * Every route requires `Authorization: Bearer <token>` unless marked
- * `@Public()`: a new route is protected by default. Refusals are 401s with an
+ * `@Public()`: a new route is protected by default. A route marked
+ * `@AllowWebSession()` also accepts a signed-in browser's session cookie with
+ * its CSRF token. Refusals are 401s with an
  * RFC 6750 challenge whose `error_description` says why (expired, revoked,
  * unknown), so the CLI can tell the person what to do.
  *

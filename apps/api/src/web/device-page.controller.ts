@@ -84,8 +84,8 @@ export class DevicePageController {
     }
     const code = field(req, 'user_code');
     try {
-      if (decision === 'approve') await this.deviceLogins.approve(code, session.user.id, req.ip ?? null);
-      else await this.deviceLogins.deny(code, session.user.id, req.ip ?? null);
+      if (decision === 'approve') await this.deviceLogins.approve(code, session.user.id, req.ip);
+      else await this.deviceLogins.deny(code, session.user.id, req.ip);
     } catch (err) {
       if (!(err instanceof UndecidableDeviceLoginError)) throw err;
       return this.renderUndecidable(reply, session, err.reason, code);
@@ -98,7 +98,7 @@ export class DevicePageController {
   }
 
   /** Counted in Postgres, so every API instance enforces the same limit. */
-  private async tooManyWrongCodes(session: WebSession, ip: string | undefined): Promise<boolean> {
+  private async tooManyWrongCodes(session: WebSession, ip: string): Promise<boolean> {
     const since = new Date(this.clock.now().getTime() - 60_000);
     const [row] = (await this.db.query(
       `SELECT count(*) FILTER (WHERE user_id = $1)::int AS by_user, count(*) FILTER (WHERE ip = $2)::int AS by_ip

@@ -13,6 +13,6 @@ export function queryParam(req: FastifyRequest, name: string): string {
 }
 
 /** Where to go after sign-in: only a same-site path ("/x", never "//host" or "/\\host"). */
-export function safeNext(value: unknown): string {
-  return typeof value === 'string' && /^\/(?![/\\])/.test(value) && value.length < 500 ? value : '/settings/tokens';
+export function safeNext(value: string): string {
+  return /^\/(?![/\\])/.test(value) && value.length < 500 ? value : '/settings/tokens';
 }
