@@ -30,6 +30,8 @@ const ENDPOINT_NAMES = ['me', 'poll', 'start'];
 const settings = {
   databaseUrl: env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
   connections: num('BENCH_CONNECTIONS', 32),
+  // Requests per second across all connections; 0 loads as fast as the server answers.
+  rate: num('BENCH_RATE', 0),
   warmupS: num('BENCH_WARMUP', 3),
   durationS: num('BENCH_DURATION', 10),
   rounds: Math.max(1, num('BENCH_ROUNDS', 3)),
@@ -47,7 +49,7 @@ for (const e of settings.endpoints) if (!ENDPOINT_NAMES.includes(e)) throw new E
 for (const t of settings.targets) if (!['api', 'floor'].includes(t)) throw new Error(`BENCH_TARGETS: unknown target ${t} (use api, floor)`);
 // Only a full, unprofiled run is a result worth recording.
 const isFullRun =
-  !settings.profile && settings.endpoints.length === 3 && settings.targets.length === 2 && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3;
+  !settings.profile && settings.endpoints.length === 3 && settings.targets.length === 2 && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3 && !settings.rate;
 const writeResults = env.BENCH_WRITE ? ['1', 'true', 'yes'].includes(env.BENCH_WRITE) : isFullRun;
 
 const READY_TIMEOUT_MS = 60_000;
@@ -270,7 +272,14 @@ function loads({ tokens, codes }) {
 function cannon(url, load, seconds) {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
-      { url, connections: settings.connections, duration: seconds, requests: [load.request], timeout: 10 },
+      {
+        url,
+        connections: settings.connections,
+        duration: seconds,
+        requests: [load.request],
+        timeout: 10,
+        ...(settings.rate ? { overallRate: settings.rate } : {}),
+      },
       (err, result) => {
         clearTimeout(guard);
         if (err) reject(err);
