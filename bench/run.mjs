@@ -346,7 +346,7 @@ function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, c
   );
   out(
     `- API: \`node apps/api/dist/main.js\`, NODE_ENV=production, LOG_LEVEL=info, request log to a file (${fmt(logLines)} lines written), DATABASE_URL pool of 10; ` +
-      `floor: \`bench/floor/server.mjs\` (node:http + pg, pool of 10, same SQL per request, no cache, no logging)`,
+      `floor: \`bench/floor/server.mjs\` (node:http + pg, pool of 10, the same SQL per request as named prepared statements, no cache, no logging)`,
   );
   if (env.BENCH_API_NODE_FLAGS) out(`- API started with extra Node flags: \`${env.BENCH_API_NODE_FLAGS}\``);
   if (settings.profile) out('- **Profiled run** (`--cpu-prof`): numbers are lower than normal; do not quote them');
