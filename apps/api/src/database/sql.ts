@@ -19,11 +19,13 @@ const UNIQUE_VIOLATION = '23505';
  * On a Postgres server each statement is a named prepared statement: every
  * pooled connection parses and plans it once instead of on every request,
  * which raised poll and start throughput by a quarter or more on the 2-core
- * bench machine, where Postgres shares the cores (README.md, Performance). Not on the
- * embedded PGlite, whose socket server shares one backend among its
- * connections, so a name prepared by one connection would clash with the next.
- * (Behind PgBouncer in transaction mode, that needs its prepared-statement
- * support: 1.21 or later, with `max_prepared_statements` above 0.)
+ * bench machine, where Postgres shares the cores (README.md, Performance).
+ * Postgres replans them itself after a migration; the statements name the
+ * columns they return, so a new column never changes their result type.
+ * Not on the embedded PGlite, whose socket server shares one backend among
+ * its connections, so a name prepared by one connection would clash with the
+ * next. (Behind PgBouncer in transaction mode, named statements need its
+ * prepared-statement support: 1.21 or later, `max_prepared_statements` > 0.)
  */
 @Injectable()
 export class Sql {

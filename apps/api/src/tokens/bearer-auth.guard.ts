@@ -25,9 +25,9 @@ type AuthenticatedRequest = FastifyRequest & { user?: AuthPrincipal };
  * Every route requires `Authorization: Bearer <token>` unless marked
  * `@Public()`: a new route is protected by default. A route marked
  * `@AllowWebSession()` also accepts a signed-in browser's session cookie with
- * its CSRF token. Refusals are 401s with an
- * RFC 6750 challenge whose `error_description` says why (expired, revoked,
- * unknown), so the CLI can tell the person what to do.
+ * its CSRF token. Refusals are 401s with an RFC 6750 challenge whose
+ * `error_description` says why (expired, revoked, unknown), so the CLI can
+ * tell the person what to do.
  *
  * This is the hot path of every CLI round trip, so it is a plain guard: one
  * header split, then TokensService.verify (a cache hit on a Postgres server).
