@@ -90,15 +90,8 @@ async function loginWithToken(ctx: CommandContext, api: ApiClient, flag: string)
 
 async function readTokenFromStdin(ctx: CommandContext): Promise<string> {
   if (ctx.stdin.isTTY) {
-    ctx.stderr.write('Paste your token and press Enter: ');
-    const { createInterface } = await import('node:readline');
-    const rl = createInterface({ input: ctx.stdin, terminal: false });
-    const line = await new Promise<string>((resolve) => {
-      rl.once('line', resolve);
-      rl.once('close', () => resolve(''));
-    });
-    rl.close();
-    return line;
+    const { readSecretLine } = await import('../secret-prompt.js');
+    return readSecretLine(ctx.stdin, ctx.stderr, 'Paste your token (it will not be shown) and press Enter: ');
   }
   let text = '';
   for await (const chunk of ctx.stdin) text += chunk;

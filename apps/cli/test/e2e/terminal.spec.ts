@@ -6,21 +6,21 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { assertBuilt, makeSandbox, PROSPECT_JS, type Sandbox } from '../support/run-cli.js';
-import { approve, createUser, startRealApi, type TestApp } from '../support/real-api.js';
+import { approve, createUser, deviceLoginToken, startRealApi, type TestApp } from '../support/real-api.js';
 
 const TMUX = ['/usr/bin/tmux', '/usr/local/bin/tmux', '/opt/homebrew/bin/tmux'].find((path) => existsSync(path));
 const server = `prospect-cli-test-${process.pid}`;
 const tmux = (...args: string[]) => execFileSync(TMUX!, ['-L', server, ...args], { encoding: 'utf8' });
-const screen = () => tmux('capture-pane', '-p', '-t', 'login');
+const screen = (session = 'login') => tmux('capture-pane', '-p', '-t', session);
 
 /** Waits (bounded) until the screen matches; returns the screen and the match's groups. */
-async function waitForScreen(pattern: RegExp, timeoutMs = 20_000): Promise<[string, ...Array<string | undefined>]> {
+async function waitForScreen(pattern: RegExp, session = 'login', timeoutMs = 20_000): Promise<[string, ...Array<string | undefined>]> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const shown = screen();
+    const shown = screen(session);
     const match = pattern.exec(shown);
     if (match) return [shown, ...match.slice(1)];
-    if (Date.now() > until) throw new Error(`the screen never showed ${pattern}:\n${screen()}`);
+    if (Date.now() > until) throw new Error(`the screen never showed ${pattern}:\n${screen(session)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -65,4 +65,53 @@ it('shows the link and code at once, a spinner with the time left, then "Logged 
   expect(last).toContain(userCode);
   expect(last).toContain(`${api.baseUrl}/device?user_code=${userCode}`);
   expect((await box.readSession()).user.email).toBe(person.email);
+});
+
+describe('auth:login --token - at a terminal', () => {
+  /** Starts `prospect auth:login --token -` in its own tmux window, as a person would type it. */
+  function startTokenLogin(session: string, sandbox: Sandbox) {
+    const command = `env -u CI PROSPECT_CONFIG_DIR='${sandbox.configDir}' '${process.execPath}' '${PROSPECT_JS}' auth:login --api-url ${api.baseUrl} --token -; echo "exit=$?"; sleep 60`;
+    tmux('new-session', '-d', '-s', session, '-x', '100', '-y', '30', command);
+    return waitForScreen(/Paste your token \(it will not be shown\) and press Enter:/, session);
+  }
+
+  it('never shows the pasted token, lets the person correct a typo, and logs in', async () => {
+    const person = await createUser(api, { name: 'Grace Hopper', email: `grace-${Date.now()}@example.com` });
+    const token = await deviceLoginToken(api, person);
+    const sandbox = await makeSandbox();
+    try {
+      await startTokenLogin('token', sandbox);
+      tmux('send-keys', '-t', 'token', '-l', 'oops');
+      tmux('send-keys', '-t', 'token', 'BSpace', 'BSpace', 'BSpace', 'BSpace');
+      tmux('send-keys', '-t', 'token', '-l', token);
+      tmux('send-keys', '-t', 'token', 'Enter');
+
+      const [last] = await waitForScreen(/exit=0/, 'token');
+      expect(last).toContain(`Logged in as Grace Hopper <${person.email}>`);
+      expect(last).not.toContain('oops');
+      expect(last).not.toContain(token.slice(0, 10));
+      expect((await sandbox.readSession()).accessToken).toBe(token);
+    } finally {
+      await sandbox.cleanup();
+    }
+  });
+
+  it('cancels on Ctrl-C: exit 130, nothing saved, the terminal echoes again', async () => {
+    const sandbox = await makeSandbox();
+    try {
+      await startTokenLogin('cancel', sandbox);
+      tmux('send-keys', '-t', 'cancel', '-l', 'prs_half');
+      tmux('send-keys', '-t', 'cancel', 'C-c');
+
+      const [last] = await waitForScreen(/exit=130/, 'cancel');
+      expect(last).toContain('Cancelled. Nothing was saved.');
+      expect(last).not.toContain('prs_half');
+      expect(sandbox.hasSession()).toBe(false);
+      // Raw mode was undone: what is typed now shows up, as at any prompt.
+      tmux('send-keys', '-t', 'cancel', '-l', 'echo-is-back');
+      await waitForScreen(/echo-is-back/, 'cancel');
+    } finally {
+      await sandbox.cleanup();
+    }
+  });
 });
