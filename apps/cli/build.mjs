@@ -93,5 +93,5 @@ await build({
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
 });
 
-// The bin entry: npm links it, and `./dist/prospect.js` runs directly.
+// bin/prospect.cjs loads it; executable too, so `./dist/prospect.js` runs directly.
 await chmod(new URL('./dist/prospect.js', import.meta.url), 0o755);

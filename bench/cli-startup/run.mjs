@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const runs = Number(process.env.BENCH_CLI_RUNS ?? 21);
-const cli = fileURLToPath(new URL('../../apps/cli/dist/prospect.js', import.meta.url));
+const cli = fileURLToPath(new URL('../../apps/cli/bin/prospect.cjs', import.meta.url));
 const configDir = mkdtempSync(join(tmpdir(), 'prospect-bench-cli-'));
 writeFileSync(
   join(configDir, 'auth-session.json'),

@@ -3,8 +3,11 @@
  * guard, the session file — against backend variants the real API does not
  * produce (device login switched off, a dead server, a server that restarts).
  */
+import { execFile } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
-import { assertBuilt, makeSandbox, PROSPECT_JS, type Sandbox, validSession } from '../support/run-cli.js';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { assertBuilt, BUNDLE, makeSandbox, type Sandbox, validSession } from '../support/run-cli.js';
 import { fakeBackend, json, user } from '../support/fake-backend.js';
 
 const start = (url: string, extra: object = {}) => ({
@@ -23,7 +26,7 @@ afterEach(() => box.cleanup());
 
 describe('startup', () => {
   it('whoami, logout and api do not load Ink or React: the binary holds neither, only an import() of the login screen', async () => {
-    const binary = await readFile(PROSPECT_JS, 'utf8');
+    const binary = await readFile(BUNDLE, 'utf8');
     expect(binary).not.toMatch(/react\.(transitional\.)?element|useInput|yoga/);
     expect(binary).toContain('import("./login-screen.mjs")');
   });
@@ -40,6 +43,12 @@ describe('usage', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/auth:login .*\n.*auth:whoami/);
     expect(await box.run(['--version'])).toMatchObject({ code: 0, stdout: '0.1.0\n' });
+  });
+
+  it('runs as `npx prospect` from the repository root, as the README and `npm start` say', async () => {
+    const root = fileURLToPath(new URL('../../../..', import.meta.url));
+    const { stdout } = await promisify(execFile)('npm', ['exec', '--offline', '--', 'prospect', '--version'], { cwd: root });
+    expect(stdout).toBe('0.1.0\n');
   });
 
   it.each([

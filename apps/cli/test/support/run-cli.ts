@@ -5,11 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The built binary, as `npx prospect` runs it (root `npm test` builds first). */
-export const PROSPECT_JS = fileURLToPath(new URL('../../dist/prospect.js', import.meta.url));
+/** The `prospect` bin entry, as `npx prospect` runs it; it loads the built bundle (root `npm test` builds first). */
+export const PROSPECT_JS = fileURLToPath(new URL('../../bin/prospect.cjs', import.meta.url));
+/** What `npm run build` writes: every command in one CommonJS bundle. */
+export const BUNDLE = fileURLToPath(new URL('../../dist/prospect.js', import.meta.url));
 
 export function assertBuilt(): void {
-  if (!existsSync(PROSPECT_JS)) throw new Error(`${PROSPECT_JS} is missing: run \`npm run build -w @prospect/cli\` first.`);
+  if (!existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run \`npm run build -w @prospect/cli\` first.`);
 }
 
 export interface CliRun {
