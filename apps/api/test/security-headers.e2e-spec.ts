@@ -1,5 +1,5 @@
 import { ROUTES } from '@prospect/contract';
-import { approve, createUser, poll, startDeviceLogin } from './support/fixtures.js';
+import { authorizedPoll, createUser } from './support/fixtures.js';
 import { get, post, request } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -37,11 +37,7 @@ describe('security headers', () => {
   });
 
   it('forbid caching every answer that carries a secret or a person (RFC 6749 §5.1)', async () => {
-    const user = await createUser(api);
-    const start = await startDeviceLogin(api);
-    await approve(api, start.userCode, user);
-    const authorized = await poll(api, start.deviceCode);
-    expect(authorized.body.status).toBe('authorized');
+    const authorized = await authorizedPoll(api, await createUser(api));
     const issued = await post(api.baseUrl, ROUTES.issueToken, {}, authorized.body.accessToken);
     expect(issued.status).toBe(201);
     const me = await get(api.baseUrl, ROUTES.me, authorized.body.accessToken);

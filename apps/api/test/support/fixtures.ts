@@ -33,11 +33,16 @@ export const approve = (api: TestApp, userCode: string, user: { id: string }) =>
 export const deny = (api: TestApp, userCode: string, user: { id: string }) =>
   api.app.get(DeviceLoginService).deny(userCode, user.id, '127.0.0.1');
 
-/** A full device login: start, approve as `user`, poll; returns the issued token. */
-export async function deviceLoginToken(api: TestApp, user: { id: string }): Promise<string> {
+/** A full device login: start, approve as `user`, poll; returns the authorized poll's response. */
+export async function authorizedPoll(api: TestApp, user: { id: string }) {
   const start = await startDeviceLogin(api);
   await approve(api, start.userCode, user);
   const res = await poll(api, start.deviceCode);
   expect(res.body.status).toBe('authorized');
-  return res.body.accessToken;
+  return res;
+}
+
+/** A full device login; returns the issued token. */
+export async function deviceLoginToken(api: TestApp, user: { id: string }): Promise<string> {
+  return (await authorizedPoll(api, user)).body.accessToken;
 }
