@@ -1,7 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import type { Clock } from './common/clock.js';
-import { AppConfig } from './config/app-config.js';
-import { ConfigModule } from './config/config.module.js';
+import { AppConfigModule } from './config/config.module.js';
 import { DatabaseInfo } from './database/database-info.js';
 import { DatabaseModule } from './database/database.module.js';
 import { AuditModule } from './audit/audit.module.js';
@@ -12,7 +11,8 @@ import { UsersModule } from './users/users.module.js';
 import { WebModule } from './web/web.module.js';
 
 export interface AppModuleOptions {
-  config: AppConfig;
+  /** The environment to configure from (validated by AppConfigModule): process.env, or a test's own. */
+  env: Record<string, string | undefined>;
   /** The Postgres to use: DATABASE_URL, or the embedded server started before Nest. */
   databaseUrl: string;
   /** True for the embedded PGlite server. */
@@ -24,11 +24,11 @@ export interface AppModuleOptions {
 
 @Module({})
 export class AppModule {
-  static forRoot({ config, databaseUrl, embedded, poolSize, clock }: AppModuleOptions): DynamicModule {
+  static forRoot({ env, databaseUrl, embedded, poolSize, clock }: AppModuleOptions): DynamicModule {
     return {
       module: AppModule,
       imports: [
-        ConfigModule.forRoot(config, clock),
+        AppConfigModule.forRoot(env, clock),
         DatabaseModule.forRoot(new DatabaseInfo(databaseUrl, embedded), poolSize),
         AuditModule,
         HealthModule,

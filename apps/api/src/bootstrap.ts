@@ -1,68 +1,67 @@
 import 'reflect-metadata';
-import fastifyCookie from '@fastify/cookie';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import type { RawServerDefault } from 'fastify';
+import { ERROR_CODES } from '@prospect/contract';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
+import { ApiException } from './common/api-exception.js';
 import { ErrorBodyFilter } from './common/error-body.filter.js';
-import { logRequests, PinoNestLogger } from './logging/logger.js';
+import { AppConfig } from './config/app-config.js';
+import { PinoNestLogger, requestLogger } from './logging/logger.js';
+import { configureViews } from './web/views.js';
 
-/** Requests carry small JSON documents; anything bigger is a mistake or an attack. */
-const BODY_LIMIT_BYTES = 16 * 1024;
+/** Requests carry small JSON documents or forms; anything bigger is a mistake or an attack. */
+export const BODY_LIMIT = '16kb';
+/** Where the JSON API lives: the contract's routes and the health check. */
+const API_PREFIX = '/api';
 
-export interface CreateAppOptions extends AppModuleOptions {
-  /**
-   * Serve the Swagger UI page at /api/docs (the JSON document is always served).
-   * Only the in-process test harness turns it off: jest 29's module loader cannot
-   * load @fastify/static's ES-module dependency. The process tests check the UI.
-   */
-  docsUi?: boolean;
-}
+const STATIC_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', 'public');
 
 /**
  * Builds the HTTP application exactly as production runs it. `main.ts` and the
  * end-to-end tests both call this, so the tests exercise the real wiring.
- *
- * Fastify rather than Express: a CLI round trip is a few microseconds of our
- * own work, and on Express the framework's routing took most of each request
- * (README.md, Performance).
  */
-export async function createApp(options: CreateAppOptions, logger: Logger): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({
-    bodyLimit: BODY_LIMIT_BYTES,
-    // A reverse proxy on the same machine (e.g. a TLS terminator) passes the client's address on.
-    trustProxy: 'loopback',
-  });
-  logRequests(adapter.getInstance(), logger);
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {
+export async function createApp(options: AppModuleOptions, logger: Logger): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(options), {
+    // Body parsers are mounted below, each only where its kind of body is read.
+    bodyParser: false,
     logger: new PinoNestLogger(logger),
     abortOnError: false,
   });
-  // On every answer, JSON included, OWASP's REST API set: no sniffing, no framing, HSTS on
-  // https. Pages add what documents need (web/html.ts); helmet's full set on every JSON
-  // answer cost /me a tenth of its throughput and protects nothing a browser renders.
-  app.useSecurityHeaders({
-    contentSecurityPolicy: { useDefaults: false, directives: { 'default-src': null, 'frame-ancestors': ["'none'"] } },
-    crossOriginOpenerPolicy: false,
-    crossOriginResourcePolicy: false,
-    referrerPolicy: false,
-    originAgentCluster: false,
-    xDnsPrefetchControl: false,
-    xDownloadOptions: false,
-    xFrameOptions: false,
-    xPermittedCrossDomainPolicies: false,
-    xXssProtection: false,
-    strictTransportSecurity: options.config.secureCookies,
-  });
-  // An empty body with a JSON content type (`curl -X POST -H 'content-type: application/json'`)
-  // means no body, rather than a 400 that would hide a 401 or a clearer 400 about the fields.
-  const parseJson = adapter.getInstance().getDefaultJsonParser('error', 'error');
-  app.useBodyParser<RawServerDefault>('application/json', { bodyLimit: BODY_LIMIT_BYTES }, (req, body, done) =>
-    body.length === 0 ? done(null, undefined) : parseJson(req, body.toString('utf8'), done),
+  const config = app.get(AppConfig);
+
+  app.disable('x-powered-by');
+  // JSON answers are small and never cached; hashing each one for an ETag is wasted work.
+  app.set('etag', false);
+  app.set('trust proxy', config.trustProxy);
+  app.use(requestLogger(logger));
+  // OWASP's REST set on every answer: no sniffing, no framing, HSTS on https. Pages add the
+  // document set (web/page-headers.ts); helmet's full set on every JSON answer cost /me a
+  // tenth of its throughput and protects nothing a browser renders.
+  app.use(
+    helmet({
+      contentSecurityPolicy: { useDefaults: false, directives: { 'default-src': helmet.contentSecurityPolicy.dangerouslyDisableDefaultSrc, 'frame-ancestors': ["'none'"] } },
+      crossOriginOpenerPolicy: false,
+      crossOriginResourcePolicy: false,
+      originAgentCluster: false,
+      referrerPolicy: false,
+      strictTransportSecurity: config.secureCookies ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+      xDnsPrefetchControl: false,
+      xDownloadOptions: false,
+      xFrameOptions: false,
+      xPermittedCrossDomainPolicies: false,
+      xXssProtection: false,
+    }),
   );
-  await app.register(fastifyCookie);
+  app.use(API_PREFIX, express.json({ limit: BODY_LIMIT }), refuseNonJsonBodies);
+  app.use(express.urlencoded({ limit: BODY_LIMIT, extended: false, parameterLimit: 50 }));
+  app.useStaticAssets(STATIC_ROOT, { prefix: '/assets/', maxAge: '1h', index: false, fallthrough: true });
+  configureViews(app);
   app.useGlobalFilters(new ErrorBodyFilter());
 
   const document = SwaggerModule.createDocument(
@@ -74,6 +73,20 @@ export async function createApp(options: CreateAppOptions, logger: Logger): Prom
       .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'A CLI access token (prs_…)' })
       .build(),
   );
-  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', ui: options.docsUi ?? true });
+  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   return app;
+}
+
+/**
+ * The API reads JSON only: a body of another type is a 415 rather than silently
+ * read as no body (which would answer "Missing field" for a body that was sent).
+ * No body at all (`curl -X POST`, Content-Length: 0) is fine whatever its type says.
+ */
+function refuseNonJsonBodies(req: Request, _res: Response, next: NextFunction): void {
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  if (hasBody && !req.is('application/json')) {
+    next(new ApiException(415, ERROR_CODES.unsupportedMediaType, 'Unsupported Content-Type: send application/json.'));
+  } else {
+    next();
+  }
 }

@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   }
   const databaseUrl = config.databaseUrl ?? embedded!.url;
 
-  const app = await createApp({ config, databaseUrl, embedded: Boolean(embedded), poolSize }, logger);
+  const app = await createApp({ env: process.env, databaseUrl, embedded: Boolean(embedded), poolSize }, logger);
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;

@@ -35,7 +35,7 @@ describe('bad input', () => {
     ['poll: JSON string body', 'POST', ROUTES.devicePoll, { body: '"prsd_x"', headers: json }, 400],
     ['poll: __proto__ key', 'POST', ROUTES.devicePoll, { body: '{"__proto__": {"x": 1}, "deviceCode": "x"}', headers: json }, 400],
     ['poll: XML body', 'POST', ROUTES.devicePoll, { body: '<deviceCode>x</deviceCode>', headers: { 'content-type': 'application/xml' } }, 415],
-    ['poll: form body', 'POST', ROUTES.devicePoll, { body: 'deviceCode=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 400],
+    ['poll: form body', 'POST', ROUTES.devicePoll, { body: 'deviceCode=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415],
     ['me: empty bearer (sent as the bare scheme)', 'GET', ROUTES.me, { headers: { authorization: 'Bearer ' } }, 400],
     ['me: empty header', 'GET', ROUTES.me, { headers: { authorization: '' } }, 401],
     ['me: scheme only', 'GET', ROUTES.me, { headers: { authorization: 'Bearer' } }, 400],
@@ -52,7 +52,7 @@ describe('bad input', () => {
     ['wrong method', 'DELETE', ROUTES.me, {}, 404],
   ])('%s', async (_, method, path, { body, headers }, status) => {
     const authHeaders: Record<string, string> = path === ROUTES.issueToken ? { authorization: `Bearer ${token}` } : {};
-    const res = await request(api.baseUrl, method, path, { body, headers: { ...authHeaders, ...headers } });
+    const res = await request(api, method, path, { body, headers: { ...authHeaders, ...headers } });
     expect(res.status).toBe(status);
     expect(res.body).toEqual({ statusCode: status, error: expect.any(String), message: expect.any(String) });
     expect(res.body.message).not.toMatch(/\bat .+\.(js|ts):\d+/); // no stack trace
@@ -60,15 +60,15 @@ describe('bad input', () => {
   });
 
   it('names the problem in the message', async () => {
-    const missing = await request(api.baseUrl, 'POST', ROUTES.devicePoll, { json: {} });
+    const missing = await request(api, 'POST', ROUTES.devicePoll, { json: {} });
     expect(missing.body.message).toBe('Missing field: deviceCode.');
-    const extra = await request(api.baseUrl, 'POST', ROUTES.devicePoll, { json: { deviceCode: 'x', status: 'authorized' } });
+    const extra = await request(api, 'POST', ROUTES.devicePoll, { json: { deviceCode: 'x', status: 'authorized' } });
     expect(extra.body.message).toBe('Unknown field: status.');
-    const broken = await request(api.baseUrl, 'POST', ROUTES.devicePoll, { body: '{', headers: json });
+    const broken = await request(api, 'POST', ROUTES.devicePoll, { body: '{', headers: json });
     expect(broken.body.message).toBe('The request body is not valid JSON.');
-    const xml = await request(api.baseUrl, 'POST', ROUTES.devicePoll, { body: '<x/>', headers: { 'content-type': 'application/xml' } });
+    const xml = await request(api, 'POST', ROUTES.devicePoll, { body: '<x/>', headers: { 'content-type': 'application/xml' } });
     expect(xml.body.message).toBe('Unsupported Content-Type: send application/json.');
-    const huge = await request(api.baseUrl, 'POST', ROUTES.deviceStart, { body: JSON.stringify({ clientName: 'x'.repeat(20_000) }), headers: json });
+    const huge = await request(api, 'POST', ROUTES.deviceStart, { body: JSON.stringify({ clientName: 'x'.repeat(20_000) }), headers: json });
     expect(huge.body.message).toBe('The request body is too large.');
   });
 });

@@ -2,7 +2,7 @@ import { DevicePollResponseSchema, DeviceStartResponseSchema, ROUTES, USER_CODE_
 import { DeviceLoginService, UndecidableDeviceLoginError } from '../src/device-login/device-login.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { approve, createUser, deny, poll, startDeviceLogin } from './support/fixtures.js';
-import { errorBody, get, post } from './support/http.js';
+import { client, errorBody, get, post } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 describe('device login (seed §3.1)', () => {
@@ -15,7 +15,7 @@ describe('device login (seed §3.1)', () => {
 
   describe('POST /api/cli/auth/device/start', () => {
     it('returns the codes, the verification URL carrying the user code, the interval and the lifetime', async () => {
-      const res = await post(api.baseUrl, ROUTES.deviceStart, { clientName: 'prospect CLI', hostname: 'laptop' });
+      const res = await post(api, ROUTES.deviceStart, { clientName: 'prospect CLI', hostname: 'laptop' });
       expect(res.status).toBe(200);
       const body = DeviceStartResponseSchema.parse(res.body);
       expect(Object.keys(res.body).sort()).toEqual(['deviceCode', 'expiresInSeconds', 'intervalSeconds', 'userCode', 'verificationUrl']);
@@ -26,8 +26,7 @@ describe('device login (seed §3.1)', () => {
     });
 
     it('accepts no body at all', async () => {
-      const res = await fetch(api.baseUrl + ROUTES.deviceStart, { method: 'POST' });
-      expect(res.status).toBe(200);
+      await client(api).post(ROUTES.deviceStart).expect(200);
     });
 
     it('gives every login its own codes', async () => {
@@ -55,7 +54,7 @@ describe('device login (seed §3.1)', () => {
         user: { id: user.id, email: user.email, name: user.name },
       });
 
-      const me = await get(api.baseUrl, ROUTES.me, res.body.accessToken);
+      const me = await get(api, ROUTES.me, res.body.accessToken);
       expect(me.body.user.id).toBe(user.id);
     });
 
@@ -84,11 +83,11 @@ describe('device login (seed §3.1)', () => {
       await approve(api, start.userCode, user);
       const first = await poll(api, start.deviceCode);
       expect(first.body.status).toBe('authorized');
-      expect((await get(api.baseUrl, ROUTES.me, first.body.accessToken)).status).toBe(200);
+      expect((await get(api, ROUTES.me, first.body.accessToken)).status).toBe(200);
 
       clock.advanceSeconds(5);
       expect((await poll(api, start.deviceCode)).body).toEqual({ status: 'denied' });
-      const me = await get(api.baseUrl, ROUTES.me, first.body.accessToken);
+      const me = await get(api, ROUTES.me, first.body.accessToken);
       expect(me.status).toBe(401);
       expect(me.headers.get('www-authenticate')).toContain('error_description="token revoked"');
     });
@@ -133,7 +132,7 @@ describe('device login (seed §3.1)', () => {
       ['a malformed device code', { deviceCode: 'not-a-code' }],
       ['a user code in place of the device code', { deviceCode: 'BCDF-GHJK' }],
     ])('refuses %s with 400', async (_, body) => {
-      const res = await post(api.baseUrl, ROUTES.devicePoll, body);
+      const res = await post(api, ROUTES.devicePoll, body);
       expect(res.status).toBe(400);
       expect(res.body).toEqual(errorBody(400, 'invalid_request'));
     });
@@ -193,7 +192,7 @@ describe('device login turned off (DEVICE_LOGIN_ENABLED=false)', () => {
       [ROUTES.devicePoll, { deviceCode: 'x' }],
       [ROUTES.devicePoll, { nonsense: true }],
     ] as const) {
-      const res = await post(api.baseUrl, path, body);
+      const res = await post(api, path, body);
       expect(res.status).toBe(404);
       expect(res.body).toEqual(errorBody(404, 'not_found'));
       expect(res.body.message).toContain('/settings/tokens');

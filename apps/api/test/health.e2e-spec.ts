@@ -1,3 +1,5 @@
+import { ROUTES } from '@prospect/contract';
+import { client } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { TcpProxy } from './support/tcp-proxy.js';
@@ -19,17 +21,17 @@ describe('GET /api/health', () => {
     await database?.drop();
   });
 
-  const health = () => fetch(`${api.baseUrl}/api/health`);
+  const health = () => client(api).get(ROUTES.health);
 
   it('is 200 while the database is reachable, 503 while it is not, and 200 again when it returns', async () => {
     const up = await health();
     expect(up.status).toBe(200);
-    expect(await up.json()).toMatchObject({ status: 'ok', info: { database: { status: 'up' } } });
+    expect(up.body).toMatchObject({ status: 'ok', info: { database: { status: 'up' } } });
 
     await proxy.cut();
     const down = await health();
     expect(down.status).toBe(503);
-    expect(await down.json()).toEqual({
+    expect(down.body).toEqual({
       statusCode: 503,
       error: 'service_unavailable',
       message: expect.stringContaining('database'),

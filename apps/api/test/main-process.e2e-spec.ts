@@ -2,7 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ROUTES } from '@prospect/contract';
 import { runApiProcess, startApiProcess } from './support/api-process.js';
+import { client } from './support/http.js';
 
 describe('the API process (npm start)', () => {
   let dataDir: string;
@@ -23,19 +25,15 @@ describe('the API process (npm start)', () => {
     const banner = api.stdout();
     expect(banner).toContain(`Create an account:  ${api.baseUrl}/signup`);
     expect(banner).toContain(`npx prospect auth:login --api-url ${api.baseUrl}`);
-    expect((await fetch(`${api.baseUrl}/api/health`)).status).toBe(200);
+    await client(api.baseUrl).get(ROUTES.health).expect(200);
 
     // The OpenAPI document and the Swagger UI page with its assets.
-    const spec = await fetch(`${api.baseUrl}/api/docs-json`);
-    expect(spec.status).toBe(200);
-    expect(Object.keys(((await spec.json()) as { paths: object }).paths)).toContain('/api/cli/auth/me');
-    const ui = await fetch(`${api.baseUrl}/api/docs`);
-    expect(ui.status).toBe(200);
-    expect(await ui.text()).toContain('swagger-ui');
-    const css = await fetch(`${api.baseUrl}/api/docs/swagger-ui.css`);
-    expect(css.status).toBe(200);
-    expect(css.headers.get('content-type')).toContain('text/css');
-    expect((await css.text()).length).toBeGreaterThan(1000); // read to the end: an unread body holds shutdown
+    const spec = await client(api.baseUrl).get('/api/docs-json').expect(200);
+    expect(Object.keys((spec.body as { paths: object }).paths)).toContain('/api/cli/auth/me');
+    const ui = await client(api.baseUrl).get('/api/docs').expect(200);
+    expect(ui.text).toContain('swagger-ui');
+    const css = await client(api.baseUrl).get('/api/docs/swagger-ui.css').expect(200).expect('content-type', /text\/css/);
+    expect(css.text.length).toBeGreaterThan(1000);
 
     // A keep-alive client connected at shutdown must not hold the process open.
     const agent = new http.Agent({ keepAlive: true });
@@ -47,7 +45,7 @@ describe('the API process (npm start)', () => {
 
     // The embedded database was closed cleanly: it opens again, with its migrations applied.
     const again = await startApiProcess({ PROSPECT_DATA_DIR: dataDir });
-    expect((await fetch(`${again.baseUrl}/api/health`)).status).toBe(200);
+    await client(again.baseUrl).get(ROUTES.health).expect(200);
     expect(await again.stop('SIGINT')).toBe(0);
   });
 

@@ -21,11 +21,11 @@ describe('secrets at rest and in logs', () => {
     await approve(api, start.userCode, user);
     const authorized = await poll(api, start.deviceCode);
     secrets.push(authorized.body.accessToken);
-    await get(api.baseUrl, ROUTES.me, authorized.body.accessToken);
-    const issued = await post(api.baseUrl, ROUTES.issueToken, { label: 'x' }, authorized.body.accessToken);
+    await get(api, ROUTES.me, authorized.body.accessToken);
+    const issued = await post(api, ROUTES.issueToken, { label: 'x' }, authorized.body.accessToken);
     secrets.push(issued.body.accessToken);
-    await post(api.baseUrl, ROUTES.logout, undefined, issued.body.accessToken);
-    await get(api.baseUrl, ROUTES.me, issued.body.accessToken); // a failed verification, audited
+    await post(api, ROUTES.logout, undefined, issued.body.accessToken);
+    await get(api, ROUTES.me, issued.body.accessToken); // a failed verification, audited
     await poll(api, start.deviceCode); // a replay, audited
 
     const tables: Array<{ table_name: string }> = await api.dataSource.query(

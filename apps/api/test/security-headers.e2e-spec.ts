@@ -23,11 +23,11 @@ describe('security headers', () => {
 
   it('are on every JSON answer, errors and unknown routes included, without the page-only ones', async () => {
     const answers = [
-      await post(api.baseUrl, ROUTES.deviceStart, {}),
-      await post(api.baseUrl, ROUTES.devicePoll, { deviceCode: 'nope' }),
-      await get(api.baseUrl, ROUTES.me),
-      await get(api.baseUrl, '/api/nothing-here'),
-      await get(api.baseUrl, ROUTES.health),
+      await post(api, ROUTES.deviceStart, {}),
+      await post(api, ROUTES.devicePoll, { deviceCode: 'nope' }),
+      await get(api, ROUTES.me),
+      await get(api, '/api/nothing-here'),
+      await get(api, ROUTES.health),
     ];
     for (const res of answers) {
       expect(apiHeaders(res.headers)).toEqual(API_HEADERS);
@@ -38,16 +38,16 @@ describe('security headers', () => {
 
   it('forbid caching every answer that carries a secret or a person (RFC 6749 §5.1)', async () => {
     const authorized = await authorizedPoll(api, await createUser(api));
-    const issued = await post(api.baseUrl, ROUTES.issueToken, {}, authorized.body.accessToken);
+    const issued = await post(api, ROUTES.issueToken, {}, authorized.body.accessToken);
     expect(issued.status).toBe(201);
-    const me = await get(api.baseUrl, ROUTES.me, authorized.body.accessToken);
+    const me = await get(api, ROUTES.me, authorized.body.accessToken);
     expect(me.status).toBe(200);
-    const started = await post(api.baseUrl, ROUTES.deviceStart, {});
+    const started = await post(api, ROUTES.deviceStart, {});
     for (const res of [started, authorized, issued, me]) expect(res.headers.get('cache-control')).toBe('no-store');
   });
 
   it('give pages a document policy: own scripts and styles only, no framing, no caching', async () => {
-    const page = await request(api.baseUrl, 'GET', ROUTES.login);
+    const page = await request(api, 'GET', ROUTES.login);
     expect(page.status).toBe(200);
     const csp = page.headers.get('content-security-policy')!;
     expect(csp).toContain("default-src 'self'");
@@ -65,7 +65,7 @@ describe('security headers', () => {
   });
 
   it('have pages served over https (here through a TLS terminator on this machine) upgrade http: addresses', async () => {
-    const page = await request(api.baseUrl, 'GET', ROUTES.login, { headers: { 'x-forwarded-proto': 'https' } });
+    const page = await request(api, 'GET', ROUTES.login, { headers: { 'x-forwarded-proto': 'https' } });
     expect(page.status).toBe(200);
     expect(page.headers.get('content-security-policy')).toContain('upgrade-insecure-requests');
   });
@@ -73,7 +73,7 @@ describe('security headers', () => {
   it('add HSTS when people reach the service over https', async () => {
     const secure = await startTestApp({ env: { PUBLIC_URL: 'https://prospect.example.com' } });
     try {
-      const res = await get(secure.baseUrl, ROUTES.health);
+      const res = await get(secure, ROUTES.health);
       expect(res.headers.get('strict-transport-security')).toBe('max-age=31536000; includeSubDomains');
     } finally {
       await secure.close();

@@ -4,7 +4,7 @@ import { VerifiedTokenCache } from '../src/tokens/verified-token-cache.js';
 import { FakeClock } from './support/fake-clock.js';
 import { createUser } from './support/fixtures.js';
 import { get, post } from './support/http.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import { type Replica, startReplica, startTestApp, type TestApp } from './support/test-app.js';
 
 /** Waits (bounded) until `check` holds; the bound is the staleness we promise and more. */
 async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 3_000): Promise<boolean> {
@@ -23,26 +23,26 @@ async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 3
  * embedded database (one process, no NOTIFY) it is off and every /me reads.
  */
 describe('verified-token cache and revocation', () => {
-  const clock = new FakeClock();
+  const clock = new FakeClock(Date.now());
   let a: TestApp;
-  let b: TestApp;
+  let b: Replica;
   let onServer: boolean;
   beforeAll(async () => {
     a = await startTestApp({ clock });
-    b = await startTestApp({ clock, database: a.database });
+    b = await startReplica(a, clock);
     onServer = a.database.kind === 'server';
-    await eventually(() => a.app.get(VerifiedTokenCache).enabled === onServer && b.app.get(VerifiedTokenCache).enabled === onServer);
+    await eventually(() => a.app.get(VerifiedTokenCache).enabled === onServer);
   });
   afterAll(async () => {
-    await b.close();
-    await a.close();
+    await b?.close();
+    await a?.close();
   });
 
   const token = async (app: TestApp, ttlSeconds?: number) => {
     const user = await createUser(app);
     return (await app.app.get(TokensService).issue({ userId: user.id, origin: 'direct', ttlSeconds })).accessToken;
   };
-  const me = (app: TestApp, t: string) => get(app.baseUrl, ROUTES.me, t);
+  const me = (app: TestApp | Replica, t: string) => get('target' in app ? app.target : app, ROUTES.me, t);
 
   it('is on exactly when the database can announce revocations', () => {
     expect(a.app.get(VerifiedTokenCache).enabled).toBe(onServer);
@@ -52,7 +52,7 @@ describe('verified-token cache and revocation', () => {
     const t = await token(a);
     expect((await me(a, t)).status).toBe(200);
     expect(a.app.get(VerifiedTokenCache).size).toBe(onServer ? 1 : 0);
-    expect((await post(a.baseUrl, ROUTES.logout, undefined, t)).status).toBe(204);
+    expect((await post(a, ROUTES.logout, undefined, t)).status).toBe(204);
     const res = await me(a, t);
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toContain('token revoked');
@@ -71,14 +71,14 @@ describe('verified-token cache and revocation', () => {
     const t = await token(a);
     expect((await me(a, t)).status).toBe(200);
     expect((await me(b, t)).status).toBe(200);
-    expect((await post(b.baseUrl, ROUTES.logout, undefined, t)).status).toBe(204);
+    expect((await post(b.target, ROUTES.logout, undefined, t)).status).toBe(204);
     expect(await eventually(async () => (await me(a, t)).status === 401, 2_000)).toBe(true);
   });
 
   it('sees a revocation made by hand in SQL (the trigger announces it)', async () => {
     const t = await token(a);
     expect((await me(a, t)).status).toBe(200);
-    await b.dataSource.query(`UPDATE access_tokens SET revoked_at = now() WHERE revoked_at IS NULL`);
+    await a.dataSource.query(`UPDATE access_tokens SET revoked_at = now() WHERE revoked_at IS NULL`);
     expect(await eventually(async () => (await me(a, t)).status === 401, 2_000)).toBe(true);
   });
 

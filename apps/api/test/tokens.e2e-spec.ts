@@ -25,7 +25,7 @@ describe('CLI tokens', () => {
     it('returns the user and the expiry of a valid token (the top-level variant)', async () => {
       const user = await createUser(api, { name: 'Ada Lovelace' });
       const token = await issueDirect(user.id, 3600);
-      const res = await get(api.baseUrl, ROUTES.me, token);
+      const res = await get(api, ROUTES.me, token);
       expect(res.status).toBe(200);
       expect(MeResponseSchema.parse(res.body)).toEqual({
         user: { id: user.id, email: user.email, name: 'Ada Lovelace' },
@@ -35,7 +35,7 @@ describe('CLI tokens', () => {
     });
 
     it('without a token: 401 with a bare Bearer challenge', async () => {
-      const res = await get(api.baseUrl, ROUTES.me);
+      const res = await get(api, ROUTES.me);
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer realm="prospect"');
       expect(res.body).toEqual(errorBody(401, 'unauthorized'));
@@ -45,7 +45,7 @@ describe('CLI tokens', () => {
       const user = await createUser(api);
       const expiring = await issueDirect(user.id, 60);
       const revoked = await issueDirect(user.id);
-      await post(api.baseUrl, ROUTES.logout, undefined, revoked);
+      await post(api, ROUTES.logout, undefined, revoked);
       clock.advanceSeconds(60);
 
       for (const [token, description, hint] of [
@@ -53,7 +53,7 @@ describe('CLI tokens', () => {
         [revoked, 'token revoked', /revoked/],
         [`prs_${'x'.repeat(43)}`, 'token unknown', /not valid/],
       ] as const) {
-        const res = await get(api.baseUrl, ROUTES.me, token);
+        const res = await get(api, ROUTES.me, token);
         expect(res.status).toBe(401);
         expect(res.headers.get('www-authenticate')).toBe(`Bearer realm="prospect", error="invalid_token", error_description="${description}"`);
         expect(res.body).toEqual(errorBody(401, 'invalid_token'));
@@ -73,14 +73,14 @@ describe('CLI tokens', () => {
         }
         return null;
       };
-      await get(api.baseUrl, ROUTES.me, token);
+      await get(api, ROUTES.me, token);
       const first = await lastUsed();
       expect(first).toBe(clock.now().toISOString());
       clock.advanceSeconds(30);
-      await get(api.baseUrl, ROUTES.me, token);
+      await get(api, ROUTES.me, token);
       expect(await lastUsed()).toBe(first);
       clock.advanceSeconds(31);
-      await get(api.baseUrl, ROUTES.me, token);
+      await get(api, ROUTES.me, token);
       await new Promise((r) => setTimeout(r, 100));
       expect(await lastUsed()).toBe(clock.now().toISOString());
     });
@@ -89,25 +89,25 @@ describe('CLI tokens', () => {
   describe('POST /api/cli/auth/token', () => {
     it('issues a token for the caller, verified by /me, with label and lifetime', async () => {
       const user = await createUser(api);
-      const res = await post(api.baseUrl, ROUTES.issueToken, { label: 'ci runner', expiresInSeconds: 600 }, await issueDirect(user.id));
+      const res = await post(api, ROUTES.issueToken, { label: 'ci runner', expiresInSeconds: 600 }, await issueDirect(user.id));
       expect(res.status).toBe(201);
       const body = IssuedTokenResponseSchema.parse(res.body);
       expect(body.user).toEqual({ id: user.id, email: user.email, name: user.name });
       expect(body.expiresAt).toBe(new Date(clock.now().getTime() + 600_000).toISOString());
-      expect((await get(api.baseUrl, ROUTES.me, body.accessToken)).body.user.id).toBe(user.id);
+      expect((await get(api, ROUTES.me, body.accessToken)).body.user.id).toBe(user.id);
       const rows = await api.dataSource.query(`SELECT label, origin FROM access_tokens WHERE user_id = $1 AND label IS NOT NULL`, [user.id]);
       expect(rows).toEqual([{ label: 'ci runner', origin: 'direct' }]);
     });
 
     it('caps the lifetime at ACCESS_TOKEN_MAX_TTL_SECONDS', async () => {
       const user = await createUser(api);
-      const res = await post(api.baseUrl, ROUTES.issueToken, { expiresInSeconds: 365 * 24 * 3600 }, await issueDirect(user.id));
+      const res = await post(api, ROUTES.issueToken, { expiresInSeconds: 365 * 24 * 3600 }, await issueDirect(user.id));
       expect(res.body.expiresAt).toBe(new Date(clock.now().getTime() + 90 * 24 * 3600_000).toISOString());
     });
 
     it('lets an admin issue for any user by e-mail (any letter case)', async () => {
       const user = await createUser(api);
-      const res = await post(api.baseUrl, ROUTES.issueToken, { userEmail: user.email.toUpperCase(), label: 'tooling' }, adminToken);
+      const res = await post(api, ROUTES.issueToken, { userEmail: user.email.toUpperCase(), label: 'tooling' }, adminToken);
       expect(res.status).toBe(201);
       expect(res.body.user.id).toBe(user.id);
       const [row] = await api.dataSource.query(`SELECT origin FROM access_tokens WHERE user_id = $1`, [user.id]);
@@ -116,17 +116,17 @@ describe('CLI tokens', () => {
 
     it('refuses a non-admin asking for someone else (403) and an unknown user (404)', async () => {
       const user = await createUser(api);
-      const forbidden = await post(api.baseUrl, ROUTES.issueToken, { userEmail: admin.email }, await issueDirect(user.id));
+      const forbidden = await post(api, ROUTES.issueToken, { userEmail: admin.email }, await issueDirect(user.id));
       expect(forbidden.status).toBe(403);
       expect(forbidden.body).toEqual(errorBody(403, 'forbidden'));
-      const self = await post(api.baseUrl, ROUTES.issueToken, { userEmail: user.email }, await issueDirect(user.id));
+      const self = await post(api, ROUTES.issueToken, { userEmail: user.email }, await issueDirect(user.id));
       expect(self.status).toBe(201);
-      const unknown = await post(api.baseUrl, ROUTES.issueToken, { userEmail: 'nobody@example.com' }, adminToken);
+      const unknown = await post(api, ROUTES.issueToken, { userEmail: 'nobody@example.com' }, adminToken);
       expect(unknown.status).toBe(404);
     });
 
     it('refuses a caller without credentials (401)', async () => {
-      const res = await post(api.baseUrl, ROUTES.issueToken, {});
+      const res = await post(api, ROUTES.issueToken, {});
       expect(res.status).toBe(401);
       expect(res.body).toEqual(errorBody(401, 'unauthorized'));
     });
@@ -136,11 +136,11 @@ describe('CLI tokens', () => {
     it('revokes the presented token (204); /me then says revoked, and a second logout is 401', async () => {
       const user = await createUser(api);
       const token = await issueDirect(user.id);
-      const res = await request(api.baseUrl, 'POST', ROUTES.logout, { token });
+      const res = await request(api, 'POST', ROUTES.logout, { token });
       expect(res.status).toBe(204);
       expect(res.body).toBeUndefined();
-      expect((await get(api.baseUrl, ROUTES.me, token)).headers.get('www-authenticate')).toContain('token revoked');
-      expect((await post(api.baseUrl, ROUTES.logout, undefined, token)).status).toBe(401);
+      expect((await get(api, ROUTES.me, token)).headers.get('www-authenticate')).toContain('token revoked');
+      expect((await post(api, ROUTES.logout, undefined, token)).status).toBe(401);
     });
   });
 
@@ -149,8 +149,8 @@ describe('CLI tokens', () => {
       const user = await createUser(api, { email: 'Grace.Hopper@Example.com' });
       expect(user.email).toBe('grace.hopper@example.com');
       const viaDevice = await deviceLoginToken(api, user);
-      const viaToken = (await post(api.baseUrl, ROUTES.issueToken, { userEmail: 'GRACE.HOPPER@example.com' }, adminToken)).body.accessToken;
-      const ids = await Promise.all([viaDevice, viaToken].map(async (t) => (await get(api.baseUrl, ROUTES.me, t)).body.user.id));
+      const viaToken = (await post(api, ROUTES.issueToken, { userEmail: 'GRACE.HOPPER@example.com' }, adminToken)).body.accessToken;
+      const ids = await Promise.all([viaDevice, viaToken].map(async (t) => (await get(api, ROUTES.me, t)).body.user.id));
       expect(ids).toEqual([user.id, user.id]);
       await expect(createUser(api, { email: 'grace.HOPPER@example.com ' })).rejects.toMatchObject({ status: 409 });
     });

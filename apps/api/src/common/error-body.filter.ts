@@ -1,6 +1,6 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { ERROR_CODES, type ErrorBody, type ErrorCode } from '@prospect/contract';
-import type { FastifyReply } from 'fastify';
+import type { Response } from 'express';
 import { ApiException } from './api-exception.js';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -16,17 +16,23 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   503: ERROR_CODES.unavailable,
 };
 
-/** What fastify throws while reading a request (https://fastify.dev/docs/latest/Reference/Errors/). */
-interface FastifyishError extends Error {
-  code?: string;
+/** What Express's body parsers (and http-errors in general) throw: an Error with a status and a `type`. */
+interface HttpishError extends Error {
+  status?: number;
+  statusCode?: number;
+  type?: string;
 }
 
-/** Sentences for the errors fastify raises while reading a body, instead of its internals. */
-const REQUEST_ERROR_MESSAGES: Record<string, string> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: 'The request body is not valid JSON.',
-  FST_ERR_CTP_BODY_TOO_LARGE: 'The request body is too large.',
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Unsupported Content-Type: send application/json.',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The request body does not match its Content-Length.',
+/** Sentences for the errors Express's body parsers raise, instead of their internals. */
+const BODY_PARSER_MESSAGES: Record<string, string> = {
+  'entity.parse.failed': 'The request body is not valid JSON.',
+  'entity.too.large': 'The request body is too large.',
+  'entity.verify.failed': 'The request body could not be read.',
+  'encoding.unsupported': 'The request body has an unsupported encoding.',
+  'charset.unsupported': 'The request body has an unsupported charset.',
+  'request.aborted': 'The request was aborted.',
+  'request.size.invalid': 'The request body does not match its Content-Length.',
+  'parameters.too.many': 'The request body has too many fields.',
 };
 
 /**
@@ -39,24 +45,28 @@ export class ErrorBodyFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const response = host.switchToHttp().getResponse<Response>();
     const { body, headers } = this.toErrorBody(exception);
-    if (reply.sent) return;
-    reply.code(body.statusCode).headers(headers).type('application/json; charset=utf-8').send(body);
+    if (response.headersSent) return;
+    response.status(body.statusCode).set(headers).json(body);
   }
 
-  private toErrorBody(exception: unknown): { body: ErrorBody; headers: Record<string, string> } {
+  toErrorBody(exception: unknown): { body: ErrorBody; headers: Record<string, string> } {
     if (exception instanceof ApiException) {
       return { body: { statusCode: exception.getStatus(), error: exception.code, message: exception.message }, headers: exception.headers };
     }
-    if (exception instanceof HttpException) {
-      // Nest wraps fastify's 4xx errors in an HttpException whose cause says what broke.
+    // Nest wraps what a body parser threw in an HttpException whose cause says what broke.
+    const err = (exception instanceof HttpException ? (exception.cause ?? exception) : exception) as HttpishError | undefined;
+    if (exception instanceof HttpException && !err?.type) {
       const status = exception.getStatus();
-      const cause = exception.cause as FastifyishError | undefined;
-      const message = cause?.code?.startsWith('FST_') ? (REQUEST_ERROR_MESSAGES[cause.code] ?? 'The request could not be read.') : messageOf(exception);
+      return { body: { statusCode: status, error: codeFor(status), message: messageOf(exception) }, headers: {} };
+    }
+    const status = err?.status ?? err?.statusCode;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      const message = (err?.type && BODY_PARSER_MESSAGES[err.type]) ?? 'The request could not be read.';
       return { body: { statusCode: status, error: codeFor(status), message }, headers: {} };
     }
-    this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
+    this.logger.error(err instanceof Error ? (err.stack ?? err.message) : String(exception));
     return {
       body: { statusCode: 500, error: ERROR_CODES.internal, message: 'Something went wrong on our side. Please try again.' },
       headers: {},

@@ -27,6 +27,17 @@ const httpUrl = z
   .refine((v) => /^https?:\/\/[^/]/.test(v) && URL.canParse(v), 'must be an http:// or https:// URL')
   .transform((v) => v.replace(/\/+$/, ''));
 
+/**
+ * Which proxies' X-Forwarded-* headers to believe, in Express's own syntax: `false`, a hop
+ * count, or a comma-separated list of addresses, subnets and the names `loopback`,
+ * `linklocal`, `uniquelocal`. Default `loopback`: a TLS terminator on the same machine.
+ */
+const trustProxy = z
+  .string()
+  .trim()
+  .refine((v) => /^(false|true|\d+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/.test(v), 'must be false, a hop count, or a list of addresses and subnets')
+  .transform((v): boolean | number | string => (v === 'false' ? false : v === 'true' ? true : /^\d+$/.test(v) ? Number(v) : v));
+
 export const EnvSchema = z
   .object({
     NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -49,6 +60,9 @@ export const EnvSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     PROSPECT_ADMIN_EMAIL: z.email('must be an e-mail address').optional(),
     PROSPECT_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+    TRUST_PROXY: trustProxy.default('loopback'),
+    WEB_SESSION_IDLE_SECONDS: seconds(7 * 24 * 3600),
+    WEB_SESSION_MAX_SECONDS: seconds(30 * 24 * 3600),
   })
   .superRefine((env, ctx) => {
     if (env.ACCESS_TOKEN_TTL_SECONDS > env.ACCESS_TOKEN_MAX_TTL_SECONDS) {
@@ -57,6 +71,9 @@ export const EnvSchema = z
         path: ['ACCESS_TOKEN_TTL_SECONDS'],
         message: 'must not exceed ACCESS_TOKEN_MAX_TTL_SECONDS',
       });
+    }
+    if (env.WEB_SESSION_IDLE_SECONDS > env.WEB_SESSION_MAX_SECONDS) {
+      ctx.addIssue({ code: 'custom', path: ['WEB_SESSION_IDLE_SECONDS'], message: 'must not exceed WEB_SESSION_MAX_SECONDS' });
     }
     if (Boolean(env.PROSPECT_ADMIN_EMAIL) !== Boolean(env.PROSPECT_ADMIN_PASSWORD)) {
       ctx.addIssue({
@@ -67,7 +84,25 @@ export const EnvSchema = z
     }
   });
 
-export type Env = z.input<typeof EnvSchema>;
+export type Env = z.output<typeof EnvSchema>;
+
+/**
+ * The environment checked against EnvSchema: what @nestjs/config's `validate` runs
+ * (config.module.ts), and what main.ts runs before Nest starts, since the result
+ * decides whether to start the embedded Postgres at all.
+ * An empty variable means "not set", as in most shells' `FOO= cmd`.
+ * @throws ConfigError naming the first wrong variable, in one line.
+ */
+export function validateEnv(env: Record<string, unknown>): Env {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = EnvSchema.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const name = String(issue.path[0] ?? 'environment');
+    throw new ConfigError(`Invalid configuration: ${name} ${issue.message} (got ${JSON.stringify(present[name] ?? '')})`);
+  }
+  return parsed.data;
+}
 
 /** A configuration problem a person must fix; printed as one line, never a stack trace. */
 export class ConfigError extends Error {
@@ -92,6 +127,12 @@ export class AppConfig {
   readonly allowSignup!: boolean;
   readonly logLevel!: string;
   readonly admin?: { email: string; password: string };
+  /** Express's `trust proxy` setting. */
+  readonly trustProxy!: boolean | number | string;
+  /** A web session ends after this long without a request… */
+  readonly webSessionIdleSeconds!: number;
+  /** …and this long after sign-in, whatever happens. */
+  readonly webSessionMaxSeconds!: number;
 
   /** Secure cookies only make sense when people reach us over https. */
   get secureCookies(): boolean {
@@ -99,15 +140,10 @@ export class AppConfig {
   }
 
   static fromEnv(env: Record<string, string | undefined>): AppConfig {
-    // An empty variable means "not set", as in most shells' `FOO= cmd`.
-    const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-    const parsed = EnvSchema.safeParse(present);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const name = String(issue.path[0] ?? 'environment');
-      throw new ConfigError(`Invalid configuration: ${name} ${issue.message} (got ${JSON.stringify(present[name] ?? '')})`);
-    }
-    const e = parsed.data;
+    return AppConfig.fromValidEnv(validateEnv(env));
+  }
+
+  static fromValidEnv(e: Env): AppConfig {
     return Object.assign(new AppConfig(), {
       nodeEnv: e.NODE_ENV,
       port: e.PORT,
@@ -122,6 +158,9 @@ export class AppConfig {
       deviceLoginEnabled: e.DEVICE_LOGIN_ENABLED,
       allowSignup: e.ALLOW_SIGNUP,
       logLevel: e.LOG_LEVEL,
+      trustProxy: e.TRUST_PROXY,
+      webSessionIdleSeconds: e.WEB_SESSION_IDLE_SECONDS,
+      webSessionMaxSeconds: e.WEB_SESSION_MAX_SECONDS,
       admin:
         e.PROSPECT_ADMIN_EMAIL && e.PROSPECT_ADMIN_PASSWORD
           ? { email: e.PROSPECT_ADMIN_EMAIL, password: e.PROSPECT_ADMIN_PASSWORD }

@@ -29,7 +29,8 @@ const UNIQUE_VIOLATION = '23505';
  */
 @Injectable()
 export class Sql {
-  private readonly pool: pg.Pool;
+  /** TypeORM's own pg pool; also lent to the web-session store, so sessions use the same connections. */
+  readonly pool: pg.Pool;
   private readonly prepare: boolean;
   /** Statement text → its name; the texts are constants in the code, so this stays small. */
   private readonly names = new Map<string, string>();

@@ -5,7 +5,10 @@ import { ERROR_CODES } from '@prospect/contract';
 import { ApiException } from '../common/api-exception.js';
 import { ApiErrors } from '../common/openapi.js';
 import { Public } from '../common/public.decorator.js';
-import { DatabaseHealthIndicator } from './database.health.js';
+import { DatabaseHealthIndicator } from './database-health.indicator.js';
+
+/** A database that takes longer than this to answer `SELECT 1` counts as down. */
+const PING_TIMEOUT_MS = 1_500;
 
 @ApiTags('health')
 @Controller('api/health')
@@ -22,7 +25,7 @@ export class HealthController {
   @ApiErrors([503, 'The database is unreachable.'])
   async check() {
     try {
-      return await this.health.check([() => this.database.ping()]);
+      return await this.health.check([() => this.database.pingCheck('database', { timeout: PING_TIMEOUT_MS })]);
     } catch (err) {
       if (!(err instanceof ServiceUnavailableException)) throw err;
       // Terminus's own 503 body differs from ours; name what is down in our error body.

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { DatabaseHealthIndicator } from './database.health.js';
+import { DatabaseHealthIndicator } from './database-health.indicator.js';
 import { HealthController } from './health.controller.js';
 
 @Module({

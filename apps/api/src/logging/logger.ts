@@ -1,7 +1,8 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
-import { type DestinationStream, pino, type Logger } from 'pino';
 import { ROUTES } from '@prospect/contract';
-import type { FastifyInstance } from 'fastify';
+import { type DestinationStream, pino, type Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
 
 /**
  * Secrets never reach a log line: credentials travel in headers and cookies,
@@ -33,30 +34,33 @@ const pathOf = (url: string) => {
   return q === -1 ? url : url.slice(0, q);
 };
 
+type LoggedRequest = IncomingMessage & { ip?: string; originalUrl?: string };
+
 /**
- * One structured line per answered request, written when the response is
- * sent. A hook rather than fastify's own request logging, which writes two
- * lines per request and builds a child logger for each.
+ * One structured line per answered request (pino-http), holding only the fields
+ * named here: the method, the path without its query string (which may carry
+ * codes), the user agent, the client address, the status and the time. No other
+ * header is ever logged, so these lines skip the redaction pass, which cost /me
+ * 5 % of its throughput.
  */
-export function logRequests(app: FastifyInstance, logger: Logger): void {
-  // These lines hold only the fields named below (the path without its query, never a
-  // header but the user agent), so no redaction path can match: skip its cost per line.
-  const requestLog = logger.child({}, { redact: [] });
-  app.addHook('onResponse', (req, reply, done) => {
+export function requestLogger(logger: Logger) {
+  return pinoHttp<LoggedRequest, ServerResponse>({
+    logger: logger.child({}, { redact: [] }),
     // Health probes every few seconds would drown out real traffic.
-    if (req.url !== ROUTES.health) {
-      const status = reply.statusCode;
-      requestLog[status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info'](
-        {
-          // Query strings may carry codes; the path is enough to follow a request.
-          req: { method: req.method, url: pathOf(req.url), userAgent: req.headers['user-agent'], remoteAddress: req.ip },
-          res: { statusCode: status },
-          responseTime: Math.round(reply.elapsedTime),
-        },
-        'request completed',
-      );
-    }
-    done();
+    autoLogging: { ignore: (req) => req.url === ROUTES.health },
+    // Our serializers read the raw request: no wrapper object per request.
+    wrapSerializers: false,
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    serializers: {
+      req: (req: LoggedRequest) => ({
+        method: req.method,
+        url: pathOf(req.originalUrl ?? req.url ?? ''),
+        userAgent: req.headers['user-agent'],
+        remoteAddress: req.ip,
+      }),
+      res: (res: ServerResponse) => ({ statusCode: res.statusCode }),
+      err: (err: Error) => ({ type: err.name, message: err.message }),
+    },
   });
 }
 

@@ -1,15 +1,16 @@
-import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
+import { type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { AuthGuard } from '@nestjs/passport';
 import { ERROR_CODES, SERVICE_NAME } from '@prospect/contract';
-import type { FastifyRequest } from 'fastify';
+import type { Request } from 'express';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { BackgroundWrites } from '../common/background-writes.js';
 import { IS_PUBLIC } from '../common/public.decorator.js';
-import { WebSessionService } from '../web-sessions/web-session.service.js';
+import { CsrfService } from '../web-sessions/csrf.service.js';
 import { ALLOWS_WEB_SESSION } from './allow-web-session.decorator.js';
 import type { AuthPrincipal } from './auth-principal.js';
-import { InvalidTokenError, type InvalidTokenReason, TokensService } from './tokens.service.js';
+import { InvalidTokenError, type InvalidTokenReason } from './tokens.service.js';
 
 const REALM_CHALLENGE = `Bearer realm="${SERVICE_NAME}"`;
 
@@ -19,76 +20,66 @@ const REFUSALS: Record<InvalidTokenReason, string> = {
   unknown: 'This token is not valid. Run `prospect auth:login` to sign in.',
 };
 
-type AuthenticatedRequest = FastifyRequest & { user?: AuthPrincipal };
-
 /**
- * Every route requires `Authorization: Bearer <token>` unless marked
- * `@Public()`: a new route is protected by default. A route marked
- * `@AllowWebSession()` also accepts a signed-in browser's session cookie with
- * its CSRF token. Refusals are 401s with an RFC 6750 challenge whose
- * `error_description` says why (expired, revoked, unknown), so the CLI can
+ * Every route requires `Authorization: Bearer <token>` (passport-http-bearer,
+ * BearerStrategy) unless marked `@Public()`: a new route is protected by default.
+ * A route marked `@AllowWebSession()` also accepts a signed-in browser's session
+ * with its CSRF token. Refusals are the one error body with an RFC 6750 challenge
+ * whose `error_description` says why (expired, revoked, unknown), so the CLI can
  * tell the person what to do.
- *
- * This is the hot path of every CLI round trip, so it is a plain guard: one
- * header split, then TokensService.verify (a cache hit on a Postgres server).
  */
 @Injectable()
-export class BearerAuthGuard implements CanActivate {
+export class BearerAuthGuard extends AuthGuard('bearer') {
   constructor(
     private readonly reflector: Reflector,
-    private readonly tokens: TokensService,
-    private readonly webSessions: WebSessionService,
+    private readonly csrf: CsrfService,
     private readonly audit: AuditService,
     private readonly background: BackgroundWrites,
-  ) {}
+  ) {
+    super({ session: false });
+  }
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
-    const req = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const header = req.headers.authorization;
-    if (!header && this.reflector.getAllAndOverride<boolean>(ALLOWS_WEB_SESSION, targets)) {
-      const principal = await this.webSessionPrincipal(req);
+    const req = context.switchToHttp().getRequest<Request & { user?: AuthPrincipal }>();
+    if (!req.headers.authorization && this.reflector.getAllAndOverride<boolean>(ALLOWS_WEB_SESSION, targets)) {
+      const principal = this.webSessionPrincipal(req);
       if (principal) {
         req.user = principal;
         return true;
       }
     }
-    req.user = await this.verifyBearer(header, req.ip);
-    return true;
+    return (await super.canActivate(context)) as boolean;
   }
 
-  private async verifyBearer(header: string | undefined, ip: string): Promise<AuthPrincipal> {
-    const [scheme, token, ...rest] = (header ?? '').split(' ');
-    if (!scheme || !/^bearer$/i.test(scheme)) {
-      throw new ApiException(401, ERROR_CODES.unauthorized, 'Authentication required: send `Authorization: Bearer <token>`.', {
-        'WWW-Authenticate': REALM_CHALLENGE,
-      });
-    }
-    if (!token || rest.length) {
-      throw new ApiException(400, ERROR_CODES.invalidRequest, 'The Authorization header must be `Bearer <token>`.', {
-        'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_request"`,
-      });
-    }
-    try {
-      return await this.tokens.verify(token);
-    } catch (err) {
-      if (!(err instanceof InvalidTokenError)) throw err;
+  /**
+   * passport's verdict: the principal, or why not. `status` 400 is passport-http-bearer's
+   * answer to a malformed header; no principal and no error is a missing header.
+   */
+  override handleRequest<T = AuthPrincipal>(err: unknown, principal: T | false, _info: unknown, context: ExecutionContext, status?: number): T {
+    if (err instanceof InvalidTokenError) {
+      const ip = context.switchToHttp().getRequest<Request>().ip;
       // Not awaited: a refused token must stay cheap to answer.
-      this.background.run('audit a failed verification', () =>
-        this.audit.record('token.verify_failed', { ip, detail: { reason: err.reason } }),
-      );
+      this.background.run('audit a failed verification', () => this.audit.record('token.verify_failed', { ip, detail: { reason: err.reason } }));
       throw new ApiException(401, ERROR_CODES.invalidToken, REFUSALS[err.reason], {
         'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_token", error_description="${err.message}"`,
       });
     }
+    if (err) throw err;
+    if (principal) return principal;
+    if (status === 400) {
+      throw new ApiException(400, ERROR_CODES.invalidRequest, 'The Authorization header must be `Bearer <token>`.', {
+        'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_request"`,
+      });
+    }
+    throw new ApiException(401, ERROR_CODES.unauthorized, 'Authentication required: send `Authorization: Bearer <token>`.', {
+      'WWW-Authenticate': REALM_CHALLENGE,
+    });
   }
 
-  private async webSessionPrincipal(req: FastifyRequest): Promise<AuthPrincipal | null> {
-    const csrf = req.headers['x-csrf-token'];
-    if (typeof csrf !== 'string') return null;
-    const session = await this.webSessions.resolve(req);
-    if (!session || !this.webSessions.checkCsrf(session, csrf)) return null;
-    return { user: session.user, expiresAt: session.expiresAt, via: 'web-session' };
+  private webSessionPrincipal(req: Request): AuthPrincipal | null {
+    if (!req.webUser || !this.csrf.isValid(req)) return null;
+    return { user: req.webUser, expiresAt: req.session.cookie.expires ?? new Date(Date.now()), via: 'web-session' };
   }
 }

@@ -1,8 +1,11 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { PassportModule } from '@nestjs/passport';
+import { Clock } from '../common/clock.js';
 import { UsersModule } from '../users/users.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { BearerAuthGuard } from './bearer-auth.guard.js';
+import { BearerStrategy } from './bearer.strategy.js';
 import { RevocationListener } from './revocation-listener.js';
 import { TokenIssuanceService } from './token-issuance.service.js';
 import { TokensController } from './tokens.controller.js';
@@ -10,12 +13,13 @@ import { TokensService } from './tokens.service.js';
 import { VerifiedTokenCache } from './verified-token-cache.js';
 
 @Module({
-  imports: [UsersModule, WebSessionsModule],
+  imports: [PassportModule, UsersModule, WebSessionsModule],
   controllers: [TokensController],
   providers: [
     TokensService,
     TokenIssuanceService,
-    { provide: VerifiedTokenCache, useValue: new VerifiedTokenCache() },
+    BearerStrategy,
+    { provide: VerifiedTokenCache, inject: [Clock], useFactory: (clock: Clock) => new VerifiedTokenCache(() => clock.now().getTime()) },
     RevocationListener,
     { provide: APP_GUARD, useClass: BearerAuthGuard },
   ],

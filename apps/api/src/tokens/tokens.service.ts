@@ -110,7 +110,7 @@ export class TokensService {
     const now = this.clock.now();
     const cacheKey = this.cache.enabled ? hash.toString('base64') : undefined;
     if (cacheKey) {
-      const hit = this.cache.get(cacheKey, now.getTime());
+      const hit = this.cache.get(cacheKey);
       if (hit) {
         if (hit.principal.expiresAt.getTime() <= now.getTime()) throw new InvalidTokenError('expired');
         if (this.isStale(hit.lastUsedAt, now)) {
@@ -142,7 +142,7 @@ export class TokensService {
       expiresAt: row.expires_at,
       via: 'bearer',
     };
-    if (cacheKey) this.cache.set(cacheKey, principal, lastUsedAt, now.getTime(), readEpoch);
+    if (cacheKey) this.cache.set(cacheKey, principal, lastUsedAt, readEpoch);
     return principal;
   }
 

@@ -9,32 +9,39 @@ const principal = (tokenId: string, userId = 'u1'): AuthPrincipal => ({
 });
 
 describe('VerifiedTokenCache', () => {
+  let now: number;
   let cache: VerifiedTokenCache;
   beforeEach(() => {
-    cache = new VerifiedTokenCache(3, 1_000);
+    now = 1_000_000;
+    cache = new VerifiedTokenCache(() => now, 3, 1_000);
     cache.enabled = true;
   });
 
   it('returns what was cached, until it is older than the maximum age', () => {
-    cache.set('k1', principal('t1'), null, 0, cache.epoch);
-    expect(cache.get('k1', 999)?.principal.tokenId).toBe('t1');
-    expect(cache.get('k1', 1_000)).toBeUndefined();
+    cache.set('k1', principal('t1'), null, cache.epoch);
+    now += 1_000;
+    expect(cache.get('k1')?.principal.tokenId).toBe('t1');
+    now += 1;
+    expect(cache.get('k1')).toBeUndefined();
     expect(cache.size).toBe(0);
   });
 
-  it('keeps at most its bound, dropping the oldest', () => {
-    for (const id of ['a', 'b', 'c', 'd']) cache.set(id, principal(id), null, 0, cache.epoch);
+  it('keeps at most its bound, dropping the least recently used', () => {
+    for (const id of ['a', 'b', 'c']) cache.set(id, principal(id), null, cache.epoch);
+    cache.get('a'); // used: 'b' is now the least recently used
+    cache.set('d', principal('d'), null, cache.epoch);
     expect(cache.size).toBe(3);
-    expect(cache.get('a', 0)).toBeUndefined();
-    expect(cache.get('d', 0)).toBeDefined();
+    expect(cache.get('b')).toBeUndefined();
+    expect(cache.get('a')).toBeDefined();
+    expect(cache.get('d')).toBeDefined();
   });
 
   it('evicts by token and by user', () => {
-    cache.set('k1', principal('t1', 'u1'), null, 0, cache.epoch);
-    cache.set('k2', principal('t2', 'u2'), null, 0, cache.epoch);
-    cache.set('k3', principal('t3', 'u2'), null, 0, cache.epoch);
+    cache.set('k1', principal('t1', 'u1'), null, cache.epoch);
+    cache.set('k2', principal('t2', 'u2'), null, cache.epoch);
+    cache.set('k3', principal('t3', 'u2'), null, cache.epoch);
     cache.evictToken('t1');
-    expect(cache.get('k1', 0)).toBeUndefined();
+    expect(cache.get('k1')).toBeUndefined();
     cache.evictUser('u2');
     expect(cache.size).toBe(0);
   });
@@ -42,15 +49,15 @@ describe('VerifiedTokenCache', () => {
   it('refuses a verification read before an eviction happened', () => {
     const readEpoch = cache.epoch;
     cache.evictToken('t1'); // arrives while the database read is in flight
-    cache.set('k1', principal('t1'), null, 0, readEpoch);
-    expect(cache.get('k1', 0)).toBeUndefined();
+    cache.set('k1', principal('t1'), null, readEpoch);
+    expect(cache.get('k1')).toBeUndefined();
   });
 
   it('holds nothing while disabled, and starts empty when enabled again', () => {
-    cache.set('k1', principal('t1'), null, 0, cache.epoch);
+    cache.set('k1', principal('t1'), null, cache.epoch);
     cache.enabled = false;
-    expect(cache.get('k1', 0)).toBeUndefined();
-    cache.set('k1', principal('t1'), null, 0, cache.epoch);
+    expect(cache.get('k1')).toBeUndefined();
+    cache.set('k1', principal('t1'), null, cache.epoch);
     cache.enabled = true;
     expect(cache.size).toBe(0);
   });

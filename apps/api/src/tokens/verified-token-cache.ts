@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { AuthPrincipal } from './auth-principal.js';
 
 /** The longest a cached verification is trusted, even if a revocation notice were lost. */
@@ -5,31 +6,42 @@ export const CACHE_MAX_AGE_MS = 30_000;
 /** Bounded memory: about 0.5 KB an entry, so 50,000 entries stay under 25 MB. */
 export const CACHE_MAX_ENTRIES = 50_000;
 
-interface Entry {
+export interface CachedVerification {
   principal: AuthPrincipal;
-  cachedAt: number;
   lastUsedAt: number | null;
 }
 
 /**
- * Verified tokens by the SHA-256 of the token (raw tokens are never kept).
- * Correct only while revocations reach it: the owner switches it off
- * (`enabled = false` flushes it) whenever its revocation listener is down.
+ * Verified tokens by the SHA-256 of the token (raw tokens are never kept), in an
+ * lru-cache bounded in entries and age, on the service's clock. Correct only while
+ * revocations reach it: the owner switches it off (`enabled = false` flushes it)
+ * whenever its revocation listener is down.
  *
- * A verification read from the database before an eviction arrived must not be
- * cached after it: `epoch` moves on every eviction, and `set` refuses entries
- * whose read began in an older epoch.
+ * What lru-cache does not do is ours: a verification read from the database
+ * before an eviction arrived must not be cached after it. `epoch` moves on every
+ * eviction, and `set` refuses entries whose read began in an older epoch.
  */
 export class VerifiedTokenCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: LRUCache<string, CachedVerification>;
   private readonly keyByTokenId = new Map<string, string>();
   private active = false;
   epoch = 0;
 
-  constructor(
-    private readonly maxEntries = CACHE_MAX_ENTRIES,
-    private readonly maxAgeMs = CACHE_MAX_AGE_MS,
-  ) {}
+  /** @param now the service's clock, in ms (tests move it). */
+  constructor(now: () => number = Date.now, maxEntries = CACHE_MAX_ENTRIES, maxAgeMs = CACHE_MAX_AGE_MS) {
+    this.entries = new LRUCache({
+      max: maxEntries,
+      ttl: maxAgeMs,
+      // Expired entries are dropped when read; no timer per entry.
+      ttlAutopurge: false,
+      // Read the clock on every check: an entry must not outlive its age by lru-cache's default 1 ms resolution window in tests.
+      ttlResolution: 0,
+      perf: { now },
+      dispose: (entry, key) => {
+        if (this.keyByTokenId.get(entry.principal.tokenId!) === key) this.keyByTokenId.delete(entry.principal.tokenId!);
+      },
+    });
+  }
 
   get enabled(): boolean {
     return this.active;
@@ -44,47 +56,30 @@ export class VerifiedTokenCache {
     return this.entries.size;
   }
 
-  get(key: string, now: number): Entry | undefined {
-    if (!this.active) return undefined;
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    if (now - entry.cachedAt >= this.maxAgeMs) {
-      this.delete(key, entry);
-      return undefined;
-    }
-    return entry;
+  get(key: string): CachedVerification | undefined {
+    return this.active ? this.entries.get(key) : undefined;
   }
 
-  set(key: string, principal: AuthPrincipal, lastUsedAt: number | null, now: number, readEpoch: number): void {
+  set(key: string, principal: AuthPrincipal, lastUsedAt: number | null, readEpoch: number): void {
     if (!this.active || readEpoch !== this.epoch) return;
-    if (this.entries.size >= this.maxEntries) {
-      // Oldest first (Map keeps insertion order): cheap, and entries age out anyway.
-      const oldest = this.entries.keys().next().value as string;
-      this.delete(oldest, this.entries.get(oldest)!);
-    }
-    this.entries.set(key, { principal, cachedAt: now, lastUsedAt });
+    this.entries.set(key, { principal, lastUsedAt });
     this.keyByTokenId.set(principal.tokenId!, key);
   }
 
   evictToken(tokenId: string): void {
     this.epoch++;
     const key = this.keyByTokenId.get(tokenId);
-    if (key) this.delete(key, this.entries.get(key));
+    if (key) this.entries.delete(key);
   }
 
   evictUser(userId: string): void {
     this.epoch++;
-    for (const [key, entry] of this.entries) if (entry.principal.user.id === userId) this.delete(key, entry);
+    for (const [key, entry] of this.entries.entries()) if (entry.principal.user.id === userId) this.entries.delete(key);
   }
 
   clear(): void {
     this.epoch++;
     this.entries.clear();
     this.keyByTokenId.clear();
-  }
-
-  private delete(key: string, entry: Entry | undefined): void {
-    this.entries.delete(key);
-    if (entry) this.keyByTokenId.delete(entry.principal.tokenId!);
   }
 }

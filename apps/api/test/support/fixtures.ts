@@ -2,7 +2,7 @@ import { ROUTES, type DeviceStartResponse } from '@prospect/contract';
 import { DeviceLoginService } from '../../src/device-login/device-login.service.js';
 import type { User } from '../../src/users/user.entity.js';
 import { UsersService } from '../../src/users/users.service.js';
-import { post } from './http.js';
+import { post, type Target } from './http.js';
 import type { TestApp } from './test-app.js';
 
 let counter = 0;
@@ -18,13 +18,13 @@ export async function createUser(api: TestApp, overrides: Partial<{ email: strin
   });
 }
 
-export async function startDeviceLogin(api: TestApp, body: object = { clientName: 'prospect CLI 0.1.0', hostname: 'laptop' }) {
-  const res = await post<DeviceStartResponse>(api.baseUrl, ROUTES.deviceStart, body);
+export async function startDeviceLogin(api: Target, body: object = { clientName: 'prospect CLI 0.1.0', hostname: 'laptop' }) {
+  const res = await post<DeviceStartResponse>(api, ROUTES.deviceStart, body);
   expect(res.status).toBe(200);
   return res.body;
 }
 
-export const poll = (api: TestApp, deviceCode: string) => post(api.baseUrl, ROUTES.devicePoll, { deviceCode });
+export const poll = (api: Target, deviceCode: string) => post(api, ROUTES.devicePoll, { deviceCode });
 
 /** Approves as the person who pressed the button on the approval page would. */
 export const approve = (api: TestApp, userCode: string, user: { id: string }) =>

@@ -1,15 +1,17 @@
 import { PassThrough } from 'node:stream';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DataSource } from 'typeorm';
 import { createApp } from '../../src/bootstrap.js';
 import type { Clock } from '../../src/common/clock.js';
 import { AppConfig } from '../../src/config/app-config.js';
 import { EMBEDDED_POOL_SIZE } from '../../src/database/embedded-postgres.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { startApiProcess } from './api-process.js';
+import type { Target } from './http.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 export interface TestApp {
-  app: NestFastifyApplication;
+  app: NestExpressApplication;
   /** e.g. http://127.0.0.1:41234, no trailing slash */
   baseUrl: string;
   config: AppConfig;
@@ -38,15 +40,16 @@ export interface TestAppOptions {
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const ownsDatabase = !options.database;
-  const config = AppConfig.fromEnv({ NODE_ENV: 'test', LOG_LEVEL: 'debug', PORT: '0', ...options.env });
+  const env = { NODE_ENV: 'test', LOG_LEVEL: 'debug', PORT: '0', ...options.env };
   const logStream = new PassThrough();
   const lines: string[] = [];
   logStream.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
 
   const app = await createApp(
-    { config, databaseUrl: options.databaseUrl ?? database.url, embedded: database.kind === 'embedded', poolSize: database.kind === 'embedded' ? EMBEDDED_POOL_SIZE : 4, clock: options.clock, docsUi: false },
-    createLogger(config.logLevel, logStream),
+    { env, databaseUrl: options.databaseUrl ?? database.url, embedded: database.kind === 'embedded', poolSize: database.kind === 'embedded' ? EMBEDDED_POOL_SIZE : 4, clock: options.clock },
+    createLogger(env.LOG_LEVEL, logStream),
   );
+  const config = app.get(AppConfig);
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -65,5 +68,32 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       await app.close();
       if (ownsDatabase) await database.drop();
     },
+  };
+}
+
+/** Another replica of the API on the same database as `primary`, reached over HTTP. */
+export interface Replica {
+  /** For the supertest helpers: the app in this process, or the spawned process's base URL. */
+  target: Target;
+  close(): Promise<void>;
+}
+
+/**
+ * A second replica, as production runs one: its own process (`node dist/main.js`)
+ * on the same Postgres server. Not a second app in this process: passport keeps its
+ * strategies in one process-wide registry, so the later app's `bearer` strategy (and
+ * its token cache) would answer for both. On the embedded database, which belongs
+ * to one process, the replica is a second app here; its cache is off, so the shared
+ * registry changes nothing there.
+ */
+export async function startReplica(primary: TestApp, clock?: Clock): Promise<Replica> {
+  if (primary.database.kind === 'embedded') {
+    const app = await startTestApp({ clock, database: primary.database });
+    return { target: app, close: () => app.close() };
+  }
+  const proc = await startApiProcess({ DATABASE_URL: primary.database.url, LOG_LEVEL: 'warn' });
+  return {
+    target: proc.baseUrl,
+    close: async () => void (await proc.stop()),
   };
 }

@@ -108,12 +108,12 @@ describe('web pages in a real browser', () => {
     expect(token).toMatch(/^prs_/);
     await expect(page.textContent('main')).resolves.toContain('--token -');
     await page.screenshot({ path: `${SCREENSHOTS}tokens.png`, fullPage: true });
-    expect((await get(api.baseUrl, ROUTES.me, token)).status).toBe(200);
+    expect((await get(api, ROUTES.me, token)).status).toBe(200);
 
     await page.goto(`${api.baseUrl}/settings/tokens`);
     expect(await page.content()).not.toContain(token);
     await page.getByRole('button', { name: 'Revoke build server' }).click();
-    expect((await get(api.baseUrl, ROUTES.me, token)).status).toBe(401);
+    expect((await get(api, ROUTES.me, token)).status).toBe(401);
     await expect(page.textContent('main')).resolves.not.toContain('build server');
     await page.close();
   });

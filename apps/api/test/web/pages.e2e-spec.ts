@@ -1,27 +1,19 @@
 import { ROUTES } from '@prospect/contract';
+import supertest from 'supertest';
 import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { client } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
-/** A tiny cookie-keeping client, to drive the forms over plain HTTP. */
-function webClient(baseUrl: string) {
-  const jar = new Map<string, string>();
-  const send = async (method: string, path: string, form?: Record<string, string>, headers: Record<string, string> = {}) => {
-    const res = await fetch(baseUrl + path, {
-      method,
-      redirect: 'manual',
-      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...headers },
-      body: form ? new URLSearchParams(form).toString() : undefined,
-    });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const [k, v] = pair!.split('=');
-      if (v) jar.set(k!, v);
-      else jar.delete(k!);
-    }
-    return { status: res.status, location: res.headers.get('location'), text: await res.text(), headers: res.headers };
+/** A browser without the browser: a supertest agent keeps the cookies between requests. */
+function webClient(api: TestApp) {
+  const agent = supertest.agent(api.app.getHttpServer());
+  const send = async (method: 'GET' | 'POST', path: string, form?: Record<string, string>, headers: Record<string, string> = {}) => {
+    const req = method === 'GET' ? agent.get(path) : agent.post(path).type('form').send(form ?? {});
+    const res = await req.set(headers).redirects(0);
+    return { status: res.status, location: res.headers.location as string | undefined, text: res.text, headers: res.headers };
   };
   const csrfFrom = (text: string) => /name="_csrf" value="([^"]+)"/.exec(text)?.[1] ?? '';
-  return { jar, send, csrfFrom };
+  return { agent, send, csrfFrom };
 }
 
 describe('web pages over HTTP', () => {
@@ -32,7 +24,7 @@ describe('web pages over HTTP', () => {
   afterAll(() => api.close());
 
   async function signedIn(email = `p${Date.now()}${Math.random()}@example.com`) {
-    const web = webClient(api.baseUrl);
+    const web = webClient(api);
     const form = await web.send('GET', '/signup');
     const res = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'P', email, password: 'correct horse' });
     expect(res.status).toBe(303);
@@ -41,7 +33,7 @@ describe('web pages over HTTP', () => {
 
   it('tells a duplicate e-mail in another letter case, keeping what was typed', async () => {
     await signedIn('Dup@Example.com');
-    const web = webClient(api.baseUrl);
+    const web = webClient(api);
     const form = await web.send('GET', '/signup');
     const res = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'Again', email: 'dUP@example.COM', password: 'correct horse' });
     expect(res.status).toBe(409);
@@ -55,7 +47,7 @@ describe('web pages over HTTP', () => {
     [{ name: 'A', email: 'a@b.co', password: 'short' }, 400, 'at least 8 characters'],
     [{ name: '<script>x</script>', email: 'x', password: '' }, 400, '&lt;script&gt;'],
   ])('refuses a bad sign-up with a clear message (%j)', async (fields, status, message) => {
-    const web = webClient(api.baseUrl);
+    const web = webClient(api);
     const form = await web.send('GET', '/signup');
     const res = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), ...fields });
     expect(res.status).toBe(status);
@@ -64,7 +56,7 @@ describe('web pages over HTTP', () => {
   });
 
   it('refuses forms without their CSRF token', async () => {
-    const web = webClient(api.baseUrl);
+    const web = webClient(api);
     await web.send('GET', '/login');
     expect((await web.send('POST', '/login', { email: 'a@b.co', password: 'x' })).status).toBe(403);
     const signed = await signedIn();
@@ -74,7 +66,7 @@ describe('web pages over HTTP', () => {
   it('signs in with one generic message on failure, only redirects within the site, and signs out for real', async () => {
     const email = `login${Date.now()}@example.com`;
     const first = await signedIn(email);
-    const web = webClient(api.baseUrl);
+    const web = webClient(api);
     const form = await web.send('GET', '/login?next=//evil.example.com');
     const bad = await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password: 'wrong password', next: '//evil.example.com' });
     expect(bad.status).toBe(401);
@@ -82,7 +74,8 @@ describe('web pages over HTTP', () => {
     const good = await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email: email.toUpperCase(), password: 'correct horse', next: '//evil.example.com' });
     expect(good.status).toBe(303);
     expect(good.location).toBe('/settings/tokens');
-    expect(good.headers.get('set-cookie')).toMatch(/prospect_session=prsw_[^;]+;.*HttpOnly.*SameSite=Lax/i);
+    // express-session signs the id (s:prsw_….signature); the table keeps only its SHA-256.
+    expect(String(good.headers['set-cookie'])).toMatch(/prospect_session=s%3Aprsw_[^;]+;.*HttpOnly.*SameSite=Lax/i);
 
     const tokensPage = await first.send('GET', '/settings/tokens');
     const out = await first.send('POST', '/logout', { _csrf: first.csrfFrom(tokensPage.text) });
@@ -94,7 +87,7 @@ describe('web pages over HTTP', () => {
 
   it('sends anonymous visitors of the verification URL to sign in, keeping the code', async () => {
     const start = await startDeviceLogin(api);
-    const res = await webClient(api.baseUrl).send('GET', `/device?user_code=${start.userCode}`);
+    const res = await webClient(api).send('GET', `/device?user_code=${start.userCode}`);
     expect(res.status).toBe(303);
     expect(res.location).toBe(`/login?next=${encodeURIComponent(`/device?user_code=${start.userCode}`)}`);
   });
@@ -103,15 +96,11 @@ describe('web pages over HTTP', () => {
     const web = await signedIn();
     const page = await web.send('GET', '/settings/tokens');
     const csrf = web.csrfFrom(page.text);
-    const without = await web.send('POST', ROUTES.issueToken, undefined, { 'content-type': 'application/json' });
+    const without = await web.agent.post(ROUTES.issueToken).send({ label: 'no csrf' });
     expect(without.status).toBe(401);
-    const ok = await fetch(api.baseUrl + ROUTES.issueToken, {
-      method: 'POST',
-      headers: { cookie: [...web.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'x-csrf-token': csrf, 'content-type': 'application/json' },
-      body: JSON.stringify({ label: 'from the web' }),
-    });
+    const ok = await web.agent.post(ROUTES.issueToken).set('x-csrf-token', csrf).send({ label: 'from the web' });
     expect(ok.status).toBe(201);
-    expect(((await ok.json()) as { accessToken: string }).accessToken).toMatch(/^prs_/);
+    expect((ok.body as { accessToken: string }).accessToken).toMatch(/^prs_/);
   });
 
   it('approves over HTTP with the session and CSRF token', async () => {
@@ -143,11 +132,11 @@ describe('ALLOW_SIGNUP=false', () => {
   it('closes sign-up', async () => {
     const api = await startTestApp({ env: { ALLOW_SIGNUP: 'false' } });
     try {
-      const res = await fetch(`${api.baseUrl}/signup`);
-      expect(res.status).toBe(403);
-      expect(await res.text()).toContain('Sign-up is closed');
-      const post = await fetch(`${api.baseUrl}/signup`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'name=a&email=a%40b.co&password=correct+horse' });
-      expect(post.status).toBe(403);
+      const res = await client(api).get('/signup').expect(403);
+      expect(res.text).toContain('Sign-up is closed');
+      await client(api).post('/signup').type('form').send('name=a&email=a%40b.co&password=correct+horse').expect(403);
+      const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM users`);
+      expect(n).toBe(0);
     } finally {
       await api.close();
     }

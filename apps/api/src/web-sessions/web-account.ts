@@ -1,0 +1,30 @@
+import type { Request } from 'express';
+import type { UserRole } from '../users/user.entity.js';
+
+/** The person a browser session is signed in as (passport's deserialized user). */
+export interface WebUser {
+  id: string;
+  email: string;
+  name: string;
+  role: UserRole;
+}
+
+declare module 'express-session' {
+  interface SessionData {
+    /** When the person signed in: the session ends WEB_SESSION_MAX_SECONDS later, used or not. */
+    signedInAt?: number;
+  }
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** Set by passport.session() on the routes that read web sessions (userProperty). */
+    webUser?: WebUser;
+  }
+}
+
+/** Where passport keeps the signed-in person, apart from `req.user`, which the bearer guard owns. */
+export const WEB_USER_PROPERTY = 'webUser';
+
+/** The signed-in person of this request, if any. */
+export const webUserOf = (req: Request): WebUser | undefined => req.webUser;

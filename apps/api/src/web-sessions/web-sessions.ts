@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto';
+import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import session from 'express-session';
+import passport from 'passport';
+import { Clock } from '../common/clock.js';
+import { generateSecret } from '../common/secrets.js';
+import { AppConfig } from '../config/app-config.js';
+import { Sql } from '../database/sql.js';
+import { HashedSessionStore } from './hashed-session-store.js';
+import { WEB_USER_PROPERTY } from './web-account.js';
+
+/** Expired sessions are deleted this often (connect-pg-simple's pruning, on every replica; the DELETE is idempotent). */
+const PRUNE_INTERVAL_SECONDS = 15 * 60;
+
+/**
+ * Browser sessions: express-session with its rows in Postgres (so every replica
+ * sees every session), passport on top for who is signed in. One chain of
+ * middleware, mounted only on the routes that read a session (web.module.ts):
+ * the CLI's API routes never parse a cookie.
+ *
+ * - The cookie is HttpOnly, SameSite=Lax, `Secure` with the `__Host-` prefix on https.
+ * - A session ends after WEB_SESSION_IDLE_SECONDS without a request (the cookie and
+ *   the row's expiry roll forward on each one) and WEB_SESSION_MAX_SECONDS after sign-in.
+ * - passport regenerates the session id at sign-in and at sign-out.
+ */
+@Injectable()
+export class WebSessions implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(WebSessions.name);
+  private store?: HashedSessionStore;
+  private chain?: RequestHandler;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  get cookieName(): string {
+    return this.config.secureCookies ? '__Host-prospect_session' : 'prospect_session';
+  }
+
+  async onModuleInit(): Promise<void> {
+    this.store = new HashedSessionStore({
+      pool: this.sql.pool,
+      tableName: 'web_sessions',
+      createTableIfMissing: false,
+      pruneSessionInterval: PRUNE_INTERVAL_SECONDS,
+      errorLog: (...args: unknown[]) => this.logger.warn(`session store: ${args.map(String).join(' ')}`),
+    });
+    const chain = express.Router();
+    chain.use(
+      session({
+        name: this.cookieName,
+        secret: await this.signingSecret(),
+        store: this.store,
+        genid: () => generateSecret('prsw_'),
+        resave: false,
+        saveUninitialized: false,
+        rolling: true,
+        cookie: {
+          httpOnly: true,
+          sameSite: 'lax',
+          secure: this.config.secureCookies,
+          path: '/',
+          maxAge: this.config.webSessionIdleSeconds * 1000,
+        },
+      }),
+      passport.initialize({ userProperty: WEB_USER_PROPERTY }),
+      passport.session(),
+      this.endAtAbsoluteLifetime,
+    );
+    this.chain = chain;
+  }
+
+  onApplicationShutdown(): void {
+    // Stops the pruning timer; the pool is TypeORM's and closes with it.
+    this.store?.close();
+  }
+
+  /** Runs the session chain for one request. */
+  handle(req: Request, res: Response, next: NextFunction): void {
+    this.chain!(req, res, next);
+  }
+
+  /** Marks the moment of sign-in, from which the absolute lifetime counts. */
+  markSignedIn(req: Request): void {
+    req.session.signedInAt = this.clock.now().getTime();
+  }
+
+  private readonly endAtAbsoluteLifetime = (req: Request, _res: Response, next: NextFunction): void => {
+    const signedInAt = req.session?.signedInAt;
+    if (!req.webUser || (signedInAt !== undefined && this.clock.now().getTime() - signedInAt < this.config.webSessionMaxSeconds * 1000)) {
+      return next();
+    }
+    req.webUser = undefined;
+    req.session.regenerate(next);
+  };
+
+  /**
+   * The key the session cookie is signed with. The session id alone is 256 random bits,
+   * but express-session requires a key; it is made by the first instance to start and
+   * kept in the database, so every replica uses the same one without configuration.
+   */
+  private async signingSecret(): Promise<string> {
+    const [row] = await this.sql.rows<{ value: string }>(
+      `INSERT INTO server_secrets (name, value) VALUES ('session-cookie', $1)
+       ON CONFLICT (name) DO UPDATE SET name = server_secrets.name RETURNING value`,
+      [randomBytes(32).toString('base64url')],
+    );
+    return row!.value;
+  }
+}

@@ -1,0 +1,18 @@
+import { Injectable } from '@nestjs/common';
+import { PassportStrategy } from '@nestjs/passport';
+import { Strategy } from 'passport-local';
+import { UsersService } from '../users/users.service.js';
+import type { WebUser } from '../web-sessions/web-account.js';
+
+/** The sign-in form: e-mail and password, checked in the same time whether the e-mail exists or not. */
+@Injectable()
+export class LocalStrategy extends PassportStrategy(Strategy, 'local') {
+  constructor(private readonly users: UsersService) {
+    super({ usernameField: 'email', passwordField: 'password' });
+  }
+
+  async validate(email: string, password: string): Promise<WebUser | false> {
+    const user = await this.users.authenticate(email.trim(), password);
+    return user ? { id: user.id, email: user.email, name: user.name, role: user.role } : false;
+  }
+}

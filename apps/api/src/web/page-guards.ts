@@ -1,0 +1,70 @@
+import { type ArgumentsHost, type CanActivate, Catch, type ExceptionFilter, type ExecutionContext, Injectable } from '@nestjs/common';
+import { PATH_METADATA } from '@nestjs/common/constants.js';
+import type { Request, Response } from 'express';
+import { CsrfService } from '../web-sessions/csrf.service.js';
+import type { WebUser } from '../web-sessions/web-account.js';
+
+/** What the layout shows of the signed-in person, and the token its sign-out form needs. */
+export interface WebAccount {
+  user: WebUser;
+  csrfToken: string;
+}
+
+/** A page for signed-in people only was asked for without a session. */
+export class SignInRequired extends Error {
+  constructor(readonly returnTo: string) {
+    super('sign-in required');
+  }
+}
+
+/** A form came without this session's CSRF token (stale, or sent by another site). */
+export class FormRefused extends Error {
+  constructor(readonly returnTo: string) {
+    super('form refused');
+  }
+}
+
+/** The page a request belongs to: itself for a GET, else its controller's page (`/device` for `/device/approve`). */
+function pageOf(context: ExecutionContext): string {
+  const req = context.switchToHttp().getRequest<Request>();
+  if (req.method === 'GET') return req.originalUrl;
+  const base = Reflect.getMetadata(PATH_METADATA, context.getClass()) as string | undefined;
+  return `/${(base ?? '').replace(/^\/+/, '')}`;
+}
+
+/** Lets signed-in people through; sends everyone else to sign in and back. */
+@Injectable()
+export class SignedInGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    if (context.switchToHttp().getRequest<Request>().webUser) return true;
+    throw new SignInRequired(pageOf(context));
+  }
+}
+
+/** Every form post carries the session's CSRF token (csrf-sync); a missing or wrong one is refused before anything runs. */
+@Injectable()
+export class CsrfGuard implements CanActivate {
+  constructor(private readonly csrf: CsrfService) {}
+  canActivate(context: ExecutionContext): boolean {
+    if (this.csrf.isValid(context.switchToHttp().getRequest<Request>())) return true;
+    throw new FormRefused(pageOf(context));
+  }
+}
+
+/** The signed-in person for the layout, or undefined. */
+export function accountOf(req: Request, csrf: CsrfService): WebAccount | undefined {
+  return req.webUser ? { user: req.webUser, csrfToken: csrf.tokenFor(req) } : undefined;
+}
+
+/** Turns the two refusals above into what a browser should see. */
+@Catch(SignInRequired, FormRefused)
+export class PageRefusalFilter implements ExceptionFilter {
+  constructor(private readonly csrf: CsrfService) {}
+
+  catch(refusal: SignInRequired | FormRefused, host: ArgumentsHost): void {
+    const req = host.switchToHttp().getRequest<Request>();
+    const res = host.switchToHttp().getResponse<Response>();
+    if (refusal instanceof SignInRequired) return res.redirect(303, `/login?next=${encodeURIComponent(refusal.returnTo)}`);
+    res.status(403).render('form-refused', { title: 'Request refused', back: refusal.returnTo, account: accountOf(req, this.csrf) });
+  }
+}
