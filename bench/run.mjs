@@ -1,5 +1,7 @@
-// `npm run bench`: the API side by side with the hand-written floor (bench/floor),
-// on a real Postgres, under autocannon. See bench/README.md for what each number means.
+// `npm run bench`: the API side by side with two floors, on a real Postgres, under
+// autocannon: the hand-written node:http floor (bench/floor) and the stack floor
+// (bench/floor-stack: the least Nest on Express with the passport bearer guard can
+// do). See bench/README.md for what each number means.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes, createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +17,9 @@ const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(BENCH_DIR, '..');
 const API_MAIN = join(ROOT, 'apps/api/dist/main.js');
 const FLOOR_MAIN = join(BENCH_DIR, 'floor/server.mjs');
+const STACK_SRC = join(BENCH_DIR, 'floor-stack/src/server.ts');
+// Git-ignored (dist/); at the same depth as src/, so the source's relative imports hold.
+const STACK_MAIN = join(BENCH_DIR, 'floor-stack/dist/server.mjs');
 const CLI_STARTUP = join(BENCH_DIR, 'cli-startup/run.mjs');
 const CLI_MAIN = join(ROOT, 'apps/cli/dist/prospect.js');
 
@@ -27,6 +32,9 @@ const num = (name, fallback) => {
   return n;
 };
 const ENDPOINT_NAMES = ['me', 'poll', 'start'];
+const TARGET_NAMES = ['api', 'floor', 'stack'];
+const FLOORS = ['floor', 'stack'];
+const LABEL = { api: 'API', floor: 'floor', stack: 'stack floor' };
 const settings = {
   databaseUrl: env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
   connections: num('BENCH_CONNECTIONS', 32),
@@ -40,16 +48,20 @@ const settings = {
   // The production default. With 1 the API's 1 s jitter allowance disables throttling altogether.
   pollIntervalS: num('BENCH_POLL_INTERVAL', 5),
   endpoints: (env.BENCH_ENDPOINTS || ENDPOINT_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
-  targets: (env.BENCH_TARGETS || 'api,floor').split(',').map((s) => s.trim()).filter(Boolean),
+  targets: (env.BENCH_TARGETS || TARGET_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
   profile: ['1', 'true', 'yes'].includes(env.BENCH_PROFILE ?? ''),
   cli: !['0', 'false', 'no'].includes(env.BENCH_CLI ?? ''),
   keepLogs: ['1', 'true', 'yes'].includes(env.BENCH_KEEP_LOGS ?? ''),
 };
 for (const e of settings.endpoints) if (!ENDPOINT_NAMES.includes(e)) throw new Error(`BENCH_ENDPOINTS: unknown endpoint ${e} (use ${ENDPOINT_NAMES.join(', ')})`);
-for (const t of settings.targets) if (!['api', 'floor'].includes(t)) throw new Error(`BENCH_TARGETS: unknown target ${t} (use api, floor)`);
+for (const t of settings.targets) if (!TARGET_NAMES.includes(t)) throw new Error(`BENCH_TARGETS: unknown target ${t} (use ${TARGET_NAMES.join(', ')})`);
+// Always in the same order, A B C, whatever order BENCH_TARGETS lists them in.
+settings.targets = TARGET_NAMES.filter((t) => settings.targets.includes(t));
+// The floors that are started (and checked against the API); the API always is, its migrations create the schema.
+const floorsRun = FLOORS.filter((t) => settings.targets.includes(t));
 // Only a full, unprofiled run is a result worth recording.
 const isFullRun =
-  !settings.profile && settings.endpoints.length === 3 && settings.targets.length === 2 && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3 && !settings.rate;
+  !settings.profile && settings.endpoints.length === 3 && settings.targets.length === 3 && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3 && !settings.rate;
 const writeResults = env.BENCH_WRITE ? ['1', 'true', 'yes'].includes(env.BENCH_WRITE) : isFullRun;
 
 const READY_TIMEOUT_MS = 60_000;
@@ -190,7 +202,7 @@ function machineInfo(pgVersion) {
     // not Linux
   }
   const git = (args) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() ?? '';
-  const dirty = git(['status', '--porcelain', '--', 'apps/api', 'libs/contract', 'bench/floor']) ? ' + uncommitted changes' : '';
+  const dirty = git(['status', '--porcelain', '--', 'apps/api', 'libs/contract', 'bench/floor', 'bench/floor-stack']) ? ' + uncommitted changes' : '';
   return {
     cpus: os.availableParallelism?.() ?? os.cpus().length,
     model,
@@ -308,11 +320,20 @@ function summarizeRun(result) {
 
 // ── report ───────────────────────────────────────────────────────────────────
 const fmt = (n, d = 0) => (n === undefined || Number.isNaN(n) ? '–' : n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }));
+// The issue's targets: the API's req/s as a share of a floor's (`vs`), with a p99 bound and,
+// for /me, no non-2xx answer or error.
 const TARGETS = {
-  me: { ratio: 1.0, p99: 15 },
-  poll: { ratio: 0.8 },
-  start: { ratio: 0.8 },
+  me: [
+    { vs: 'stack', ratio: 1.0, p99: 15, clean: true },
+    { vs: 'floor', ratio: 0.5 },
+  ],
+  poll: [{ vs: 'stack', ratio: 0.85 }],
+  start: [
+    { vs: 'stack', ratio: 0.85 },
+    { vs: 'floor', ratio: 0.5 },
+  ],
 };
+const RSS_TARGET_MIB = 200;
 
 function aggregate(runs) {
   if (!runs?.length) return undefined;
@@ -330,47 +351,74 @@ function aggregate(runs) {
   };
 }
 
-function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, cli, date, pollNote, api429 }) {
+/** `met (…)`, `missed (…)` or `–`: every target of the endpoint, each marked ✓ or ✗ (– when that floor was not run). */
+function verdict(e, agg) {
+  const a = agg.api;
+  if (!a) return '–';
+  let judged = 0;
+  let allMet = true;
+  const parts = TARGETS[e].map((t) => {
+    const text = `≥ ${t.ratio.toFixed(t.ratio * 10 === Math.round(t.ratio * 10) ? 1 : 2)}× ${LABEL[t.vs]}${t.p99 ? `, p99 ≤ ${t.p99} ms` : ''}`;
+    const f = agg[t.vs];
+    if (!f) return `– ${text}`;
+    const ok = a.rps / f.rps >= t.ratio && (t.p99 === undefined || a.p99 <= t.p99) && (!t.clean || a.non2xx + a.errors === 0);
+    judged++;
+    allMet &&= ok;
+    return `${ok ? '✓' : '✗'} ${text}`;
+  });
+  return judged ? `${allMet ? 'met' : 'missed'} (${parts.join('; ')})` : '–';
+}
+
+function report({ info, results, rss, logLines, cli, date, pollNote, api429 }) {
   const lines = [];
   const out = (s = '') => lines.push(s);
+  const run = (t) => settings.targets.includes(t);
+  const order = settings.targets.map((t) => ({ api: 'A', floor: 'B', stack: 'C' })[t]).join(' ');
   out(`# Benchmark ${date}`);
   out();
   out(`- Machine: ${info.cpus} × ${info.model}, ${info.memGiB} GiB RAM, ${info.kernel}; 1-minute load average ${info.loadBefore} before the run, ${os.loadavg()[0].toFixed(2)} after`);
   out(`- Node ${info.node}; ${info.postgres}; commit ${info.commit}`);
   out(
-    `- Load: autocannon, ${settings.connections} connections, ${settings.warmupS} s warm-up (discarded) + ${settings.durationS} s measured per load; ` +
-      `${settings.rounds} round${settings.rounds === 1 ? '' : 's'} alternating API and floor (A B A B); figures are medians across rounds`,
+    `- Load: autocannon, ${settings.connections} connections${settings.rate ? ` at a fixed ${fmt(settings.rate)} req/s in total` : ''}, ${settings.warmupS} s warm-up (discarded) + ${settings.durationS} s measured per load; ` +
+      `${settings.rounds} round${settings.rounds === 1 ? '' : 's'} ${settings.targets.length > 1 ? `alternating ${settings.targets.map((t) => LABEL[t]).join(', ')} (${order} ${order})` : `of the ${LABEL[settings.targets[0]]} alone`}; figures are medians across rounds`,
   );
   out(
     `- Data: 1 user, ${fmt(settings.tokens)} access tokens (\`/me\` rotates over all of them), ${fmt(settings.deviceCodes)} pending device logins (\`poll\` rotates over them); ${pollNote}`,
   );
   out(
-    `- API: \`node apps/api/dist/main.js\`, NODE_ENV=production, LOG_LEVEL=info, request log to a file (${fmt(logLines)} lines written), DATABASE_URL pool of 10; ` +
-      `floor: \`bench/floor/server.mjs\` (node:http + pg, pool of 10, the same SQL per request as named prepared statements, no cache, no logging)`,
+    `- API: \`node apps/api/dist/main.js\`, NODE_ENV=production, LOG_LEVEL=info, request log to a file (${fmt(logLines)} lines written), DATABASE_URL pool of 10`,
   );
+  if (run('floor'))
+    out('- floor: `bench/floor/server.mjs` (node:http + pg, pool of 10, the same SQL per request as named prepared statements, no cache, no logging)');
+  if (run('stack'))
+    out(
+      "- stack floor: `bench/floor-stack` (Nest on @nestjs/platform-express, a global `AuthGuard('bearer')` over passport-http-bearer, Express's JSON parser, the floor's SQL and pool through the same module; no cache, no logging, no other middleware)",
+    );
   if (env.BENCH_API_NODE_FLAGS) out(`- API started with extra Node flags: \`${env.BENCH_API_NODE_FLAGS}\``);
   if (settings.profile) out('- **Profiled run** (`--cpu-prof`): numbers are lower than normal; do not quote them');
   out();
-  out('| endpoint | API req/s | floor req/s | API / floor | API p50 ms | API p99 ms | floor p99 ms | API CPU µs/req | floor CPU µs/req | API non-2xx | floor non-2xx | target |');
-  out('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  out(
+    '| endpoint | API req/s | floor req/s | stack floor req/s | API / floor | API / stack floor | API p50 ms | API p99 ms | floor p99 ms | stack floor p99 ms | API CPU µs/req | floor CPU µs/req | stack floor CPU µs/req | non-2xx API / floor / stack floor | target |',
+  );
+  out('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|');
   for (const e of settings.endpoints) {
-    const a = aggregate(results[e]?.api);
-    const f = aggregate(results[e]?.floor);
-    const ratio = a && f ? a.rps / f.rps : undefined;
-    const t = TARGETS[e];
+    const agg = Object.fromEntries(TARGET_NAMES.map((t) => [t, aggregate(results[e]?.[t])]));
+    const { api: a, floor: f, stack: s } = agg;
+    const ratio = (x) => (a && x ? `${(a.rps / x.rps).toFixed(2)}×` : '–');
     const nonOk = (x) => (x ? `${fmt(x.non2xx)}${x.errors ? ` (+${fmt(x.errors)} errors)` : ''}${Object.keys(x.codes).length ? ` ${JSON.stringify(x.codes)}` : ''}` : '–');
-    let verdict = '–';
-    if (ratio !== undefined) {
-      const ok = ratio >= t.ratio && (t.p99 === undefined || a.p99 <= t.p99) && (e !== 'me' || a.non2xx + a.errors === 0);
-      verdict = `${ok ? 'met' : 'missed'} (≥ ${t.ratio.toFixed(1)}×${t.p99 ? `, p99 ≤ ${t.p99} ms` : ''})`;
-    }
     out(
-      `| \`${loadsMeta[e]}\` | ${fmt(a?.rps)} | ${fmt(f?.rps)} | ${ratio === undefined ? '–' : `${ratio.toFixed(2)}×`} | ${fmt(a?.p50, 1)} | ${fmt(a?.p99, 1)} | ${fmt(f?.p99, 1)} | ${fmt(a?.cpuUs)} | ${fmt(f?.cpuUs)} | ${nonOk(a)} | ${nonOk(f)} | ${verdict} |`,
+      `| \`${loadsMeta[e]}\` | ${fmt(a?.rps)} | ${fmt(f?.rps)} | ${fmt(s?.rps)} | ${ratio(f)} | ${ratio(s)} | ${fmt(a?.p50, 1)} | ${fmt(a?.p99, 1)} | ${fmt(f?.p99, 1)} | ${fmt(s?.p99, 1)} | ` +
+        `${fmt(a?.cpuUs)} | ${fmt(f?.cpuUs)} | ${fmt(s?.cpuUs)} | ${[a, f, s].map(nonOk).join(' / ')} | ${verdict(e, agg)} |`,
     );
   }
   out();
-  if (rssPeak !== undefined) {
-    out(`API peak RSS over the whole run: **${fmt(rssPeak / 2 ** 20, 1)} MiB** (VmHWM; highest 250 ms sample of VmRSS ${fmt(rssSampled / 2 ** 20, 1)} MiB; ${fmt(rssAfterStart / 2 ** 20, 1)} MiB once started, before any load); target ≤ 200 MiB: ${rssPeak <= 200 * 2 ** 20 ? 'met' : 'missed'}.`);
+  const mib = (b) => fmt(b / 2 ** 20, 1);
+  if (rss.api?.peak !== undefined) {
+    const floors = floorsRun.filter((t) => rss[t]?.peak !== undefined).map((t) => `${LABEL[t]} ${mib(rss[t].peak)} MiB`);
+    out(
+      `API peak RSS over the whole run: **${mib(rss.api.peak)} MiB** (VmHWM; highest 250 ms sample of VmRSS ${mib(rss.api.sampled)} MiB; ${mib(rss.api.afterStart)} MiB once started, before any load); ` +
+        `target ≤ ${RSS_TARGET_MIB} MiB: ${rss.api.peak <= RSS_TARGET_MIB * 2 ** 20 ? 'met' : 'missed'}.${floors.length ? ` For comparison, peak RSS of the ${floors.join(', ')}.` : ''}`,
+    );
     out();
   }
   if (api429 !== undefined) {
@@ -387,13 +435,13 @@ function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, c
   }
   out('<details><summary>Every run</summary>');
   out();
-  out('| round | endpoint | target | req/s | p50 ms | p99 ms | max ms | requests | CPU µs/req | non-2xx | errors+timeouts | API RSS after, MiB |');
+  out('| round | endpoint | target | req/s | p50 ms | p99 ms | max ms | requests | CPU µs/req | non-2xx | errors+timeouts | RSS after, MiB |');
   out('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const e of settings.endpoints)
     for (const target of settings.targets)
       (results[e]?.[target] ?? []).forEach((r, i) =>
         out(
-          `| ${i + 1} | ${e} | ${target} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(r.total)} | ${fmt(r.cpuUs)} | ${fmt(r.non2xx)} | ${fmt(r.errors + r.timeouts)} | ${r.rss ? fmt(r.rss / 2 ** 20) : ''} |`,
+          `| ${i + 1} | ${e} | ${LABEL[target]} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(r.total)} | ${fmt(r.cpuUs)} | ${fmt(r.non2xx)} | ${fmt(r.errors + r.timeouts)} | ${r.rss ? fmt(r.rss / 2 ** 20) : ''} |`,
         ),
       );
   out();
@@ -402,38 +450,67 @@ function report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, c
 }
 const loadsMeta = { me: 'GET /api/cli/auth/me', poll: 'POST /api/cli/auth/device/poll', start: 'POST /api/cli/auth/device/start' };
 
-// ── the floor answers what the API answers ───────────────────────────────────
-async function parityCheck(apiUrl, floorUrl, { tokens, codes }) {
+// ── the floors answer what the API answers ───────────────────────────────────
+// `urls` has the API and every floor that runs; each floor is compared with the API.
+async function parityCheck(urls, { tokens, codes }) {
   const shape = (v) => (v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shape(x)])) : typeof v);
+  const targets = Object.keys(urls);
   const cases = [
     { name: 'me', path: '/api/cli/auth/me', init: () => ({ headers: { authorization: `Bearer ${tokens[0]}` } }), same: 'value' },
-    { name: 'me (unknown token)', path: '/api/cli/auth/me', init: () => ({ headers: { authorization: `Bearer prs_${'A'.repeat(43)}` } }), same: 'status' },
-    // The last codes of the rotation: polled again only after every other one.
-    ...['api', 'floor'].map((t, i) => ({
+    { name: 'me (unknown token)', path: '/api/cli/auth/me', init: () => ({ headers: { authorization: `Bearer prs_${'A'.repeat(43)}` } }), same: 'status', challenge: true },
+    { name: 'me (no token)', path: '/api/cli/auth/me', init: () => ({}), same: 'status', challenge: true },
+    // The last codes of the rotation, one per server: polled again only after every other one.
+    ...targets.map((t, i) => ({
       name: 'poll',
       path: '/api/cli/auth/device/poll',
       only: t,
       init: () => ({ method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ deviceCode: codes[codes.length - 1 - i] }) }),
+      same: 'value',
     })),
     { name: 'start', path: '/api/cli/auth/device/start', init: () => ({ method: 'POST', headers: JSON_HEADERS, body: START_BODY }), same: 'shape' },
   ];
-  const answers = { api: {}, floor: {} };
+  const answers = Object.fromEntries(targets.map((t) => [t, {}]));
   for (const c of cases)
-    for (const [t, base] of [['api', apiUrl], ['floor', floorUrl]]) {
+    for (const t of targets) {
       if (c.only && c.only !== t) continue;
-      const res = await fetch(base + c.path, { ...c.init(), signal: AbortSignal.timeout(5_000) });
-      answers[t][c.name] = { status: res.status, body: await res.json().catch(() => undefined) };
+      const res = await fetch(urls[t] + c.path, { ...c.init(), signal: AbortSignal.timeout(5_000) });
+      answers[t][c.name] = { status: res.status, challenge: res.headers.get('www-authenticate'), body: await res.json().catch(() => undefined) };
     }
   const problems = [];
-  for (const name of Object.keys(answers.api)) {
-    const a = answers.api[name];
-    const f = answers.floor[name];
-    if (a.status !== f.status) problems.push(`${name}: API ${a.status}, floor ${f.status}`);
-    else if (name !== 'me (unknown token)' && JSON.stringify(name === 'me' || name === 'poll' ? a.body : shape(a.body)) !== JSON.stringify(name === 'me' || name === 'poll' ? f.body : shape(f.body)))
-      problems.push(`${name}: API ${JSON.stringify(a.body)}, floor ${JSON.stringify(f.body)}`);
-  }
-  if (problems.length) throw new Error(`the floor does not answer what the API answers:\n  ${problems.join('\n  ')}`);
-  log('parity: the floor answers the same status and body shape as the API on every benchmarked endpoint');
+  for (const floor of targets.filter((t) => t !== 'api'))
+    for (const c of cases.filter((x) => !x.only || x.only === 'api')) {
+      const a = answers.api[c.name];
+      const f = answers[floor][c.name];
+      const label = `${c.name}: API ${a.status}, ${LABEL[floor]} ${f.status}`;
+      if (a.status !== f.status) problems.push(label);
+      else if (c.challenge && a.status === 401 && !f.challenge) problems.push(`${label}, but no WWW-Authenticate from the ${LABEL[floor]}`);
+      else if (c.same !== 'status' && JSON.stringify(c.same === 'value' ? a.body : shape(a.body)) !== JSON.stringify(c.same === 'value' ? f.body : shape(f.body)))
+        problems.push(`${c.name}: API ${JSON.stringify(a.body)}, ${LABEL[floor]} ${JSON.stringify(f.body)}`);
+    }
+  if (problems.length) throw new Error(`a floor does not answer what the API answers:\n  ${problems.join('\n  ')}`);
+  log(`parity: the ${targets.filter((t) => t !== 'api').map((t) => LABEL[t]).join(' and the ')} answer${targets.length > 2 ? '' : 's'} the same status and body (shape) as the API on every benchmarked endpoint`);
+}
+
+// ── the stack floor is TypeScript with decorators: compiled here, with swc ────
+async function buildStackFloor() {
+  const t0 = Date.now();
+  const { transformFile } = await import('@swc/core');
+  const { code } = await transformFile(STACK_SRC, {
+    swcrc: false,
+    configFile: false,
+    sourceMaps: false,
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      // As tsc with experimentalDecorators + emitDecoratorMetadata: Nest's DI reads design:paramtypes.
+      transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
+      target: 'es2022',
+      keepClassNames: true,
+    },
+    module: { type: 'es6' },
+  });
+  mkdirSync(dirname(STACK_MAIN), { recursive: true });
+  writeFileSync(STACK_MAIN, code);
+  log(`stack floor compiled to ${relative(ROOT, STACK_MAIN)} in ${Date.now() - t0} ms`);
 }
 
 // ── CLI startup ──────────────────────────────────────────────────────────────
@@ -488,6 +565,8 @@ function cliStartup() {
 async function main() {
   const began = Date.now();
   if (!existsSync(API_MAIN)) throw new Error('apps/api/dist/main.js is missing: run `npm run build` first (or use `npm run bench`)');
+  // Before anything is started: a compile error stops the run here.
+  if (floorsRun.includes('stack')) await buildStackFloor();
 
   const admin = new pg.Client({ connectionString: settings.databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 30_000 });
   await admin.connect();
@@ -525,7 +604,7 @@ async function main() {
   const api = startChild('API', [...apiFlags, ...profArgs('api'), API_MAIN], apiEnv, join(tmpDir, 'api'));
   await waitReady(api, `http://127.0.0.1:${apiPort}/api/health`);
   log(`API ready on :${apiPort} (pid ${api.pid}) after ${Date.now() - apiSpawnedAt} ms`);
-  const rssAfterStart = readProcStatus(api.pid, 'VmRSS');
+  const rss = { api: { afterStart: readProcStatus(api.pid, 'VmRSS') } };
 
   const db = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 120_000 });
   await db.connect();
@@ -533,13 +612,21 @@ async function main() {
   const data = await seed(db);
   log(`seeded 1 user, ${settings.tokens} tokens, ${settings.deviceCodes} pending device logins in ${Date.now() - t0} ms`);
 
-  const floorPort = await freePort();
-  const floorEnv = { ...env, PORT: String(floorPort), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, DEVICE_POLL_INTERVAL_SECONDS: String(settings.pollIntervalS), POOL_SIZE: '10' };
-  const floor = startChild('floor', [...profArgs('floor'), FLOOR_MAIN], floorEnv, join(tmpDir, 'floor'));
-  await waitReady(floor, `http://127.0.0.1:${floorPort}/healthz`);
-  log(`floor ready on :${floorPort} (pid ${floor.pid})`);
+  // The floors: the same database, pool size and poll interval as the API.
+  const servers = { api };
+  const urls = { api: `http://127.0.0.1:${apiPort}` };
+  const spawnedAt = { api: apiSpawnedAt };
+  for (const t of floorsRun) {
+    const port = await freePort();
+    const floorEnv = { ...env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, DEVICE_POLL_INTERVAL_SECONDS: String(settings.pollIntervalS), POOL_SIZE: '10' };
+    spawnedAt[t] = Date.now();
+    servers[t] = startChild(LABEL[t], [...profArgs(t), t === 'floor' ? FLOOR_MAIN : STACK_MAIN], floorEnv, join(tmpDir, t));
+    urls[t] = `http://127.0.0.1:${port}`;
+    await waitReady(servers[t], `${urls[t]}/healthz`);
+    log(`${LABEL[t]} ready on :${port} (pid ${servers[t].pid}) after ${Date.now() - spawnedAt[t]} ms`);
+  }
 
-  await parityCheck(`http://127.0.0.1:${apiPort}`, `http://127.0.0.1:${floorPort}`, data);
+  if (floorsRun.length) await parityCheck(urls, data);
 
   const minGapS = settings.pollIntervalS - 1; // the API forgives 1 s of jitter
   const pollNote =
@@ -549,12 +636,11 @@ async function main() {
         `${fmt(settings.deviceCodes)} codes in rotation hold up to ${fmt(settings.deviceCodes / minGapS)} polls/s`;
   log(`poll: ${pollNote}`);
 
-  let rssSampled = 0;
+  rss.api.sampled = 0;
   sampler = setInterval(() => {
-    rssSampled = Math.max(rssSampled, readProcStatus(api.pid, 'VmRSS') ?? 0);
+    rss.api.sampled = Math.max(rss.api.sampled, readProcStatus(api.pid, 'VmRSS') ?? 0);
   }, 250);
 
-  const servers = { api: `http://127.0.0.1:${apiPort}`, floor: `http://127.0.0.1:${floorPort}` };
   const L = loads(data);
   const results = {};
   const timeline = [];
@@ -562,25 +648,26 @@ async function main() {
   for (let round = 1; round <= settings.rounds; round++) {
     for (const e of settings.endpoints) {
       for (const target of settings.targets) {
-        const server = target === 'api' ? api : floor;
+        const server = servers[target];
         if (server.exitCode !== null || server.signalCode !== null) throw new Error(`${server.label} died:\n${tail(`${server.logBase}.err.log`)}`);
         // Same start for both: every token used just now, so neither load begins with a
         // backlog of 10,000 once-a-minute last_used_at writes the other one was spared.
         if (e === 'me') await db.query('UPDATE access_tokens SET last_used_at = now()').then(() => db.query('VACUUM access_tokens'));
-        if (settings.warmupS > 0) await cannon(servers[target], L[e], settings.warmupS);
+        if (settings.warmupS > 0) await cannon(urls[target], L[e], settings.warmupS);
         const loadStart = Date.now();
         const cpuBefore = cpuSeconds(server.pid);
-        const r = summarizeRun(await cannon(servers[target], L[e], settings.durationS));
+        const r = summarizeRun(await cannon(urls[target], L[e], settings.durationS));
         const cpuAfter = cpuSeconds(server.pid);
         // The server's own CPU per answered request: what the framework costs, less sensitive
         // than req/s to whatever else the shared cores are doing.
         if (cpuBefore !== undefined && cpuAfter !== undefined && r.total) r.cpuUs = ((cpuAfter - cpuBefore) * 1e6) / r.total;
-        if (target === 'api') r.rss = readProcStatus(api.pid, 'VmRSS');
-        timeline.push({ target, e, fromMs: loadStart - apiSpawnedAt, toMs: Date.now() - apiSpawnedAt });
+        r.rss = readProcStatus(server.pid, 'VmRSS');
+        // Relative to the server's start, about where its CPU profile begins.
+        timeline.push({ target, e, fromMs: loadStart - spawnedAt[target], toMs: Date.now() - spawnedAt[target] });
         ((results[e] ??= {})[target] ??= []).push(r);
         if (e === 'poll') peakPollRps = Math.max(peakPollRps, r.rps);
         log(
-          `round ${round} ${e.padEnd(5)} ${target.padEnd(5)} ${fmt(r.rps).padStart(6)} req/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  CPU ${fmt(r.cpuUs)} µs/req  non-2xx ${r.non2xx}${r.errors + r.timeouts ? `  errors ${r.errors + r.timeouts}` : ''}${r.rss ? `  API RSS ${fmt(r.rss / 2 ** 20)} MiB` : ''}`,
+          `round ${round} ${e.padEnd(5)} ${LABEL[target].padEnd(11)} ${fmt(r.rps).padStart(6)} req/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  CPU ${fmt(r.cpuUs)} µs/req  non-2xx ${r.non2xx}${r.errors + r.timeouts ? `  errors ${r.errors + r.timeouts}` : ''}${r.rss ? `  RSS ${fmt(r.rss / 2 ** 20)} MiB` : ''}`,
         );
         await sleep(300); // let background writes settle
       }
@@ -588,12 +675,12 @@ async function main() {
   }
   clearInterval(sampler);
   await db.end();
-  const rssPeak = readProcStatus(api.pid, 'VmHWM');
+  for (const [t, child] of Object.entries(servers)) (rss[t] ??= {}).peak = readProcStatus(child.pid, 'VmHWM');
   if (minGapS > 0 && peakPollRps * minGapS * 1.2 > settings.deviceCodes)
     log(`warning: poll ran at ${fmt(peakPollRps)} req/s; raise BENCH_DEVICE_CODES above ${fmt(peakPollRps * minGapS * 1.5)} to be sure no poll is throttled`);
   const api429 = results.poll?.api ? results.poll.api.reduce((a, r) => a + (r.codes['429'] ?? 0), 0) : undefined;
 
-  await stopChild(floor);
+  for (const t of floorsRun) await stopChild(servers[t]);
   await stopChild(api);
   let logLines = 0;
   try {
@@ -605,7 +692,7 @@ async function main() {
 
   const cli = settings.cli ? cliStartup() : undefined;
   const date = new Date().toISOString().slice(0, 10);
-  const md = report({ info, results, rssPeak, rssSampled, rssAfterStart, logLines, cli, date, pollNote, api429 });
+  const md = report({ info, results, rss, logLines, cli, date, pollNote, api429 });
   process.stdout.write(`\n${md}`);
   if (writeResults) {
     const file = join(BENCH_DIR, 'results', `${date}.md`);
@@ -617,17 +704,17 @@ async function main() {
   }
 
   if (settings.profile) {
-    for (const [label, child] of [['api', api], ['floor', floor]]) {
+    for (const label of ['api', ...floorsRun]) {
       const file = readdirSync(profileDir).find((f) => f === `${label}-${stamp}.cpuprofile`);
       if (!file) {
         log(`no profile written for ${label}`);
         continue;
       }
-      // The API's profile also covers its startup and the floor's turns: summarize its busiest measured load.
-      const window = label === 'api' ? timeline.filter((w) => w.target === 'api') : undefined;
-      const summary = summarizeProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')), { windows: window });
-      const span = window ? ` — measured API loads only: ${window.map((w) => `${w.e} ${(w.fromMs / 1000).toFixed(1)}–${(w.toMs / 1000).toFixed(1)} s`).join(', ')}` : '';
-      process.stdout.write(`\n## CPU profile: ${label} (${relative(ROOT, join(profileDir, file))})${span}\n\n${formatSummary(summary, 25)}\n`);
+      // A profile also covers the server's startup and the other servers' turns: summarize its own measured loads.
+      const window = timeline.filter((w) => w.target === label);
+      const summary = summarizeProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')), window.length ? { windows: window } : {});
+      const span = window.length ? ` — measured ${LABEL[label]} loads only: ${window.map((w) => `${w.e} ${(w.fromMs / 1000).toFixed(1)}–${(w.toMs / 1000).toFixed(1)} s`).join(', ')}` : '';
+      process.stdout.write(`\n## CPU profile: ${LABEL[label]} (${relative(ROOT, join(profileDir, file))})${span}\n\n${formatSummary(summary, 25)}\n`);
     }
   }
   log(`done in ${((Date.now() - began) / 1000).toFixed(0)} s`);
