@@ -10,13 +10,12 @@ import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { ApiException } from './common/api-exception.js';
+import { BODY_LIMIT } from './common/body-limit.js';
 import { ErrorBodyFilter } from './common/error-body.filter.js';
 import { AppConfig } from './config/app-config.js';
 import { PinoNestLogger, requestLogger } from './logging/logger.js';
 import { configureViews } from './web/views.js';
 
-/** Requests carry small JSON documents or forms; anything bigger is a mistake or an attack. */
-export const BODY_LIMIT = '16kb';
 /** Where the JSON API lives: the contract's routes and the health check. */
 const API_PREFIX = '/api';
 
@@ -58,8 +57,8 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
       xXssProtection: false,
     }),
   );
+  // JSON bodies under /api only; the pages read forms (web.module.ts).
   app.use(API_PREFIX, express.json({ limit: BODY_LIMIT }), refuseNonJsonBodies);
-  app.use(express.urlencoded({ limit: BODY_LIMIT, extended: false, parameterLimit: 50 }));
   app.useStaticAssets(STATIC_ROOT, { prefix: '/assets/', maxAge: '1h', index: false, fallthrough: true });
   configureViews(app);
   app.useGlobalFilters(new ErrorBodyFilter());

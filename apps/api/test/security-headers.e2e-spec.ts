@@ -33,6 +33,9 @@ describe('security headers', () => {
       expect(apiHeaders(res.headers)).toEqual(API_HEADERS);
       for (const name of PAGE_ONLY) expect(res.headers.get(name)).toBeNull();
       expect(res.headers.get('strict-transport-security')).toBeNull(); // plain http here
+      // Express's defaults, off on purpose: no advertising the framework, no hashing every body for an ETag.
+      expect(res.headers.get('x-powered-by')).toBeNull();
+      expect(res.headers.get('etag')).toBeNull();
     }
   });
 
@@ -68,6 +71,16 @@ describe('security headers', () => {
     const page = await request(api, 'GET', ROUTES.login, { headers: { 'x-forwarded-proto': 'https' } });
     expect(page.status).toBe(200);
     expect(page.headers.get('content-security-policy')).toContain('upgrade-insecure-requests');
+  });
+
+  it('believe X-Forwarded-Proto only from the proxies TRUST_PROXY names', async () => {
+    const untrusting = await startTestApp({ env: { TRUST_PROXY: 'false' } });
+    try {
+      const page = await request(untrusting, 'GET', ROUTES.login, { headers: { 'x-forwarded-proto': 'https' } });
+      expect(page.headers.get('content-security-policy')).not.toContain('upgrade-insecure-requests');
+    } finally {
+      await untrusting.close();
+    }
   });
 
   it('add HSTS when people reach the service over https', async () => {

@@ -12,6 +12,9 @@ describe('AppConfig.fromEnv', () => {
       devicePollIntervalSeconds: 5,
       deviceLoginEnabled: true,
       allowSignup: true,
+      trustProxy: 'loopback',
+      webSessionIdleSeconds: 7 * 24 * 3600,
+      webSessionMaxSeconds: 30 * 24 * 3600,
     });
     expect(config.secureCookies).toBe(false);
   });
@@ -42,6 +45,14 @@ describe('AppConfig.fromEnv', () => {
     expect(config.secureCookies).toBe(true);
   });
 
+  it.each([
+    ['false', false],
+    ['2', 2],
+    ['loopback, 10.0.0.0/8', 'loopback, 10.0.0.0/8'],
+  ])('reads TRUST_PROXY=%s in Express terms', (value, expected) => {
+    expect(AppConfig.fromEnv({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(AppConfig.fromEnv({ PORT: '', DATABASE_URL: '' })).toMatchObject({ port: 3000, databaseUrl: undefined });
   });
@@ -58,6 +69,8 @@ describe('AppConfig.fromEnv', () => {
     ['ALLOW_SIGNUP', 'Y', 'ALLOW_SIGNUP must be true or false'],
     ['LOG_LEVEL', 'loud', 'LOG_LEVEL'],
     ['PROSPECT_ADMIN_EMAIL', 'root', 'PROSPECT_ADMIN_EMAIL must be an e-mail address'],
+    ['TRUST_PROXY', 'every one; please', 'TRUST_PROXY must be false, a hop count, or a list'],
+    ['WEB_SESSION_IDLE_SECONDS', '0', 'WEB_SESSION_IDLE_SECONDS must be greater than 0'],
   ])('rejects %s=%s with one line naming it', (name, value, expected) => {
     let error: unknown;
     try {
@@ -74,6 +87,12 @@ describe('AppConfig.fromEnv', () => {
 
   it('requires the admin e-mail and password together', () => {
     expect(() => AppConfig.fromEnv({ PROSPECT_ADMIN_EMAIL: 'a@b.co' })).toThrow(/PROSPECT_ADMIN_PASSWORD must be set together/);
+  });
+
+  it('refuses a session idle timeout above its absolute lifetime', () => {
+    expect(() => AppConfig.fromEnv({ WEB_SESSION_IDLE_SECONDS: '100', WEB_SESSION_MAX_SECONDS: '50' })).toThrow(
+      /WEB_SESSION_IDLE_SECONDS must not exceed WEB_SESSION_MAX_SECONDS/,
+    );
   });
 
   it('refuses a default token lifetime above the maximum', () => {

@@ -1,8 +1,7 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
 import { ROUTES } from '@prospect/contract';
+import type { NextFunction, Request, Response } from 'express';
 import { type DestinationStream, pino, type Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 
 /**
  * Secrets never reach a log line: credentials travel in headers and cookies,
@@ -34,34 +33,38 @@ const pathOf = (url: string) => {
   return q === -1 ? url : url.slice(0, q);
 };
 
-type LoggedRequest = IncomingMessage & { ip?: string; originalUrl?: string };
-
 /**
- * One structured line per answered request (pino-http), holding only the fields
- * named here: the method, the path without its query string (which may carry
- * codes), the user agent, the client address, the status and the time. No other
- * header is ever logged, so these lines skip the redaction pass, which cost /me
- * 5 % of its throughput.
+ * One structured line per answered request, written when the response is
+ * finished, holding only the fields named here: the method, the path without its
+ * query string (which may carry codes), the user agent, the client address, the
+ * status and the time. No other header is ever logged, so these lines skip the
+ * redaction pass, which cost /me 5 % of its throughput.
+ *
+ * Written by hand rather than with pino-http: pino-http builds a child logger
+ * and serializes the request for every request, and keeps per-request logger
+ * arrays on both req and res. On the bench machine that cost /me a fifth of
+ * its throughput (about 6,000 → 4,000–5,000 req/s in the same run); this hook is
+ * one listener and one pino call.
  */
 export function requestLogger(logger: Logger) {
-  return pinoHttp<LoggedRequest, ServerResponse>({
-    logger: logger.child({}, { redact: [] }),
-    // Health probes every few seconds would drown out real traffic.
-    autoLogging: { ignore: (req) => req.url === ROUTES.health },
-    // Our serializers read the raw request: no wrapper object per request.
-    wrapSerializers: false,
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-    serializers: {
-      req: (req: LoggedRequest) => ({
-        method: req.method,
-        url: pathOf(req.originalUrl ?? req.url ?? ''),
-        userAgent: req.headers['user-agent'],
-        remoteAddress: req.ip,
-      }),
-      res: (res: ServerResponse) => ({ statusCode: res.statusCode }),
-      err: (err: Error) => ({ type: err.name, message: err.message }),
-    },
-  });
+  const requestLog = logger.child({}, { redact: [] });
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const started = performance.now();
+    res.once('finish', () => {
+      // Health probes every few seconds would drown out real traffic.
+      if (req.originalUrl === ROUTES.health) return;
+      const status = res.statusCode;
+      requestLog[status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info'](
+        {
+          req: { method: req.method, url: pathOf(req.originalUrl), userAgent: req.headers['user-agent'], remoteAddress: req.ip },
+          res: { statusCode: status },
+          responseTime: Math.round(performance.now() - started),
+        },
+        'request completed',
+      );
+    });
+    next();
+  };
 }
 
 /** Nest's own messages (startup, errors) through the same pino logger. */

@@ -1,26 +1,42 @@
-import { Injectable } from '@nestjs/common';
-import { PassportSerializer } from '@nestjs/passport';
+import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import passport from 'passport';
 import { UsersService } from '../users/users.service.js';
 import type { WebUser } from './web-account.js';
 
-/** A session holds the user's id only; every request reads the person afresh (a renamed or deleted user shows at once). */
+type Serialize = (user: Express.User, done: (err: unknown, id?: string) => void) => void;
+type Deserialize = (id: unknown, done: (err: unknown, user?: WebUser | false) => void) => void;
+
+/**
+ * A session holds the user's id only; every request reads the person afresh (a
+ * renamed or deleted user shows at once).
+ *
+ * Registered with passport by hand rather than through @nestjs/passport's
+ * PassportSerializer, so that it can also be removed: passport keeps serializers
+ * in one process-wide list and asks them in order, so an app closed in this
+ * process (the tests start several in turn) would otherwise keep answering
+ * with its closed database.
+ */
 @Injectable()
-export class SessionSerializer extends PassportSerializer {
-  constructor(private readonly users: UsersService) {
-    super();
-  }
+export class SessionSerializer implements OnApplicationShutdown {
+  private readonly serialize: Serialize = (user, done) => done(null, (user as WebUser).id);
 
-  override serializeUser(user: WebUser, done: (err: Error | null, id?: string) => void): void {
-    done(null, user.id);
-  }
-
-  override async deserializeUser(id: string, done: (err: Error | null, user?: WebUser | false) => void): Promise<void> {
-    try {
-      const user = typeof id === 'string' ? await this.users.findById(id) : null;
+  private readonly deserialize: Deserialize = (id, done) => {
+    if (typeof id !== 'string') return done(null, false);
+    this.users.findById(id).then(
       // false: the user is gone, and passport drops them from the session.
-      done(null, user ? { id: user.id, email: user.email, name: user.name, role: user.role } : false);
-    } catch (err) {
-      done(err as Error);
-    }
+      (user) => done(null, user ? { id: user.id, email: user.email, name: user.name, role: user.role } : false),
+      (err: unknown) => done(err),
+    );
+  };
+
+  constructor(private readonly users: UsersService) {
+    passport.serializeUser(this.serialize);
+    passport.deserializeUser(this.deserialize);
+  }
+
+  onApplicationShutdown(): void {
+    const registry = passport as unknown as { _serializers: unknown[]; _deserializers: unknown[] };
+    registry._serializers = registry._serializers.filter((fn) => fn !== this.serialize);
+    registry._deserializers = registry._deserializers.filter((fn) => fn !== this.deserialize);
   }
 }

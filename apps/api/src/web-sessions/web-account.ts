@@ -1,4 +1,3 @@
-import type { Request } from 'express';
 import type { UserRole } from '../users/user.entity.js';
 
 /** The person a browser session is signed in as (passport's deserialized user). */
@@ -25,6 +24,3 @@ declare module 'express-serve-static-core' {
 
 /** Where passport keeps the signed-in person, apart from `req.user`, which the bearer guard owns. */
 export const WEB_USER_PROPERTY = 'webUser';
-
-/** The signed-in person of this request, if any. */
-export const webUserOf = (req: Request): WebUser | undefined => req.webUser;

@@ -1,4 +1,3 @@
-import { Injectable, type NestMiddleware } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 
@@ -38,10 +37,7 @@ const documentHeaders = (upgradeInsecureRequests: boolean) =>
 const overHttp = documentHeaders(false);
 const overHttps = documentHeaders(true);
 
-@Injectable()
-export class PageHeadersMiddleware implements NestMiddleware {
-  use(req: Request, res: Response, next: NextFunction): void {
-    res.setHeader('Cache-Control', 'no-store');
-    (req.secure ? overHttps : overHttp)(req, res, next);
-  }
+export function pageHeaders(req: Request, res: Response, next: NextFunction): void {
+  res.setHeader('Cache-Control', 'no-store');
+  (req.secure ? overHttps : overHttp)(req, res, next);
 }

@@ -1,15 +1,38 @@
-import { type MiddlewareConsumer, Module, type NestModule, RequestMethod } from '@nestjs/common';
+import { Injectable, type MiddlewareConsumer, Module, type NestMiddleware, type NestModule, RequestMethod } from '@nestjs/common';
 import { ROUTES } from '@prospect/contract';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { BODY_LIMIT } from '../common/body-limit.js';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
 import { TokensModule } from '../tokens/tokens.module.js';
 import { UsersModule } from '../users/users.module.js';
+import { WebSessions } from '../web-sessions/web-sessions.js';
 import { WebSessionMiddleware, WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { AuthPagesController } from './auth-pages.controller.js';
 import { DevicePageController } from './device-page.controller.js';
 import { LocalStrategy } from './local.strategy.js';
-import { PageHeadersMiddleware } from './page-headers.js';
+import { pageHeaders } from './page-headers.js';
 import { SignInService } from './sign-in.service.js';
 import { TokensPageController } from './tokens-page.controller.js';
+
+/**
+ * What every page request goes through, in one middleware (one router layer per page
+ * route, which every API request walks past): the document headers, the form parser
+ * (pages read urlencoded forms; the JSON API never runs it), the web session.
+ */
+@Injectable()
+class PageMiddleware implements NestMiddleware {
+  private readonly chain = express
+    .Router()
+    .use(pageHeaders, express.urlencoded({ limit: BODY_LIMIT, extended: false, parameterLimit: 50 }), (req, res, next) =>
+      this.sessions.handle(req, res, next),
+    );
+
+  constructor(private readonly sessions: WebSessions) {}
+
+  use(req: Request, res: Response, next: NextFunction): void {
+    this.chain(req, res, next);
+  }
+}
 
 /** Server-rendered pages: sign-up, sign-in, device approval, CLI tokens. */
 @Module({
@@ -19,8 +42,7 @@ import { TokensPageController } from './tokens-page.controller.js';
 })
 export class WebModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {
-    const pages = [AuthPagesController, DevicePageController, TokensPageController];
-    consumer.apply(PageHeadersMiddleware, WebSessionMiddleware).forRoutes(...pages);
+    consumer.apply(PageMiddleware).forRoutes(AuthPagesController, DevicePageController, TokensPageController);
     // The one API route a signed-in browser may call (with its CSRF token): see @AllowWebSession.
     consumer.apply(WebSessionMiddleware).forRoutes({ path: ROUTES.issueToken, method: RequestMethod.POST });
   }

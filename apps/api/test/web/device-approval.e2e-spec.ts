@@ -30,7 +30,8 @@ describe('web pages in a real browser', () => {
     await page.getByLabel('Name').fill(`Person ${n}`);
     await page.getByLabel('E-mail').fill(email);
     await page.getByLabel('Password').fill('correct horse battery');
-    await page.getByRole('button', { name: 'Create account' }).click();
+    // Wait until the browser has the session cookie, before the test goes anywhere else.
+    await Promise.all([page.waitForURL((url) => url.pathname !== '/signup'), page.getByRole('button', { name: 'Create account' }).click()]);
     return email;
   }
 

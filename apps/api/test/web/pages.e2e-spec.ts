@@ -1,5 +1,7 @@
 import { ROUTES } from '@prospect/contract';
 import supertest from 'supertest';
+import { hashSessionId } from '../../src/web-sessions/hashed-session-store.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -137,6 +139,70 @@ describe('ALLOW_SIGNUP=false', () => {
       await client(api).post('/signup').type('form').send('name=a&email=a%40b.co&password=correct+horse').expect(403);
       const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM users`);
       expect(n).toBe(0);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('web sessions', () => {
+  const clock = new FakeClock(Date.now());
+  let api: TestApp;
+  beforeAll(async () => {
+    api = await startTestApp({ clock, env: { WEB_SESSION_IDLE_SECONDS: '2', WEB_SESSION_MAX_SECONDS: '3600' } });
+  });
+  afterAll(() => api.close());
+
+  const sessionCookie = (headers: Record<string, unknown>) => /prospect_session=([^;]+)/.exec(String(headers['set-cookie']))?.[1];
+
+  async function signUp() {
+    const web = webClient(api);
+    const form = await web.send('GET', '/signup');
+    const anonymous = sessionCookie(form.headers);
+    const res = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'S', email: `s${Date.now()}${Math.random()}@example.com`, password: 'correct horse' });
+    expect(res.status).toBe(303);
+    return { web, anonymous: anonymous!, signedIn: sessionCookie(res.headers)! };
+  }
+
+  it('gets a new session id at sign-in, and stores only the SHA-256 of ids', async () => {
+    const { anonymous, signedIn } = await signUp();
+    expect(anonymous).toBeDefined();
+    expect(signedIn).not.toBe(anonymous);
+    const ids = [anonymous, signedIn].map((cookie) => /^s%3A(prsw_[^.]+)\./.exec(cookie)![1]!);
+    const rows: Array<{ sid: string; user_id: string | null }> = await api.dataSource.query(`SELECT sid, user_id FROM web_sessions`);
+    const stored = JSON.stringify(rows);
+    for (const id of ids) expect(stored).not.toContain(id.slice(5, 25));
+    expect(rows.map((r) => r.sid)).toContain(hashSessionId(ids[1]!));
+    expect(rows.map((r) => r.sid)).not.toContain(hashSessionId(ids[0]!)); // the anonymous one was replaced
+  });
+
+  it('ends a session after its absolute lifetime, however active', async () => {
+    const { web } = await signUp();
+    expect((await web.send('GET', '/settings/tokens')).status).toBe(200);
+    clock.advanceSeconds(3601);
+    const after = await web.send('GET', '/settings/tokens');
+    expect(after.status).toBe(303);
+    expect(after.location).toBe('/login?next=%2Fsettings%2Ftokens');
+  });
+
+  it('ends a session after its idle timeout, and each request keeps it alive', async () => {
+    const { web } = await signUp();
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect((await web.send('GET', '/settings/tokens')).status).toBe(200); // 3 s in all, never 2 s idle
+    }
+    await new Promise((r) => setTimeout(r, 2_200));
+    expect((await web.send('GET', '/settings/tokens')).status).toBe(303);
+  });
+});
+
+describe('web sessions over https', () => {
+  it('use a __Host- cookie that is Secure, HttpOnly and SameSite=Lax', async () => {
+    const api = await startTestApp({ env: { PUBLIC_URL: 'https://prospect.example.com' } });
+    try {
+      const res = await client(api).get('/login').set('x-forwarded-proto', 'https').expect(200);
+      const cookie = String(res.headers['set-cookie']);
+      expect(cookie).toMatch(/^__Host-prospect_session=s%3Aprsw_[^;]+; Path=\/; Expires=[^;]+; HttpOnly; Secure; SameSite=Lax$/);
     } finally {
       await api.close();
     }
