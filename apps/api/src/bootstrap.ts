@@ -17,7 +17,7 @@ import { PinoNestLogger, requestLogger } from './logging/logger.js';
 import { configureViews } from './web/views.js';
 
 /** Where the JSON API lives: the contract's routes and the health check. */
-const API_PREFIX = '/api';
+const API_PREFIX = '/api/';
 
 const STATIC_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', 'public');
 
@@ -57,8 +57,9 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
       xXssProtection: false,
     }),
   );
-  // JSON bodies under /api only; the pages read forms (web.module.ts).
-  app.use(API_PREFIX, express.json({ limit: BODY_LIMIT }), refuseNonJsonBodies);
+  // JSON bodies for the API; the pages read forms (web.module.ts). Not mounted on a path:
+  // a mounted middleware makes Express rewrite req.url for every request under it.
+  app.use(express.json({ limit: BODY_LIMIT }), refuseNonJsonBodies);
   app.useStaticAssets(STATIC_ROOT, { prefix: '/assets/', maxAge: '1h', index: false, fallthrough: true });
   configureViews(app);
   app.useGlobalFilters(new ErrorBodyFilter());
@@ -83,7 +84,7 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
  */
 function refuseNonJsonBodies(req: Request, _res: Response, next: NextFunction): void {
   const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  if (hasBody && !req.is('application/json')) {
+  if (hasBody && req.url.startsWith(API_PREFIX) && !req.is('application/json')) {
     next(new ApiException(415, ERROR_CODES.unsupportedMediaType, 'Unsupported Content-Type: send application/json.'));
   } else {
     next();

@@ -15,9 +15,8 @@ import { SignInService } from './sign-in.service.js';
 import { TokensPageController } from './tokens-page.controller.js';
 
 /**
- * What every page request goes through, in one middleware (one router layer per page
- * route, which every API request walks past): the document headers, the form parser
- * (pages read urlencoded forms; the JSON API never runs it), the web session.
+ * What every page request goes through: the document headers, the form parser (pages
+ * read urlencoded forms; the JSON API never runs it), the web session.
  */
 @Injectable()
 class PageMiddleware implements NestMiddleware {
@@ -42,7 +41,9 @@ class PageMiddleware implements NestMiddleware {
 })
 export class WebModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(PageMiddleware).forRoutes(AuthPagesController, DevicePageController, TokensPageController);
+    // Everything but the JSON API: one router layer, rather than one per page route that
+    // every API request would walk past (Express tries its layers in order).
+    consumer.apply(PageMiddleware).exclude({ path: 'api/{*rest}', method: RequestMethod.ALL }).forRoutes({ path: '{*rest}', method: RequestMethod.ALL });
     // The one API route a signed-in browser may call (with its CSRF token): see @AllowWebSession.
     consumer.apply(WebSessionMiddleware).forRoutes({ path: ROUTES.issueToken, method: RequestMethod.POST });
   }
