@@ -83,8 +83,9 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
     this.chain!(req, res, next);
   }
 
-  /** Marks the moment of sign-in, from which the absolute lifetime counts. */
-  markSignedIn(req: Request): void {
+  /** Before sign-in: what the new session keeps of this one is the moment of sign-in, from which the absolute lifetime counts. */
+  startSignedInSession(req: Request): void {
+    delete req.session.csrfToken;
     req.session.signedInAt = this.clock.now().getTime();
   }
 

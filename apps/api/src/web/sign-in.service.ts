@@ -19,10 +19,15 @@ export class SignInService {
     );
   }
 
-  /** Signs the person in: a new session id (passport regenerates it), then the absolute lifetime starts. */
+  /**
+   * Signs the person in: passport regenerates the session id and saves the session
+   * before the redirect is sent, so the moment of sign-in (where the absolute lifetime
+   * starts) must be in it already: a browser follows the redirect as soon as it has
+   * the headers. The anonymous session's CSRF token is not carried over.
+   */
   async logIn(req: Request, user: WebUser): Promise<void> {
-    await new Promise<void>((resolve, reject) => req.logIn(user, (err) => (err ? reject(err) : resolve())));
-    this.sessions.markSignedIn(req);
+    this.sessions.startSignedInSession(req);
+    await new Promise<void>((resolve, reject) => req.logIn(user, { session: true, keepSessionInfo: true }, (err) => (err ? reject(err) : resolve())));
   }
 
   /** Ends the session: its row is deleted, and the browser gets a fresh anonymous one. */
