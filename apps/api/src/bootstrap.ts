@@ -13,6 +13,8 @@ import { ApiException } from './common/api-exception.js';
 import { BODY_LIMIT } from './common/body-limit.js';
 import { ErrorBodyFilter } from './common/error-body.filter.js';
 import { AppConfig } from './config/app-config.js';
+import { DatabaseAvailability } from './database/database-availability.js';
+import { HttpDrain } from './http-drain.js';
 import { PinoNestLogger, requestLogger } from './logging/logger.js';
 import { configureViews } from './web/views.js';
 
@@ -33,6 +35,7 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
     abortOnError: false,
   });
   const config = app.get(AppConfig);
+  new HttpDrain(app.getHttpServer(), config.httpRequestTimeoutSeconds);
 
   app.disable('x-powered-by');
   // JSON answers are small and never cached; hashing each one for an ETag is wasted work.
@@ -62,7 +65,7 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
   app.use(express.json({ limit: BODY_LIMIT }), refuseNonJsonBodies);
   app.useStaticAssets(STATIC_ROOT, { prefix: '/assets/', maxAge: '1h', index: false, fallthrough: true });
   configureViews(app);
-  app.useGlobalFilters(new ErrorBodyFilter());
+  app.useGlobalFilters(new ErrorBodyFilter(app.get(DatabaseAvailability)));
 
   const document = SwaggerModule.createDocument(
     app,

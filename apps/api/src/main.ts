@@ -1,12 +1,11 @@
 import { createLogger } from './logging/logger.js';
 import { AppConfig, ConfigError } from './config/app-config.js';
 import { createApp } from './bootstrap.js';
+import { HttpDrain } from './http-drain.js';
 import type { EmbeddedPostgres } from './database/embedded-postgres.js';
 
 /** Connections to a Postgres server: enough to keep 2 cores busy, few enough for many replicas. */
 const SERVER_POOL_SIZE = 10;
-/** Longest we wait for in-flight requests and pools to close before giving up. */
-const SHUTDOWN_GRACE_MS = 10_000;
 
 async function main(): Promise<void> {
   let config: AppConfig;
@@ -55,12 +54,9 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    const forceExit = setTimeout(() => {
-      logger.error('shutdown took too long; exiting');
-      process.exit(1);
-    }, SHUTDOWN_GRACE_MS);
-    forceExit.unref();
-    // Nest stops accepting, waits for in-flight requests, then closes the pool.
+    const { cut } = await HttpDrain.of(app.getHttpServer()).drain(config.shutdownGraceSeconds * 1000);
+    if (cut) logger.warn({ cut }, `closed ${cut} request(s) still open after ${config.shutdownGraceSeconds} s`);
+    // Then Nest's shutdown hooks: background writes, the revocation listener, the pool.
     await app.close();
     await embedded?.stop();
     logger.info('stopped');

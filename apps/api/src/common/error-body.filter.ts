@@ -1,6 +1,7 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { ERROR_CODES, type ErrorBody, type ErrorCode } from '@prospect/contract';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
+import { type DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
 import { ApiException } from './api-exception.js';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -35,23 +36,54 @@ const BODY_PARSER_MESSAGES: Record<string, string> = {
   'parameters.too.many': 'The request body has too many fields.',
 };
 
+/** Seconds a client is told to wait before trying again while the database is unavailable. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/** What a browser is shown for an error, by status. */
+const PAGE_HEADINGS: Record<number, string> = {
+  404: 'Page not found',
+  503: 'Prospect is unavailable for a moment',
+  500: 'Something went wrong',
+};
+
 /**
- * Every non-2xx answer of the service has one body: `{statusCode, error, message}`.
- * Expected errors keep their status and code; anything else is logged and
- * becomes a 500 that reveals nothing of its cause.
+ * Every non-2xx answer of the service has one body: `{statusCode, error, message}`;
+ * a browser asking for a page gets the same as a page. Expected errors keep their
+ * status and code; a database that is gone or frozen is a 503 with Retry-After (said
+ * once in the log, not per request); anything else is logged and becomes a 500 that
+ * reveals nothing of its cause.
  */
 @Catch()
 export class ErrorBodyFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
 
+  constructor(private readonly database: DatabaseAvailability) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
+    const request = host.switchToHttp().getRequest<Request>();
     const response = host.switchToHttp().getResponse<Response>();
     const { body, headers } = this.toErrorBody(exception);
     if (response.headersSent) return;
-    response.status(body.statusCode).set(headers).json(body);
+    response.status(body.statusCode).set(headers);
+    if (!wantsPage(request)) {
+      response.json(body);
+      return;
+    }
+    const heading = PAGE_HEADINGS[body.statusCode] ?? (body.statusCode >= 500 ? PAGE_HEADINGS[500]! : 'That did not work');
+    const message = body.statusCode === 404 ? 'There is no page at this address.' : body.message;
+    response.render('error', { title: heading, heading, message }, (err: Error | null, html: string) =>
+      err ? response.json(body) : response.type('html').send(html),
+    );
   }
 
   toErrorBody(exception: unknown): { body: ErrorBody; headers: Record<string, string> } {
+    if (isDatabaseUnavailable(exception)) {
+      this.database.report(exception);
+      return {
+        body: { statusCode: 503, error: ERROR_CODES.unavailable, message: 'The service is briefly unavailable. Please try again in a few seconds.' },
+        headers: { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+      };
+    }
     if (exception instanceof ApiException) {
       return { body: { statusCode: exception.getStatus(), error: exception.code, message: exception.message }, headers: exception.headers };
     }
@@ -72,6 +104,11 @@ export class ErrorBodyFilter implements ExceptionFilter {
       headers: {},
     };
   }
+}
+
+/** A browser navigating to a page, rather than an API client: outside /api, preferring HTML. */
+function wantsPage(req: Request): boolean {
+  return !req.originalUrl.startsWith('/api/') && req.accepts(['json', 'html']) === 'html';
 }
 
 function codeFor(status: number): ErrorCode {

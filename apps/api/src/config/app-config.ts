@@ -61,6 +61,13 @@ export const EnvSchema = z
     PROSPECT_ADMIN_EMAIL: z.email('must be an e-mail address').optional(),
     PROSPECT_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
     TRUST_PROXY: trustProxy.default('loopback'),
+    DATABASE_TIMEOUT_MS: z.coerce
+      .number({ error: 'must be a whole number of milliseconds' })
+      .int('must be a whole number of milliseconds')
+      .min(100, 'must be at least 100')
+      .default(5_000),
+    HTTP_REQUEST_TIMEOUT_SECONDS: seconds(30),
+    SHUTDOWN_GRACE_SECONDS: seconds(10),
     WEB_SESSION_IDLE_SECONDS: seconds(7 * 24 * 3600),
     WEB_SESSION_MAX_SECONDS: seconds(30 * 24 * 3600),
   })
@@ -129,6 +136,12 @@ export class AppConfig {
   readonly admin?: { email: string; password: string };
   /** Express's `trust proxy` setting. */
   readonly trustProxy!: boolean | number | string;
+  /** The longest any wait on the database lasts: connecting, waiting for a pooled connection, one statement. */
+  readonly databaseTimeoutMs!: number;
+  /** A request (headers and body) must arrive within this; a slower one gets 408 and its connection closed. */
+  readonly httpRequestTimeoutSeconds!: number;
+  /** On SIGTERM, how long in-flight requests get to finish before their connections are closed. */
+  readonly shutdownGraceSeconds!: number;
   /** A web session ends after this long without a request… */
   readonly webSessionIdleSeconds!: number;
   /** …and this long after sign-in, whatever happens. */
@@ -159,6 +172,9 @@ export class AppConfig {
       allowSignup: e.ALLOW_SIGNUP,
       logLevel: e.LOG_LEVEL,
       trustProxy: e.TRUST_PROXY,
+      databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
+      httpRequestTimeoutSeconds: e.HTTP_REQUEST_TIMEOUT_SECONDS,
+      shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
       webSessionIdleSeconds: e.WEB_SESSION_IDLE_SECONDS,
       webSessionMaxSeconds: e.WEB_SESSION_MAX_SECONDS,
       admin:

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { lockDataDir } from './data-dir-lock.js';
 
 /**
  * The API's pool size on the embedded database. PGlite is a single backend that
@@ -32,9 +33,19 @@ export interface EmbeddedPostgres {
  */
 export async function startEmbeddedPostgres(dataDir: string, port = 0): Promise<EmbeddedPostgres> {
   const location = dataDir === 'memory://' ? dataDir : resolve(dataDir);
-  if (location !== 'memory://') await mkdir(location, { recursive: true });
+  let unlock = async () => undefined as void;
+  if (location !== 'memory://') {
+    await mkdir(location, { recursive: true });
+    unlock = await lockDataDir(location);
+  }
 
-  const db = await PGlite.create(location === 'memory://' ? undefined : location);
+  let db: PGlite;
+  try {
+    db = await PGlite.create(location === 'memory://' ? undefined : location);
+  } catch (err) {
+    await unlock();
+    throw err;
+  }
   const server = new PGLiteSocketServer({
     db,
     host: '127.0.0.1',
@@ -53,6 +64,7 @@ export async function startEmbeddedPostgres(dataDir: string, port = 0): Promise<
       await server.stop();
       // close() flushes PGlite's files; skipping it can leave the data dir locked.
       await db.close();
+      await unlock();
     },
   };
 }

@@ -6,7 +6,13 @@ import { MIGRATIONS } from './migrations/index.js';
  * One definition of how we talk to Postgres, for the app and the migration CLI.
  * The schema is only ever changed by the committed migrations, run at startup.
  */
-export function typeOrmOptions(url: string, poolSize: number): DataSourceOptions {
+/**
+ * @param timeoutMs bounds every wait on the database, so a database that is gone or
+ *   frozen turns into errors (answered 503) instead of requests that hang: connecting,
+ *   waiting for a pooled connection, a statement on the server (`statement_timeout`)
+ *   and, for a server that stopped answering at all, on the client (`query_timeout`).
+ */
+export function typeOrmOptions(url: string, poolSize: number, timeoutMs = 5_000): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -18,7 +24,13 @@ export function typeOrmOptions(url: string, poolSize: number): DataSourceOptions
     // TypeORM's own logging prints failed queries with their parameters (hashes,
     // e-mails) to the console, past pino's redaction; errors reach our filter instead.
     logging: false,
-    // pg's own pool; fail fast rather than queue forever when the database is gone.
-    extra: { max: poolSize, connectionTimeoutMillis: 5_000 },
+    extra: {
+      max: poolSize,
+      connectionTimeoutMillis: timeoutMs,
+      statement_timeout: timeoutMs,
+      // A little later than the server's own limit, which answers with a clearer error.
+      query_timeout: timeoutMs + 500,
+      keepAlive: true,
+    },
   };
 }

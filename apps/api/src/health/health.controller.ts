@@ -3,6 +3,7 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService } from '@nestjs/terminus';
 import { ERROR_CODES } from '@prospect/contract';
 import { ApiException } from '../common/api-exception.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../common/error-body.filter.js';
 import { ApiErrors } from '../common/openapi.js';
 import { Public } from '../common/public.decorator.js';
 import { DatabaseHealthIndicator } from './database-health.indicator.js';
@@ -30,7 +31,9 @@ export class HealthController {
       if (!(err instanceof ServiceUnavailableException)) throw err;
       // Terminus's own 503 body differs from ours; name what is down in our error body.
       const failing = Object.keys((err.getResponse() as { error?: object }).error ?? {});
-      throw new ApiException(503, ERROR_CODES.unavailable, `Unhealthy: ${failing.join(', ') || 'a dependency'} unreachable.`);
+      throw new ApiException(503, ERROR_CODES.unavailable, `Unhealthy: ${failing.join(', ') || 'a dependency'} unreachable.`, {
+        'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS),
+      });
     }
   }
 }

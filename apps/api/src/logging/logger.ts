@@ -54,7 +54,8 @@ export function requestLogger(logger: Logger) {
       // Health probes every few seconds would drown out real traffic.
       if (req.originalUrl === ROUTES.health) return;
       const status = res.statusCode;
-      requestLog[status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info'](
+      // A 503 is the database being away, said once by itself; a line per request is enough.
+      requestLog[status >= 500 && status !== 503 ? 'error' : status >= 400 ? 'warn' : 'info'](
         {
           req: { method: req.method, url: pathOf(req.originalUrl), userAgent: req.headers['user-agent'], remoteAddress: req.ip },
           res: { statusCode: status },
@@ -67,12 +68,14 @@ export function requestLogger(logger: Logger) {
   };
 }
 
+const NEST_STARTUP_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
+
 /** Nest's own messages (startup, errors) through the same pino logger. */
 export class PinoNestLogger implements LoggerService {
   constructor(private readonly logger: Logger) {}
-  // Nest's routine startup messages (modules loaded, routes mapped) are debug detail.
+  // Nest's routine startup messages (modules loaded, routes mapped) are debug detail; ours are info.
   log(message: unknown, context?: string) {
-    this.logger.debug({ context }, String(message));
+    this.logger[context && NEST_STARTUP_CONTEXTS.has(context) ? 'debug' : 'info']({ context }, String(message));
   }
   error(message: unknown, trace?: string, context?: string) {
     this.logger.error({ context, trace }, String(message));

@@ -1,0 +1,73 @@
+import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Sql } from './sql.js';
+
+/** Socket errors of a database that is gone or out of reach. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+/**
+ * SQLSTATEs that say the database cannot serve now, not that the request was wrong:
+ * class 08 (connection exception), shutting down or starting (57P01–57P03), too many
+ * connections (53300), and a statement cancelled by `statement_timeout` (57014).
+ */
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
+/** What pg says, without a code, when a connection or a query could not complete in time or broke. */
+const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection refused|server closed the connection/i;
+
+/** True when `err` means the database cannot answer now (a 503), rather than a fault of ours (a 500). */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const driverError = ((err as { driverError?: unknown } | null)?.driverError ?? err) as { code?: unknown; message?: unknown } | null;
+  if (!driverError || typeof driverError !== 'object') return false;
+  const code = typeof driverError.code === 'string' ? driverError.code : '';
+  if (NETWORK_CODES.has(code) || UNAVAILABLE_STATES.has(code) || code.startsWith('08')) return true;
+  return typeof driverError.message === 'string' && UNAVAILABLE_MESSAGES.test(driverError.message);
+}
+
+/** How often a database known to be down is asked whether it is back. */
+const PROBE_INTERVAL_MS = 1_000;
+
+/**
+ * Says once in the log that the database went away and once that it came back,
+ * however many requests it failed in between (each of them answered 503 without
+ * a stack trace).
+ */
+@Injectable()
+export class DatabaseAvailability implements OnApplicationShutdown {
+  private readonly logger = new Logger('Database');
+  private probe?: NodeJS.Timeout;
+  private since?: number;
+
+  constructor(private readonly sql: Sql) {}
+
+  get down(): boolean {
+    return this.since !== undefined;
+  }
+
+  /** A request failed because the database is unavailable. */
+  report(err: unknown): void {
+    if (this.down) return;
+    this.since = Date.now();
+    this.logger.warn(`database unavailable (${describe(err)}); answering 503 until it is back`);
+    this.probe = setInterval(() => void this.check(), PROBE_INTERVAL_MS);
+    this.probe.unref();
+  }
+
+  onApplicationShutdown(): void {
+    clearInterval(this.probe);
+  }
+
+  private async check(): Promise<void> {
+    try {
+      await this.sql.pool.query('SELECT 1');
+    } catch {
+      return;
+    }
+    if (!this.down) return;
+    clearInterval(this.probe);
+    this.logger.log(`database available again after ${Math.round((Date.now() - this.since!) / 1000)} s`);
+    this.since = undefined;
+  }
+}
+
+function describe(err: unknown): string {
+  const driverError = ((err as { driverError?: unknown } | null)?.driverError ?? err) as { code?: string; message?: string };
+  return [driverError?.code, driverError?.message].filter(Boolean).join(': ') || 'unknown error';
+}
