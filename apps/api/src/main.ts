@@ -32,23 +32,7 @@ async function main(): Promise<void> {
 
   const app = await createApp({ env: process.env, databaseUrl, embedded: Boolean(embedded), poolSize }, logger);
   await app.listen(config.port, config.host);
-  const address = app.getHttpServer().address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const publicUrl = config.port === 0 ? `http://localhost:${port}` : config.publicUrl;
-
-  process.stdout.write(
-    [
-      '',
-      `  Prospect API is running on ${publicUrl}`,
-      `  Create an account:  ${publicUrl}/signup`,
-      `  Sign in the CLI:    npx prospect auth:login --api-url ${publicUrl}`,
-      `  API docs:           ${publicUrl}/api/docs`,
-      `  Database:           ${embedded ? `embedded Postgres in ${embedded.dataDir} (set DATABASE_URL for a server)` : 'DATABASE_URL'}`,
-      '',
-      '',
-    ].join('\n'),
-  );
-
+  // Before the banner: whoever starts us may stop us as soon as it reads it.
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {
     if (stopping) return;
@@ -65,6 +49,23 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', (s) => void shutdown(s));
   process.once('SIGINT', (s) => void shutdown(s));
+
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const publicUrl = config.port === 0 ? `http://localhost:${port}` : config.publicUrl;
+
+  process.stdout.write(
+    [
+      '',
+      `  Prospect API is running on ${publicUrl}`,
+      `  Create an account:  ${publicUrl}/signup`,
+      `  Sign in the CLI:    npx prospect auth:login --api-url ${publicUrl}`,
+      `  API docs:           ${publicUrl}/api/docs`,
+      `  Database:           ${embedded ? `embedded Postgres in ${embedded.dataDir} (set DATABASE_URL for a server)` : 'DATABASE_URL'}`,
+      '',
+      '',
+    ].join('\n'),
+  );
 }
 
 main().catch((err: unknown) => {

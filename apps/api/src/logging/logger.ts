@@ -25,8 +25,14 @@ export const REDACTED_PATHS = [
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   const options = { level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { service: 'prospect-api' } };
-  return pino(options, destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 }));
+  if (destination) return pino(options, destination);
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  // A quiet server must not hold a line back until 4 KiB have gathered: flush every second.
+  setInterval(() => stdout.flush(), FLUSH_INTERVAL_MS).unref();
+  return pino(options, stdout);
 }
+
+const FLUSH_INTERVAL_MS = 1_000;
 
 const pathOf = (url: string) => {
   const q = url.indexOf('?');

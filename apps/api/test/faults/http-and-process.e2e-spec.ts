@@ -1,0 +1,101 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROUTES } from '@prospect/contract';
+import autocannon from 'autocannon';
+import { runApiProcess, startApiProcess } from '../support/api-process.js';
+
+/** Sends a request's headers and the first bytes of its body, then nothing: a slow client. */
+function slowBody(baseUrl: string): { socket: net.Socket; answer: Promise<{ text: string; closedAfterMs: number }> } {
+  const { hostname, port } = new URL(baseUrl);
+  const socket = net.connect(Number(port), hostname);
+  const started = Date.now();
+  socket.write(`POST ${ROUTES.deviceStart} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"cli`);
+  const answer = new Promise<{ text: string; closedAfterMs: number }>((resolve) => {
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString()));
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve({ text, closedAfterMs: Date.now() - started }));
+  });
+  return { socket, answer };
+}
+
+/** Slow clients, shutdown under load, and the embedded data directory's owner: each against `npm start`'s process. */
+describe('the API process under faults', () => {
+  let dataDir: string;
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'prospect-faults-'));
+  });
+  afterEach(() => rm(dataDir, { recursive: true, force: true }));
+
+  it('answers a request whose body stops coming with 408 and closes its connection', async () => {
+    const api = await startApiProcess({ PROSPECT_DATA_DIR: join(dataDir, 'data'), HTTP_REQUEST_TIMEOUT_SECONDS: '2' });
+    try {
+      const { answer } = slowBody(api.baseUrl);
+      const { text, closedAfterMs } = await answer;
+      expect(text).toMatch(/^HTTP\/1\.1 408/);
+      expect(closedAfterMs).toBeLessThan(3_500);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it('on SIGTERM under load resets no connection, finishes what it accepted, and exits 0', async () => {
+    const api = await startApiProcess({ PROSPECT_DATA_DIR: join(dataDir, 'data') });
+    const codes: Record<string, number> = {};
+    let exit: Promise<number | null> | undefined;
+    const result = await new Promise<autocannon.Result>((resolve, reject) => {
+      const load = autocannon({ url: api.baseUrl + ROUTES.deviceStart, method: 'POST', connections: 16, duration: 3 }, (err, res) =>
+        err ? reject(err) : resolve(res),
+      );
+      load.on('reqError', (err: NodeJS.ErrnoException) => (codes[err.code ?? err.message] = (codes[err.code ?? err.message] ?? 0) + 1));
+      setTimeout(() => (exit = api.stop('SIGTERM')), 1_000);
+    });
+    expect(result.non2xx).toBe(0);
+    expect(result['2xx']).toBeGreaterThan(0);
+    // After the listener closes, new connections are refused; nothing that was sent on an open one is dropped.
+    expect(Object.keys(codes).filter((code) => code !== 'ECONNREFUSED')).toEqual([]);
+    expect(await exit).toBe(0);
+  });
+
+  it('on SIGTERM with a slow client still sending, exits 0 within the grace period', async () => {
+    const api = await startApiProcess({ PROSPECT_DATA_DIR: join(dataDir, 'data'), SHUTDOWN_GRACE_SECONDS: '2' });
+    const { answer } = slowBody(api.baseUrl);
+    await new Promise((r) => setTimeout(r, 200));
+    const started = Date.now();
+    expect(await api.stop('SIGTERM')).toBe(0);
+    expect(Date.now() - started).toBeLessThan(4_000);
+    await answer;
+    expect(api.stdout()).toContain('still open after 2 s');
+  });
+
+  it('refuses a second process on the same embedded data directory, naming it and the holder', async () => {
+    const dir = join(dataDir, 'data');
+    const first = await startApiProcess({ PROSPECT_DATA_DIR: dir });
+    try {
+      const second = await runApiProcess({ PROSPECT_DATA_DIR: dir, PORT: '0' });
+      expect(second.code).toBe(1);
+      expect(second.stderr).toBe(
+        `prospect-api failed to start: ${dir} is in use by another Prospect API (pid ${first.child.pid}); stop it first, or set PROSPECT_DATA_DIR to another directory\n`,
+      );
+    } finally {
+      expect(await first.stop()).toBe(0);
+    }
+  });
+
+  it('takes over the lock a killed process left behind', async () => {
+    const dir = join(dataDir, 'data');
+    const killed = await startApiProcess({ PROSPECT_DATA_DIR: dir });
+    const lock = await readFile(join(dir, 'prospect-api.lock'), 'utf8');
+    expect(lock.trim()).toBe(String(killed.child.pid));
+    await killed.stop('SIGKILL');
+    const next = await startApiProcess({ PROSPECT_DATA_DIR: dir });
+    expect((await readFile(join(dir, 'prospect-api.lock'), 'utf8')).trim()).toBe(String(next.child.pid));
+    expect(await next.stop()).toBe(0);
+    // A clean stop leaves no lock; a lock naming a pid that is not running is taken over too.
+    await writeFile(join(dir, 'prospect-api.lock'), '2147483646\n');
+    const again = await startApiProcess({ PROSPECT_DATA_DIR: dir });
+    expect(await again.stop()).toBe(0);
+  });
+});

@@ -1,0 +1,88 @@
+import { execFile } from 'node:child_process';
+import { chmod, chown, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** The machine's PostgreSQL binaries (Debian's layout: /usr/lib/postgresql/<major>/bin). */
+async function binDir(): Promise<string> {
+  const majors = (await readdir('/usr/lib/postgresql')).sort((a, b) => Number(b) - Number(a));
+  return `/usr/lib/postgresql/${majors[0]}/bin`;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * A Postgres cluster of a test's own (initdb + pg_ctl of the machine's PostgreSQL),
+ * so a test can stop it or freeze it without touching the shared server. Runs as the
+ * `postgres` user when the tests run as root (initdb refuses root).
+ */
+export class ThrowawayPostgres {
+  private constructor(
+    private readonly bin: string,
+    private readonly dir: string,
+    readonly port: number,
+    private readonly asUser: string[],
+  ) {}
+
+  static async create(): Promise<ThrowawayPostgres> {
+    const bin = await binDir();
+    const dir = await mkdtemp(join(tmpdir(), 'prospect-pg-'));
+    const root = process.getuid?.() === 0;
+    if (root) {
+      const { stdout } = await run('id', ['-u', 'postgres']);
+      const { stdout: gid } = await run('id', ['-g', 'postgres']);
+      await chown(dir, Number(stdout.trim()), Number(gid.trim()));
+    }
+    await chmod(dir, 0o700);
+    const pg = new ThrowawayPostgres(bin, dir, await freePort(), root ? ['runuser', '-u', 'postgres', '--'] : []);
+    await pg.exec('initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+    await pg.start();
+    return pg;
+  }
+
+  get url(): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+
+  async start(): Promise<void> {
+    const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+    await this.exec('pg_ctl', ['-D', join(this.dir, 'data'), '-o', options, '-l', join(this.dir, 'log'), '-w', '-t', '30', 'start']);
+  }
+
+  /** A clean, fast stop: connections are closed, as when the server is restarted. */
+  async stop(): Promise<void> {
+    await this.exec('pg_ctl', ['-D', join(this.dir, 'data'), '-m', 'fast', '-w', 'stop']);
+  }
+
+  /** Freezes (SIGSTOP) or thaws (SIGCONT) every process of the cluster: a database that stops answering without closing anything. */
+  async signalAll(signal: 'SIGSTOP' | 'SIGCONT'): Promise<void> {
+    for (const pid of await this.pids()) process.kill(pid, signal);
+  }
+
+  async destroy(): Promise<void> {
+    await this.signalAll('SIGCONT').catch(() => undefined);
+    await this.stop().catch(() => undefined);
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  private async pids(): Promise<number[]> {
+    const postmaster = Number((await readFile(join(this.dir, 'data', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    const { stdout } = await run('pgrep', ['-P', String(postmaster)]).catch(() => ({ stdout: '' }));
+    return [postmaster, ...stdout.split('\n').filter(Boolean).map(Number)];
+  }
+
+  private async exec(tool: string, args: string[]): Promise<void> {
+    const [cmd, ...rest] = [...this.asUser, join(this.bin, tool), ...args];
+    await run(cmd!, rest, { timeout: 60_000 });
+  }
+}
