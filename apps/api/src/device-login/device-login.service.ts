@@ -76,12 +76,16 @@ export class DeviceLoginService {
     for (let attempt = 0; ; attempt++) {
       const userCode = generateUserCode();
       try {
-        const [row] = await this.sql.rows<{ id: string }>(
-          `INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+        // The login and its audit event in one statement: both or neither, in one round trip.
+        await this.sql.rows(
+          `WITH login AS (
+             INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+           )
+           INSERT INTO auth_events (type, ip, detail, created_at)
+           SELECT 'device.start', $5, jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text), $6 FROM login`,
           [sha256(deviceCode), userCode, request.clientName ?? null, request.hostname ?? null, ip, now, expiresAt],
         );
-        await this.audit.record('device.start', { ip, detail: { deviceLoginId: row!.id, clientName: request.clientName ?? null } });
         const shownCode = formatUserCode(userCode);
         return {
           deviceCode,
@@ -178,8 +182,10 @@ export class DeviceLoginService {
    * what it issued, so a copied code cannot keep a silent second session.
    */
   private async onReplay(deviceLoginId: string, ip: string | null): Promise<void> {
-    const revoked = await this.tokens.revokeIssuedByDeviceLogin(deviceLoginId);
-    await this.audit.record('device.replay', { ip, detail: { deviceLoginId, revokedTokens: revoked.length } });
+    await this.db.transaction(async (tx) => {
+      const revoked = await this.tokens.revokeIssuedByDeviceLogin(deviceLoginId, tx);
+      await this.audit.record('device.replay', { ip, detail: { deviceLoginId, revokedTokens: revoked.length } }, tx);
+    });
   }
 
   private slowDown(): ApiException {
@@ -228,16 +234,21 @@ export class DeviceLoginService {
     const userCode = normalizeUserCode(userCodeInput);
     if (!userCode) throw new UndecidableDeviceLoginError('unknown');
     const now = this.clock.now();
-    const [rows] = (await this.db.query(
-      `UPDATE device_logins SET status = $2, decided_by_user_id = $3, decided_at = $4
-        WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
-        RETURNING id`,
-      [userCode, decision, userId, now],
-    )) as [Array<{ id: string }>, number];
+    // The decision and its audit event in one statement.
+    const rows = await this.sql.rows<{ id: string }>(
+      `WITH decided AS (
+         UPDATE device_logins SET status = $2, decided_by_user_id = $3, decided_at = $4
+          WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
+          RETURNING id
+       )
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+       SELECT $5, $3, $6, jsonb_build_object('deviceLoginId', decided.id), $4 FROM decided
+       RETURNING detail ->> 'deviceLoginId' AS id`,
+      [userCode, decision, userId, now, decision === 'approved' ? 'device.approve' : 'device.deny', ip],
+    );
     if (!rows[0]) {
       await this.findForApproval(userCode); // throws the precise reason
       throw new UndecidableDeviceLoginError('decided');
     }
-    await this.audit.record(decision === 'approved' ? 'device.approve' : 'device.deny', { userId, ip, detail: { deviceLoginId: rows[0].id } });
   }
 }

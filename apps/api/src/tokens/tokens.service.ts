@@ -79,7 +79,12 @@ export class TokensService {
     private readonly cache: VerifiedTokenCache,
   ) {}
 
-  async issue(input: IssueTokenInput, manager: EntityManager = this.db.manager): Promise<IssuedToken> {
+  /** Issues a token and records it, in `manager`'s transaction or in one of its own. */
+  issue(input: IssueTokenInput, manager?: EntityManager): Promise<IssuedToken> {
+    return manager ? this.issueIn(manager, input) : this.db.transaction((tx) => this.issueIn(tx, input));
+  }
+
+  private async issueIn(manager: EntityManager, input: IssueTokenInput): Promise<IssuedToken> {
     const ttl = Math.min(input.ttlSeconds ?? this.config.accessTokenTtlSeconds, this.config.accessTokenMaxTtlSeconds);
     const now = this.clock.now();
     const accessToken = generateSecret(ACCESS_TOKEN_PREFIX);
@@ -163,14 +168,19 @@ export class TokensService {
 
   /** Revokes one token of this user; revoking twice is harmless. */
   async revokeForUser(userId: string, tokenId: string, ip?: string | null): Promise<void> {
-    const [found] = (await this.db.query(
-      `UPDATE access_tokens SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND user_id = $2 RETURNING id`,
-      [tokenId, userId, this.clock.now()],
-    )) as [Array<{ id: string }>, number];
-    if (!found?.length) throw notFound('No such token.');
+    // The revocation and its audit event in one statement.
+    const found = await this.sql.rows<{ id: string }>(
+      `WITH revoked AS (
+         UPDATE access_tokens SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND user_id = $2 RETURNING id
+       )
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+       SELECT 'token.revoke', $2, $4, jsonb_build_object('tokenId', revoked.id), $3 FROM revoked
+       RETURNING detail ->> 'tokenId' AS id`,
+      [tokenId, userId, this.clock.now(), ip ?? null],
+    );
+    if (!found.length) throw notFound('No such token.');
     // At once on this instance; the database trigger tells the others.
     this.cache.evictToken(tokenId);
-    await this.audit.record('token.revoke', { userId, ip, detail: { tokenId } });
   }
 
   /** Revokes whatever token a device login issued (replayed device codes). */
