@@ -1,5 +1,5 @@
 import { DevicePollResponseSchema, DeviceStartResponseSchema, ROUTES, USER_CODE_ALPHABET } from '@prospect/contract';
-import { DeviceLoginService, UndecidableDeviceLoginError } from '../src/device-login/device-login.service.js';
+import { DeviceLoginService, REPLY_WINDOW_SECONDS, UndecidableDeviceLoginError } from '../src/device-login/device-login.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { approve, createUser, deny, poll, startDeviceLogin } from './support/fixtures.js';
 import { client, errorBody, get, post } from './support/http.js';
@@ -77,7 +77,41 @@ describe('device login (seed §3.1)', () => {
       expect((await poll(api, approved.deviceCode)).body).toEqual({ status: 'denied' });
     });
 
-    it('redeems a device code once: later polls are denied and revoke the token it issued', async () => {
+    it('answers a poll retried after a lost answer with the same token, for a minute', async () => {
+      const user = await createUser(api);
+      const start = await startDeviceLogin(api);
+      await approve(api, start.userCode, user);
+      const first = await poll(api, start.deviceCode);
+      expect(first.body.status).toBe('authorized');
+      clock.advanceSeconds(REPLY_WINDOW_SECONDS - 1);
+      const again = await poll(api, start.deviceCode);
+      expect(again.body).toEqual(first.body);
+      const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'token.issue' AND detail ->> 'origin' = 'device' AND user_id = $1`, [user.id]);
+      expect(n).toBe(1);
+    });
+
+    it('erases the sealed answer when its window ends', async () => {
+      const user = await createUser(api);
+      const start = await startDeviceLogin(api);
+      await approve(api, start.userCode, user);
+      expect((await poll(api, start.deviceCode)).body.status).toBe('authorized');
+      const sealed = () => api.dataSource.query(`SELECT reply_sealed FROM device_logins WHERE user_code = $1`, [start.userCode.replace('-', '')]);
+      expect((await sealed())[0].reply_sealed).not.toBeNull();
+      clock.advanceSeconds(REPLY_WINDOW_SECONDS);
+      await api.app.get(DeviceLoginService).eraseEndedReplies();
+      expect((await sealed())[0].reply_sealed).toBeNull();
+    });
+
+    it('hands nothing out again once the token was revoked, even within the window', async () => {
+      const user = await createUser(api);
+      const start = await startDeviceLogin(api);
+      await approve(api, start.userCode, user);
+      const first = await poll(api, start.deviceCode);
+      expect((await post(api, ROUTES.logout, undefined, first.body.accessToken)).status).toBe(204);
+      expect((await poll(api, start.deviceCode)).body).toEqual({ status: 'denied' });
+    });
+
+    it('redeems a device code once: polls after the reply window are denied and revoke the token it issued', async () => {
       const user = await createUser(api);
       const start = await startDeviceLogin(api);
       await approve(api, start.userCode, user);
@@ -85,22 +119,21 @@ describe('device login (seed §3.1)', () => {
       expect(first.body.status).toBe('authorized');
       expect((await get(api, ROUTES.me, first.body.accessToken)).status).toBe(200);
 
-      clock.advanceSeconds(5);
+      clock.advanceSeconds(REPLY_WINDOW_SECONDS);
       expect((await poll(api, start.deviceCode)).body).toEqual({ status: 'denied' });
       const me = await get(api, ROUTES.me, first.body.accessToken);
       expect(me.status).toBe(401);
       expect(me.headers.get('www-authenticate')).toContain('error_description="token revoked"');
     });
 
-    it('hands out exactly one token when 50 polls race', async () => {
+    it('issues exactly one token when 50 polls race, and answers each of them with it', async () => {
       const user = await createUser(api);
       const start = await startDeviceLogin(api);
       await approve(api, start.userCode, user);
       const results = await Promise.all(Array.from({ length: 50 }, () => poll(api, start.deviceCode)));
       expect(results.map((r) => r.status)).toEqual(Array(50).fill(200));
-      const statuses = results.map((r) => r.body.status);
-      expect(statuses.filter((s) => s === 'authorized')).toHaveLength(1);
-      expect(statuses.filter((s) => s === 'denied')).toHaveLength(49);
+      expect(new Set(results.map((r) => r.body.accessToken)).size).toBe(1);
+      expect(results.every((r) => r.body.status === 'authorized')).toBe(true);
       const rows = await api.dataSource.query(
         `SELECT count(*)::int AS n FROM access_tokens t JOIN device_logins d ON d.id = t.device_login_id WHERE d.user_code = $1`,
         [start.userCode.replace('-', '')],

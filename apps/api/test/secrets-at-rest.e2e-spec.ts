@@ -1,13 +1,16 @@
 import { ROUTES } from '@prospect/contract';
+import { REPLY_WINDOW_SECONDS } from '../src/device-login/device-login.service.js';
+import { FakeClock } from './support/fake-clock.js';
 import { approve, createUser, poll, startDeviceLogin } from './support/fixtures.js';
 import { get, post } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** A raw token or device code lives in one HTTP response and the user's session file: nowhere else. */
 describe('secrets at rest and in logs', () => {
+  const clock = new FakeClock(Date.now());
   let api: TestApp;
   beforeAll(async () => {
-    api = await startTestApp();
+    api = await startTestApp({ clock });
   });
   afterAll(() => api.close());
 
@@ -26,6 +29,7 @@ describe('secrets at rest and in logs', () => {
     secrets.push(issued.body.accessToken);
     await post(api, ROUTES.logout, undefined, issued.body.accessToken);
     await get(api, ROUTES.me, issued.body.accessToken); // a failed verification, audited
+    clock.advanceSeconds(REPLY_WINDOW_SECONDS);
     await poll(api, start.deviceCode); // a replay, audited
 
     const tables: Array<{ table_name: string }> = await api.dataSource.query(

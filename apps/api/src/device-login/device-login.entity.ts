@@ -52,4 +52,8 @@ export class DeviceLogin {
 
   @Column({ name: 'redeemed_at', type: 'timestamptz', nullable: true })
   redeemedAt!: Date | null;
+
+  /** The authorized answer, sealed with a key only the device code gives; erased REPLY_WINDOW_SECONDS after redemption. */
+  @Column({ name: 'reply_sealed', type: 'bytea', nullable: true, select: false })
+  replySealed!: Buffer | null;
 }

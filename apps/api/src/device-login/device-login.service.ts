@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
   DEVICE_CODE_PREFIX,
@@ -17,9 +17,10 @@ import { Clock } from '../common/clock.js';
 import { generateSecret, generateUserCode, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { isUniqueViolation, Sql } from '../database/sql.js';
-import { TokensService } from '../tokens/tokens.service.js';
+import { InvalidTokenError, TokensService } from '../tokens/tokens.service.js';
 import { toPublicUser, type User } from '../users/user.entity.js';
 import type { DeviceLoginStatus } from './device-login.entity.js';
+import { openReply, sealReply } from './sealed-reply.js';
 
 /** A poll this much early is network jitter, not a misbehaving client (RFC 8628 §3.5). */
 export const POLL_JITTER_MS = 1_000;
@@ -44,17 +45,29 @@ export interface DeviceLoginForApproval {
   expiresAt: Date;
 }
 
+/**
+ * For this long after a device code is redeemed, polling it again answers the same
+ * token, so a CLI whose answer was lost (a dropped connection, a crash of the server
+ * after the commit) still ends logged in. After it, a poll is a replay.
+ */
+export const REPLY_WINDOW_SECONDS = 60;
+
 interface PollRow {
   id: string;
   status: DeviceLoginStatus;
   expires_at: Date;
+  redeemed_at: Date | null;
+  reply_sealed: Buffer | null;
   client_name: string | null;
   hostname: string | null;
   accepted: boolean;
 }
 
 @Injectable()
-export class DeviceLoginService {
+export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(DeviceLoginService.name);
+  private eraser?: NodeJS.Timeout;
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly sql: Sql,
@@ -66,6 +79,25 @@ export class DeviceLoginService {
 
   get enabled(): boolean {
     return this.config.deviceLoginEnabled;
+  }
+
+  /** Sealed replies are erased once their window ends (on every replica; the UPDATE is idempotent). */
+  onModuleInit(): void {
+    this.eraser = setInterval(() => {
+      this.eraseEndedReplies().catch((err: Error) => this.logger.warn(`could not erase sealed poll replies: ${err.message}`));
+    }, (REPLY_WINDOW_SECONDS * 1000) / 2);
+    this.eraser.unref();
+  }
+
+  onApplicationShutdown(): void {
+    clearInterval(this.eraser);
+  }
+
+  /** Erases the sealed replies whose window has ended. */
+  async eraseEndedReplies(): Promise<void> {
+    await this.sql.rows(`UPDATE device_logins SET reply_sealed = NULL WHERE reply_sealed IS NOT NULL AND redeemed_at <= $1`, [
+      new Date(this.clock.now().getTime() - REPLY_WINDOW_SECONDS * 1000),
+    ]);
   }
 
   async start(request: DeviceStartRequest, ip: string | null): Promise<DeviceStartResponse> {
@@ -117,7 +149,7 @@ export class DeviceLoginService {
           SET last_polled_at = CASE WHEN t.last_polled_at IS NULL OR t.last_polled_at <= $2 THEN $3 ELSE d.last_polled_at END
          FROM target t
         WHERE d.id = t.id
-       RETURNING d.id, d.status, d.expires_at, d.client_name, d.hostname,
+       RETURNING d.id, d.status, d.expires_at, d.redeemed_at, d.reply_sealed, d.client_name, d.hostname,
                  (t.last_polled_at IS NULL OR t.last_polled_at <= $2) AS accepted`,
       [sha256(deviceCode), earliestPrevious, now],
     );
@@ -130,17 +162,16 @@ export class DeviceLoginService {
         if (!login.accepted) throw this.slowDown();
         return { status: 'pending' };
       case 'approved':
-        return expired ? { status: 'denied' } : this.redeem(login, ip);
+        return expired ? { status: 'denied' } : this.redeem(login, deviceCode, ip);
       case 'redeemed':
-        await this.onReplay(login.id, ip);
-        return { status: 'denied' };
+        return this.replyAgain(login, deviceCode, ip);
       case 'denied':
         return { status: 'denied' };
     }
   }
 
   /** The first poll after approval takes the token; the conditional UPDATE lets only one win. */
-  private async redeem(login: PollRow, ip: string | null): Promise<DevicePollResponse> {
+  private async redeem(login: PollRow, deviceCode: string, ip: string | null): Promise<DevicePollResponse> {
     const now = this.clock.now();
     const result = await this.db.transaction(async (tx) => {
       const [won] = (await tx.query(
@@ -162,12 +193,17 @@ export class DeviceLoginService {
         tx,
       );
       await this.audit.record('device.redeem', { userId: user!.id, ip, detail: { deviceLoginId: login.id, tokenId: issued.id } }, tx);
+      const reply = { accessToken: issued.accessToken, expiresAt: issued.expiresAt.toISOString() };
+      await tx.query(`UPDATE device_logins SET reply_sealed = $2 WHERE id = $1`, [login.id, sealReply(deviceCode, login.id, reply)]);
       return { issued, user: user! };
     });
     if (!result) {
-      // Another poll redeemed it between our read and our update: this one is a replay.
-      await this.onReplay(login.id, ip);
-      return { status: 'denied' };
+      // Another poll with this code redeemed it between our read and our update.
+      const [now] = await this.sql.rows<PollRow>(
+        `SELECT id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, true AS accepted FROM device_logins WHERE id = $1`,
+        [login.id],
+      );
+      return this.replyAgain(now!, deviceCode, ip);
     }
     return {
       status: 'authorized',
@@ -178,11 +214,31 @@ export class DeviceLoginService {
   }
 
   /**
-   * A redeemed device code polled again means someone else holds it: revoke
-   * what it issued, so a copied code cannot keep a silent second session.
+   * A redeemed device code polled again: within the window, the same answer (the CLI
+   * lost it); after it, someone else holds the code, so what it issued is revoked and
+   * a copied code cannot keep a silent second session.
    */
+  private async replyAgain(login: PollRow, deviceCode: string, ip: string | null): Promise<DevicePollResponse> {
+    const windowEnds = (login.redeemed_at?.getTime() ?? 0) + REPLY_WINDOW_SECONDS * 1000;
+    const reply = login.reply_sealed && this.clock.now().getTime() < windowEnds ? openReply(deviceCode, login.id, login.reply_sealed) : null;
+    if (reply) {
+      try {
+        const principal = await this.tokens.verify(reply.accessToken);
+        return { status: 'authorized', accessToken: reply.accessToken, expiresAt: reply.expiresAt, user: toPublicUser(principal.user) };
+      } catch (err) {
+        // Revoked or expired meanwhile (a logout): nothing to hand out again.
+        if (!(err instanceof InvalidTokenError)) throw err;
+        return { status: 'denied' };
+      }
+    }
+    await this.onReplay(login.id, ip);
+    return { status: 'denied' };
+  }
+
+  /** Revokes what the login issued and forgets its sealed reply, with the audit event. */
   private async onReplay(deviceLoginId: string, ip: string | null): Promise<void> {
     await this.db.transaction(async (tx) => {
+      await tx.query(`UPDATE device_logins SET reply_sealed = NULL WHERE id = $1`, [deviceLoginId]);
       const revoked = await this.tokens.revokeIssuedByDeviceLogin(deviceLoginId, tx);
       await this.audit.record('device.replay', { ip, detail: { deviceLoginId, revokedTokens: revoked.length } }, tx);
     });

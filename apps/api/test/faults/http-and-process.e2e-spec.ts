@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { ROUTES } from '@prospect/contract';
 import autocannon from 'autocannon';
 import { runApiProcess, startApiProcess } from '../support/api-process.js';
+import { approveInBrowser, poll, startDeviceLogin } from '../support/fixtures.js';
 
 /** Sends a request's headers and the first bytes of its body, then nothing: a slow client. */
 function slowBody(baseUrl: string): { socket: net.Socket; answer: Promise<{ text: string; closedAfterMs: number }> } {
@@ -68,6 +69,23 @@ describe('the API process under faults', () => {
     expect(Date.now() - started).toBeLessThan(4_000);
     await answer;
     expect(api.stdout()).toContain('still open after 2 s');
+  });
+
+  it('keeps an approval across kill -9, and a poll retried after a lost answer gets the same token', async () => {
+    const dir = join(dataDir, 'data');
+    const first = await startApiProcess({ PROSPECT_DATA_DIR: dir });
+    const start = await startDeviceLogin(first.baseUrl);
+    const email = await approveInBrowser(first.baseUrl, start.userCode);
+    await first.stop('SIGKILL');
+    const second = await startApiProcess({ PROSPECT_DATA_DIR: dir });
+    try {
+      const authorized = await poll(second.baseUrl, start.deviceCode);
+      expect(authorized.body).toMatchObject({ status: 'authorized', user: { email } });
+      // The answer never reached the CLI (it crashed, or the connection dropped): it asks again.
+      expect((await poll(second.baseUrl, start.deviceCode)).body).toEqual(authorized.body);
+    } finally {
+      expect(await second.stop()).toBe(0);
+    }
   });
 
   it('refuses a second process on the same embedded data directory, naming it and the holder', async () => {

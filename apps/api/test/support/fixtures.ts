@@ -1,4 +1,5 @@
 import { ROUTES, type DeviceStartResponse } from '@prospect/contract';
+import supertest from 'supertest';
 import { DeviceLoginService } from '../../src/device-login/device-login.service.js';
 import type { User } from '../../src/users/user.entity.js';
 import { UsersService } from '../../src/users/users.service.js';
@@ -45,4 +46,16 @@ export async function authorizedPoll(api: TestApp, user: { id: string }) {
 /** A full device login; returns the issued token. */
 export async function deviceLoginToken(api: TestApp, user: { id: string }): Promise<string> {
   return (await authorizedPoll(api, user)).body.accessToken;
+}
+
+/** Signs up on `target` in a cookie-keeping client and approves `userCode` there, as a person in a browser would; returns the e-mail. */
+export async function approveInBrowser(target: Target, userCode: string): Promise<string> {
+  const browser = supertest.agent(typeof target === 'string' ? target : target.app.getHttpServer());
+  const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+  const email = `browser-${Date.now()}-${counter++}@example.com`;
+  const form = await browser.get('/signup').expect(200);
+  await browser.post('/signup').type('form').send({ _csrf: csrfOf(form.text), name: 'In a browser', email, password: 'correct horse battery' }).expect(303);
+  const page = await browser.get(`/device?user_code=${userCode}`).expect(200);
+  await browser.post('/device/approve').type('form').send({ _csrf: csrfOf(page.text), user_code: userCode }).expect(200);
+  return email;
 }
