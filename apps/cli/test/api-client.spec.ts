@@ -26,6 +26,22 @@ describe('GET /api/cli/auth/me normalization (seed §4.3)', () => {
 });
 
 describe('ApiClient against a fake backend', () => {
+  it('says a 503 without a Prospect error body is temporary', async () => {
+    const backend = await fakeBackend({
+      'GET /api/cli/auth/me': (_req, _b, res) => {
+        res.writeHead(503, { 'content-type': 'text/html' });
+        res.end('<h1>Service Unavailable</h1>');
+      },
+    });
+    try {
+      const err = await new ApiClient({ baseUrl: backend.url }).me('prs_token').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiHttpError);
+      expect((err as ApiHttpError).message).toBe(`${new URL(backend.url).host} is briefly unavailable (HTTP 503); try again in a few seconds.`);
+    } finally {
+      await backend.close();
+    }
+  });
+
   it('sends the bearer token and normalizes each /me variant', async () => {
     for (const body of [{ user, expiresAt: inAnHour() }, { ...user, expiresAt: inAnHour() }, { data: { user, expiresAt: inAnHour() } }]) {
       const backend = await fakeBackend({ 'GET /api/cli/auth/me': (_req, _b, res) => json(res, 200, body) });

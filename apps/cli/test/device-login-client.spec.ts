@@ -108,7 +108,15 @@ describe('DeviceLoginClient', () => {
     const { timing, sleeps } = fakeTiming();
     const events: WaitEvent[] = [];
     await expect(client(timing).waitForAuthorization(start, { onEvent: (e) => events.push(e) })).resolves.toMatchObject({ accessToken: 'prs_t' });
-    expect(events.filter((e) => e.kind === 'reconnecting').map((e) => (e as { retryInMs: number }).retryInMs)).toEqual([5000, 10000, 20000]);
+    // Never longer than 5 s between tries, so the login resumes within 5 s of the server's return.
+    const reconnects = events.filter((e) => e.kind === 'reconnecting') as Array<Extract<WaitEvent, { kind: 'reconnecting' }>>;
+    expect(reconnects.map((e) => e.retryInMs)).toEqual([5000, 5000, 5000]);
+    const host = new URL(backend.url).host;
+    expect(reconnects.map((e) => e.message)).toEqual([
+      `Can't reach ${host}; trying again in 5 s.`,
+      `${host} is briefly unavailable; trying again in 5 s.`,
+      `${host} is briefly unavailable; trying again in 5 s.`,
+    ]);
   });
 
   it('gives up at its deadline while the server stays away', async () => {

@@ -116,7 +116,11 @@ export class ApiClient {
     }
     if (!res.ok) {
       const error = ErrorBodySchema.safeParse(body);
-      const message = error.success ? error.data.message : `${method} ${path} failed with HTTP ${res.status}.`;
+      const message = error.success
+        ? error.data.message
+        : res.status === 503
+          ? `${new URL(this.baseUrl).host} is briefly unavailable (HTTP 503); try again in a few seconds.`
+          : `${method} ${path} failed with HTTP ${res.status}.`;
       throw new ApiHttpError(res.status, error.success ? error.data.error : undefined, message, res.headers);
     }
     return { status: res.status, body, headers: res.headers };

@@ -22,7 +22,12 @@ export interface DeviceLoginResult {
 
 /** RFC 8628 §3.5: on slow_down, wait 5 s longer between polls from then on. */
 export const SLOW_DOWN_STEP_MS = 5_000;
-const MAX_RETRY_DELAY_MS = 30_000;
+/**
+ * While the server is away or unavailable, poll at least this often, so the login
+ * resumes within this long of its return. No exponential backoff: one CLI polling
+ * every few seconds is no load, and a person is waiting.
+ */
+export const RECONNECT_RETRY_MS = 5_000;
 
 export class DeviceLoginUnsupportedError extends CliError {
   constructor(baseUrl: string) {
@@ -52,7 +57,14 @@ export class DeviceLoginTimeoutError extends CliError {
 export type WaitEvent =
   | { kind: 'waiting'; deadline: number }
   | { kind: 'slowed-down'; intervalMs: number }
-  | { kind: 'reconnecting'; reason: string; retryInMs: number };
+  /** `message`: the one sentence a person reads while the server is away. */
+  | { kind: 'reconnecting'; cause: 'unreachable' | 'unavailable'; retryInMs: number; message: string };
+
+function reconnectMessage(cause: 'unreachable' | 'unavailable', baseUrl: string, retryInMs: number): string {
+  const host = new URL(baseUrl).host;
+  const seconds = Math.max(1, Math.round(retryInMs / 1000));
+  return cause === 'unreachable' ? `Can't reach ${host}; trying again in ${seconds} s.` : `${host} is briefly unavailable; trying again in ${seconds} s.`;
+}
 
 export interface Timing {
   now(): number;
@@ -161,8 +173,11 @@ export class DeviceLoginClient {
           onEvent?.({ kind: 'slowed-down', intervalMs });
         } else if (err instanceof ApiUnreachableError || (err instanceof ApiHttpError && err.status >= 500)) {
           failures += 1;
-          delayMs = Math.min(intervalMs * 2 ** Math.min(failures - 1, 4), MAX_RETRY_DELAY_MS);
-          onEvent?.({ kind: 'reconnecting', reason: err instanceof ApiHttpError ? `HTTP ${err.status}` : err.message, retryInMs: delayMs });
+          // A 503 says when to come back (Retry-After); never later than RECONNECT_RETRY_MS.
+          const retryAfterMs = err instanceof ApiHttpError ? Number(err.headers.get('retry-after')) * 1000 || 0 : 0;
+          delayMs = Math.min(retryAfterMs || intervalMs, RECONNECT_RETRY_MS);
+          const cause = err instanceof ApiUnreachableError ? 'unreachable' : 'unavailable';
+          onEvent?.({ kind: 'reconnecting', cause, retryInMs: delayMs, message: reconnectMessage(cause, this.api.baseUrl, delayMs) });
         } else {
           throw err;
         }

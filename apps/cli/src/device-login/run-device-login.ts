@@ -49,5 +49,5 @@ function printPlainInstructions(ctx: CommandContext, start: DeviceLoginStart): v
 function printPlainEvent(ctx: CommandContext, event: WaitEvent): void {
   if (event.kind === 'waiting') writeLine(ctx.stderr, `Waiting for approval (${clock(event.deadline - Date.now())} left)…`);
   if (event.kind === 'slowed-down') writeLine(ctx.stderr, `The server asked to poll less often: every ${event.intervalMs / 1000} s.`);
-  if (event.kind === 'reconnecting') writeLine(ctx.stderr, `Lost the server (${event.reason}); retrying in ${Math.round(event.retryInMs / 1000)} s…`);
+  if (event.kind === 'reconnecting') writeLine(ctx.stderr, event.message);
 }

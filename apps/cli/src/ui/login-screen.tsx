@@ -101,7 +101,7 @@ export async function runLoginScreen(options: LoginScreenOptions): Promise<Login
     } else if (event.kind === 'slowed-down') {
       update({ notice: `The server asked to poll less often: every ${event.intervalMs / 1000} s.` });
     } else {
-      update({ phase: 'reconnecting', notice: `Lost the server (${event.reason}); retrying in ${Math.round(event.retryInMs / 1000)} s…` });
+      update({ phase: 'reconnecting', notice: event.message });
     }
   };
 
