@@ -85,6 +85,7 @@ describe('verified-token cache and revocation', () => {
   it('flushes and bypasses the cache while its listener is down, and recovers', async () => {
     const t = await token(a);
     expect((await me(a, t)).status).toBe(200);
+    expect((await me(b, t)).status).toBe(200); // cached on the other replica too
     const cache = a.app.get(VerifiedTokenCache);
     if (onServer) {
       // Kill both instances' listeners: a revocation now sends a notice nobody hears.
@@ -94,6 +95,8 @@ describe('verified-token cache and revocation', () => {
     expect(cache.size).toBe(0);
     await a.dataSource.query(`UPDATE access_tokens SET revoked_at = now() WHERE revoked_at IS NULL`);
     expect((await me(a, t)).status).toBe(401);
+    // The other replica's listener died too, unannounced: it must not answer from its cache either.
+    expect(await eventually(async () => (await me(b, t)).status === 401, 500)).toBe(true);
     // The listener reconnects by itself and the cache comes back.
     expect(await eventually(() => cache.enabled === onServer, 5_000)).toBe(true);
   });
