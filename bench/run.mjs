@@ -2,20 +2,18 @@
 // autocannon: the hand-written node:http floor (bench/floor) and the stack floor
 // (bench/floor-stack: the least Nest on Express with the passport bearer guard can
 // do). See bench/README.md for what each number means.
-import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes, createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { summarizeProfile, formatSummary } from './profile-summary.mjs';
+import { JSON_HEADERS, ROUTES, START_BODY, loads, seed } from './lib/data.mjs';
+import { countLines, cpuSeconds, freePort, machineInfo, readProcStatus, tail, waitReady } from './lib/processes.mjs';
+import { createSession, startApi } from './lib/session.mjs';
+import { API_MAIN, BENCH_DIR, DEFAULT_DATABASE_URL, ROOT, envNumbers, fmt, isNo, isYes, makeLog, median, sleep } from './lib/util.mjs';
 
-const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
-const ROOT = join(BENCH_DIR, '..');
-const API_MAIN = join(ROOT, 'apps/api/dist/main.js');
 const FLOOR_MAIN = join(BENCH_DIR, 'floor/server.mjs');
 const STACK_SRC = join(BENCH_DIR, 'floor-stack/src/server.ts');
 // Git-ignored (dist/); at the same depth as src/, so the source's relative imports hold.
@@ -24,19 +22,13 @@ const CLI_STARTUP = join(BENCH_DIR, 'cli-startup/run.mjs');
 const CLI_MAIN = join(ROOT, 'apps/cli/dist/prospect.js');
 
 const env = process.env;
-const num = (name, fallback) => {
-  const v = env[name];
-  if (v === undefined || v === '') return fallback;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number (got ${JSON.stringify(v)})`);
-  return n;
-};
+const num = envNumbers(env);
 const ENDPOINT_NAMES = ['me', 'poll', 'start'];
 const TARGET_NAMES = ['api', 'floor', 'stack'];
 const FLOORS = ['floor', 'stack'];
 const LABEL = { api: 'API', floor: 'floor', stack: 'stack floor' };
 const settings = {
-  databaseUrl: env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+  databaseUrl: env.BENCH_DATABASE_URL || DEFAULT_DATABASE_URL,
   connections: num('BENCH_CONNECTIONS', 32),
   // Requests per second across all connections; 0 loads as fast as the server answers.
   rate: num('BENCH_RATE', 0),
@@ -49,9 +41,9 @@ const settings = {
   pollIntervalS: num('BENCH_POLL_INTERVAL', 5),
   endpoints: (env.BENCH_ENDPOINTS || ENDPOINT_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
   targets: (env.BENCH_TARGETS || TARGET_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
-  profile: ['1', 'true', 'yes'].includes(env.BENCH_PROFILE ?? ''),
-  cli: !['0', 'false', 'no'].includes(env.BENCH_CLI ?? ''),
-  keepLogs: ['1', 'true', 'yes'].includes(env.BENCH_KEEP_LOGS ?? ''),
+  profile: isYes(env.BENCH_PROFILE),
+  cli: !isNo(env.BENCH_CLI),
+  keepLogs: isYes(env.BENCH_KEEP_LOGS),
 };
 for (const e of settings.endpoints) if (!ENDPOINT_NAMES.includes(e)) throw new Error(`BENCH_ENDPOINTS: unknown endpoint ${e} (use ${ENDPOINT_NAMES.join(', ')})`);
 for (const t of settings.targets) if (!TARGET_NAMES.includes(t)) throw new Error(`BENCH_TARGETS: unknown target ${t} (use ${TARGET_NAMES.join(', ')})`);
@@ -62,225 +54,17 @@ const floorsRun = FLOORS.filter((t) => settings.targets.includes(t));
 // Only a full, unprofiled run is a result worth recording.
 const isFullRun =
   !settings.profile && settings.endpoints.length === 3 && settings.targets.length === 3 && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3 && !settings.rate;
-const writeResults = env.BENCH_WRITE ? ['1', 'true', 'yes'].includes(env.BENCH_WRITE) : isFullRun;
+const writeResults = env.BENCH_WRITE ? isYes(env.BENCH_WRITE) : isFullRun;
 
-const READY_TIMEOUT_MS = 60_000;
-const STOP_TIMEOUT_MS = 15_000;
-const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
+const log = makeLog('bench');
 
-// ── cleanup, also on failure and Ctrl-C ───────────────────────────────────────
-const children = new Set();
-let benchDb;
-let tmpDir;
-let cleaningUp;
+// ── cleanup, also on failure and Ctrl-C (bench/lib/session.mjs) ───────────────
+const session = createSession({ log, databaseUrl: settings.databaseUrl, keepLogs: settings.keepLogs, tmpPrefix: 'prospect-bench-' });
 let sampler;
-function cleanup() {
-  cleaningUp ??= (async () => {
-    clearInterval(sampler);
-    await Promise.all([...children].map((c) => stopChild(c)));
-    if (benchDb) {
-      const admin = new pg.Client({ connectionString: settings.databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 30_000 });
-      try {
-        await admin.connect();
-        await admin.query(`DROP DATABASE IF EXISTS ${benchDb} WITH (FORCE)`);
-        log(`dropped database ${benchDb}`);
-      } catch (err) {
-        log(`could not drop database ${benchDb}: ${err.message} (drop it by hand)`);
-      } finally {
-        await admin.end().catch(() => undefined);
-      }
-      benchDb = undefined;
-    }
-    if (tmpDir && !settings.keepLogs) rmSync(tmpDir, { recursive: true, force: true });
-  })();
-  return cleaningUp;
-}
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    log(`${signal}: stopping servers and dropping the bench database`);
-    const force = setTimeout(() => process.exit(130), 30_000);
-    force.unref();
-    cleanup().finally(() => process.exit(130));
-  });
-}
-
-// ── child processes ──────────────────────────────────────────────────────────
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function startChild(name, args, childEnv, logBase) {
-  const out = openSync(`${logBase}.out.log`, 'w');
-  const err = openSync(`${logBase}.err.log`, 'w');
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv, stdio: ['ignore', out, err] });
-  closeSync(out);
-  closeSync(err);
-  child.label = name;
-  child.logBase = logBase;
-  child.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  children.add(child);
-  child.exited.then(() => children.delete(child));
-  return child;
-}
-
-async function stopChild(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = sleep(STOP_TIMEOUT_MS).then(() => 'timeout');
-  if ((await Promise.race([child.exited, timer])) === 'timeout') {
-    log(`${child.label} did not stop within ${STOP_TIMEOUT_MS / 1000} s; killing it`);
-    child.kill('SIGKILL');
-    await child.exited;
-  }
-}
-
-function tail(file, lines = 15) {
-  try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '';
-  }
-}
-
-async function waitReady(child, url) {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`${child.label} exited during startup:\n${tail(`${child.logBase}.err.log`)}\n${tail(`${child.logBase}.out.log`)}`);
-    }
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(200);
-  }
-  throw new Error(`${child.label} not ready at ${url} within ${READY_TIMEOUT_MS / 1000} s:\n${tail(`${child.logBase}.err.log`)}`);
-}
-
-function readProcStatus(pid, field) {
-  try {
-    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-// CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat.
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
-function cpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields[0] is field 3, "state"
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime
-  } catch {
-    return undefined;
-  }
-}
-
-// ── machine ──────────────────────────────────────────────────────────────────
-function machineInfo(pgVersion) {
-  let model = os.cpus()[0]?.model?.trim() || 'unknown CPU';
-  try {
-    model = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? model;
-  } catch {
-    // not Linux
-  }
-  const git = (args) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() ?? '';
-  const dirty = git(['status', '--porcelain', '--', 'apps/api', 'libs/contract', 'bench/floor', 'bench/floor-stack']) ? ' + uncommitted changes' : '';
-  return {
-    cpus: os.availableParallelism?.() ?? os.cpus().length,
-    model,
-    memGiB: (os.totalmem() / 2 ** 30).toFixed(1),
-    kernel: `${os.type()} ${os.release()}`,
-    node: process.version,
-    postgres: pgVersion,
-    commit: `${git(['rev-parse', '--short', 'HEAD']) || 'unknown'}${dirty}`,
-    // Anything else running shares the cores with the load; say how busy the machine was.
-    loadBefore: os.loadavg()[0].toFixed(2),
-  };
-}
-
-// ── seeding ──────────────────────────────────────────────────────────────────
-const sha256hex = (s) => createHash('sha256').update(s).digest('hex');
-const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
-
-async function seed(db) {
-  const tokens = Array.from({ length: settings.tokens }, () => `prs_${randomBytes(32).toString('base64url')}`);
-  const codes = Array.from({ length: settings.deviceCodes }, () => `prsd_${randomBytes(32).toString('base64url')}`);
-  const userCodes = new Set();
-  while (userCodes.size < codes.length) {
-    const bytes = randomBytes(8);
-    let c = '';
-    for (const b of bytes) c += USER_CODE_ALPHABET[b % 20]; // bias is irrelevant here
-    userCodes.add(c);
-  }
-  const [{ id: userId }] = (
-    await db.query(`INSERT INTO users (email, name, role) VALUES ('bench@example.com', 'Bench User', 'user') RETURNING id`)
-  ).rows;
-  await db.query(
-    `INSERT INTO access_tokens (token_hash, user_id, origin, label, created_at, expires_at)
-     SELECT decode(h, 'hex'), $1, 'direct', 'bench', now(), now() + interval '30 days' FROM unnest($2::text[]) AS h`,
-    [userId, tokens.map(sha256hex)],
-  );
-  await db.query(
-    `INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)
-     SELECT decode(h, 'hex'), c, 'prospect-bench', 'bench-host', '127.0.0.1', now(), now() + interval '1 hour'
-       FROM unnest($1::text[], $2::text[]) AS x(h, c)`,
-    [codes.map(sha256hex), [...userCodes]],
-  );
-  await db.query('VACUUM ANALYZE users, access_tokens, device_logins');
-  return { tokens, codes };
-}
+session.onCleanup(() => clearInterval(sampler));
+const stopChild = (child) => session.stopChild(child);
 
 // ── load ─────────────────────────────────────────────────────────────────────
-const START_BODY = JSON.stringify({ clientName: 'prospect-bench', hostname: 'bench-host' });
-const JSON_HEADERS = { 'content-type': 'application/json' };
-
-function loads({ tokens, codes }) {
-  // Counters live outside the runs: a code is polled again only after every other one was.
-  let t = 0;
-  let c = 0;
-  return {
-    me: {
-      label: 'GET /api/cli/auth/me',
-      request: {
-        method: 'GET',
-        path: '/api/cli/auth/me',
-        setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[t++ % tokens.length]}` } }),
-      },
-    },
-    poll: {
-      label: 'POST /api/cli/auth/device/poll',
-      request: {
-        method: 'POST',
-        path: '/api/cli/auth/device/poll',
-        headers: JSON_HEADERS,
-        setupRequest: (req) => ({ ...req, body: `{"deviceCode":"${codes[c++ % codes.length]}"}` }),
-      },
-    },
-    start: {
-      label: 'POST /api/cli/auth/device/start',
-      request: { method: 'POST', path: '/api/cli/auth/device/start', headers: JSON_HEADERS, body: START_BODY },
-    },
-  };
-}
-
 function cannon(url, load, seconds) {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
@@ -319,7 +103,6 @@ function summarizeRun(result) {
 }
 
 // ── report ───────────────────────────────────────────────────────────────────
-const fmt = (n, d = 0) => (n === undefined || Number.isNaN(n) ? '–' : n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }));
 // The issue's targets: the API's req/s as a share of a floor's (`vs`), with a p99 bound and,
 // for /me, no non-2xx answer or error.
 const TARGETS = {
@@ -448,7 +231,7 @@ function report({ info, results, rss, logLines, cli, date, pollNote, api429 }) {
   out('</details>');
   return `${lines.join('\n')}\n`;
 }
-const loadsMeta = { me: 'GET /api/cli/auth/me', poll: 'POST /api/cli/auth/device/poll', start: 'POST /api/cli/auth/device/start' };
+const loadsMeta = ROUTES;
 
 // ── the floors answer what the API answers ───────────────────────────────────
 // `urls` has the API and every floor that runs; each floor is compared with the API.
@@ -568,59 +351,39 @@ async function main() {
   // Before anything is started: a compile error stops the run here.
   if (floorsRun.includes('stack')) await buildStackFloor();
 
-  const admin = new pg.Client({ connectionString: settings.databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 30_000 });
-  await admin.connect();
-  const pgVersion = (await admin.query('SELECT version()')).rows[0].version.split(' on ')[0];
-  const name = `prospect_bench_${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}_${process.pid}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  benchDb = name;
-  await admin.end();
-  const dbUrl = new URL(settings.databaseUrl);
-  dbUrl.pathname = `/${name}`;
-  const databaseUrl = dbUrl.toString();
-  log(`database ${name} created`);
+  const { url: databaseUrl, pgVersion } = await session.createDatabase('prospect_bench');
 
   const info = machineInfo(pgVersion);
-  tmpDir = mkdtempSync(join(os.tmpdir(), 'prospect-bench-'));
+  const tmpDir = session.makeTmpDir();
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const profileDir = join(BENCH_DIR, 'results/profiles');
   const profArgs = (name) => (settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}-${stamp}.cpuprofile`] : []);
   if (settings.profile) mkdirSync(profileDir, { recursive: true });
 
   // The API, as production runs it; its migrations create the schema.
-  const apiPort = await freePort();
-  const apiEnv = {
-    ...env,
-    NODE_ENV: 'production',
-    LOG_LEVEL: 'info',
-    PORT: String(apiPort),
-    HOST: '127.0.0.1',
-    DATABASE_URL: databaseUrl,
-    DEVICE_POLL_INTERVAL_SECONDS: String(settings.pollIntervalS),
-    PUBLIC_URL: '',
-  };
-  const apiSpawnedAt = Date.now();
   const apiFlags = (env.BENCH_API_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
-  const api = startChild('API', [...apiFlags, ...profArgs('api'), API_MAIN], apiEnv, join(tmpDir, 'api'));
-  await waitReady(api, `http://127.0.0.1:${apiPort}/api/health`);
-  log(`API ready on :${apiPort} (pid ${api.pid}) after ${Date.now() - apiSpawnedAt} ms`);
+  const {
+    child: api,
+    url: apiUrl,
+    spawnedAt: apiSpawnedAt,
+  } = await startApi(session, { databaseUrl, pollIntervalS: settings.pollIntervalS, nodeArgs: [...apiFlags, ...profArgs('api')], logBase: join(tmpDir, 'api') });
   const rss = { api: { afterStart: readProcStatus(api.pid, 'VmRSS') } };
 
   const db = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 120_000 });
   await db.connect();
   const t0 = Date.now();
-  const data = await seed(db);
+  const data = await seed(db, { tokens: settings.tokens, deviceCodes: settings.deviceCodes });
   log(`seeded 1 user, ${settings.tokens} tokens, ${settings.deviceCodes} pending device logins in ${Date.now() - t0} ms`);
 
   // The floors: the same database, pool size and poll interval as the API.
   const servers = { api };
-  const urls = { api: `http://127.0.0.1:${apiPort}` };
+  const urls = { api: apiUrl };
   const spawnedAt = { api: apiSpawnedAt };
   for (const t of floorsRun) {
     const port = await freePort();
     const floorEnv = { ...env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, DEVICE_POLL_INTERVAL_SECONDS: String(settings.pollIntervalS), POOL_SIZE: '10' };
     spawnedAt[t] = Date.now();
-    servers[t] = startChild(LABEL[t], [...profArgs(t), t === 'floor' ? FLOOR_MAIN : STACK_MAIN], floorEnv, join(tmpDir, t));
+    servers[t] = session.startChild(LABEL[t], [...profArgs(t), t === 'floor' ? FLOOR_MAIN : STACK_MAIN], floorEnv, join(tmpDir, t));
     urls[t] = `http://127.0.0.1:${port}`;
     await waitReady(servers[t], `${urls[t]}/healthz`);
     log(`${LABEL[t]} ready on :${port} (pid ${servers[t].pid}) after ${Date.now() - spawnedAt[t]} ms`);
@@ -682,13 +445,7 @@ async function main() {
 
   for (const t of floorsRun) await stopChild(servers[t]);
   await stopChild(api);
-  let logLines = 0;
-  try {
-    const buf = readFileSync(`${api.logBase}.out.log`);
-    for (let i = 0; i < buf.length; i++) if (buf[i] === 10) logLines++;
-  } catch {
-    // no log
-  }
+  const logLines = countLines(`${api.logBase}.out.log`);
 
   const cli = settings.cli ? cliStartup() : undefined;
   const date = new Date().toISOString().slice(0, 10);
@@ -725,5 +482,5 @@ main()
     log(`failed: ${err.stack ?? err}`);
     process.exitCode = 1;
   })
-  .finally(() => cleanup())
+  .finally(() => session.cleanup())
   .finally(() => process.exit());

@@ -52,15 +52,19 @@ describe('a database that goes away', () => {
     await database?.destroy();
   });
 
-  it('stopped: answers 503 with Retry-After, says so once, and recovers within 2 s of its return; a revoked token stays refused', async () => {
+  it('stopped 5 s: answers 503 with Retry-After, says so once, loses nothing acknowledged, and recovers within 2 s of its return; a revoked token stays refused', async () => {
     const token = await seedToken(database.url);
     const revoked = await seedToken(database.url);
     expect((await get(api.baseUrl, ROUTES.me, token)).status).toBe(200);
     expect((await post(api.baseUrl, ROUTES.logout, undefined, revoked)).status).toBe(204);
 
+    // Writes acknowledged before the outage must all be there after it.
+    const acknowledged = await Promise.all(Array.from({ length: 20 }, () => post(api.baseUrl, ROUTES.deviceStart, {})));
+    expect(acknowledged.map((r) => r.status)).toEqual(Array(20).fill(200));
+
     await database.stop();
     const during: JsonResponse[] = [];
-    const outageEnds = Date.now() + 3_000;
+    const outageEnds = Date.now() + 5_000;
     while (Date.now() < outageEnds) {
       during.push(
         ...(await Promise.all([
@@ -88,6 +92,9 @@ describe('a database that goes away', () => {
     expect(Date.now() - back).toBeLessThanOrEqual(2_000);
     expect((await post(api.baseUrl, ROUTES.deviceStart, {})).status).toBe(200);
     expect((await get(api.baseUrl, ROUTES.me, revoked)).status).toBe(401);
+    for (const started of acknowledged) {
+      expect((await post(api.baseUrl, ROUTES.devicePoll, { deviceCode: started.body.deviceCode })).body).toEqual({ status: 'pending' });
+    }
 
     await new Promise((r) => setTimeout(r, 1_500)); // the availability probe runs every second
     const log = api.stdout();

@@ -1,0 +1,76 @@
+// What the benchmarks send: the seeded data (a user, access tokens, pending device logins,
+// written directly with pg) and the three loaded requests. Shared by bench/run.mjs and
+// bench/soak.mjs.
+import { createHash, randomBytes } from 'node:crypto';
+
+const sha256hex = (s) => createHash('sha256').update(s).digest('hex');
+const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+
+/**
+ * 1 user, `tokens` access tokens (only their SHA-256 stored; the raw tokens are returned) and
+ * `deviceCodes` pending device logins expiring after `deviceLoginTtlS` seconds.
+ */
+export async function seed(db, { tokens: tokenCount, deviceCodes: codeCount, deviceLoginTtlS = 3600 }) {
+  const tokens = Array.from({ length: tokenCount }, () => `prs_${randomBytes(32).toString('base64url')}`);
+  const codes = Array.from({ length: codeCount }, () => `prsd_${randomBytes(32).toString('base64url')}`);
+  const userCodes = new Set();
+  while (userCodes.size < codes.length) {
+    const bytes = randomBytes(8);
+    let c = '';
+    for (const b of bytes) c += USER_CODE_ALPHABET[b % 20]; // bias is irrelevant here
+    userCodes.add(c);
+  }
+  const [{ id: userId }] = (
+    await db.query(`INSERT INTO users (email, name, role) VALUES ('bench@example.com', 'Bench User', 'user') RETURNING id`)
+  ).rows;
+  await db.query(
+    `INSERT INTO access_tokens (token_hash, user_id, origin, label, created_at, expires_at)
+     SELECT decode(h, 'hex'), $1, 'direct', 'bench', now(), now() + interval '30 days' FROM unnest($2::text[]) AS h`,
+    [userId, tokens.map(sha256hex)],
+  );
+  await db.query(
+    `INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)
+     SELECT decode(h, 'hex'), c, 'prospect-bench', 'bench-host', '127.0.0.1', now(), now() + make_interval(secs => $3)
+       FROM unnest($1::text[], $2::text[]) AS x(h, c)`,
+    [codes.map(sha256hex), [...userCodes], deviceLoginTtlS],
+  );
+  await db.query('VACUUM ANALYZE users, access_tokens, device_logins');
+  return { tokens, codes };
+}
+
+export const START_BODY = JSON.stringify({ clientName: 'prospect-bench', hostname: 'bench-host' });
+export const JSON_HEADERS = { 'content-type': 'application/json' };
+export const ROUTES = { me: 'GET /api/cli/auth/me', poll: 'POST /api/cli/auth/device/poll', start: 'POST /api/cli/auth/device/start' };
+
+/**
+ * autocannon request definitions for the three endpoints. `/me` sends the next of the tokens
+ * each time, `poll` the next of the device codes: the counters live here, outside any one
+ * run, so a code is polled again only after every other one was.
+ */
+export function loads({ tokens, codes }) {
+  let t = 0;
+  let c = 0;
+  return {
+    me: {
+      label: ROUTES.me,
+      request: {
+        method: 'GET',
+        path: '/api/cli/auth/me',
+        setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[t++ % tokens.length]}` } }),
+      },
+    },
+    poll: {
+      label: ROUTES.poll,
+      request: {
+        method: 'POST',
+        path: '/api/cli/auth/device/poll',
+        headers: JSON_HEADERS,
+        setupRequest: (req) => ({ ...req, body: `{"deviceCode":"${codes[c++ % codes.length]}"}` }),
+      },
+    },
+    start: {
+      label: ROUTES.start,
+      request: { method: 'POST', path: '/api/cli/auth/device/start', headers: JSON_HEADERS, body: START_BODY },
+    },
+  };
+}
