@@ -24,6 +24,8 @@ export function createSession({ log, databaseUrl, keepLogs = false, tmpPrefix = 
 
   const session = {
     log,
+    /** Set once SIGINT or SIGTERM arrived; the handler then cleans up and exits 130. */
+    interrupted: false,
     get tmpDir() {
       return tmpDir;
     },
@@ -108,6 +110,7 @@ export function createSession({ log, databaseUrl, keepLogs = false, tmpPrefix = 
 
   for (const signal of ['SIGINT', 'SIGTERM']) {
     process.once(signal, () => {
+      session.interrupted = true;
       log(`${signal}: stopping servers and dropping the bench database`);
       const force = setTimeout(() => process.exit(130), 30_000);
       force.unref();

@@ -59,6 +59,22 @@ describe('bad input', () => {
     expect(res.headers.get('content-type')).toContain('application/json');
   });
 
+  it.each<[string, string, string]>([
+    ['start: NUL in clientName', ROUTES.deviceStart, '{"clientName": "cli\\u0000name"}'],
+    ['start: an unpaired surrogate in hostname', ROUTES.deviceStart, '{"hostname": "\\ud800"}'],
+    ['poll: NUL in deviceCode', ROUTES.devicePoll, '{"deviceCode": "prsd_\\u0000"}'],
+    ['token: NUL in label', ROUTES.issueToken, '{"label": "ci\\u0000"}'],
+    ['token: an unpaired surrogate in userEmail', ROUTES.issueToken, '{"userEmail": "a\\udc00@example.com"}'],
+    ['token: NUL in a field name', ROUTES.issueToken, '{"la\\u0000bel": "x"}'],
+  ])('%s: 400 naming the field, and nothing written', async (_, path, body) => {
+    const before = (await api.dataSource.query(`SELECT (SELECT count(*) FROM device_logins) + (SELECT count(*) FROM auth_events) AS n`))[0].n;
+    const res = await request(api, 'POST', path, { body, headers: { ...json, authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(400);
+    expect(res.body.message).toMatch(/^Invalid (clientName|hostname|deviceCode|label|userEmail|\(a field name\)): it contains a NUL character or broken Unicode/);
+    const after = (await api.dataSource.query(`SELECT (SELECT count(*) FROM device_logins) + (SELECT count(*) FROM auth_events) AS n`))[0].n;
+    expect(after).toBe(before);
+  });
+
   it('names the problem in the message', async () => {
     const missing = await request(api, 'POST', ROUTES.devicePoll, { json: {} });
     expect(missing.body.message).toBe('Missing field: deviceCode.');

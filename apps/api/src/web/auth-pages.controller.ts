@@ -34,7 +34,7 @@ export class AuthPagesController {
 
   @Get('login')
   loginPage(@Req() req: Request, @Res() res: Response) {
-    if (req.webUser) return res.redirect(303, safeNext(queryParam(req, 'next')));
+    if (req.webUser) return res.redirect(303, safeNext(queryParam(req, 'next'), this.config.publicUrl));
     this.renderLogin(req, res, 200);
   }
 
@@ -48,12 +48,12 @@ export class AuthPagesController {
     }
     await this.signIn.logIn(req, user);
     await this.audit.record('web.login', { userId: user.id, ip: req.ip });
-    res.redirect(303, safeNext(field(req, 'next')));
+    res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));
   }
 
   @Get('signup')
   signupPage(@Req() req: Request, @Res() res: Response) {
-    if (req.webUser) return res.redirect(303, safeNext(queryParam(req, 'next')));
+    if (req.webUser) return res.redirect(303, safeNext(queryParam(req, 'next'), this.config.publicUrl));
     this.renderSignup(req, res, 200);
   }
 
@@ -66,6 +66,8 @@ export class AuthPagesController {
     const email = field(req, 'email').trim();
     const password = field(req, 'password');
     if (!name || name.length > 100) return this.renderSignup(req, res, 400, 'Please enter your name (at most 100 characters).');
+    // A name is shown in terminals and pages: no control characters (escape sequences, newlines).
+    if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return this.renderSignup(req, res, 400, 'Your name cannot contain control characters.');
     if (!EMAIL.test(email) || email.length > 320) return this.renderSignup(req, res, 400, 'Please enter a valid e-mail address.');
     if (password.length < MIN_PASSWORD_LENGTH || password.length > 1024) {
       return this.renderSignup(req, res, 400, `Your password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
@@ -74,7 +76,7 @@ export class AuthPagesController {
       const user = await this.users.create({ name, email, password });
       await this.signIn.logIn(req, user);
       await this.audit.record('web.signup', { userId: user.id, ip: req.ip });
-      res.redirect(303, safeNext(field(req, 'next')));
+      res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));
     } catch (err) {
       if (err instanceof ApiException && err.getStatus() === 409) {
         return this.renderSignup(req, res, 409, 'An account with this e-mail address already exists. Sign in instead.');
@@ -96,7 +98,7 @@ export class AuthPagesController {
 
   /** The sign-in form, keeping what was typed (never the password) and where to go next. */
   private renderLogin(req: Request, res: Response, status: number, error?: string) {
-    const next = safeNext(field(req, 'next') || queryParam(req, 'next'));
+    const next = safeNext(field(req, 'next') || queryParam(req, 'next'), this.config.publicUrl);
     res.status(status).render('login', {
       title: 'Sign in',
       error,
@@ -110,7 +112,7 @@ export class AuthPagesController {
 
   private renderSignup(req: Request, res: Response, status: number, error?: string) {
     if (!this.config.allowSignup) return res.status(403).render('signup-closed', { title: 'Sign-up is closed' });
-    const next = safeNext(field(req, 'next') || queryParam(req, 'next'));
+    const next = safeNext(field(req, 'next') || queryParam(req, 'next'), this.config.publicUrl);
     res.status(status).render('signup', {
       title: 'Create account',
       error,

@@ -12,7 +12,23 @@ export function queryParam(req: Request, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
-/** Where to go after sign-in: only a same-site path ("/x", never "//host" or "/\\host"). */
-export function safeNext(value: string): string {
-  return /^\/(?![/\\])/.test(value) && value.length < 500 ? value : '/settings/tokens';
+const AFTER_SIGN_IN = '/settings/tokens';
+
+/**
+ * Where to go after sign-in: `next` read as an address relative to this site, kept only
+ * when it stays on this site, answered as its path and query. Control characters are
+ * refused outright (browsers drop a tab or newline, turning `/\t/evil.example` into
+ * `//evil.example`), and so are backslashes (read as slashes), so `//host`, `/\host`,
+ * `/\t/host` and their encodings all land on the default page.
+ */
+export function safeNext(value: string, publicUrl: string): string {
+  if (!value.startsWith('/') || value.length > 500 || /[\u0000-\u001f\u007f-\u009f\\]/.test(value)) return AFTER_SIGN_IN;
+  const site = new URL(publicUrl);
+  let target: URL;
+  try {
+    target = new URL(value, site);
+  } catch {
+    return AFTER_SIGN_IN;
+  }
+  return target.origin === site.origin ? target.pathname + target.search : AFTER_SIGN_IN;
 }

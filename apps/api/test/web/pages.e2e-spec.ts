@@ -87,6 +87,38 @@ describe('web pages over HTTP', () => {
     expect(n).toBe(1); // the other browser's session is still there; the signed-out one is gone
   });
 
+  it.each([
+    ['//evil.example.com', '/settings/tokens'],
+    ['/\t/evil.example.com', '/settings/tokens'],
+    ['/%09/evil.example.com', '/%09/evil.example.com'],
+    ['/%5C/evil.example.com', '/%5C/evil.example.com'],
+    ['/\\evil.example.com', '/settings/tokens'],
+    ['/device?user_code=BCDF-GHJK\n', '/settings/tokens'],
+    ['https://evil.example.com/device', '/settings/tokens'],
+    ['/device?user_code=BCDF-GHJK', '/device?user_code=BCDF-GHJK'],
+  ])('after sign-in, goes to next=%j only on this site: %s', async (next, location) => {
+    const email = `next${Date.now()}${Math.random()}@example.com`;
+    await signedIn(email);
+    const web = webClient(api);
+    const form = await web.send('GET', '/login');
+    const res = await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password: 'correct horse', next });
+    expect(res.status).toBe(303);
+    expect(res.location).toBe(location);
+  });
+
+  it('refuses form fields that cannot be stored as text with a 400 page, and names with control characters', async () => {
+    const web = webClient(api);
+    const form = await web.send('GET', '/signup');
+    const nul = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'A\u0000B', email: 'nul@example.com', password: 'correct horse' }, { accept: 'text/html' });
+    expect(nul.status).toBe(400);
+    expect(nul.text).toContain('Invalid name: it contains a NUL character');
+    const escape = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'Eve\u001b[31m', email: 'esc@example.com', password: 'correct horse' });
+    expect(escape.status).toBe(400);
+    expect(escape.text).toContain('Your name cannot contain control characters.');
+    const login = await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email: 'a\u0000@example.com', password: 'x' }, { accept: 'text/html' });
+    expect(login.status).toBe(400);
+  });
+
   it('sends anonymous visitors of the verification URL to sign in, keeping the code', async () => {
     const start = await startDeviceLogin(api);
     const res = await webClient(api).send('GET', `/device?user_code=${start.userCode}`);
