@@ -83,7 +83,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return io.stdin;
       },
       interactive: Boolean(io.stdout.isTTY && io.stdin.isTTY) && !isCi(io.env),
-      store: new SessionStore(configDir(io.env)),
+      store: new SessionStore(configDir(io.env), (line) => io.stderr.write(`${line}\n`)),
       fetch: io.fetch,
       signal: io.signal,
     };

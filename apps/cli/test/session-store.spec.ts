@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configDir, SessionStore } from '../src/session/session-store.js';
@@ -27,6 +27,16 @@ describe('SessionStore', () => {
     expect((await stat(store.path)).mode & 0o777).toBe(0o600);
     expect((await stat(dir)).mode & 0o777).toBe(0o700);
     expect(await readdir(dir)).toEqual(['auth-session.json']); // no temp file left behind
+  });
+
+  it('leaves an existing directory open to others as it is, and says so', async () => {
+    await mkdir(dir, { recursive: true, mode: 0o755 });
+    await chmod(dir, 0o755);
+    const warnings: string[] = [];
+    await new SessionStore(dir, (line) => warnings.push(line)).write(session);
+    expect((await stat(dir)).mode & 0o777).toBe(0o755);
+    expect((await stat(store.path)).mode & 0o777).toBe(0o600);
+    expect(warnings).toEqual([`Warning: ${dir} can be read by other users (mode 755); the session file in it is readable by you only.`]);
   });
 
   it('counts a missing file as no session and removes idempotently', async () => {

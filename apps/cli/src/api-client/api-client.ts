@@ -2,6 +2,7 @@ import { ErrorBodySchema, ROUTES, type User, UserSchema } from '@prospect/contra
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
 import { CliError, EXIT } from '../errors.js';
+import { stripControlsDeep } from './untrusted-text.js';
 
 /** An HTTP answer that is not 2xx, with the server's error body when it sent one. */
 export class ApiHttpError extends CliError {
@@ -71,6 +72,28 @@ export function normalizeBaseUrl(input: string): string {
 }
 
 /** The Prospect API over fetch: JSON in, JSON out, one error type per way it can fail. */
+/** Every answer of the API is a small JSON document; a bigger one is refused, not buffered. */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/** The body as text, refusing (and cancelling) past `limit` bytes, whatever Content-Length claims. */
+async function readCapped(res: Response, limit: number): Promise<string> {
+  const tooLarge = () => new CliError(`The server's answer is larger than ${limit / 1024 / 1024} MiB; refusing to read it.`, 1, 'Is --api-url pointing at a Prospect server?');
+  if (Number(res.headers.get('content-length') ?? 0) > limit) {
+    await res.body?.cancel();
+    throw tooLarge();
+  }
+  if (!res.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    // Leaving the loop cancels the stream: the rest is never read.
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 export class ApiClient {
   readonly baseUrl: string;
   private readonly fetchImpl: FetchLike;
@@ -102,14 +125,16 @@ export class ApiClient {
     }
     let text: string;
     try {
-      text = await res.text();
+      text = await readCapped(res, MAX_ANSWER_BYTES);
     } catch (err) {
+      if (err instanceof CliError) throw err;
       throw new ApiUnreachableError(this.baseUrl, describeNetworkError(err));
     }
     let body: unknown = undefined;
     if (text) {
       try {
-        body = JSON.parse(text);
+        // Nothing the server says reaches the terminal with control characters in it.
+        body = stripControlsDeep(JSON.parse(text));
       } catch {
         if (res.ok) throw new CliError(`${this.baseUrl}${path} answered with something that is not JSON.`, 1, 'Is --api-url pointing at a Prospect server?');
       }

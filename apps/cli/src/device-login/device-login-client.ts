@@ -90,6 +90,7 @@ export const realTiming: Timing = {
 };
 
 const httpUrl = z.url({ protocol: /^https?$/ });
+const USER_CODE_FORM = /^[A-Za-z0-9]{2,12}-[A-Za-z0-9]{2,12}$/;
 const StartVariants = z.object({
   deviceCode: z.string().check(z.minLength(1)),
   userCode: z.string().check(z.minLength(1)),
@@ -111,7 +112,12 @@ export function normalizeStartResponse(body: unknown): DeviceLoginStart {
     throw new CliError(`Refusing to send you to ${JSON.stringify(url)}: not an http(s) address.`);
   }
   const { deviceCode, userCode, intervalSeconds, expiresInSeconds } = parsed.data;
-  return { deviceCode, userCode, verificationUrl: url, intervalSeconds, expiresInSeconds };
+  // The code a person compares with the browser: letters and digits in two groups (seed §2.2), nothing else.
+  if (!USER_CODE_FORM.test(userCode)) {
+    throw new CliError(`The server sent a user code that is not of the form XXXX-XXXX: ${JSON.stringify(userCode)}.`, 1, 'Try `prospect auth:login --token -` instead.');
+  }
+  // Shown as parsed, so what is printed is the address the browser will open.
+  return { deviceCode, userCode, verificationUrl: new URL(url).href, intervalSeconds, expiresInSeconds };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, rm, writeFile, chmod } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ENV, SERVICE_NAME, SESSION_FILE_NAME, type SessionFile, SessionFileSchema } from '@prospect/contract';
@@ -19,7 +19,11 @@ export type SessionRead =
 /** The session file: read with the contract's schema, written atomically with owner-only modes. */
 export class SessionStore {
   readonly path: string;
-  constructor(readonly dir: string) {
+  /** @param warn where to say that an existing directory is open to others (stderr). */
+  constructor(
+    readonly dir: string,
+    private readonly warn: (line: string) => void = () => undefined,
+  ) {
     this.path = join(dir, SESSION_FILE_NAME);
   }
 
@@ -50,8 +54,7 @@ export class SessionStore {
   /** Temp file + rename in the same directory: a crash never leaves half a session. */
   async write(session: SessionFile): Promise<void> {
     const valid = SessionFileSchema.parse(session);
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    await chmod(this.dir, 0o700).catch(() => undefined);
+    await this.ensureDir();
     // Unique enough with 'wx' (which refuses an existing file); node:crypto would cost startup time.
     const temp = join(this.dir, `.${SESSION_FILE_NAME}.${process.pid}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`);
     try {
@@ -60,6 +63,19 @@ export class SessionStore {
     } catch (err) {
       await rm(temp, { force: true });
       throw err;
+    }
+  }
+
+  /**
+   * Creates the directory owner-only. One that exists is left as it is, even if others
+   * may read it: PROSPECT_CONFIG_DIR could be $HOME. The session file itself is 0600.
+   */
+  private async ensureDir(): Promise<void> {
+    const created = await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    if (created !== undefined) return;
+    const { mode } = await stat(this.dir);
+    if (mode & 0o077) {
+      this.warn(`Warning: ${this.dir} can be read by other users (mode ${(mode & 0o777).toString(8)}); the session file in it is readable by you only.`);
     }
   }
 

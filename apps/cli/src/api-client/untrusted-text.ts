@@ -1,0 +1,23 @@
+/** Complete ANSI sequences: CSI (`ESC [ … final`, or its one-byte form U+009B) and OSC (`ESC ] … BEL` or `… ESC \`). */
+const ANSI_SEQUENCE = /\u001b\[[0-?]*[ -/]*[@-~]|\u009b[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?/g;
+/** Whatever C0 and C1 control characters are left (ESC, BEL, CR, backspace, …). */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/**
+ * A string from the server, made safe to print: a hostile server could otherwise
+ * retitle the terminal, clear or rewrite lines (hiding the real host behind a fake
+ * one), or colour a warning away. Sequences are removed whole, so no `[31m` is left.
+ */
+export function stripControls(text: string): string {
+  return text.replace(ANSI_SEQUENCE, '').replace(CONTROL, '');
+}
+
+/** Every string (and key) of a parsed JSON answer, stripped. */
+export function stripControlsDeep(value: unknown): unknown {
+  if (typeof value === 'string') return stripControls(value);
+  if (Array.isArray(value)) return value.map(stripControlsDeep);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [stripControls(key), stripControlsDeep(item)]));
+  }
+  return value;
+}
