@@ -18,7 +18,7 @@ export class User {
   @Column({ type: 'text', default: 'user' })
   role!: UserRole;
 
-  /** scrypt hash with its parameters and salt; never selected unless asked for. */
+  /** argon2id (or, until its next sign-in, the previous scrypt) hash with its parameters and salt; never selected unless asked for. */
   @Column({ name: 'password_hash', type: 'text', nullable: true, select: false })
   passwordHash!: string | null;
 

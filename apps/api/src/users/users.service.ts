@@ -70,8 +70,13 @@ export class UsersService implements OnApplicationBootstrap {
       where: { email: normalizeEmail(email) },
       select: { id: true, email: true, name: true, role: true, passwordHash: true, createdAt: true, updatedAt: true },
     });
-    const ok = await verifyPassword(password, user?.passwordHash ?? (await DUMMY_HASH_PROMISE));
-    if (!user?.passwordHash || !ok) return null;
+    const check = await verifyPassword(password, user?.passwordHash ?? (await DUMMY_HASH_PROMISE));
+    if (!user?.passwordHash || !check.ok) return null;
+    if (check.rehash) {
+      // Made with older parameters: replace it now that the password is known to be right.
+      await this.users.update(user.id, { passwordHash: await hashPassword(password) });
+      this.logger.log(`upgraded the password hash of ${user.email}`);
+    }
     delete (user as Partial<User>).passwordHash;
     return user;
   }

@@ -4,6 +4,7 @@ import { hashSessionId } from '../../src/web-sessions/hashed-session-store.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { client } from '../support/http.js';
+import { scryptHash } from '../support/legacy-password.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 /** A browser without the browser: a supertest agent keeps the cookies between requests. */
@@ -117,6 +118,17 @@ describe('web pages over HTTP', () => {
     expect(escape.text).toContain('Your name cannot contain control characters.');
     const login = await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email: 'a\u0000@example.com', password: 'x' }, { accept: 'text/html' });
     expect(login.status).toBe(400);
+  });
+
+  it('replaces a password hash of the previous scheme with argon2id at the next sign-in', async () => {
+    const email = `legacy${Date.now()}@example.com`;
+    const user = await createUser(api, { email });
+    await api.dataSource.query(`UPDATE users SET password_hash = $2 WHERE id = $1`, [user.id, await scryptHash('correct horse battery')]);
+    const web = webClient(api);
+    const form = await web.send('GET', '/login');
+    expect((await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password: 'correct horse battery' })).status).toBe(303);
+    const [{ password_hash }] = await api.dataSource.query(`SELECT password_hash FROM users WHERE id = $1`, [user.id]);
+    expect(password_hash).toMatch(/^\$argon2id\$/);
   });
 
   it('sends anonymous visitors of the verification URL to sign in, keeping the code', async () => {
