@@ -190,13 +190,14 @@ function soak(api, url, data) {
     m.cpu = cpuSeconds(api.pid);
     if (m.cpu !== undefined && cpuPrev !== undefined && m.n) m.cpuUs = ((m.cpu - cpuPrev) * 1e6) / m.n;
     cpuPrev = m.cpu;
-    m.seconds = minuteEndS(i) - i * 60;
+    // Shorter if the load stopped early (the API died).
+    m.seconds = Math.max(0.001, Math.min(minuteEndS(i), (performance.now() - t0) / 1000) - i * 60);
     closed = i + 1;
     const r = m.routes;
     log(
       `minute ${i + 1}/${MINUTES}: ${fmt(m.n / m.seconds)} req/s (me ${fmt(r.me.n)}, poll ${fmt(r.poll.n)}, start ${fmt(r.start.n)}); ` +
         `p99 me ${fmt(pct(r.me.hist, 99), 1)}, poll ${fmt(pct(r.poll.hist, 99), 1)}, start ${fmt(pct(r.start.hist, 99), 1)} ms; ` +
-        `errors ${m.errors}, timeouts ${m.timeouts}, non-2xx ${m.non2xx}; RSS ${fmt((m.rssEnd ?? 0) / 2 ** 20, 1)} MiB; CPU ${fmt(m.cpuUs)} µs/req`,
+        `errors ${m.errors}, timeouts ${m.timeouts}, non-2xx ${m.non2xx}; RSS ${mib(m.rssEnd)} MiB; CPU ${fmt(m.cpuUs)} µs/req`,
     );
   };
 
@@ -351,7 +352,7 @@ function report({ info, run, rssAfterStart, hwm, logLines, db, apiExit, date }) 
   if (db) out(`- Database: ${mib(db.sizeBefore)} MiB before the load, ${mib(db.sizeAfter)} MiB after; ${fmt(db.deviceLogins)} device logins, ${fmt(db.authEvents)} auth events at the end`);
   out();
   out(
-    '| minute | s | req/s | `/me` | `poll` | `start` | non-2xx `/me` / `poll` / `start` | errors | timeouts | `/me` p50 / p99 ms | `poll` p50 / p99 ms | `start` p50 / p99 ms | RSS at end MiB | CPU µs/req |',
+    '| minute | s | req/s | `/me` | `poll` | `start` | non-2xx `/me` / `poll` / `start` | errors | timeouts | `/me` p50 / p99 ms | `poll` p50 / p99 ms | `start` p50 / p99 ms | RSS at end / max MiB | CPU µs/req |',
   );
   out('|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|');
   const row = (label, s, seconds, rss, cpuUs) => {
@@ -359,14 +360,14 @@ function report({ info, run, rssAfterStart, hwm, logLines, db, apiExit, date }) 
     const lat = (x) => `${ms(pct(x.hist, 50))} / ${ms(pct(x.hist, 99))}`;
     return `| ${label} | ${fmt(seconds)} | ${fmt(s.n / seconds)} | ${fmt(r.me.n)} | ${fmt(r.poll.n)} | ${fmt(r.start.n)} | ${ROUTE_NAMES.map((x) => nonOk(r[x])).join(' / ')} | ${fmt(s.errors)} | ${fmt(s.timeouts)} | ${lat(r.me)} | ${lat(r.poll)} | ${lat(r.start)} | ${rss} | ${fmt(cpuUs)} |`;
   };
-  minutes.forEach((m, i) => out(row(`${i + 1}${i === 0 ? ' (warm-up)' : ''}`, m, m.seconds, mib(m.rssEnd), m.cpuUs)));
+  minutes.forEach((m, i) => out(row(`${i + 1}${i === 0 ? ' (warm-up)' : ''}`, m, m.seconds, `${mib(m.rssEnd)} / ${mib(m.rssMax || undefined)}`, m.cpuUs)));
   const cpuAll = minutes.every((m) => m.cpuUs !== undefined) ? minutes.reduce((a, m) => a + m.cpuUs * m.n, 0) / (totals.n || 1) : undefined;
   out(row('**all**', totals, run.seconds, `peak ${mib(hwm)}`, cpuAll));
   out();
   out(
     `Requests are answers received; non-2xx, p50 and p99 count every answer of the route (status codes in brackets); errors are socket errors; a timeout is a request unanswered after ${TIMEOUT_S} s. ` +
       'Latency is measured by the runner from the moment a request is written until its answer is complete, per route, in a histogram per minute. ' +
-      'RSS is `VmRSS` of the API process at the end of each minute (sampled every second; "peak" is `VmHWM`, the whole process lifetime); CPU is the API process\'s user + system time in the minute divided by its answers.',
+      'RSS is `VmRSS` of the API process at the end of each minute and the highest of its samples taken every second in the minute ("peak" is `VmHWM`, over the whole process lifetime); CPU is the API process\'s user + system time in the minute divided by its answers.',
   );
   out();
   const share = (r) => (totals.n ? `${((totals.routes[r].n / totals.n) * 100).toFixed(1)} %` : '–');
@@ -441,7 +442,7 @@ async function main() {
     log(`database figures not read: ${err.message}`);
   }
   dbOpen = false;
-  await db.end();
+  await Promise.race([db.end(), sleep(5_000)]);
   const hwm = readProcStatus(api.pid, 'VmHWM');
   await session.stopChild(api);
   const apiExit = api.exitCode !== null ? `exit code ${api.exitCode}` : `killed (${api.signalCode})`;

@@ -2,6 +2,7 @@ import { createLogger } from './logging/logger.js';
 import { AppConfig, ConfigError } from './config/app-config.js';
 import { createApp } from './bootstrap.js';
 import { HttpDrain } from './http-drain.js';
+import { AdminSetupCodes } from './users/admin-setup-codes.js';
 import type { EmbeddedPostgres } from './database/embedded-postgres.js';
 
 /** Connections to a Postgres server: enough to keep 2 cores busy, few enough for many replicas. */
@@ -53,6 +54,7 @@ async function main(): Promise<void> {
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const publicUrl = config.port === 0 ? `http://localhost:${port}` : config.publicUrl;
+  const setupCode = app.get(AdminSetupCodes).issued;
 
   process.stdout.write(
     [
@@ -61,6 +63,7 @@ async function main(): Promise<void> {
       `  Create an account:  ${publicUrl}/signup`,
       `  Sign in the CLI:    npx prospect auth:login --api-url ${publicUrl}`,
       `  API docs:           ${publicUrl}/api/docs`,
+      ...(setupCode ? [`  First admin:        ${publicUrl}/signup?setup_code=${setupCode}  (no administrator yet; the code works once)`] : []),
       `  Database:           ${embedded ? `embedded Postgres in ${embedded.dataDir} (set DATABASE_URL for a server)` : 'DATABASE_URL'}`,
       '',
       '',

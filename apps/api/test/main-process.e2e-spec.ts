@@ -25,6 +25,8 @@ describe('the API process (npm start)', () => {
     const banner = api.stdout();
     expect(banner).toContain(`Create an account:  ${api.baseUrl}/signup`);
     expect(banner).toContain(`npx prospect auth:login --api-url ${api.baseUrl}`);
+    // An empty database has no administrator: the banner says how to become it.
+    expect(banner).toMatch(new RegExp(`First admin: +${api.baseUrl}/signup\\?setup_code=prss_[A-Za-z0-9_-]{43} `));
     await client(api.baseUrl).get(ROUTES.health).expect(200);
 
     // The OpenAPI document and the Swagger UI page with its assets.

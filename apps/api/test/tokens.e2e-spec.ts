@@ -1,4 +1,5 @@
 import { IssuedTokenResponseSchema, MeResponseSchema, ROUTES } from '@prospect/contract';
+import supertest from 'supertest';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { UsersService } from '../src/users/users.service.js';
 import { FakeClock } from './support/fake-clock.js';
@@ -13,7 +14,7 @@ describe('CLI tokens', () => {
   let adminToken: string;
   beforeAll(async () => {
     api = await startTestApp({ clock, env: { ACCESS_TOKEN_MAX_TTL_SECONDS: String(90 * 24 * 3600) } });
-    admin = await createUser(api); // the first account of an empty database
+    admin = await createUser(api, { role: 'admin' });
     adminToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct' })).accessToken;
   });
   afterAll(() => api.close());
@@ -110,8 +111,10 @@ describe('CLI tokens', () => {
       const res = await post(api, ROUTES.issueToken, { userEmail: user.email.toUpperCase(), label: 'tooling' }, adminToken);
       expect(res.status).toBe(201);
       expect(res.body.user.id).toBe(user.id);
-      const [row] = await api.dataSource.query(`SELECT origin FROM access_tokens WHERE user_id = $1`, [user.id]);
-      expect(row.origin).toBe('admin');
+      const [row] = await api.dataSource.query(`SELECT id, origin, label FROM access_tokens WHERE user_id = $1`, [user.id]);
+      expect(row).toMatchObject({ origin: 'admin', label: `tooling (issued by ${admin.email})` });
+      const [event] = await api.dataSource.query(`SELECT user_id, detail FROM auth_events WHERE type = 'token.issue' AND detail ->> 'tokenId' = $1`, [row.id]);
+      expect(event).toEqual({ user_id: user.id, detail: { tokenId: row.id, origin: 'admin', issuedBy: admin.id } });
     });
 
     it('refuses a non-admin asking for someone else (403) and an unknown user (404)', async () => {
@@ -156,11 +159,44 @@ describe('CLI tokens', () => {
     });
   });
 
-  describe('admins', () => {
-    it('makes the first account of an empty database an admin, and later ones users', async () => {
-      expect(admin.role).toBe('admin');
-      expect((await createUser(api)).role).toBe('user');
-    });
+});
+
+describe('the first administrator, without PROSPECT_ADMIN_*', () => {
+  let api: TestApp;
+  beforeAll(async () => {
+    api = await startTestApp();
+  });
+  afterAll(() => api.close());
+
+  const setupCodeInLog = () => [...api.logs().matchAll(/signup\?setup_code=(prss_[A-Za-z0-9_-]+)/g)].at(-1)?.[1];
+
+  async function signUp(setupCode: string, email: string) {
+    const browser = supertest.agent(api.app.getHttpServer());
+    const form = await browser.get(`/signup?setup_code=${setupCode}`);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(form.text)![1]!;
+    expect(form.text).toContain(`name="setup_code" value="${setupCode}"`);
+    return browser.post('/signup').type('form').send({ _csrf: csrf, name: 'First', email, password: 'correct horse battery', setup_code: setupCode });
+  }
+
+  const roleOf = async (email: string) => (await api.app.get(UsersService).findByEmail(email))?.role;
+
+  it('is not whoever signs up first: the first account of an empty database is a user', async () => {
+    expect((await createUser(api)).role).toBe('user');
+  });
+
+  it('is the sign-up with the setup code printed at start, once; of two racing sign-ups only one', async () => {
+    const code = setupCodeInLog();
+    expect(code).toBeDefined();
+    expect((await signUp(`${code}x`, 'wrong@example.com')).status).toBe(400);
+    const [a, b] = await Promise.all([signUp(code!, 'first@example.com'), signUp(code!, 'second@example.com')]);
+    expect([a.status, b.status].sort()).toEqual([303, 400]);
+    const roles = [await roleOf('first@example.com'), await roleOf('second@example.com')].filter(Boolean);
+    expect(roles).toEqual(['admin']);
+    const again = await signUp(code!, 'third@example.com');
+    expect(again.status).toBe(400);
+    expect(again.text).toContain('That setup code is not valid');
+    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM server_secrets WHERE name = 'admin-setup-code'`);
+    expect(n).toBe(0);
   });
 });
 

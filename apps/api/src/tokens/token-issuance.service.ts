@@ -22,9 +22,11 @@ export class TokenIssuanceService {
     const issued = await this.tokens.issue({
       userId: target.id,
       origin: forOther ? 'admin' : 'direct',
-      label: request.label ?? null,
+      // The person's tokens page says who made a token for them.
+      label: forOther ? `${request.label ?? 'CLI token'} (issued by ${caller.user.email})` : (request.label ?? null),
       ttlSeconds: request.expiresInSeconds,
       ip,
+      issuedBy: forOther ? caller.user.id : undefined,
     });
     return { accessToken: issued.accessToken, expiresAt: issued.expiresAt.toISOString(), user: toPublicUser(target) };
   }

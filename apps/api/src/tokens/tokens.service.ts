@@ -34,6 +34,8 @@ export interface IssueTokenInput {
   ttlSeconds?: number;
   ip?: string | null;
   deviceLoginId?: string | null;
+  /** An admin issuing for someone else: recorded in the audit event. */
+  issuedBy?: string;
 }
 
 export interface IssuedToken {
@@ -100,7 +102,8 @@ export class TokensService {
       expiresAt,
     });
     const id = (result.identifiers[0] as { id: string }).id;
-    await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, detail: { tokenId: id, origin: input.origin } }, manager);
+    const detail = { tokenId: id, origin: input.origin, ...(input.issuedBy ? { issuedBy: input.issuedBy } : {}) };
+    await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, detail }, manager);
     return { accessToken, id, expiresAt };
   }
 

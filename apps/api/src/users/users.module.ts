@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AdminSetupCodes } from './admin-setup-codes.js';
 import { User } from './user.entity.js';
 import { UsersService } from './users.service.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([User])],
-  providers: [UsersService],
+  providers: [UsersService, AdminSetupCodes],
   exports: [UsersService],
 })
 export class UsersModule {}

@@ -1,10 +1,11 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import { isUniqueViolation } from '../database/sql.js';
 import { conflict } from '../common/api-exception.js';
 import { AppConfig } from '../config/app-config.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password.js';
+import { AdminSetupCodes, InvalidSetupCodeError } from './admin-setup-codes.js';
 import { User } from './user.entity.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
@@ -18,11 +19,24 @@ export class UsersService implements OnApplicationBootstrap {
   constructor(
     @InjectRepository(User) private readonly users: Repository<User>,
     private readonly config: AppConfig,
+    private readonly adminSetup: AdminSetupCodes,
   ) {}
 
-  /** Headless deployments get their admin from PROSPECT_ADMIN_EMAIL / _PASSWORD. */
+  /**
+   * Headless deployments get their admin from PROSPECT_ADMIN_EMAIL / _PASSWORD. Without
+   * them, as long as there is no admin, each start prints a new one-time setup code.
+   */
   async onApplicationBootstrap(): Promise<void> {
-    if (!this.config.admin) return;
+    if (!this.config.admin) {
+      const code = await this.adminSetup.issueIfNoAdmin();
+      if (code) {
+        this.logger.warn(
+          `No administrator yet. To become it, sign up at ${this.config.publicUrl}/signup?setup_code=${code} (the code works once; a restart replaces it).`,
+        );
+      }
+      return;
+    }
+    await this.adminSetup.withdraw();
     const { email, password } = this.config.admin;
     const existing = await this.findByEmail(email);
     if (!existing) {
@@ -43,23 +57,41 @@ export class UsersService implements OnApplicationBootstrap {
   }
 
   /**
-   * Creates a person. The very first account of an empty database is an admin,
-   * so a fresh install can be administered without extra setup.
+   * Creates a person, a user unless `role` says otherwise. Nobody becomes an admin by
+   * signing up first: an admin comes from PROSPECT_ADMIN_* or the one-time setup code.
    */
   async create(input: { email: string; name: string; password?: string; role?: User['role'] }): Promise<User> {
     const passwordHash = input.password ? await hashPassword(input.password) : null;
+    const id = await this.insert(this.users.manager, { ...input, passwordHash, role: input.role ?? 'user' });
+    return (await this.findById(id))!;
+  }
+
+  /**
+   * The first administrator of a deployment without PROSPECT_ADMIN_*: the sign-up that
+   * presents the setup code printed in the log. The code is used up in the same
+   * transaction that creates the account, so of two sign-ups with it only one succeeds.
+   */
+  async createFirstAdmin(input: { email: string; name: string; password: string }, setupCode: string): Promise<User> {
+    const passwordHash = await hashPassword(input.password);
+    const id = await this.users.manager.transaction(async (tx) => {
+      if (!(await this.adminSetup.consume(setupCode, tx))) throw new InvalidSetupCodeError();
+      return this.insert(tx, { ...input, passwordHash, role: 'admin' });
+    });
+    this.logger.log(`${normalizeEmail(input.email)} signed up with the setup code and is the administrator`);
+    return (await this.findById(id))!;
+  }
+
+  private async insert(manager: EntityManager, input: { email: string; name: string; passwordHash: string | null; role: User['role'] }): Promise<string> {
     try {
-      const [row] = (await this.users.query(
-        `INSERT INTO users (email, name, password_hash, role)
-         VALUES ($1, $2, $3, COALESCE($4, CASE WHEN EXISTS (SELECT 1 FROM users) THEN 'user' ELSE 'admin' END))
-         RETURNING id`,
-        [normalizeEmail(input.email), input.name.trim(), passwordHash, input.role ?? null],
-      )) as Array<{ id: string }>;
-      return (await this.findById(row!.id))!;
+      const [row] = (await manager.query(`INSERT INTO users (email, name, password_hash, role) VALUES ($1, $2, $3, $4) RETURNING id`, [
+        normalizeEmail(input.email),
+        input.name.trim(),
+        input.passwordHash,
+        input.role,
+      ])) as Array<{ id: string }>;
+      return row!.id;
     } catch (err) {
-      if (isUniqueViolation(err)) {
-        throw conflict('An account with this e-mail address already exists.');
-      }
+      if (isUniqueViolation(err)) throw conflict('An account with this e-mail address already exists.');
       throw err;
     }
   }

@@ -5,6 +5,7 @@ import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { Public } from '../common/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
+import { InvalidSetupCodeError } from '../users/admin-setup-codes.js';
 import { MIN_PASSWORD_LENGTH, UsersService } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam, safeNext } from './form.js';
@@ -72,14 +73,18 @@ export class AuthPagesController {
     if (password.length < MIN_PASSWORD_LENGTH || password.length > 1024) {
       return this.renderSignup(req, res, 400, `Your password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
     }
+    const setupCode = field(req, 'setup_code');
     try {
-      const user = await this.users.create({ name, email, password });
+      const user = setupCode ? await this.users.createFirstAdmin({ name, email, password }, setupCode) : await this.users.create({ name, email, password });
       await this.signIn.logIn(req, user);
       await this.audit.record('web.signup', { userId: user.id, ip: req.ip });
       res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));
     } catch (err) {
       if (err instanceof ApiException && err.getStatus() === 409) {
         return this.renderSignup(req, res, 409, 'An account with this e-mail address already exists. Sign in instead.');
+      }
+      if (err instanceof InvalidSetupCodeError) {
+        return this.renderSignup(req, res, 400, 'That setup code is not valid: it works once, only the latest one printed, and only while there is no administrator.');
       }
       throw err;
     }
@@ -122,6 +127,7 @@ export class AuthPagesController {
       encodedNext: encodeURIComponent(next),
       csrfToken: this.csrf.tokenFor(req),
       minPasswordLength: MIN_PASSWORD_LENGTH,
+      setupCode: field(req, 'setup_code') || queryParam(req, 'setup_code'),
     });
   }
 }
