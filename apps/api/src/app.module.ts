@@ -6,6 +6,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { AuditModule } from './audit/audit.module.js';
 import { DeviceLoginModule } from './device-login/device-login.module.js';
 import { HealthModule } from './health/health.module.js';
+import { RetentionModule } from './retention/retention.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
 import { UsersModule } from './users/users.module.js';
 import { WebModule } from './web/web.module.js';
@@ -36,6 +37,7 @@ export class AppModule {
         TokensModule,
         DeviceLoginModule,
         WebModule,
+        RetentionModule,
       ],
     };
   }

@@ -68,6 +68,7 @@ export const EnvSchema = z
       .default(5_000),
     HTTP_REQUEST_TIMEOUT_SECONDS: seconds(30),
     SHUTDOWN_GRACE_SECONDS: seconds(10),
+    PROSPECT_AUDIT_RETENTION_DAYS: z.coerce.number({ error: 'must be a whole number of days' }).int('must be a whole number of days').positive('must be greater than 0').default(90),
     WEB_SESSION_IDLE_SECONDS: seconds(7 * 24 * 3600),
     WEB_SESSION_MAX_SECONDS: seconds(30 * 24 * 3600),
   })
@@ -142,6 +143,8 @@ export class AppConfig {
   readonly httpRequestTimeoutSeconds!: number;
   /** On SIGTERM, how long in-flight requests get to finish before their connections are closed. */
   readonly shutdownGraceSeconds!: number;
+  /** Audit events older than this many days are deleted. */
+  readonly auditRetentionDays!: number;
   /** A web session ends after this long without a request… */
   readonly webSessionIdleSeconds!: number;
   /** …and this long after sign-in, whatever happens. */
@@ -175,6 +178,7 @@ export class AppConfig {
       databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
       httpRequestTimeoutSeconds: e.HTTP_REQUEST_TIMEOUT_SECONDS,
       shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
+      auditRetentionDays: e.PROSPECT_AUDIT_RETENTION_DAYS,
       webSessionIdleSeconds: e.WEB_SESSION_IDLE_SECONDS,
       webSessionMaxSeconds: e.WEB_SESSION_MAX_SECONDS,
       admin:

@@ -1,0 +1,68 @@
+import pg from 'pg';
+import { RetentionService } from '../src/retention/retention.service.js';
+import { TokensService } from '../src/tokens/tokens.service.js';
+import { FakeClock } from './support/fake-clock.js';
+import { authorizedPoll, createUser, startDeviceLogin } from './support/fixtures.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+const DAY = 24 * 3600;
+
+/** What nothing needs any more is deleted, by one replica at a time; on the injected clock. */
+describe('retention', () => {
+  const clock = new FakeClock(Date.now());
+  let api: TestApp;
+  beforeAll(async () => {
+    // Device-login tokens live a year here, so one outlives the 91 days below.
+    api = await startTestApp({ clock, env: { ACCESS_TOKEN_TTL_SECONDS: String(365 * DAY) } });
+  });
+  afterAll(() => api.close());
+
+  const ids = async (table: string) => ((await api.dataSource.query(`SELECT id FROM ${table}`)) as Array<{ id: string }>).map((r) => String(r.id));
+
+  it('deletes old tokens, expired device logins without a token, expired sessions and audit events past their retention', async () => {
+    const user = await createUser(api);
+    const tokens = api.app.get(TokensService);
+    const expiring = await tokens.issue({ userId: user.id, origin: 'direct', ttlSeconds: DAY });
+    const revoked = await tokens.issue({ userId: user.id, origin: 'direct', ttlSeconds: 365 * DAY });
+    await tokens.revokeForUser(user.id, revoked.id);
+    const live = await tokens.issue({ userId: user.id, origin: 'direct', ttlSeconds: 365 * DAY });
+    await startDeviceLogin(api); // never approved: expires in 10 minutes
+    const withToken = await authorizedPoll(api, user); // its device login expires, its token lives on
+    await api.dataSource.query(`INSERT INTO web_sessions (sid, sess, expire) VALUES ('gone', '{"cookie":{}}', now() - interval '1 hour')`);
+    const oldEvents = await ids('auth_events');
+
+    clock.advanceSeconds(91 * DAY);
+    const recent = await tokens.issue({ userId: user.id, origin: 'direct' });
+    const counts = await api.app.get(RetentionService).purge();
+
+    expect(counts).toMatchObject({ tokens: 2, deviceLogins: 1, webSessions: 1 });
+    expect((await ids('access_tokens')).sort()).toEqual([live.id, recent.id, (await tokenIdOf(withToken.body.accessToken))].sort());
+    expect(await ids('device_logins')).toHaveLength(1); // the one whose token still lives
+    const events = await ids('auth_events');
+    for (const id of oldEvents) expect(events).not.toContain(id);
+    expect(events.length).toBeGreaterThan(0); // the recent issue's event stays
+    expect(expiring.id).not.toBe(live.id);
+  });
+
+  it('runs on one replica at a time: a purge that finds the lock taken skips its round', async () => {
+    const purge = () => api.app.get(RetentionService).purge();
+    // The embedded database has no second replica (its data directory is locked to one
+    // process) and serializes transactions across its connections: nothing to contend with.
+    if (api.database.kind === 'embedded') return expect(purge()).resolves.not.toBeNull();
+    const otherReplica = new pg.Client({ connectionString: api.database.url });
+    await otherReplica.connect();
+    try {
+      await otherReplica.query('BEGIN');
+      await otherReplica.query(`SELECT pg_advisory_xact_lock($1)`, [0x70726f73]);
+      await expect(purge()).resolves.toBeNull();
+      await otherReplica.query('ROLLBACK');
+    } finally {
+      await otherReplica.end();
+    }
+    await expect(purge()).resolves.not.toBeNull();
+  });
+
+  async function tokenIdOf(accessToken: string): Promise<string> {
+    return (await api.app.get(TokensService).verify(accessToken)).tokenId!;
+  }
+});
