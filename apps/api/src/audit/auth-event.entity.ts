@@ -13,6 +13,7 @@ export type AuthEventType =
   | 'web.login'
   | 'web.login_failed'
   | 'web.logout'
+  | 'web.logout_everywhere'
   | 'web.code_failed';
 
 /** The audit trail of sign-in: who did what from where. Never holds a secret. */

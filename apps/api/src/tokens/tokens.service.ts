@@ -186,6 +186,21 @@ export class TokensService {
     this.cache.evictToken(tokenId);
   }
 
+  /** Revokes every live token of this user ("sign out everywhere"), each with its audit event; returns how many. */
+  async revokeAllForUser(userId: string, ip?: string | null): Promise<number> {
+    const revoked = await this.sql.rows<{ id: string }>(
+      `WITH revoked AS (
+         UPDATE access_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id
+       )
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+       SELECT 'token.revoke', $1, $3, jsonb_build_object('tokenId', revoked.id, 'reason', 'signed out everywhere'), $2 FROM revoked
+       RETURNING detail ->> 'tokenId' AS id`,
+      [userId, this.clock.now(), ip ?? null],
+    );
+    this.cache.evictUser(userId);
+    return revoked.length;
+  }
+
   /** Revokes whatever token a device login issued (replayed device codes). */
   async revokeIssuedByDeviceLogin(deviceLoginId: string, manager: EntityManager = this.db.manager): Promise<string[]> {
     const [rows] = (await manager.query(

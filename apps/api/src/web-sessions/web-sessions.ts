@@ -78,6 +78,11 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
     this.store?.close();
   }
 
+  /** Ends every browser session of this person, on every device; returns how many. */
+  async endAllFor(userId: string): Promise<number> {
+    return (await this.sql.rows(`DELETE FROM web_sessions WHERE user_id = $1 RETURNING sid`, [userId])).length;
+  }
+
   /** Runs the session chain for one request. */
   handle(req: Request, res: Response, next: NextFunction): void {
     this.chain!(req, res, next);

@@ -7,7 +7,9 @@ import { Public } from '../common/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { InvalidSetupCodeError } from '../users/admin-setup-codes.js';
 import { MIN_PASSWORD_LENGTH, UsersService } from '../users/users.service.js';
+import { TokensService } from '../tokens/tokens.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
+import { WebSessions } from '../web-sessions/web-sessions.js';
 import { field, queryParam, safeNext } from './form.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
@@ -22,6 +24,8 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export class AuthPagesController {
   constructor(
     private readonly signIn: SignInService,
+    private readonly webSessions: WebSessions,
+    private readonly tokens: TokensService,
     private readonly csrf: CsrfService,
     private readonly users: UsersService,
     private readonly audit: AuditService,
@@ -101,12 +105,33 @@ export class AuthPagesController {
     res.redirect(303, '/login');
   }
 
+  /** Ends every web session of the person (this one too) and, if asked, revokes all their CLI tokens. */
+  @Post('logout/everywhere')
+  @UseGuards(CsrfGuard)
+  async logoutEverywhere(@Req() req: Request, @Res() res: Response) {
+    const user = req.webUser;
+    if (!user) return res.redirect(303, '/login');
+    const revokeTokens = field(req, 'revoke_tokens') === 'on';
+    await this.signIn.logOut(req);
+    const sessions = await this.webSessions.endAllFor(user.id);
+    const tokens = revokeTokens ? await this.tokens.revokeAllForUser(user.id, req.ip ?? null) : 0;
+    await this.audit.record('web.logout_everywhere', { userId: user.id, ip: req.ip, detail: { sessions, tokens } });
+    res.redirect(303, `/login?signed_out=${revokeTokens ? 'everywhere-and-tokens' : 'everywhere'}`);
+  }
+
   /** The sign-in form, keeping what was typed (never the password) and where to go next. */
   private renderLogin(req: Request, res: Response, status: number, error?: string) {
     const next = safeNext(field(req, 'next') || queryParam(req, 'next'), this.config.publicUrl);
+    const signedOut = queryParam(req, 'signed_out');
     res.status(status).render('login', {
       title: 'Sign in',
       error,
+      notice:
+        signedOut === 'everywhere-and-tokens'
+          ? 'You are signed out on every device, and every CLI token of yours is revoked.'
+          : signedOut === 'everywhere'
+            ? 'You are signed out on every device.'
+            : undefined,
       email: field(req, 'email').trim(),
       next,
       encodedNext: encodeURIComponent(next),

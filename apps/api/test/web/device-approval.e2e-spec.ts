@@ -105,7 +105,7 @@ describe('web pages in a real browser', () => {
     await page.goto(`${api.baseUrl}/settings/tokens`);
     await page.getByLabel('Label').fill('build server');
     await page.getByRole('button', { name: 'Create token' }).click();
-    const token = await page.getByLabel('Token').inputValue();
+    const token = await page.getByLabel('Token', { exact: true }).inputValue();
     expect(token).toMatch(/^prs_/);
     await expect(page.textContent('main')).resolves.toContain('--token -');
     await page.screenshot({ path: `${SCREENSHOTS}tokens.png`, fullPage: true });

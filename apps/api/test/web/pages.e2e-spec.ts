@@ -1,6 +1,8 @@
 import { ROUTES } from '@prospect/contract';
 import supertest from 'supertest';
 import { hashSessionId } from '../../src/web-sessions/hashed-session-store.js';
+import { TokensService } from '../../src/tokens/tokens.service.js';
+import { UsersService } from '../../src/users/users.service.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { client } from '../support/http.js';
@@ -129,6 +131,27 @@ describe('web pages over HTTP', () => {
     expect((await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password: 'correct horse battery' })).status).toBe(303);
     const [{ password_hash }] = await api.dataSource.query(`SELECT password_hash FROM users WHERE id = $1`, [user.id]);
     expect(password_hash).toMatch(/^\$argon2id\$/);
+  });
+
+  it('signs out everywhere: every browser of the person, and on request every CLI token', async () => {
+    const email = `everywhere${Date.now()}@example.com`;
+    const laptop = await signedIn(email);
+    const phone = webClient(api);
+    const form = await phone.send('GET', '/login');
+    expect((await phone.send('POST', '/login', { _csrf: phone.csrfFrom(form.text), email, password: 'correct horse' })).status).toBe(303);
+    const user = await api.app.get(UsersService).findByEmail(email);
+    const token = (await api.app.get(TokensService).issue({ userId: user!.id, origin: 'direct' })).accessToken;
+
+    const page = await laptop.send('GET', '/settings/tokens');
+    expect(page.text).toContain('Sign out everywhere');
+    const out = await laptop.send('POST', '/logout/everywhere', { _csrf: laptop.csrfFrom(page.text), revoke_tokens: 'on' });
+    expect(out.location).toBe('/login?signed_out=everywhere-and-tokens');
+    expect((await laptop.send('GET', out.location!)).text).toContain('You are signed out on every device, and every CLI token of yours is revoked.');
+    expect((await laptop.send('GET', '/settings/tokens')).status).toBe(303);
+    expect((await phone.send('GET', '/settings/tokens')).status).toBe(303);
+    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM web_sessions WHERE user_id = $1`, [user!.id]);
+    expect(n).toBe(0);
+    expect((await client(api).get(ROUTES.me).set('authorization', `Bearer ${token}`)).status).toBe(401);
   });
 
   it('sends anonymous visitors of the verification URL to sign in, keeping the code', async () => {
