@@ -6,6 +6,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { AuditModule } from './audit/audit.module.js';
 import { DeviceLoginModule } from './device-login/device-login.module.js';
 import { HealthModule } from './health/health.module.js';
+import { RateLimitsModule } from './rate-limits/rate-limits.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
 import { UsersModule } from './users/users.module.js';
@@ -32,6 +33,7 @@ export class AppModule {
         AppConfigModule.forRoot(env, clock),
         DatabaseModule.forRoot(new DatabaseInfo(databaseUrl, embedded), poolSize),
         AuditModule,
+        RateLimitsModule,
         HealthModule,
         UsersModule,
         TokensModule,

@@ -68,6 +68,8 @@ export const EnvSchema = z
       .default(5_000),
     HTTP_REQUEST_TIMEOUT_SECONDS: seconds(30),
     SHUTDOWN_GRACE_SECONDS: seconds(10),
+    SIGNUP_PER_IP_PER_HOUR: z.coerce.number({ error: 'must be a whole number' }).int('must be a whole number').positive('must be greater than 0').default(10),
+    DEVICE_START_PER_IP_PER_MINUTE: z.coerce.number({ error: 'must be a whole number' }).int('must be a whole number').positive('must be greater than 0').default(30),
     PROSPECT_AUDIT_RETENTION_DAYS: z.coerce.number({ error: 'must be a whole number of days' }).int('must be a whole number of days').positive('must be greater than 0').default(90),
     WEB_SESSION_IDLE_SECONDS: seconds(7 * 24 * 3600),
     WEB_SESSION_MAX_SECONDS: seconds(30 * 24 * 3600),
@@ -143,6 +145,10 @@ export class AppConfig {
   readonly httpRequestTimeoutSeconds!: number;
   /** On SIGTERM, how long in-flight requests get to finish before their connections are closed. */
   readonly shutdownGraceSeconds!: number;
+  /** Accounts one address may create in an hour. */
+  readonly signupPerIpPerHour!: number;
+  /** Device logins one address may start in a minute. */
+  readonly deviceStartPerIpPerMinute!: number;
   /** Audit events older than this many days are deleted. */
   readonly auditRetentionDays!: number;
   /** A web session ends after this long without a request… */
@@ -179,6 +185,8 @@ export class AppConfig {
       httpRequestTimeoutSeconds: e.HTTP_REQUEST_TIMEOUT_SECONDS,
       shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
       auditRetentionDays: e.PROSPECT_AUDIT_RETENTION_DAYS,
+      deviceStartPerIpPerMinute: e.DEVICE_START_PER_IP_PER_MINUTE,
+      signupPerIpPerHour: e.SIGNUP_PER_IP_PER_HOUR,
       webSessionIdleSeconds: e.WEB_SESSION_IDLE_SECONDS,
       webSessionMaxSeconds: e.WEB_SESSION_MAX_SECONDS,
       admin:

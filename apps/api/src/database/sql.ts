@@ -35,9 +35,16 @@ export class Sql {
   /** Statement text → its name; the texts are constants in the code, so this stays small. */
   private readonly names = new Map<string, string>();
 
+  /**
+   * The pool for a library that names its statements (rate-limiter-flexible): on the
+   * embedded database the names are dropped, for the reason above.
+   */
+  readonly poolForLibraries: { query(config: pg.QueryConfig): Promise<pg.QueryResult> };
+
   constructor(@InjectDataSource() dataSource: DataSource, database: DatabaseInfo) {
     this.pool = (dataSource.driver as PostgresDriver).master as pg.Pool;
     this.prepare = !database.embedded;
+    this.poolForLibraries = this.prepare ? this.pool : { query: ({ text, values }: pg.QueryConfig) => this.pool.query({ text, values }) };
   }
 
   /**

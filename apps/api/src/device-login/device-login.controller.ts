@@ -14,6 +14,7 @@ import { notFound } from '../common/api-exception.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { Public } from '../common/public.decorator.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { RateLimits } from '../rate-limits/rate-limits.js';
 import { DeviceLoginService } from './device-login.service.js';
 
 /** With DEVICE_LOGIN_ENABLED=false the endpoints do not exist (404), whatever the body. */
@@ -31,7 +32,10 @@ class DeviceLoginEnabledGuard implements CanActivate {
 @Public()
 @UseGuards(DeviceLoginEnabledGuard)
 export class DeviceLoginController {
-  constructor(private readonly deviceLogins: DeviceLoginService) {}
+  constructor(
+    private readonly deviceLogins: DeviceLoginService,
+    private readonly limits: RateLimits,
+  ) {}
 
   @Post('start')
   @HttpCode(200)
@@ -39,8 +43,9 @@ export class DeviceLoginController {
   @ApiOperation({ summary: 'Start a device login: codes and the address where a person approves it.' })
   @ApiJsonBody(DeviceStartRequestSchema, false)
   @ApiJsonResponse(200, 'Started.', DeviceStartResponseSchema)
-  @ApiErrors([400, 'Invalid body.'], [404, 'Device login is turned off: use a token (`prospect auth:login --token`).'])
-  start(@Body(new ZodBodyPipe(DeviceStartRequestSchema)) body: DeviceStartRequest, @Ip() ip: string): Promise<DeviceStartResponse> {
+  @ApiErrors([400, 'Invalid body.'], [404, 'Device login is turned off: use a token (`prospect auth:login --token`).'], [429, 'Too many starts from this address (see Retry-After).'])
+  async start(@Body(new ZodBodyPipe(DeviceStartRequestSchema)) body: DeviceStartRequest, @Ip() ip: string): Promise<DeviceStartResponse> {
+    await this.limits.deviceStart(ip);
     return this.deviceLogins.start(body, ip);
   }
 

@@ -62,6 +62,8 @@ export class RetentionService {
       );
       const webSessions = await deleted(`DELETE FROM web_sessions WHERE expire < $1`, [now]);
       const auditEvents = await deleted(`DELETE FROM auth_events WHERE created_at < $1`, [auditBefore]);
+      // Rate-limit counters past their window (rate-limiter-flexible keeps `expire` in ms).
+      await deleted(`DELETE FROM rate_limits WHERE expire < $1`, [now.getTime()]);
       return { tokens, deviceLogins, webSessions, auditEvents };
     });
   }

@@ -6,7 +6,8 @@ import { ApiException } from '../common/api-exception.js';
 import { Public } from '../common/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { InvalidSetupCodeError } from '../users/admin-setup-codes.js';
-import { MIN_PASSWORD_LENGTH, UsersService } from '../users/users.service.js';
+import { MIN_PASSWORD_LENGTH, normalizeEmail, UsersService } from '../users/users.service.js';
+import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
@@ -16,6 +17,9 @@ import { SignInService } from './sign-in.service.js';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
+/** "15 minutes", "40 seconds": how long a person must wait. */
+const waitText = (seconds: number) => (seconds >= 90 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} seconds`);
+
 /** Sign-up, sign-in and sign-out: the web identity the CLI's approvals rest on. */
 @ApiExcludeController()
 @Public()
@@ -24,6 +28,7 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export class AuthPagesController {
   constructor(
     private readonly signIn: SignInService,
+    private readonly limits: RateLimits,
     private readonly webSessions: WebSessions,
     private readonly tokens: TokensService,
     private readonly csrf: CsrfService,
@@ -46,11 +51,22 @@ export class AuthPagesController {
   @Post('login')
   @UseGuards(CsrfGuard)
   async login(@Req() req: Request, @Res() res: Response) {
+    const account = normalizeEmail(field(req, 'email'));
+    const ip = req.ip ?? '';
+    try {
+      await this.limits.beforeSignIn(account, ip);
+    } catch (err) {
+      if (!(err instanceof TooManyRequests)) throw err;
+      res.set('Retry-After', String(err.retryAfterSeconds));
+      return this.renderLogin(req, res, 429, `Too many failed sign-ins. Please wait ${waitText(err.retryAfterSeconds)} before trying again.`);
+    }
     const user = await this.signIn.checkCredentials(req, res);
     if (!user) {
+      await this.limits.signInFailed(account, ip);
       await this.audit.record('web.login_failed', { ip: req.ip, detail: { reason: 'bad credentials' } });
       return this.renderLogin(req, res, 401, 'That e-mail and password do not match an account.');
     }
+    await this.limits.signInSucceeded(account);
     await this.signIn.logIn(req, user);
     await this.audit.record('web.login', { userId: user.id, ip: req.ip });
     res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));
@@ -79,6 +95,7 @@ export class AuthPagesController {
     }
     const setupCode = field(req, 'setup_code');
     try {
+      await this.limits.signUp(req.ip ?? '');
       const user = setupCode ? await this.users.createFirstAdmin({ name, email, password }, setupCode) : await this.users.create({ name, email, password });
       await this.signIn.logIn(req, user);
       await this.audit.record('web.signup', { userId: user.id, ip: req.ip });
@@ -86,6 +103,10 @@ export class AuthPagesController {
     } catch (err) {
       if (err instanceof ApiException && err.getStatus() === 409) {
         return this.renderSignup(req, res, 409, 'An account with this e-mail address already exists. Sign in instead.');
+      }
+      if (err instanceof TooManyRequests) {
+        res.set('Retry-After', String(err.retryAfterSeconds));
+        return this.renderSignup(req, res, 429, `Too many new accounts from your address. Please try again in ${waitText(err.retryAfterSeconds)}.`);
       }
       if (err instanceof InvalidSetupCodeError) {
         return this.renderSignup(req, res, 400, 'That setup code is not valid: it works once, only the latest one printed, and only while there is no administrator.');

@@ -72,11 +72,16 @@ export class DevicePageController {
   private async decide(req: Request, res: Response, decision: 'approve' | 'deny') {
     const code = field(req, 'user_code');
     const userId = req.webUser!.id;
+    // Guessing through the buttons is limited like guessing through the lookup.
+    if (await this.tooManyWrongCodes(req.webUser!, req.ip)) {
+      return res.status(429).set('Retry-After', '60').render('too-many-codes', { title: 'Too many attempts', account: accountOf(req, this.csrf) });
+    }
     try {
       if (decision === 'approve') await this.deviceLogins.approve(code, userId, req.ip ?? null);
       else await this.deviceLogins.deny(code, userId, req.ip ?? null);
     } catch (err) {
       if (!(err instanceof UndecidableDeviceLoginError)) throw err;
+      if (err.reason === 'unknown') await this.audit.record('web.code_failed', { userId, ip: req.ip });
       return this.renderUndecidable(req, res, err.reason, code);
     }
     res.status(200).render('device-decided', { title: decision === 'approve' ? 'Approved' : 'Denied', approved: decision === 'approve', account: accountOf(req, this.csrf) });

@@ -10,6 +10,9 @@ import { startApiProcess } from './api-process.js';
 import type { Target } from './http.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
+/** Per-address limits high enough for a test file's traffic, all from 127.0.0.1. */
+export const UNLIMITED_ADDRESS = { SIGNUP_PER_IP_PER_HOUR: '100000', DEVICE_START_PER_IP_PER_MINUTE: '100000' };
+
 export interface TestApp {
   app: NestExpressApplication;
   /** e.g. http://127.0.0.1:41234, no trailing slash */
@@ -40,7 +43,8 @@ export interface TestAppOptions {
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const ownsDatabase = !options.database;
-  const env = { NODE_ENV: 'test', LOG_LEVEL: 'debug', PORT: '0', ...options.env };
+  // Every test client is 127.0.0.1: the per-address limits are lifted unless a test sets them.
+  const env = { NODE_ENV: 'test', LOG_LEVEL: 'debug', PORT: '0', ...UNLIMITED_ADDRESS, ...options.env };
   const logStream = new PassThrough();
   const lines: string[] = [];
   logStream.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
@@ -86,12 +90,12 @@ export interface Replica {
  * to one process, the replica is a second app here; its cache is off, so the shared
  * registry changes nothing there.
  */
-export async function startReplica(primary: TestApp, clock?: Clock): Promise<Replica> {
+export async function startReplica(primary: TestApp, clock?: Clock, env: Record<string, string> = {}): Promise<Replica> {
   if (primary.database.kind === 'embedded') {
-    const app = await startTestApp({ clock, database: primary.database });
+    const app = await startTestApp({ clock, database: primary.database, env });
     return { target: app, close: () => app.close() };
   }
-  const proc = await startApiProcess({ DATABASE_URL: primary.database.url, LOG_LEVEL: 'warn' });
+  const proc = await startApiProcess({ DATABASE_URL: primary.database.url, LOG_LEVEL: 'warn', ...env });
   return {
     target: proc.baseUrl,
     close: async () => void (await proc.stop()),

@@ -6,10 +6,12 @@ import { CreateWebSessions1795400000004 } from './1795400000004-create-web-sessi
 import { NotifyTokenChanges1795400000010 } from './1795400000010-notify-token-changes.js';
 import { ExpressWebSessions1795400000011 } from './1795400000011-express-web-sessions.js';
 import { DeviceLoginSealedReply1795400000012 } from './1795400000012-device-login-sealed-reply.js';
+import { RateLimits1795400000013 } from './1795400000013-rate-limits.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
   CreateUsers1795400000000, CreateDeviceLogins1795400000001, CreateAccessTokens1795400000002, CreateAuthEvents1795400000003, CreateWebSessions1795400000004, NotifyTokenChanges1795400000010,
   ExpressWebSessions1795400000011,
   DeviceLoginSealedReply1795400000012,
+  RateLimits1795400000013,
 ];

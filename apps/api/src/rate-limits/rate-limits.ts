@@ -1,0 +1,93 @@
+import { Injectable } from '@nestjs/common';
+import { ERROR_CODES } from '@prospect/contract';
+import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { ApiException } from '../common/api-exception.js';
+import { AppConfig } from '../config/app-config.js';
+import { Sql } from '../database/sql.js';
+
+/** A limited request: answered 429 with Retry-After (the JSON body on the API, a page on the web). */
+export class TooManyRequests extends ApiException {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(429, ERROR_CODES.tooManyRequests, message, { 'Retry-After': String(retryAfterSeconds) });
+  }
+}
+
+const MINUTE = 60;
+const HOUR = 3600;
+
+/**
+ * Limits on whatever a person can guess or an anonymous client can create, with their
+ * counters in Postgres (rate-limiter-flexible's Postgres store, table `rate_limits`), so
+ * every replica enforces the same limits.
+ *
+ * - Sign-in, per account (the normalized e-mail, known or not, so the answer tells
+ *   nothing): 5 failures in 15 minutes block the account's sign-in for 15 minutes; a
+ *   success clears its count. Per IP: 50 failures an hour.
+ * - Sign-up: SIGNUP_PER_IP_PER_HOUR per IP. Device-login start: DEVICE_START_PER_IP_PER_MINUTE per IP.
+ */
+@Injectable()
+export class RateLimits {
+  private readonly loginByAccount: RateLimiterPostgres;
+  private readonly loginByIp: RateLimiterPostgres;
+  private readonly signupByIp: RateLimiterPostgres;
+  private readonly startByIp: RateLimiterPostgres;
+
+  constructor(sql: Sql, config: AppConfig) {
+    const store = (keyPrefix: string, points: number, duration: number, blockDuration = 0) =>
+      new RateLimiterPostgres({
+        storeClient: sql.poolForLibraries,
+        storeType: 'pool',
+        tableName: 'rate_limits',
+        tableCreated: true, // by the migration
+        clearExpiredByTimeout: false, // the retention job deletes expired rows
+        keyPrefix,
+        points,
+        duration,
+        blockDuration,
+      });
+    this.loginByAccount = store('login:account', 5, 15 * MINUTE, 15 * MINUTE);
+    this.loginByIp = store('login:ip', 50, HOUR);
+    this.signupByIp = store('signup:ip', config.signupPerIpPerHour, HOUR);
+    this.startByIp = store('start:ip', config.deviceStartPerIpPerMinute, MINUTE);
+  }
+
+  /** Before checking a password: refuses while the account or the address is blocked. */
+  async beforeSignIn(email: string, ip: string): Promise<void> {
+    const [account, address] = await Promise.all([this.loginByAccount.get(email), this.loginByIp.get(ip)]);
+    const blocked = [account, address].filter((res): res is RateLimiterRes => res !== null && res.remainingPoints <= 0);
+    if (blocked.length) throw tooMany('Too many failed sign-ins. Please wait before trying again.', blocked);
+  }
+
+  async signInFailed(email: string, ip: string): Promise<void> {
+    await Promise.all([this.loginByAccount.penalty(email), this.loginByIp.penalty(ip)]).catch(() => undefined);
+  }
+
+  async signInSucceeded(email: string): Promise<void> {
+    await this.loginByAccount.delete(email);
+  }
+
+  signUp(ip: string): Promise<void> {
+    return consume(this.signupByIp, ip, 'Too many new accounts from your address. Please try again later.');
+  }
+
+  deviceStart(ip: string): Promise<void> {
+    return consume(this.startByIp, ip, 'Too many device logins started from your address. Please wait a minute.');
+  }
+}
+
+async function consume(limiter: RateLimiterPostgres, key: string, message: string): Promise<void> {
+  try {
+    await limiter.consume(key);
+  } catch (res) {
+    if (res instanceof RateLimiterRes) throw tooMany(message, [res]);
+    throw res;
+  }
+}
+
+function tooMany(message: string, results: RateLimiterRes[]): TooManyRequests {
+  const waitMs = Math.max(...results.map((res) => res.msBeforeNext));
+  return new TooManyRequests(message, Math.max(1, Math.ceil(waitMs / 1000)));
+}

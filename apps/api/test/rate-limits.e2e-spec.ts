@@ -1,0 +1,91 @@
+import { ROUTES } from '@prospect/contract';
+import supertest from 'supertest';
+import { DeviceLoginService } from '../src/device-login/device-login.service.js';
+import { createUser } from './support/fixtures.js';
+import { post } from './support/http.js';
+import { type Replica, startReplica, startTestApp, type TestApp } from './support/test-app.js';
+
+const LIMITS = { DEVICE_START_PER_IP_PER_MINUTE: '3', SIGNUP_PER_IP_PER_HOUR: '2' };
+
+/** What can be guessed or created anonymously is limited, with the counters in Postgres. */
+describe('rate limits', () => {
+  let api: TestApp;
+  let replica: Replica;
+  beforeAll(async () => {
+    api = await startTestApp({ env: LIMITS });
+    replica = await startReplica(api, undefined, LIMITS);
+  });
+  afterAll(async () => {
+    await replica?.close();
+    await api?.close();
+  });
+
+  const browser = () => {
+    const agent = supertest.agent(api.app.getHttpServer());
+    const csrf = async (path: string) => /name="_csrf" value="([^"]+)"/.exec((await agent.get(path)).text)![1]!;
+    return { agent, csrf };
+  };
+
+  it('limits device-login starts per address, across replicas, with a 429 saying when to come back', async () => {
+    const answers = [await post(api, ROUTES.deviceStart, {}), await post(replica.target, ROUTES.deviceStart, {}), await post(api, ROUTES.deviceStart, {})];
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    for (const target of [api, replica.target]) {
+      const limited = await post(target, ROUTES.deviceStart, {});
+      expect(limited.status).toBe(429);
+      expect(limited.body).toMatchObject({ statusCode: 429, error: 'too_many_requests' });
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(Number(limited.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    }
+  });
+
+  it('blocks sign-in to an account after 5 failures, even with the right password, the same way for an unknown e-mail', async () => {
+    const user = await createUser(api);
+    for (const email of [user.email, 'nobody-here@example.com']) {
+      const { agent, csrf } = browser();
+      const token = await csrf('/login');
+      for (let i = 0; i < 5; i++) expect((await agent.post('/login').type('form').send({ _csrf: token, email, password: 'wrong guess' })).status).toBe(401);
+      const blocked = await agent.post('/login').type('form').send({ _csrf: token, email, password: 'correct horse battery' });
+      expect(blocked.status).toBe(429);
+      expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(800); // about 15 minutes
+      expect(blocked.text).toContain('Too many failed sign-ins. Please wait 15 minutes');
+    }
+  });
+
+  it('clears the failures of an account when its sign-in succeeds', async () => {
+    const user = await createUser(api);
+    const { agent, csrf } = browser();
+    const token = await csrf('/login');
+    const attempt = (password: string) => agent.post('/login').type('form').send({ _csrf: token, email: user.email, password });
+    for (let i = 0; i < 4; i++) expect((await attempt('wrong guess')).status).toBe(401);
+    expect((await attempt('correct horse battery')).status).toBe(303);
+    const again = browser();
+    const token2 = await again.csrf('/login');
+    for (let i = 0; i < 4; i++) expect((await again.agent.post('/login').type('form').send({ _csrf: token2, email: user.email, password: 'wrong' })).status).toBe(401);
+  });
+
+  it('limits sign-ups per address', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { agent, csrf } = browser();
+      const token = await csrf('/signup');
+      const res = await agent.post('/signup').type('form').send({ _csrf: token, name: 'N', email: `many${i}-${Date.now()}@example.com`, password: 'correct horse' });
+      statuses.push(res.status);
+      if (res.status === 429) expect(res.text).toContain('Too many new accounts from your address');
+    }
+    expect(statuses).toEqual([303, 303, 429]);
+  });
+
+  it('limits wrong user codes on the approve and deny buttons, not only on the lookup', async () => {
+    const user = await createUser(api, { email: `codes${Date.now()}@example.com` });
+    const { agent, csrf } = browser();
+    const token = await csrf('/login');
+    expect((await agent.post('/login').type('form').send({ _csrf: token, email: user.email, password: 'correct horse battery' })).status).toBe(303);
+    const formToken = await csrf('/device');
+    for (let i = 0; i < 5; i++) expect((await agent.post('/device/approve').type('form').send({ _csrf: formToken, user_code: 'BCDF-GHJK' })).status).toBe(404);
+    // A real code (started without HTTP: this address has used up its starts above) waits too: guessing must not tell.
+    const start = await api.app.get(DeviceLoginService).start({ clientName: 'prospect', hostname: 'h' }, '127.0.0.1');
+    const limited = await agent.post('/device/approve').type('form').send({ _csrf: formToken, user_code: start.userCode });
+    expect(limited.status).toBe(429);
+    expect(limited.text).toContain('Too many wrong codes');
+  });
+});
