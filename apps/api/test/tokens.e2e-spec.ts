@@ -1,5 +1,6 @@
 import { IssuedTokenResponseSchema, MeResponseSchema, ROUTES } from '@prospect/contract';
 import supertest from 'supertest';
+import { RefusedTokens } from '../src/tokens/refused-tokens.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { UsersService } from '../src/users/users.service.js';
 import { FakeClock } from './support/fake-clock.js';
@@ -132,6 +133,20 @@ describe('CLI tokens', () => {
       const res = await post(api, ROUTES.issueToken, {});
       expect(res.status).toBe(401);
       expect(res.body).toEqual(errorBody(401, 'unauthorized'));
+    });
+  });
+
+  describe('refused tokens', () => {
+    it('are counted without a write per request, and recorded as one event per address and reason', async () => {
+      const refused = api.app.get(RefusedTokens);
+      await refused.flush(); // what earlier tests left counted
+      const lastId = async () => (await api.dataSource.query(`SELECT coalesce(max(id), 0)::int AS id FROM auth_events`))[0].id as number;
+      const before = await lastId();
+      for (let i = 0; i < 20; i++) expect((await get(api, ROUTES.me, `prs_${'x'.repeat(43)}`)).status).toBe(401);
+      expect(await lastId()).toBe(before);
+      await refused.flush();
+      const rows = await api.dataSource.query(`SELECT ip, detail FROM auth_events WHERE id > $1`, [before]);
+      expect(rows).toEqual([{ ip: '127.0.0.1', detail: { reason: 'unknown', count: 20 } }]);
     });
   });
 

@@ -3,13 +3,12 @@ import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
 import { ERROR_CODES, SERVICE_NAME } from '@prospect/contract';
 import type { Request } from 'express';
-import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
-import { BackgroundWrites } from '../common/background-writes.js';
 import { IS_PUBLIC } from '../common/public.decorator.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { ALLOWS_WEB_SESSION } from './allow-web-session.decorator.js';
 import type { AuthPrincipal } from './auth-principal.js';
+import { RefusedTokens } from './refused-tokens.js';
 import { InvalidTokenError, type InvalidTokenReason } from './tokens.service.js';
 
 const REALM_CHALLENGE = `Bearer realm="${SERVICE_NAME}"`;
@@ -33,8 +32,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
   constructor(
     private readonly reflector: Reflector,
     private readonly csrf: CsrfService,
-    private readonly audit: AuditService,
-    private readonly background: BackgroundWrites,
+    private readonly refused: RefusedTokens,
   ) {
     super({ session: false });
   }
@@ -59,9 +57,8 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
    */
   override handleRequest<T = AuthPrincipal>(err: unknown, principal: T | false, _info: unknown, context: ExecutionContext, status?: number): T {
     if (err instanceof InvalidTokenError) {
-      const ip = context.switchToHttp().getRequest<Request>().ip;
-      // Not awaited: a refused token must stay cheap to answer.
-      this.background.run('audit a failed verification', () => this.audit.record('token.verify_failed', { ip, detail: { reason: err.reason } }));
+      // Counted, not written: a refused token must stay cheap to answer.
+      this.refused.count(context.switchToHttp().getRequest<Request>().ip, err.reason);
       throw new ApiException(401, ERROR_CODES.invalidToken, REFUSALS[err.reason], {
         'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_token", error_description="${err.message}"`,
       });

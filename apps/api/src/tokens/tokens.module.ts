@@ -6,6 +6,7 @@ import { UsersModule } from '../users/users.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { BearerAuthGuard } from './bearer-auth.guard.js';
 import { BearerStrategy } from './bearer.strategy.js';
+import { RefusedTokens } from './refused-tokens.js';
 import { RevocationListener } from './revocation-listener.js';
 import { TokenIssuanceService } from './token-issuance.service.js';
 import { TokensController } from './tokens.controller.js';
@@ -19,6 +20,7 @@ import { VerifiedTokenCache } from './verified-token-cache.js';
     TokensService,
     TokenIssuanceService,
     BearerStrategy,
+    RefusedTokens,
     { provide: VerifiedTokenCache, inject: [Clock], useFactory: (clock: Clock) => new VerifiedTokenCache(() => clock.now().getTime()) },
     RevocationListener,
     { provide: APP_GUARD, useClass: BearerAuthGuard },
