@@ -51,6 +51,20 @@ describe('rate limits', () => {
     }
   });
 
+  it('blocks an account that keeps failing for longer each time', async () => {
+    const email = `blocked${Date.now()}@example.com`;
+    const { agent, csrf } = browser();
+    const token = await csrf('/login');
+    const fail = () => agent.post('/login').type('form').send({ _csrf: token, email, password: 'wrong guess' });
+    const retryAfter = async () => Number((await fail()).headers['retry-after']);
+    for (let i = 0; i < 5; i++) await fail();
+    expect(await retryAfter()).toBeGreaterThan(14 * 60);
+    // The first block ends (its row says so), and the account fails 5 more times.
+    await api.dataSource.query(`UPDATE rate_limits SET expire = 0 WHERE key = $1`, [`login:account:${email}`]);
+    for (let i = 0; i < 5; i++) await fail();
+    expect(await retryAfter()).toBeGreaterThan(29 * 60);
+  });
+
   it('clears the failures of an account when its sign-in succeeds', async () => {
     const user = await createUser(api);
     const { agent, csrf } = browser();

@@ -17,6 +17,10 @@ export class TooManyRequests extends ApiException {
 
 const MINUTE = 60;
 const HOUR = 3600;
+const DAY = 24 * HOUR;
+/** Failures of one account's sign-in before it is blocked, and the first block's length. */
+const LOGIN_FAILURES = 5;
+const LOGIN_BLOCK_SECONDS = 15 * MINUTE;
 
 /**
  * Limits on whatever a person can guess or an anonymous client can create, with their
@@ -24,13 +28,15 @@ const HOUR = 3600;
  * every replica enforces the same limits.
  *
  * - Sign-in, per account (the normalized e-mail, known or not, so the answer tells
- *   nothing): 5 failures in 15 minutes block the account's sign-in for 15 minutes; a
- *   success clears its count. Per IP: 50 failures an hour.
+ *   nothing): 5 failures in 15 minutes block the account's sign-in for 15 minutes, the
+ *   next block that day 30, then an hour, and so on up to a day; a success clears the
+ *   failures. Per IP: 50 failures an hour.
  * - Sign-up: SIGNUP_PER_IP_PER_HOUR per IP. Device-login start: DEVICE_START_PER_IP_PER_MINUTE per IP.
  */
 @Injectable()
 export class RateLimits {
   private readonly loginByAccount: RateLimiterPostgres;
+  private readonly loginBlocksByAccount: RateLimiterPostgres;
   private readonly loginByIp: RateLimiterPostgres;
   private readonly signupByIp: RateLimiterPostgres;
   private readonly startByIp: RateLimiterPostgres;
@@ -48,7 +54,8 @@ export class RateLimits {
         duration,
         blockDuration,
       });
-    this.loginByAccount = store('login:account', 5, 15 * MINUTE, 15 * MINUTE);
+    this.loginByAccount = store('login:account', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS);
+    this.loginBlocksByAccount = store('login:blocks', 1_000, DAY);
     this.loginByIp = store('login:ip', 50, HOUR);
     this.signupByIp = store('signup:ip', config.signupPerIpPerHour, HOUR);
     this.startByIp = store('start:ip', config.deviceStartPerIpPerMinute, MINUTE);
@@ -61,8 +68,15 @@ export class RateLimits {
     if (blocked.length) throw tooMany('Too many failed sign-ins. Please wait before trying again.', blocked);
   }
 
+  /**
+   * Counts a failure. The failure that uses up an account's points blocks it, each block
+   * within a day twice as long as the one before (15 min, 30 min, 1 h, … at most a day).
+   */
   async signInFailed(email: string, ip: string): Promise<void> {
-    await Promise.all([this.loginByAccount.penalty(email), this.loginByIp.penalty(ip)]).catch(() => undefined);
+    const [account] = await Promise.all([this.loginByAccount.penalty(email), this.loginByIp.penalty(ip)]);
+    if (account.remainingPoints > 0 || account.consumedPoints > LOGIN_FAILURES) return;
+    const blocks = await this.loginBlocksByAccount.penalty(email);
+    await this.loginByAccount.block(email, Math.min(LOGIN_BLOCK_SECONDS * 2 ** (blocks.consumedPoints - 1), DAY));
   }
 
   async signInSucceeded(email: string): Promise<void> {
