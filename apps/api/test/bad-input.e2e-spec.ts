@@ -49,7 +49,8 @@ describe('bad input', () => {
     ['token: string lifetime', 'POST', ROUTES.issueToken, { body: '{"expiresInSeconds": "60"}', headers: json }, 400],
     ['token: extra field', 'POST', ROUTES.issueToken, { body: '{"role": "admin"}', headers: json }, 400],
     ['unknown route', 'GET', '/api/cli/auth/nothing', {}, 404],
-    ['wrong method', 'DELETE', ROUTES.me, {}, 404],
+    ['wrong method', 'DELETE', ROUTES.me, {}, 405],
+    ['null body', 'POST', ROUTES.devicePoll, { body: 'null', headers: json }, 400],
   ])('%s', async (_, method, path, { body, headers }, status) => {
     const authHeaders: Record<string, string> = path === ROUTES.issueToken ? { authorization: `Bearer ${token}` } : {};
     const res = await request(api, method, path, { body, headers: { ...authHeaders, ...headers } });
@@ -82,6 +83,11 @@ describe('bad input', () => {
     expect(extra.body.message).toBe('Unknown field: status.');
     const broken = await request(api, 'POST', ROUTES.devicePoll, { body: '{', headers: json });
     expect(broken.body.message).toBe('The request body is not valid JSON.');
+    const wrongType = await request(api, 'POST', ROUTES.devicePoll, { json: { deviceCode: 12345 } });
+    expect(wrongType.body.message).toBe('deviceCode must be a string.');
+    const wrongMethod = await request(api, 'DELETE', ROUTES.me);
+    expect(wrongMethod.body).toEqual({ statusCode: 405, error: 'method_not_allowed', message: 'DELETE is not allowed here; use GET or HEAD.' });
+    expect(wrongMethod.headers.get('allow')).toBe('GET, HEAD');
     const xml = await request(api, 'POST', ROUTES.devicePoll, { body: '<x/>', headers: { 'content-type': 'application/xml' } });
     expect(xml.body.message).toBe('Unsupported Content-Type: send application/json.');
     const huge = await request(api, 'POST', ROUTES.deviceStart, { body: JSON.stringify({ clientName: 'x'.repeat(20_000) }), headers: json });

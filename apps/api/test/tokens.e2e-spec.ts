@@ -101,10 +101,13 @@ describe('CLI tokens', () => {
       expect(rows).toEqual([{ label: 'ci runner', origin: 'direct' }]);
     });
 
-    it('caps the lifetime at ACCESS_TOKEN_MAX_TTL_SECONDS', async () => {
+    it('refuses a lifetime above ACCESS_TOKEN_MAX_TTL_SECONDS, naming the maximum, and grants the maximum itself', async () => {
       const user = await createUser(api);
       const res = await post(api, ROUTES.issueToken, { expiresInSeconds: 365 * 24 * 3600 }, await issueDirect(user.id));
-      expect(res.body.expiresAt).toBe(new Date(clock.now().getTime() + 90 * 24 * 3600_000).toISOString());
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ statusCode: 400, error: 'invalid_request', message: 'expiresInSeconds must be at most 7776000 (90 days) on this server.' });
+      const max = await post(api, ROUTES.issueToken, { expiresInSeconds: 90 * 24 * 3600 }, await issueDirect(user.id));
+      expect(max.body.expiresAt).toBe(new Date(clock.now().getTime() + 90 * 24 * 3600_000).toISOString());
     });
 
     it('lets an admin issue for any user by e-mail (any letter case)', async () => {

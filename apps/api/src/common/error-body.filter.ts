@@ -1,4 +1,4 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
 import { ERROR_CODES, type ErrorBody, type ErrorCode } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { type DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
@@ -9,7 +9,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   401: ERROR_CODES.unauthorized,
   403: ERROR_CODES.forbidden,
   404: ERROR_CODES.notFound,
-  405: ERROR_CODES.notFound,
+  405: ERROR_CODES.methodNotAllowed,
   409: ERROR_CODES.conflict,
   413: ERROR_CODES.payloadTooLarge,
   415: ERROR_CODES.unsupportedMediaType,
@@ -62,7 +62,13 @@ export class ErrorBodyFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<Request>();
     const response = host.switchToHttp().getResponse<Response>();
-    const { body, headers } = this.toErrorBody(exception);
+    const allowed = exception instanceof NotFoundException && !(exception instanceof ApiException) ? allowedMethods(request) : [];
+    const { body, headers } = allowed.length
+      ? {
+          body: { statusCode: 405, error: ERROR_CODES.methodNotAllowed, message: `${request.method} is not allowed here; use ${allowed.join(' or ')}.` },
+          headers: { Allow: allowed.join(', ') },
+        }
+      : this.toErrorBody(exception);
     if (response.headersSent) return;
     response.status(body.statusCode).set(headers);
     if (!wantsPage(request)) {
@@ -104,6 +110,29 @@ export class ErrorBodyFilter implements ExceptionFilter {
       headers: {},
     };
   }
+}
+
+/**
+ * The methods the router has for this path, when the request's own has no route: a 405
+ * with `Allow` rather than a 404 for a path that exists. Express answers neither itself.
+ */
+function allowedMethods(req: Request): string[] {
+  const stack = (req.app as unknown as { router?: { stack: RouteLayer[] } }).router?.stack ?? [];
+  const methods = new Set<string>();
+  for (const layer of stack) {
+    if (!layer.route || !layer.match(req.path)) continue;
+    const verbs = Object.entries(layer.route.methods).filter(([method, on]) => on && method !== '_all');
+    // A middleware mounted for every method (the pages') says nothing about what the path allows.
+    if (verbs.length > 8) continue;
+    for (const [method] of verbs) methods.add(method.toUpperCase());
+  }
+  if (methods.has('GET')) methods.add('HEAD');
+  return methods.size > 0 && !methods.has(req.method) ? [...methods].sort() : [];
+}
+
+interface RouteLayer {
+  route?: { methods: Record<string, boolean> };
+  match(path: string): boolean;
 }
 
 /** A browser navigating to a page, rather than an API client: outside /api, preferring HTML. */

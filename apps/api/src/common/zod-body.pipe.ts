@@ -15,15 +15,30 @@ export class ZodBodyPipe<S extends $ZodType> implements PipeTransform<unknown, o
     const input = value === undefined || value === null || value === '' ? {} : value;
     const malformed = findMalformedText(input);
     if (malformed) throw badRequest(malformedTextMessage(malformed));
-    const parsed = safeParse(this.schema, input);
+    // reportInput: zod leaves the offending value out of an issue otherwise, and a wrong type would read as missing.
+    const parsed = safeParse(this.schema, input, { reportInput: true });
     if (parsed.success) return parsed.data;
     throw badRequest(describeIssue(parsed.error.issues[0]!));
   }
 }
 
+/** What a type is called in a sentence: "`deviceCode` must be a string". */
+const TYPE_NAMES: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  int: 'a whole number',
+  boolean: 'true or false',
+  object: 'a JSON object',
+  array: 'a list',
+};
+
 function describeIssue(issue: $ZodIssue): string {
   if (issue.code === 'unrecognized_keys') return `Unknown field: ${issue.keys.join(', ')}.`;
   const field = issue.path.length ? issue.path.join('.') : 'body';
-  if (issue.code === 'invalid_type' && issue.input === undefined) return `Missing field: ${field}.`;
+  if (issue.code === 'invalid_type') {
+    if (issue.input === undefined) return `Missing field: ${field}.`;
+    const expected = TYPE_NAMES[issue.expected];
+    if (expected) return `${field === 'body' ? 'The body' : field} must be ${expected}.`;
+  }
   return `Invalid ${field}: ${issue.message}.`;
 }

@@ -20,7 +20,7 @@ import { isUniqueViolation, Sql } from '../database/sql.js';
 import { InvalidTokenError, TokensService } from '../tokens/tokens.service.js';
 import { toPublicUser, type User } from '../users/user.entity.js';
 import type { DeviceLoginStatus } from './device-login.entity.js';
-import { openReply, sealReply } from './sealed-reply.js';
+import { open, seal } from '../common/sealed.js';
 
 /** A poll this much early is network jitter, not a misbehaving client (RFC 8628 §3.5). */
 export const POLL_JITTER_MS = 1_000;
@@ -51,6 +51,13 @@ export interface DeviceLoginForApproval {
  * after the commit) still ends logged in. After it, a poll is a replay.
  */
 export const REPLY_WINDOW_SECONDS = 60;
+
+/** What an authorized poll answered, kept sealed (common/sealed.ts) under the device code for a retried poll. */
+interface PollReply {
+  accessToken: string;
+  expiresAt: string;
+}
+const POLL_REPLY = 'poll-reply';
 
 interface PollRow {
   id: string;
@@ -194,7 +201,7 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
       );
       await this.audit.record('device.redeem', { userId: user!.id, ip, detail: { deviceLoginId: login.id, tokenId: issued.id } }, tx);
       const reply = { accessToken: issued.accessToken, expiresAt: issued.expiresAt.toISOString() };
-      await tx.query(`UPDATE device_logins SET reply_sealed = $2 WHERE id = $1`, [login.id, sealReply(deviceCode, login.id, reply)]);
+      await tx.query(`UPDATE device_logins SET reply_sealed = $2 WHERE id = $1`, [login.id, seal(deviceCode, login.id, POLL_REPLY, reply)]);
       return { issued, user: user! };
     });
     if (!result) {
@@ -220,7 +227,7 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
    */
   private async replyAgain(login: PollRow, deviceCode: string, ip: string | null): Promise<DevicePollResponse> {
     const windowEnds = (login.redeemed_at?.getTime() ?? 0) + REPLY_WINDOW_SECONDS * 1000;
-    const reply = login.reply_sealed && this.clock.now().getTime() < windowEnds ? openReply(deviceCode, login.id, login.reply_sealed) : null;
+    const reply = login.reply_sealed && this.clock.now().getTime() < windowEnds ? open<PollReply>(deviceCode, login.id, POLL_REPLY, login.reply_sealed) : null;
     if (reply) {
       try {
         const principal = await this.tokens.verify(reply.accessToken);

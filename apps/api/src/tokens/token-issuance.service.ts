@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { IssueTokenRequest, IssuedTokenResponse } from '@prospect/contract';
-import { forbidden, notFound } from '../common/api-exception.js';
+import { badRequest, forbidden, notFound } from '../common/api-exception.js';
+import { AppConfig } from '../config/app-config.js';
 import { toPublicUser } from '../users/user.entity.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
 import type { AuthPrincipal } from './auth-principal.js';
@@ -12,9 +13,14 @@ export class TokenIssuanceService {
   constructor(
     private readonly tokens: TokensService,
     private readonly users: UsersService,
+    private readonly config: AppConfig,
   ) {}
 
   async issueFor(caller: AuthPrincipal, request: IssueTokenRequest, ip: string | null): Promise<IssuedTokenResponse> {
+    const max = this.config.accessTokenMaxTtlSeconds;
+    if (request.expiresInSeconds !== undefined && request.expiresInSeconds > max) {
+      throw badRequest(`expiresInSeconds must be at most ${max} (${Math.floor(max / 86_400)} days) on this server.`);
+    }
     const forOther = request.userEmail !== undefined && normalizeEmail(request.userEmail) !== caller.user.email;
     if (forOther && caller.user.role !== 'admin') throw forbidden('Only an admin may issue a token for another user.');
     const target = forOther ? await this.users.findByEmail(request.userEmail!) : caller.user;

@@ -12,6 +12,8 @@ declare module 'express-session' {
   interface SessionData {
     /** When the person signed in: the session ends WEB_SESSION_MAX_SECONDS later, used or not. */
     signedInAt?: number;
+    /** A token just created on the tokens page, sealed under the session id until the page shows it once. */
+    newToken?: string;
   }
 }
 

@@ -156,6 +156,7 @@ export class AuthPagesController {
       email: field(req, 'email').trim(),
       next,
       encodedNext: encodeURIComponent(next),
+      forDevice: next.startsWith('/device'),
       csrfToken: this.csrf.tokenFor(req),
       allowSignup: this.config.allowSignup,
     });
@@ -171,6 +172,7 @@ export class AuthPagesController {
       email: field(req, 'email').trim(),
       next,
       encodedNext: encodeURIComponent(next),
+      forDevice: next.startsWith('/device'),
       csrfToken: this.csrf.tokenFor(req),
       minPasswordLength: MIN_PASSWORD_LENGTH,
       setupCode: field(req, 'setup_code') || queryParam(req, 'setup_code'),

@@ -4,13 +4,18 @@ import type { Request, Response } from 'express';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { Public } from '../common/public.decorator.js';
+import { open, seal } from '../common/sealed.js';
 import { AppConfig } from '../config/app-config.js';
 import { type TokenListing, TokensService } from '../tokens/tokens.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
-import { field } from './form.js';
+import { field, queryParam } from './form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
 
 const when = (d: Date | null) => (d ? d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : 'never');
+
+const DAY = 24 * 3600;
+const DEFAULT_DAYS = 30;
+const NEW_TOKEN = 'new-token';
 
 const ORIGINS: Record<TokenListing['origin'], string> = { device: 'device login', admin: 'issued by an admin', direct: 'created here' };
 
@@ -31,16 +36,29 @@ export class TokensPageController {
   @Get()
   @Render('tokens')
   list(@Req() req: Request) {
-    return this.page(req);
+    return this.page(req, { created: this.takeNewToken(req), revoked: queryParam(req, 'revoked') });
   }
 
+  /** Creates a token, then redirects (a reload never creates a second one); the next page shows it once. */
   @Post()
   @UseGuards(CsrfGuard)
   async create(@Req() req: Request, @Res() res: Response) {
     const label = field(req, 'label').trim();
     if (label.length > 100) return res.status(400).render('tokens', await this.page(req, { error: 'A label has at most 100 characters.' }));
-    const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null });
-    res.status(201).render('tokens', await this.page(req, { created: issued.accessToken }));
+    const days = Number(field(req, 'expires_in_days') || DEFAULT_DAYS);
+    if (!this.lifetimes().includes(days)) return res.status(400).render('tokens', await this.page(req, { error: 'Please choose one of the lifetimes offered.' }));
+    const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null, ttlSeconds: days * DAY });
+    // Kept until the redirect's page shows it, sealed under the session id, which the database never holds.
+    req.session.newToken = seal(req.sessionID, req.webUser!.id, NEW_TOKEN, issued.accessToken).toString('base64url');
+    res.redirect(303, '/settings/tokens');
+  }
+
+  /** Asks before revoking: a page with what will stop working, and the button that does it. */
+  @Get(':id/revoke')
+  async confirmRevoke(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
+    const token = (await this.tokens.listForUser(req.webUser!.id)).find((t) => t.id === id && !t.revokedAt);
+    if (!token) return res.status(404).render('tokens', await this.page(req, { error: 'No such token.' }));
+    res.render('token-revoke', { title: 'Revoke token', account: accountOf(req, this.csrf), id, name: nameOf(token) });
   }
 
   @Post(':id/revoke')
@@ -52,23 +70,50 @@ export class TokensPageController {
       if (err instanceof ApiException && err.getStatus() === 404) return res.status(404).render('tokens', await this.page(req, { error: 'No such token.' }));
       throw err;
     }
-    res.redirect(303, '/settings/tokens');
+    res.redirect(303, `/settings/tokens?revoked=${id}`);
+  }
+
+  /** The lifetimes offered, in days: 30, 90, a year, whatever of them the server allows. */
+  private lifetimes(): number[] {
+    const maxDays = Math.floor(this.config.accessTokenMaxTtlSeconds / DAY);
+    const offered = [30, 90, 365].filter((d) => d <= maxDays);
+    return offered.length ? offered : [maxDays];
+  }
+
+  private takeNewToken(req: Request): string | undefined {
+    const sealed = req.session.newToken;
+    if (!sealed) return undefined;
+    delete req.session.newToken;
+    return open<string>(req.sessionID, req.webUser!.id, NEW_TOKEN, Buffer.from(sealed, 'base64url')) ?? undefined;
   }
 
   /** The page's view model: active tokens, newest first, and what just happened. */
-  private async page(req: Request, notice: { created?: string; error?: string } = {}) {
+  private async page(req: Request, notice: { created?: string; error?: string; revoked?: string } = {}) {
     const now = this.clock.now().getTime();
-    const tokens = (await this.tokens.listForUser(req.webUser!.id))
+    const all = await this.tokens.listForUser(req.webUser!.id);
+    const tokens = all
       .filter((t) => !t.revokedAt && t.expiresAt.getTime() > now)
       .map((t) => ({
         id: t.id,
-        name: t.label ?? ([t.clientName, t.hostname].filter(Boolean).join(' on ') || 'Unnamed token'),
+        name: nameOf(t),
         origin: ORIGINS[t.origin],
         createdIp: t.createdIp ?? '',
         createdAt: when(t.createdAt),
         lastUsedAt: when(t.lastUsedAt),
         expiresAt: when(t.expiresAt),
       }));
-    return { title: 'CLI tokens', account: accountOf(req, this.csrf), tokens, publicUrl: this.config.publicUrl, ...notice };
+    const revoked = notice.revoked ? all.find((t) => t.id === notice.revoked && t.revokedAt) : undefined;
+    return {
+      title: 'CLI tokens',
+      account: accountOf(req, this.csrf),
+      tokens,
+      publicUrl: this.config.publicUrl,
+      lifetimes: this.lifetimes().map((days) => ({ days, label: days % 365 === 0 ? `${days / 365} year${days === 365 ? '' : 's'}` : `${days} days`, selected: days === DEFAULT_DAYS })),
+      created: notice.created,
+      error: notice.error,
+      revokedName: revoked ? nameOf(revoked) : undefined,
+    };
   }
 }
+
+const nameOf = (t: TokenListing) => t.label ?? ([t.clientName, t.hostname].filter(Boolean).join(' on ') || 'Unnamed token');

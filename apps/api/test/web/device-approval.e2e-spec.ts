@@ -113,9 +113,14 @@ describe('web pages in a real browser', () => {
 
     await page.goto(`${api.baseUrl}/settings/tokens`);
     expect(await page.content()).not.toContain(token);
-    await page.getByRole('button', { name: 'Revoke build server' }).click();
+    // Revoking asks first, without JavaScript: a page with what stops working and the button.
+    await page.getByRole('link', { name: 'Revoke build server' }).click();
+    await expect(page.textContent('main')).resolves.toContain('Revoke “build server”?');
+    await page.screenshot({ path: `${SCREENSHOTS}revoke-confirm.png` });
+    await page.getByRole('button', { name: 'Revoke' }).click();
+    await expect(page.textContent('main')).resolves.toContain('Revoked “build server”');
     expect((await get(api, ROUTES.me, token)).status).toBe(401);
-    await expect(page.textContent('main')).resolves.not.toContain('build server');
+    expect(await page.getByRole('link', { name: 'Revoke build server' }).count()).toBe(0); // no longer listed
     await page.close();
   });
 

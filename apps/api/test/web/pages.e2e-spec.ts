@@ -154,11 +154,33 @@ describe('web pages over HTTP', () => {
     expect((await client(api).get(ROUTES.me).set('authorization', `Bearer ${token}`)).status).toBe(401);
   });
 
-  it('sends anonymous visitors of the verification URL to sign in, keeping the code', async () => {
+  it('creates a token with a chosen lifetime, redirects after it, and shows it once (a reload creates nothing)', async () => {
+    const web = await signedIn();
+    const page = await web.send('GET', '/settings/tokens');
+    expect(page.text).toContain('<option value="90">90 days</option>');
+    const created = await web.send('POST', '/settings/tokens', { _csrf: web.csrfFrom(page.text), label: 'ninety', expires_in_days: '90' });
+    expect(created.status).toBe(303);
+    expect(created.location).toBe('/settings/tokens');
+    const shown = await web.send('GET', '/settings/tokens');
+    const token = /id="new-token" class="token" type="text" readonly value="(prs_[^"]+)"/.exec(shown.text)?.[1];
+    expect(token).toBeDefined();
+    const stored = JSON.stringify(await api.dataSource.query(`SELECT sess FROM web_sessions`));
+    expect(stored).not.toContain(token!.slice(4, 24)); // kept sealed under the session id until shown
+    expect((await web.send('GET', '/settings/tokens')).text).not.toContain(token!);
+    const me = await client(api).get(ROUTES.me).set('authorization', `Bearer ${token}`);
+    expect(Date.parse(me.body.expiresAt) - Date.now()).toBeGreaterThan(89 * 24 * 3600_000);
+    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE label = 'ninety'`);
+    expect(n).toBe(1);
+    expect((await web.send('POST', '/settings/tokens', { _csrf: web.csrfFrom(page.text), expires_in_days: '7' })).status).toBe(400);
+  });
+
+  it('sends anonymous visitors of the verification URL to sign in, keeping the code and saying why', async () => {
     const start = await startDeviceLogin(api);
-    const res = await webClient(api).send('GET', `/device?user_code=${start.userCode}`);
+    const web = webClient(api);
+    const res = await web.send('GET', `/device?user_code=${start.userCode}`);
     expect(res.status).toBe(303);
     expect(res.location).toBe(`/login?next=${encodeURIComponent(`/device?user_code=${start.userCode}`)}`);
+    expect((await web.send('GET', res.location!)).text).toContain('Sign in to approve your terminal');
   });
 
   it('lets the web session issue a CLI token through the API, only with its CSRF token', async () => {

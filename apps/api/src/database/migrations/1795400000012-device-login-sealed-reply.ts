@@ -2,7 +2,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * The answer of a redeemed device login, sealed with a key only its device code gives
- * (device-login/sealed-reply.ts), so a poll retried after a lost answer gets the same
+ * (common/sealed.ts), so a poll retried after a lost answer gets the same
  * token for a short window; erased when the window ends.
  */
 export class DeviceLoginSealedReply1795400000012 implements MigrationInterface {
