@@ -1,4 +1,4 @@
-import { Body, type CanActivate, Controller, Header, HttpCode, Injectable, Ip, Post, UseGuards } from '@nestjs/common';
+import { Body, type CanActivate, Controller, Header, Headers, HttpCode, Injectable, Ip, Post, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   type DevicePollRequest,
@@ -44,9 +44,13 @@ export class DeviceLoginController {
   @ApiJsonBody(DeviceStartRequestSchema, false)
   @ApiJsonResponse(200, 'Started.', DeviceStartResponseSchema)
   @ApiErrors([400, 'Invalid body.'], [404, 'Device login is turned off: use a token (`prospect auth:login --token`).'], [429, 'Too many starts from this address (see Retry-After).'])
-  async start(@Body(new ZodBodyPipe(DeviceStartRequestSchema)) body: DeviceStartRequest, @Ip() ip: string): Promise<DeviceStartResponse> {
+  async start(
+    @Body(new ZodBodyPipe(DeviceStartRequestSchema)) body: DeviceStartRequest,
+    @Ip() ip: string,
+    @Headers('user-agent') userAgent?: string,
+  ): Promise<DeviceStartResponse> {
     await this.limits.deviceStart(ip);
-    return this.deviceLogins.start(body, ip);
+    return this.deviceLogins.start(body, ip, userAgent ?? null);
   }
 
   @Post('poll')

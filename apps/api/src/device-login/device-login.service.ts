@@ -41,6 +41,7 @@ export interface DeviceLoginForApproval {
   clientName: string | null;
   hostname: string | null;
   requestedIp: string | null;
+  userAgent: string | null;
   createdAt: Date;
   expiresAt: Date;
 }
@@ -107,7 +108,8 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
     ]);
   }
 
-  async start(request: DeviceStartRequest, ip: string | null): Promise<DeviceStartResponse> {
+  /** @param userAgent the starting program's User-Agent, shown to the person who approves. */
+  async start(request: DeviceStartRequest, ip: string | null, userAgent: string | null = null): Promise<DeviceStartResponse> {
     const deviceCode = generateSecret(DEVICE_CODE_PREFIX);
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + this.config.deviceLoginTtlSeconds * 1000);
@@ -118,12 +120,12 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
         // The login and its audit event in one statement: both or neither, in one round trip.
         await this.sql.rows(
           `WITH login AS (
-             INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+             INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at, user_agent)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id
            )
            INSERT INTO auth_events (type, ip, detail, created_at)
            SELECT 'device.start', $5, jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text), $6 FROM login`,
-          [sha256(deviceCode), userCode, request.clientName ?? null, request.hostname ?? null, ip, now, expiresAt],
+          [sha256(deviceCode), userCode, request.clientName ?? null, request.hostname ?? null, ip, now, expiresAt, userAgent?.slice(0, 200) ?? null],
         );
         const shownCode = formatUserCode(userCode);
         return {
@@ -262,7 +264,7 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
     const userCode = normalizeUserCode(userCodeInput);
     if (!userCode) throw new UndecidableDeviceLoginError('unknown');
     const rows = (await this.db.query(
-      `SELECT id, user_code, status, client_name, hostname, requested_ip, created_at, expires_at
+      `SELECT id, user_code, status, client_name, hostname, requested_ip, user_agent, created_at, expires_at
          FROM device_logins WHERE user_code = $1 ORDER BY created_at DESC LIMIT 1`,
       [userCode],
     )) as Array<Record<string, never>>;
@@ -276,6 +278,7 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
       clientName: row.client_name,
       hostname: row.hostname,
       requestedIp: row.requested_ip,
+      userAgent: row.user_agent,
       createdAt: row.created_at,
       expiresAt: row.expires_at,
     };

@@ -62,6 +62,8 @@ export interface TokenListing {
   origin: TokenOrigin;
   clientName: string | null;
   hostname: string | null;
+  /** The program that started the device login that issued it. */
+  userAgent: string | null;
   createdIp: string | null;
   createdAt: Date;
   expiresAt: Date;
@@ -217,7 +219,7 @@ export class TokensService {
   /** The caller's tokens, newest first, without secrets. */
   async listForUser(userId: string): Promise<TokenListing[]> {
     const rows = (await this.db.query(
-      `SELECT t.id, t.label, t.origin, d.client_name, d.hostname, t.created_ip, t.created_at, t.expires_at,
+      `SELECT t.id, t.label, t.origin, d.client_name, d.hostname, d.user_agent, t.created_ip, t.created_at, t.expires_at,
               t.last_used_at, t.revoked_at
          FROM access_tokens t LEFT JOIN device_logins d ON d.id = t.device_login_id
         WHERE t.user_id = $1 ORDER BY t.created_at DESC, t.id`,
@@ -229,6 +231,7 @@ export class TokensService {
       origin: r.origin,
       clientName: r.client_name,
       hostname: r.hostname,
+      userAgent: r.user_agent,
       createdIp: r.created_ip,
       createdAt: r.created_at,
       expiresAt: r.expires_at,

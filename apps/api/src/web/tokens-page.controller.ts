@@ -97,6 +97,7 @@ export class TokensPageController {
         id: t.id,
         name: nameOf(t),
         origin: ORIGINS[t.origin],
+        userAgent: t.userAgent ?? '',
         createdIp: t.createdIp ?? '',
         createdAt: when(t.createdAt),
         lastUsedAt: when(t.lastUsedAt),

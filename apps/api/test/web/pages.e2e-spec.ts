@@ -194,6 +194,16 @@ describe('web pages over HTTP', () => {
     expect((ok.body as { accessToken: string }).accessToken).toMatch(/^prs_/);
   });
 
+  it('shows the program that asks (its User-Agent) on the approval page and, once approved, on the tokens page', async () => {
+    const web = await signedIn();
+    const started = await client(api).post(ROUTES.deviceStart).set('user-agent', 'prospect-cli/0.1.0 (linux; node 20.20.2)').send({ clientName: 'prospect CLI', hostname: 'ci-box' });
+    const approval = await web.send('GET', `/device?user_code=${started.body.userCode}`);
+    expect(approval.text).toContain('<dt>Program</dt><dd>prospect-cli/0.1.0 (linux; node 20.20.2)</dd>');
+    await web.send('POST', '/device/approve', { _csrf: web.csrfFrom(approval.text), user_code: started.body.userCode });
+    expect((await poll(api, started.body.deviceCode)).body.status).toBe('authorized');
+    expect((await web.send('GET', '/settings/tokens')).text).toContain('prospect-cli/0.1.0 (linux; node 20.20.2)');
+  });
+
   it('approves over HTTP with the session and CSRF token', async () => {
     const user = await createUser(api);
     expect(user.role).toBeDefined();

@@ -2,6 +2,7 @@ import { ErrorBodySchema, ROUTES, type User, UserSchema } from '@prospect/contra
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
 import { CliError, EXIT } from '../errors.js';
+import { VERSION } from '../version.js';
 import { stripControlsDeep } from './untrusted-text.js';
 
 /** An HTTP answer that is not 2xx, with the server's error body when it sent one. */
@@ -32,13 +33,13 @@ export class ApiHttpError extends CliError {
  * A 401 for the stored session's token, as one line that says why and what to
  * do. Exit 4: the user must log in again.
  */
-export function sessionTokenRejected(err: ApiHttpError, baseUrl: string): CliError {
+export function sessionTokenRejected(err: ApiHttpError, baseUrl: string, done?: string): CliError {
   const why = {
     expired: 'Your session has expired on the server',
     revoked: 'Your token was revoked (logged out elsewhere, or by an admin)',
     unknown: 'The server does not recognise your token',
   }[err.tokenProblem ?? 'unknown'];
-  return new CliError(`${why} (${baseUrl}) — run \`prospect auth:login\`.`, EXIT.authRequired);
+  return new CliError(`${why} (${baseUrl})${done ? `; ${done}` : ''} — run \`prospect auth:login\`.`, EXIT.authRequired);
 }
 
 /** The server could not be reached at all (refused, DNS, reset, timeout). */
@@ -72,6 +73,9 @@ export function normalizeBaseUrl(input: string): string {
 }
 
 /** The Prospect API over fetch: JSON in, JSON out, one error type per way it can fail. */
+/** Who is asking, on every request: the server's approval and tokens pages show it. */
+export const USER_AGENT = `prospect-cli/${VERSION} (${process.platform}; node ${process.versions.node})`;
+
 /** Every answer of the API is a small JSON document; a bigger one is refused, not buffered. */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
 
@@ -106,7 +110,7 @@ export class ApiClient {
   }
 
   async request(method: string, path: string, options: { body?: unknown; token?: string; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<{ status: number; body: unknown; headers: Headers }> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     const timeout = AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs);

@@ -36,7 +36,12 @@ export const loginCommand: Command = {
     const timeoutSeconds = parseTimeout(ctx.flags.timeoutSeconds);
     const session =
       typeof ctx.flags.token === 'string' ? await loginWithToken(ctx, api, ctx.flags.token) : await loginWithDevice(ctx, api, timeoutSeconds);
+    const previous = await ctx.store.read();
     await ctx.store.write(session);
+    if (previous.kind === 'session') {
+      const { user, apiBaseUrl } = previous.session;
+      writeLine(ctx.stderr, `${ctx.interactive ? ' ' : ''}Replaced the session of ${user.name} <${user.email}> on ${apiBaseUrl}.`);
+    }
     if (!ctx.interactive || typeof ctx.flags.token === 'string') {
       writeLine(ctx.stdout, `Logged in as ${session.user.name} <${session.user.email}> on ${session.apiBaseUrl}.`);
     }

@@ -1,28 +1,31 @@
 import { ApiClient, ApiHttpError, sessionTokenRejected } from '../api-client/api-client.js';
 import { type CommandContext, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
-import { notLoggedIn } from '../session/auth-guard.js';
+import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
 import { describeExpiry } from '../format.js';
-import type { Command } from './command.js';
+import { apiUrlFlag, type Command } from './command.js';
 
 export const whoamiCommand: Command = {
   name: 'auth:whoami',
   description: 'Show who you are logged in as',
   usage: `
   Usage
-    $ prospect auth:whoami [--verify] [--json]
+    $ prospect auth:whoami [--verify] [--json] [--api-url <url>]
 
   Options
+    --api-url  Check that the session is for this server
     --verify   Check the session with the server (GET /api/cli/auth/me) and refresh it
     --json     Print the session as JSON, for scripts
 `,
-  flags: { verify: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
+  flags: { ...apiUrlFlag, verify: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
   requiresAuth: false,
   async run(ctx: CommandContext) {
     const read = await ctx.store.read();
-    // whoami reports on the session itself, so it reads it rather than going through the guard.
+    // whoami reports on the session itself, so it reads it rather than going through the guard,
+    // but with the guard's check that the session belongs to the backend asked for.
     if (read.kind !== 'session') throw notLoggedIn(read);
     let session = read.session;
+    refuseOtherBackend(ctx, session);
     let verified = false;
 
     if (ctx.flags.verify) {
@@ -33,18 +36,21 @@ export const whoamiCommand: Command = {
         await ctx.store.write(session);
         verified = true;
       } catch (err) {
-        if (err instanceof ApiHttpError && err.status === 401) throw sessionTokenRejected(err, session.apiBaseUrl);
-        throw err;
+        if (!(err instanceof ApiHttpError && err.status === 401)) throw err;
+        // The server says the token is dead: so is the local session.
+        await ctx.store.remove();
+        throw sessionTokenRejected(err, session.apiBaseUrl, 'removed the local session');
       }
     }
 
     const expired = Date.parse(session.expiresAt) <= Date.now();
     if (ctx.flags.json) {
       writeLine(ctx.stdout, JSON.stringify({ user: session.user, apiBaseUrl: session.apiBaseUrl, expiresAt: session.expiresAt, expired, verified }, null, 2));
-    } else {
+    } else if (!expired) {
       writeLine(ctx.stdout, `Logged in to ${session.apiBaseUrl} as ${session.user.name} <${session.user.email}>${verified ? ' (verified)' : ''}`);
       writeLine(ctx.stdout, `Session ${describeExpiry(session.expiresAt)}`);
     }
-    if (expired) throw authRequired(`Session expired at ${session.expiresAt} — run \`prospect auth:login\`.`);
+    // An expired session never reads as logged in.
+    if (expired) throw authRequired(`Your session for ${session.apiBaseUrl} (${session.user.email}) expired at ${session.expiresAt} — run \`prospect auth:login\`.`);
   },
 };

@@ -30,10 +30,14 @@ export async function requireSession(ctx: CommandContext, now = Date.now()): Pro
   if (Date.parse(session.expiresAt) <= now) {
     throw authRequired(`Session expired at ${session.expiresAt} — run \`prospect auth:login\`.`);
   }
-  if (isForAnotherBackend(session)) {
-    // A token is never sent to a host it was not issued by.
-    const other = normalizeBaseUrl(asked!);
-    throw authRequired(`Your session is for ${session.apiBaseUrl}, not ${other} — run \`prospect auth:login --api-url ${other}\`.`);
-  }
+  refuseOtherBackend(ctx, session);
   return session;
+}
+
+/** A token is never sent to a host it was not issued by: a session for another backend than the one asked for is refused. */
+export function refuseOtherBackend(ctx: CommandContext, session: SessionFile): void {
+  const asked = requestedApiUrl(ctx);
+  if (asked === undefined || normalizeBaseUrl(asked) === normalizeBaseUrl(session.apiBaseUrl)) return;
+  const other = normalizeBaseUrl(asked);
+  throw authRequired(`Your session is for ${session.apiBaseUrl}, not ${other} — run \`prospect auth:login --api-url ${other}\`.`);
 }

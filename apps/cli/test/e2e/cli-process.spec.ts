@@ -107,6 +107,35 @@ describe('the auth guard (prospect api)', () => {
     }
   });
 
+  it('never calls an expired session logged in: auth:whoami says it expired, exit 4', async () => {
+    await box.writeSession(validSession('http://127.0.0.1:9', { expiresAt: '2020-01-01T00:00:00.000Z' }));
+    const run = await box.run(['auth:whoami']);
+    expect(run).toMatchObject({ code: 4, stdout: '' });
+    expect(run.stderr).toBe(
+      `Error: Your session for http://127.0.0.1:9 (${user.email}) expired at 2020-01-01T00:00:00.000Z — run \`prospect auth:login\`.\n`,
+    );
+  });
+
+  it('auth:whoami applies the same other-backend check as every command', async () => {
+    await box.writeSession(validSession('http://127.0.0.1:9'));
+    const run = await box.run(['auth:whoami', '--api-url', 'http://127.0.0.1:8']);
+    expect(run.code).toBe(4);
+    expect(run.stderr).toContain('Your session is for http://127.0.0.1:9, not http://127.0.0.1:8');
+  });
+
+  it('says which session a new login replaces, and names itself on every request', async () => {
+    const backend = await fakeBackend({ 'GET /api/cli/auth/me': (_q, _b, res) => json(res, 200, { user, expiresAt: '2030-01-01T00:00:00.000Z' }) });
+    try {
+      await box.writeSession(validSession('http://127.0.0.1:9'));
+      const run = await box.run(['auth:login', '--api-url', backend.url, '--token', 'prs_new']);
+      expect(run.code).toBe(0);
+      expect(run.stderr).toContain(`Replaced the session of ${user.name} <${user.email}> on http://127.0.0.1:9.`);
+      expect(backend.requests[0]!.userAgent).toMatch(/^prospect-cli\/0\.1\.0 \(linux; node \d+\.\d+\.\d+\)$/);
+    } finally {
+      await backend.close();
+    }
+  });
+
   it('never sends the token to another backend than the session’s', async () => {
     const mine = await fakeBackend({ 'GET /x': (_q, _b, res) => json(res, 200, { ran: true }) });
     const other = await fakeBackend({ 'GET /x': (_q, _b, res) => json(res, 200, { ran: true }) });

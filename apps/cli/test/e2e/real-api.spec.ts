@@ -84,13 +84,16 @@ describe('auth:whoami', () => {
     await api.dataSource.query('UPDATE users SET name = $1 WHERE id = $2', ['Grace Hopper', person.id]);
   });
 
-  it('--verify with a revoked token: says so, with the fix, exit 4', async () => {
+  it('--verify with a revoked token: says so, removes the local session, with the fix, exit 4', async () => {
     const token = await deviceLoginToken(api, person);
     await box.writeSession(validSession(api.baseUrl, { accessToken: token }));
     await fetch(api.baseUrl + ROUTES.logout, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
     const run = await box.run(['auth:whoami', '--verify']);
     expect(run.code).toBe(4);
-    expect(run.stderr).toBe(`Error: Your token was revoked (logged out elsewhere, or by an admin) (${api.baseUrl}) — run \`prospect auth:login\`.\n`);
+    expect(run.stderr).toBe(
+      `Error: Your token was revoked (logged out elsewhere, or by an admin) (${api.baseUrl}); removed the local session — run \`prospect auth:login\`.\n`,
+    );
+    expect(box.hasSession()).toBe(false);
   });
 });
 

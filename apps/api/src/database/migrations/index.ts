@@ -7,6 +7,7 @@ import { NotifyTokenChanges1795400000010 } from './1795400000010-notify-token-ch
 import { ExpressWebSessions1795400000011 } from './1795400000011-express-web-sessions.js';
 import { DeviceLoginSealedReply1795400000012 } from './1795400000012-device-login-sealed-reply.js';
 import { RateLimits1795400000013 } from './1795400000013-rate-limits.js';
+import { DeviceLoginUserAgent1795400000014 } from './1795400000014-device-login-user-agent.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -14,4 +15,5 @@ export const MIGRATIONS = [
   ExpressWebSessions1795400000011,
   DeviceLoginSealedReply1795400000012,
   RateLimits1795400000013,
+  DeviceLoginUserAgent1795400000014,
 ];
