@@ -77,6 +77,17 @@ describe('device login (seed §3.1)', () => {
       expect((await poll(api, approved.deviceCode)).body).toEqual({ status: 'denied' });
     });
 
+    it('is cancelled by the terminal: denied to its polls, no longer approvable, idempotent, audited', async () => {
+      const user = await createUser(api);
+      const start = await startDeviceLogin(api);
+      for (let i = 0; i < 2; i++) expect((await post(api, ROUTES.deviceCancel, { deviceCode: start.deviceCode })).status).toBe(204);
+      expect((await post(api, ROUTES.deviceCancel, { deviceCode: `prsd_${'x'.repeat(43)}` })).status).toBe(204); // unknown: the same answer
+      expect((await poll(api, start.deviceCode)).body).toEqual({ status: 'denied' });
+      await expect(approve(api, start.userCode, user)).rejects.toMatchObject({ reason: 'cancelled' });
+      const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'device.cancel'`);
+      expect(n).toBe(1);
+    });
+
     it('answers a poll retried after a lost answer with the same token, for a minute', async () => {
       const user = await createUser(api);
       const start = await startDeviceLogin(api);

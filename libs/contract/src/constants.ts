@@ -15,6 +15,7 @@ export const SESSION_FILE_NAME = 'auth-session.json';
 export const ROUTES = {
   deviceStart: '/api/cli/auth/device/start',
   devicePoll: '/api/cli/auth/device/poll',
+  deviceCancel: '/api/cli/auth/device/cancel',
   me: '/api/cli/auth/me',
   issueToken: '/api/cli/auth/token',
   logout: '/api/cli/auth/logout',

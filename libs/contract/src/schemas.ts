@@ -45,6 +45,10 @@ export const DevicePollRequestSchema = z.strictObject({
 });
 export type DevicePollRequest = z.infer<typeof DevicePollRequestSchema>;
 
+/** Body of POST /api/cli/auth/device/cancel: the terminal stops waiting (Ctrl-C, a timeout). */
+export const DeviceCancelRequestSchema = DevicePollRequestSchema;
+export type DeviceCancelRequest = DevicePollRequest;
+
 /** Response of POST /api/cli/auth/device/poll: exactly one of three shapes (seed §2.3, §4.2). */
 export const DevicePollResponseSchema = z.discriminatedUnion('status', [
   z.strictObject({ status: z.literal('pending') }),

@@ -6,6 +6,7 @@ export type AuthEventType =
   | 'device.deny'
   | 'device.redeem'
   | 'device.replay'
+  | 'device.cancel'
   | 'token.issue'
   | 'token.revoke'
   | 'token.verify_failed'

@@ -1,6 +1,8 @@
 import { Body, type CanActivate, Controller, Header, Headers, HttpCode, Injectable, Ip, Post, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
+  type DeviceCancelRequest,
+  DeviceCancelRequestSchema,
   type DevicePollRequest,
   DevicePollRequestSchema,
   type DevicePollResponse,
@@ -51,6 +53,16 @@ export class DeviceLoginController {
   ): Promise<DeviceStartResponse> {
     await this.limits.deviceStart(ip);
     return this.deviceLogins.start(body, ip, userAgent ?? null);
+  }
+
+  @Post('cancel')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Stop a device login the terminal no longer waits for: it can no longer be approved. Idempotent.' })
+  @ApiJsonBody(DeviceCancelRequestSchema)
+  @ApiJsonResponse(204, 'Cancelled (or already over, or unknown: the answer is the same).')
+  @ApiErrors([400, 'Malformed body.'])
+  cancel(@Body(new ZodBodyPipe(DeviceCancelRequestSchema)) body: DeviceCancelRequest, @Ip() ip: string): Promise<void> {
+    return this.deviceLogins.cancel(body.deviceCode, ip);
   }
 
   @Post('poll')

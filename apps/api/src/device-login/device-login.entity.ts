@@ -4,7 +4,7 @@ import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
  * pending → approved → redeemed (the one poll that got the token), or
  * pending → denied. An expired login is reported as denied.
  */
-export type DeviceLoginStatus = 'pending' | 'approved' | 'denied' | 'redeemed';
+export type DeviceLoginStatus = 'pending' | 'approved' | 'denied' | 'redeemed' | 'cancelled';
 
 /** One `prospect auth:login` waiting for a person to approve it in a browser. */
 @Entity({ name: 'device_logins' })

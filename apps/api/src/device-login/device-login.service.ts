@@ -26,7 +26,7 @@ import { open, seal } from '../common/sealed.js';
 export const POLL_JITTER_MS = 1_000;
 
 /** Why a person cannot decide a device login; each gets its own page. */
-export type UndecidableReason = 'unknown' | 'expired' | 'decided';
+export type UndecidableReason = 'unknown' | 'expired' | 'decided' | 'cancelled';
 
 export class UndecidableDeviceLoginError extends Error {
   constructor(readonly reason: UndecidableReason) {
@@ -175,6 +175,7 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
       case 'redeemed':
         return this.replyAgain(login, deviceCode, ip);
       case 'denied':
+      case 'cancelled':
         return { status: 'denied' };
     }
   }
@@ -270,6 +271,7 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
     )) as Array<Record<string, never>>;
     const row = rows[0];
     if (!row) throw new UndecidableDeviceLoginError('unknown');
+    if (row.status === 'cancelled') throw new UndecidableDeviceLoginError('cancelled');
     if (row.status !== 'pending') throw new UndecidableDeviceLoginError('decided');
     if ((row.expires_at as Date).getTime() <= this.clock.now().getTime()) throw new UndecidableDeviceLoginError('expired');
     return {
@@ -282,6 +284,22 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
       createdAt: row.created_at,
       expiresAt: row.expires_at,
     };
+  }
+
+  /**
+   * The terminal stops waiting (Ctrl-C, a timeout): a login not yet redeemed can no longer be
+   * approved, and its page says so. Idempotent, and the same answer for a code that is unknown.
+   */
+  async cancel(deviceCode: string, ip: string | null): Promise<void> {
+    if (!looksLikeSecret(deviceCode, DEVICE_CODE_PREFIX)) return;
+    await this.sql.rows(
+      `WITH cancelled AS (
+         UPDATE device_logins SET status = 'cancelled' WHERE device_code_hash = $1 AND status IN ('pending', 'approved') RETURNING id
+       )
+       INSERT INTO auth_events (type, ip, detail, created_at)
+       SELECT 'device.cancel', $2, jsonb_build_object('deviceLoginId', cancelled.id), $3 FROM cancelled`,
+      [sha256(deviceCode), ip, this.clock.now()],
+    );
   }
 
   approve(userCode: string, userId: string, ip: string | null): Promise<void> {

@@ -204,6 +204,15 @@ describe('web pages over HTTP', () => {
     expect((await web.send('GET', '/settings/tokens')).text).toContain('prospect-cli/0.1.0 (linux; node 20.20.2)');
   });
 
+  it('says so when the terminal cancelled the sign-in', async () => {
+    const web = await signedIn();
+    const start = await startDeviceLogin(api);
+    await client(api).post(ROUTES.deviceCancel).send({ deviceCode: start.deviceCode }).expect(204);
+    const page = await web.send('GET', `/device?user_code=${start.userCode}`, undefined, { accept: 'text/html' });
+    expect(page.status).toBe(410);
+    expect(page.text).toContain('The terminal cancelled this sign-in');
+  });
+
   it('approves over HTTP with the session and CSRF token', async () => {
     const user = await createUser(api);
     expect(user.role).toBeDefined();

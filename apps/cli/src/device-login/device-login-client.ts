@@ -28,6 +28,7 @@ export const SLOW_DOWN_STEP_MS = 5_000;
  * every few seconds is no load, and a person is waiting.
  */
 export const RECONNECT_RETRY_MS = 5_000;
+const CANCEL_TIMEOUT_MS = 2_000;
 
 export class DeviceLoginUnsupportedError extends CliError {
   constructor(baseUrl: string) {
@@ -139,6 +140,14 @@ export class DeviceLoginClient {
       if (err instanceof ApiHttpError && [404, 405, 501].includes(err.status)) throw new DeviceLoginUnsupportedError(this.api.baseUrl);
       throw err;
     }
+  }
+
+  /**
+   * Tells the server this terminal stopped waiting (Ctrl-C, a timeout), so the code can no
+   * longer be approved. Best effort and quick: it never delays or changes how the CLI exits.
+   */
+  async cancel(start: DeviceLoginStart): Promise<void> {
+    await this.api.request('POST', ROUTES.deviceCancel, { body: { deviceCode: start.deviceCode }, timeoutMs: CANCEL_TIMEOUT_MS }).catch(() => undefined);
   }
 
   async waitForAuthorization(

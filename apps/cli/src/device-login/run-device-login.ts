@@ -5,7 +5,7 @@ import { CliError, EXIT } from '../errors.js';
 import { clock } from '../format.js';
 import { VERSION } from '../version.js';
 import { decideBrowser } from './browser.js';
-import { DeviceLoginClient, type DeviceLoginResult, type DeviceLoginStart, type WaitEvent } from './device-login-client.js';
+import { DeviceLoginClient, DeviceLoginDeniedError, type DeviceLoginResult, type DeviceLoginStart, type WaitEvent } from './device-login-client.js';
 
 /**
  * `prospect auth:login` without --token (RFC 8628): code and link first,
@@ -31,13 +31,23 @@ export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeou
       stdin: ctx.stdin,
     });
     if (outcome.kind === 'authorized') return outcome.result;
+    await cancelUnlessDenied(device, start, outcome.kind === 'cancelled' ? undefined : outcome.error);
     // On screen already: only the exit code is left to set.
     if (outcome.kind === 'cancelled') throw new CliError('Cancelled. Nothing was saved.', EXIT.interrupted).markShown();
     throw outcome.shown && outcome.error instanceof CliError ? outcome.error.markShown() : outcome.error;
   }
   printPlainInstructions(ctx, start);
-  const result = await device.waitForAuthorization(start, { signal: ctx.signal, timeoutSeconds, onEvent: (event) => printPlainEvent(ctx, event) });
-  return result;
+  try {
+    return await device.waitForAuthorization(start, { signal: ctx.signal, timeoutSeconds, onEvent: (event) => printPlainEvent(ctx, event) });
+  } catch (err) {
+    await cancelUnlessDenied(device, start, ctx.signal.aborted ? undefined : err);
+    throw err;
+  }
+}
+
+/** Stopped waiting for any reason but the person's own denial: the code must not stay approvable. */
+async function cancelUnlessDenied(device: DeviceLoginClient, start: DeviceLoginStart, error: unknown): Promise<void> {
+  if (!(error instanceof DeviceLoginDeniedError)) await device.cancel(start);
 }
 
 function printPlainInstructions(ctx: CommandContext, start: DeviceLoginStart): void {

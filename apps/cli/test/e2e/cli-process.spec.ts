@@ -295,6 +295,8 @@ describe('auth:login against backend variants', () => {
       expect(run.code).toBe(1);
       expect(run.stderr).toContain('Error: Gave up waiting for approval after 1 s.');
       expect(box.hasSession()).toBe(false);
+      // The code can no longer be approved in the browser.
+      expect(backend.requests.filter((r) => r.url === '/api/cli/auth/device/cancel').map((r) => JSON.parse(r.body))).toEqual([{ deviceCode: 'prsd_device' }]);
     } finally {
       await backend.close();
     }
@@ -319,6 +321,7 @@ describe('auth:login against backend variants', () => {
       expect(run.code).toBe(130);
       expect(run.stderr).toContain('Cancelled. Nothing was saved.');
       expect(box.hasSession()).toBe(false);
+      expect(backend.requests.filter((r) => r.url === '/api/cli/auth/device/cancel').map((r) => JSON.parse(r.body))).toEqual([{ deviceCode: 'prsd_device' }]);
     } finally {
       await backend.close();
     }

@@ -8,6 +8,7 @@ import { ExpressWebSessions1795400000011 } from './1795400000011-express-web-ses
 import { DeviceLoginSealedReply1795400000012 } from './1795400000012-device-login-sealed-reply.js';
 import { RateLimits1795400000013 } from './1795400000013-rate-limits.js';
 import { DeviceLoginUserAgent1795400000014 } from './1795400000014-device-login-user-agent.js';
+import { DeviceLoginCancelled1795400000015 } from './1795400000015-device-login-cancelled.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -16,4 +17,5 @@ export const MIGRATIONS = [
   DeviceLoginSealedReply1795400000012,
   RateLimits1795400000013,
   DeviceLoginUserAgent1795400000014,
+  DeviceLoginCancelled1795400000015,
 ];
