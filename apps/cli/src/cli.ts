@@ -1,4 +1,6 @@
+import leven from 'leven';
 import meow from 'meow';
+import { completionScript } from './completion.js';
 import { CliError, EXIT, usageError } from './errors.js';
 import type { CommandContext } from './context.js';
 import type { Command } from './commands/command.js';
@@ -17,7 +19,8 @@ const GLOBAL_HELP = `
   Commands
 ${[...COMMANDS.values()].map((c) => `    ${c.name.padEnd(14)} ${c.description}`).join('\n')}
 
-  Run \`prospect <command> --help\` for a command's options.
+  Run \`prospect help <command>\` (or \`prospect <command> --help\`) for a command's options,
+  and \`prospect completion bash|zsh|fish\` for a shell completion script.
 
   Environment
     PROSPECT_API_BASE_URL   the server (--api-url beats it)
@@ -41,17 +44,30 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const [name, ...rest] = argv;
   let command: Command | undefined;
   try {
-    if (!name || name === '--help' || name === '-h' || name === 'help') {
-      // Asked for: help on stdout. Not asked for (no command): a usage error on stderr.
-      (name ? io.stdout : io.stderr).write(`${GLOBAL_HELP}\n`);
-      return name ? EXIT.ok : EXIT.usage;
+    if (!name || name === '--help' || name === '-h' || (name === 'help' && rest.length === 0)) {
+      io.stdout.write(`${GLOBAL_HELP}\n`);
+      return EXIT.ok;
+    }
+    if (name === 'help') {
+      // `prospect help auth:login` is `prospect auth:login --help`.
+      const [topic, ...extra] = rest;
+      const helped = COMMANDS.get(topic!);
+      if (!helped || extra.length) throw unknownCommand(topic!);
+      io.stdout.write(`\n  ${helped.description}\n${helped.usage}\n`);
+      return EXIT.ok;
+    }
+    if (name === 'completion') {
+      const script = rest.length === 1 ? completionScript(rest[0]!, [...COMMANDS.values()]) : undefined;
+      if (!script) throw usageError('Say which shell: `prospect completion bash`, `zsh` or `fish`.');
+      io.stdout.write(script);
+      return EXIT.ok;
     }
     if (name === '--version' || name === '-v') {
       io.stdout.write(`${VERSION}\n`);
       return EXIT.ok;
     }
     command = COMMANDS.get(name);
-    if (!command) throw usageError(`Unknown command: ${name}`, `Usage: prospect <command> [options]; commands: ${[...COMMANDS.keys()].join(', ')}`);
+    if (!command) throw unknownCommand(name);
 
     // meow prints the help and exits 0 on --help. Unknown flags are ours to
     // report (meow would exit without the usage line).
@@ -68,7 +84,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const unknown = Object.keys(parsed.flags).filter((flag) => !(flag in declared));
     if (unknown.length) {
       const shown = unknown.map((flag) => (flag.length === 1 ? `-${flag}` : `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`));
-      throw usageError(`Unknown option${shown.length > 1 ? 's' : ''} for ${command.name}: ${shown.join(', ')}`);
+      const known = Object.keys(declared).map((flag) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+      const guess = shown.length === 1 ? closest(shown[0]!, known) : undefined;
+      throw usageError(`Unknown option${shown.length > 1 ? 's' : ''} for ${command.name}: ${shown.join(', ')}${guess ? ` (did you mean ${guess}?)` : ''}`);
+    }
+    if (parsed.input.length > (command.positional ?? 0)) {
+      throw usageError(`${command.name} takes ${command.positional ? `${command.positional} argument` : 'no arguments'}, not ${parsed.input.map((a) => JSON.stringify(a)).join(' ')}`);
     }
     const ctx: CommandContext = {
       input: parsed.input,
@@ -96,6 +117,25 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     return reportError(err, io);
   }
+}
+
+/** The known name nearest to a mistyped one, when it is near enough to be what was meant. */
+function closest(typed: string, known: string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(typed.length / 3)) + 1;
+  for (const name of known) {
+    const distance = leven(typed, name);
+    if (distance < bestDistance) [best, bestDistance] = [name, distance];
+  }
+  return best;
+}
+
+function unknownCommand(name: string): CliError {
+  const guess = closest(name, [...COMMANDS.keys()]);
+  return usageError(
+    `Unknown command: ${name}${guess ? ` (did you mean \`prospect ${guess}\`?)` : ''}`,
+    `Usage: prospect <command> [options]; commands: ${[...COMMANDS.keys()].join(', ')}`,
+  );
 }
 
 /** CI=true, CI=1 … but not CI=false or CI=0. */

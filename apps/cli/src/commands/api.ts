@@ -22,6 +22,7 @@ export const apiCommand: Command = {
     $ prospect api /api/cli/auth/me
 `,
   flags: { method: { type: 'string', shortFlag: 'X' }, data: { type: 'string', shortFlag: 'd' }, ...apiUrlFlag },
+  positional: 1,
   requiresAuth: true,
   async run(ctx: CommandContext) {
     const [path, ...extra] = ctx.input;

@@ -14,6 +14,8 @@ export interface Command {
   /** Usage and options, shown by `--help`. */
   usage: string;
   flags: Record<string, FlagSpec>;
+  /** How many positional arguments it takes (default none): more is a usage error. */
+  positional?: number;
   /** True: the auth guard runs first and `ctx.session` is set. */
   requiresAuth: boolean;
   run(ctx: CommandContext): Promise<number | void>;

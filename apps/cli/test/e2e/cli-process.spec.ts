@@ -39,9 +39,20 @@ describe('usage', () => {
       expect(run.code).toBe(0);
       expect(run.stdout).toContain(`$ prospect ${command}`);
     }
-    const help = await box.run(['--help']);
-    expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/auth:login .*\n.*auth:whoami/);
+    for (const args of [['--help'], [], ['help']]) {
+      const help = await box.run(args);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(/auth:login .*\n.*auth:whoami/);
+    }
+    const helpFor = await box.run(['help', 'auth:login']);
+    expect(helpFor).toMatchObject({ code: 0, stderr: '' });
+    expect(helpFor.stdout).toContain('$ prospect auth:login');
+    for (const shell of ['bash', 'zsh', 'fish']) {
+      const completion = await box.run(['completion', shell]);
+      expect(completion.code).toBe(0);
+      expect(completion.stdout).toContain('auth:whoami');
+      expect(completion.stdout).toContain('--verify');
+    }
     expect(await box.run(['--version'])).toMatchObject({ code: 0, stdout: '0.1.0\n' });
   });
 
@@ -53,10 +64,14 @@ describe('usage', () => {
 
   it.each([
     [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:logout, api\n$/],
+    [['auth:whomai'], /^Error: Unknown command: auth:whomai \(did you mean `prospect auth:whoami`\?\)\n/],
     [['auth:whoami', '--bogus'], /^Error: Unknown option for auth:whoami: --bogus\nUsage: prospect auth:whoami \[--verify\] \[--json\]/],
+    [['auth:whoami', '--verfy'], /^Error: Unknown option for auth:whoami: --verfy \(did you mean --verify\?\)\n/],
+    [['auth:whoami', 'extra'], /^Error: auth:whoami takes no arguments, not "extra"\nUsage: prospect auth:whoami/],
+    [['completion', 'tcsh'], /^Error: Say which shell: `prospect completion bash`, `zsh` or `fish`\./],
+    [['help', 'nope'], /^Error: Unknown command: nope/],
     [['auth:login', '--timeout-seconds', 'soon'], /--timeout-seconds must be a whole number of seconds, got "soon"\.\nUsage: prospect auth:login/],
     [['auth:login', '--api-url', 'ftp://example.com'], /The backend must be an http\(s\) URL/],
-    [[], /Usage\n\s+\$ prospect <command> \[options\]/],
   ])('refuses %j with a usage line, exit 2', async (args, stderr) => {
     const run = await box.run(args);
     expect(run.code).toBe(2);
