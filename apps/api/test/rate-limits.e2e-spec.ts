@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ROUTES } from '@prospect/contract';
 import supertest from 'supertest';
 import { DeviceLoginService } from '../src/device-login/device-login.service.js';
@@ -6,6 +7,27 @@ import { post } from './support/http.js';
 import { type Replica, startReplica, startTestApp, type TestApp } from './support/test-app.js';
 
 const LIMITS = { DEVICE_START_PER_IP_PER_MINUTE: '3', SIGNUP_PER_IP_PER_HOUR: '2' };
+
+describe('failed sign-ins per address', () => {
+  it('are limited across accounts, and a success gives its point back', async () => {
+    const api = await startTestApp({ env: { SIGNIN_PER_IP_PER_HOUR: '3' } });
+    try {
+      const user = await createUser(api);
+      const attempt = async (email: string, password: string) => {
+        const agent = supertest.agent(api.app.getHttpServer());
+        const token = /name="_csrf" value="([^"]+)"/.exec((await agent.get('/login')).text)![1]!;
+        return agent.post('/login').type('form').send({ _csrf: token, email, password });
+      };
+      expect((await attempt('a@example.com', 'x')).status).toBe(401);
+      expect((await attempt(user.email, 'correct horse battery')).status).toBe(303);
+      expect((await attempt('b@example.com', 'x')).status).toBe(401);
+      expect((await attempt('c@example.com', 'x')).status).toBe(401);
+      expect((await attempt('d@example.com', 'x')).status).toBe(429);
+    } finally {
+      await api.close();
+    }
+  });
+});
 
 /** What can be guessed or created anonymously is limited, with the counters in Postgres. */
 describe('rate limits', () => {
@@ -60,9 +82,30 @@ describe('rate limits', () => {
     for (let i = 0; i < 5; i++) await fail();
     expect(await retryAfter()).toBeGreaterThan(14 * 60);
     // The first block ends (its row says so), and the account fails 5 more times.
-    await api.dataSource.query(`UPDATE rate_limits SET expire = 0 WHERE key = $1`, [`login:account:${email}`]);
+    await api.dataSource.query(`UPDATE rate_limits SET expire = 0 WHERE key = $1`, [`login:account:${createHash('sha256').update(email).digest('base64url')}`]);
     for (let i = 0; i < 5; i++) await fail();
     expect(await retryAfter()).toBeGreaterThan(29 * 60);
+  });
+
+  it('counts attempts before the password is checked, so parallel guesses get no more than 5 tries', async () => {
+    const user = await createUser(api);
+    const { agent, csrf } = browser();
+    const token = await csrf('/login');
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => agent.post('/login').type('form').send({ _csrf: token, email: user.email, password: 'wrong guess' })),
+    );
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(15);
+  });
+
+  it('refuses an e-mail too long to be one, and keeps no e-mail in its counters', async () => {
+    const { agent, csrf } = browser();
+    const token = await csrf('/login');
+    const res = await agent.post('/login').type('form').send({ _csrf: token, email: `${'a'.repeat(400)}@example.com`, password: 'x' });
+    expect(res.status).toBe(400);
+    const keys = JSON.stringify(await api.dataSource.query(`SELECT key FROM rate_limits`));
+    expect(keys).not.toContain('@');
   });
 
   it('clears the failures of an account when its sign-in succeeds', async () => {

@@ -68,6 +68,7 @@ export const EnvSchema = z
       .default(5_000),
     HTTP_REQUEST_TIMEOUT_SECONDS: seconds(30),
     SHUTDOWN_GRACE_SECONDS: seconds(10),
+    SIGNIN_PER_IP_PER_HOUR: z.coerce.number({ error: 'must be a whole number' }).int('must be a whole number').positive('must be greater than 0').default(50),
     SIGNUP_PER_IP_PER_HOUR: z.coerce.number({ error: 'must be a whole number' }).int('must be a whole number').positive('must be greater than 0').default(10),
     DEVICE_START_PER_IP_PER_MINUTE: z.coerce.number({ error: 'must be a whole number' }).int('must be a whole number').positive('must be greater than 0').default(30),
     PROSPECT_AUDIT_RETENTION_DAYS: z.coerce.number({ error: 'must be a whole number of days' }).int('must be a whole number of days').positive('must be greater than 0').default(90),
@@ -145,6 +146,8 @@ export class AppConfig {
   readonly httpRequestTimeoutSeconds!: number;
   /** On SIGTERM, how long in-flight requests get to finish before their connections are closed. */
   readonly shutdownGraceSeconds!: number;
+  /** Failed sign-ins one address may make in an hour. */
+  readonly signinPerIpPerHour!: number;
   /** Accounts one address may create in an hour. */
   readonly signupPerIpPerHour!: number;
   /** Device logins one address may start in a minute. */
@@ -187,6 +190,7 @@ export class AppConfig {
       auditRetentionDays: e.PROSPECT_AUDIT_RETENTION_DAYS,
       deviceStartPerIpPerMinute: e.DEVICE_START_PER_IP_PER_MINUTE,
       signupPerIpPerHour: e.SIGNUP_PER_IP_PER_HOUR,
+      signinPerIpPerHour: e.SIGNIN_PER_IP_PER_HOUR,
       webSessionIdleSeconds: e.WEB_SESSION_IDLE_SECONDS,
       webSessionMaxSeconds: e.WEB_SESSION_MAX_SECONDS,
       admin:

@@ -52,9 +52,9 @@ export class AuthPagesController {
   @UseGuards(CsrfGuard)
   async login(@Req() req: Request, @Res() res: Response) {
     const account = normalizeEmail(field(req, 'email'));
-    const ip = req.ip ?? '';
+    if (account.length > 320) return this.renderLogin(req, res, 400, 'Please enter a valid e-mail address.');
     try {
-      await this.limits.beforeSignIn(account, ip);
+      await this.limits.attemptSignIn(account, req.ip ?? '');
     } catch (err) {
       if (!(err instanceof TooManyRequests)) throw err;
       res.set('Retry-After', String(err.retryAfterSeconds));
@@ -62,11 +62,10 @@ export class AuthPagesController {
     }
     const user = await this.signIn.checkCredentials(req, res);
     if (!user) {
-      await this.limits.signInFailed(account, ip);
       await this.audit.record('web.login_failed', { ip: req.ip, detail: { reason: 'bad credentials' } });
       return this.renderLogin(req, res, 401, 'That e-mail and password do not match an account.');
     }
-    await this.limits.signInSucceeded(account);
+    await this.limits.signInSucceeded(account, req.ip ?? '');
     await this.signIn.logIn(req, user);
     await this.audit.record('web.login', { userId: user.id, ip: req.ip });
     res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));

@@ -30,5 +30,6 @@ export function safeNext(value: string, publicUrl: string): string {
   } catch {
     return AFTER_SIGN_IN;
   }
-  return target.origin === site.origin ? target.pathname + target.search : AFTER_SIGN_IN;
+  // `/.//host` resolves on our origin to the path `//host`, which a browser reads as another host.
+  return target.origin === site.origin && !target.pathname.startsWith('//') ? target.pathname + target.search : AFTER_SIGN_IN;
 }

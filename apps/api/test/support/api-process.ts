@@ -18,7 +18,7 @@ export interface ApiProcess {
 export async function startApiProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<ApiProcess> {
   const child = spawn(process.execPath, [MAIN_JS], {
     // Every test client is 127.0.0.1: the per-address limits are lifted unless a test sets them.
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SIGNUP_PER_IP_PER_HOUR: '100000', DEVICE_START_PER_IP_PER_MINUTE: '100000', ...env },
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SIGNIN_PER_IP_PER_HOUR: '100000', SIGNUP_PER_IP_PER_HOUR: '100000', DEVICE_START_PER_IP_PER_MINUTE: '100000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -11,7 +11,7 @@ import type { Target } from './http.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 /** Per-address limits high enough for a test file's traffic, all from 127.0.0.1. */
-export const UNLIMITED_ADDRESS = { SIGNUP_PER_IP_PER_HOUR: '100000', DEVICE_START_PER_IP_PER_MINUTE: '100000' };
+export const UNLIMITED_ADDRESS = { SIGNIN_PER_IP_PER_HOUR: '100000', SIGNUP_PER_IP_PER_HOUR: '100000', DEVICE_START_PER_IP_PER_MINUTE: '100000' };
 
 export interface TestApp {
   app: NestExpressApplication;

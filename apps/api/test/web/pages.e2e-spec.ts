@@ -98,6 +98,9 @@ describe('web pages over HTTP', () => {
     ['/\\evil.example.com', '/settings/tokens'],
     ['/device?user_code=BCDF-GHJK\n', '/settings/tokens'],
     ['https://evil.example.com/device', '/settings/tokens'],
+    ['/.//evil.example.com', '/settings/tokens'],
+    ['/..//evil.example.com', '/settings/tokens'],
+    ['/%2e%2e//evil.example.com', '/settings/tokens'],
     ['/device?user_code=BCDF-GHJK', '/device?user_code=BCDF-GHJK'],
   ])('after sign-in, goes to next=%j only on this site: %s', async (next, location) => {
     const email = `next${Date.now()}${Math.random()}@example.com`;
