@@ -31,22 +31,36 @@ async function main(): Promise<void> {
   }
   const databaseUrl = config.databaseUrl ?? embedded!.url;
 
-  const app = await createApp({ env: process.env, databaseUrl, embedded: Boolean(embedded), poolSize }, logger);
-  await app.listen(config.port, config.host);
+  let app: Awaited<ReturnType<typeof createApp>>;
+  try {
+    app = await createApp({ env: process.env, databaseUrl, embedded: Boolean(embedded), poolSize }, logger);
+    await app.listen(config.port, config.host);
+  } catch (err) {
+    // Close PGlite's files and give the data directory back before saying why.
+    await embedded?.stop().catch(() => undefined);
+    throw err;
+  }
   // Before the banner: whoever starts us may stop us as soon as it reads it.
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    const { cut } = await HttpDrain.of(app.getHttpServer()).drain(config.shutdownGraceSeconds * 1000);
-    if (cut) logger.warn({ cut }, `closed ${cut} request(s) still open after ${config.shutdownGraceSeconds} s`);
-    // Then Nest's shutdown hooks: background writes, the revocation listener, the pool.
-    await app.close();
-    await embedded?.stop();
+    let code = 0;
+    try {
+      const { cut } = await HttpDrain.of(app.getHttpServer()).drain(config.shutdownGraceSeconds * 1000);
+      if (cut) logger.warn({ cut }, `closed ${cut} request(s) still open after ${config.shutdownGraceSeconds} s`);
+      // Then Nest's shutdown hooks: background writes, the revocation listener, the pool.
+      await app.close();
+    } catch (err) {
+      code = 1;
+      logger.error({ err: (err as Error).message }, 'shutdown failed');
+    } finally {
+      await embedded?.stop().catch(() => undefined);
+    }
     logger.info('stopped');
     await new Promise<void>((resolve) => logger.flush(() => resolve()));
-    process.exit(0);
+    process.exit(code);
   };
   process.once('SIGTERM', (s) => void shutdown(s));
   process.once('SIGINT', (s) => void shutdown(s));

@@ -41,6 +41,8 @@ describe('bad input', () => {
     ['me: scheme only', 'GET', ROUTES.me, { headers: { authorization: 'Bearer' } }, 400],
     ['me: wrong scheme', 'GET', ROUTES.me, { headers: { authorization: 'Basic dXNlcjpwYXNz' } }, 401],
     ['me: three parts', 'GET', ROUTES.me, { headers: { authorization: 'Bearer a b' } }, 400],
+    ['me: the token in the address (RFC 6750 §2.3)', 'GET', `${ROUTES.me}?access_token=prs_${'a'.repeat(43)}`, {}, 400],
+    ['token: the token in the body (RFC 6750 §2.2)', 'POST', ROUTES.issueToken, { body: `{"access_token": "prs_${'a'.repeat(43)}"}`, headers: json }, 400],
     ['me: 10,000-character token', 'GET', ROUTES.me, { headers: { authorization: `Bearer prs_${'a'.repeat(10_000)}` } }, 401],
     ['me: wrong prefix', 'GET', ROUTES.me, { headers: { authorization: `Bearer ghp_${'a'.repeat(43)}` } }, 401],
     ['me: right prefix, bad characters', 'GET', ROUTES.me, { headers: { authorization: `Bearer prs_${'%'.repeat(43)}` } }, 401],

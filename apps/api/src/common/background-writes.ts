@@ -1,8 +1,8 @@
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 
 /**
- * Writes a request does not wait for (last-used times, audit of failed
- * verifications), so the hot path stays a read. Failures are logged, and
+ * Writes a request does not wait for (last-used times), so the hot path
+ * stays a read. Failures are logged, and
  * shutdown waits for the ones in flight before the pool closes.
  */
 @Injectable()

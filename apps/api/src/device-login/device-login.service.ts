@@ -213,7 +213,8 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
         `SELECT id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, true AS accepted FROM device_logins WHERE id = $1`,
         [login.id],
       );
-      return this.replyAgain(now!, deviceCode, ip);
+      // Not redeemed by another poll but expired, or cancelled, meanwhile: just over.
+      return now?.status === 'redeemed' ? this.replyAgain(now, deviceCode, ip) : { status: 'denied' };
     }
     return {
       status: 'authorized',

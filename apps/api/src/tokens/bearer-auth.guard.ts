@@ -48,6 +48,15 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
         return true;
       }
     }
+    // passport-http-bearer would also take a token from the query or the body (RFC 6750 §2.2–2.3),
+    // where proxies and logs keep it: only the header is accepted.
+    const inBody = (req.body as Record<string, unknown> | undefined)?.access_token !== undefined;
+    const inQuery = req.url.includes('access_token') && (req.query as Record<string, unknown>).access_token !== undefined;
+    if (inBody || inQuery) {
+      throw new ApiException(400, ERROR_CODES.invalidRequest, 'Send the token in the Authorization header, never in the address or the body.', {
+        'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_request"`,
+      });
+    }
     return (await super.canActivate(context)) as boolean;
   }
 

@@ -10,9 +10,6 @@ import { Sql } from '../database/sql.js';
 import { HashedSessionStore } from './hashed-session-store.js';
 import { WEB_USER_PROPERTY } from './web-account.js';
 
-/** Expired sessions are deleted this often (connect-pg-simple's pruning, on every replica; the DELETE is idempotent). */
-const PRUNE_INTERVAL_SECONDS = 15 * 60;
-
 /**
  * Browser sessions: express-session with its rows in Postgres (so every replica
  * sees every session), passport on top for who is signed in. One chain of
@@ -45,7 +42,8 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
       pool: this.sql.pool,
       tableName: 'web_sessions',
       createTableIfMissing: false,
-      pruneSessionInterval: PRUNE_INTERVAL_SECONDS,
+      // Expired rows go with the hourly retention job, on one replica at a time.
+      pruneSessionInterval: false,
       errorLog: (...args: unknown[]) => this.logger.warn(`session store: ${args.map(String).join(' ')}`),
     });
     const chain = express.Router();
@@ -74,7 +72,7 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
   }
 
   onApplicationShutdown(): void {
-    // Stops the pruning timer; the pool is TypeORM's and closes with it.
+    // The pool is TypeORM's and closes with it.
     this.store?.close();
   }
 

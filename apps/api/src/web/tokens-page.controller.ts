@@ -47,9 +47,13 @@ export class TokensPageController {
     if (label.length > 100) return res.status(400).render('tokens', await this.page(req, { error: 'A label has at most 100 characters.' }));
     const days = Number(field(req, 'expires_in_days') || DEFAULT_DAYS);
     if (!this.lifetimes().includes(days)) return res.status(400).render('tokens', await this.page(req, { error: 'Please choose one of the lifetimes offered.' }));
-    const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null, ttlSeconds: days * DAY });
+    const ttlSeconds = Math.min(days * DAY, this.config.accessTokenMaxTtlSeconds);
+    const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null, ttlSeconds });
     // Kept until the redirect's page shows it, sealed under the session id, which the database never holds.
     req.session.newToken = seal(req.sessionID, req.webUser!.id, NEW_TOKEN, issued.accessToken).toString('base64url');
+    // Saved before the redirect is sent: express-session would send the headers first, and a
+    // browser following them at once could read the session before the token is in it.
+    await new Promise<void>((resolve, reject) => req.session.save((err) => (err ? reject(err) : resolve())));
     res.redirect(303, '/settings/tokens');
   }
 
@@ -77,7 +81,8 @@ export class TokensPageController {
   private lifetimes(): number[] {
     const maxDays = Math.floor(this.config.accessTokenMaxTtlSeconds / DAY);
     const offered = [30, 90, 365].filter((d) => d <= maxDays);
-    return offered.length ? offered : [maxDays];
+    // A server allowing less than 30 days: one choice, its maximum (at least a day, capped at issue).
+    return offered.length ? offered : [Math.max(1, maxDays)];
   }
 
   private takeNewToken(req: Request): string | undefined {
@@ -109,7 +114,11 @@ export class TokensPageController {
       account: accountOf(req, this.csrf),
       tokens,
       publicUrl: this.config.publicUrl,
-      lifetimes: this.lifetimes().map((days) => ({ days, label: days % 365 === 0 ? `${days / 365} year${days === 365 ? '' : 's'}` : `${days} days`, selected: days === DEFAULT_DAYS })),
+      lifetimes: this.lifetimes().map((days, i, all) => ({
+        days,
+        label: all.length === 1 ? "the server's maximum" : days === 365 ? '1 year' : `${days} days`,
+        selected: days === DEFAULT_DAYS,
+      })),
       created: notice.created,
       error: notice.error,
       revokedName: revoked ? nameOf(revoked) : undefined,

@@ -72,7 +72,6 @@ export function normalizeBaseUrl(input: string): string {
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
-/** The Prospect API over fetch: JSON in, JSON out, one error type per way it can fail. */
 /** Who is asking, on every request: the server's approval and tokens pages show it. */
 export const USER_AGENT = `prospect-cli/${VERSION} (${process.platform}; node ${process.versions.node})`;
 
@@ -98,6 +97,7 @@ async function readCapped(res: Response, limit: number): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** The Prospect API over fetch: JSON in, JSON out, one error type per way it can fail. */
 export class ApiClient {
   readonly baseUrl: string;
   private readonly fetchImpl: FetchLike;
