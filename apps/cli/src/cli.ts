@@ -25,6 +25,7 @@ ${[...COMMANDS.values()].map((c) => `    ${c.name.padEnd(14)} ${c.description}`)
   Environment
     PROSPECT_API_BASE_URL   the server (--api-url beats it)
     PROSPECT_CONFIG_DIR     where the session file lives (default ~/.config/prospect)
+    PROSPECT_TOKEN          a token to use instead of the session file (never written to disk)
 `;
 
 export interface CliIo {

@@ -16,13 +16,27 @@ export interface CommandContext {
   interactive: boolean;
   store: SessionStore;
   fetch?: FetchLike;
-  /** The session, for commands that require one (set by the auth guard). */
+  /** The session, for commands that require one (set by the auth guard); unset when the token comes from PROSPECT_TOKEN. */
   session?: SessionFile;
+  /** What a guarded command authenticates with: the session file's token, or PROSPECT_TOKEN's. */
+  credentials?: Credentials;
   /** Stops the command: Ctrl-C. */
   signal: AbortSignal;
 }
 
 export const DEFAULT_API_BASE_URL = 'http://localhost:3000';
+
+export interface Credentials {
+  accessToken: string;
+  apiBaseUrl: string;
+  source: 'env' | 'file';
+}
+
+/** PROSPECT_TOKEN, when set: every command uses it instead of the session file, and nothing writes it to disk. */
+export function envToken(ctx: Pick<CommandContext, 'env'>): string | undefined {
+  const token = ctx.env[ENV.token]?.trim();
+  return token || undefined;
+}
 
 /** `--api-url` beats PROSPECT_API_BASE_URL; undefined when neither is given. */
 export function requestedApiUrl(ctx: Pick<CommandContext, 'flags' | 'env'>): string | undefined {

@@ -6,6 +6,8 @@ export const ENV = {
   apiBaseUrl: 'PROSPECT_API_BASE_URL',
   configDir: 'PROSPECT_CONFIG_DIR',
   skipAuth: 'PROSPECT_SKIP_AUTH',
+  /** A token to use instead of the session file (like GH_TOKEN); never written to disk. */
+  token: 'PROSPECT_TOKEN',
 } as const;
 
 /** The session file's name inside the config directory (seed §2.4). */

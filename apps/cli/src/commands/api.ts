@@ -38,15 +38,15 @@ export const apiCommand: Command = {
     }
     const method = typeof ctx.flags.method === 'string' ? ctx.flags.method.toUpperCase() : body === undefined ? 'GET' : 'POST';
     if (!METHODS.includes(method)) throw usageError(`Unknown --method ${JSON.stringify(ctx.flags.method)}: use one of ${METHODS.join(', ')}.`);
-    const session = ctx.session;
-    // Only PROSPECT_SKIP_AUTH=1 gets here without a session.
-    const baseUrl = session?.apiBaseUrl ?? requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL;
+    const credentials = ctx.credentials;
+    // Only PROSPECT_SKIP_AUTH=1 gets here without credentials.
+    const baseUrl = credentials?.apiBaseUrl ?? requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL;
     const api = new ApiClient({ baseUrl, fetch: ctx.fetch });
     let res;
     try {
-      res = await api.request(method, path, { body, token: session?.accessToken, signal: ctx.signal });
+      res = await api.request(method, path, { body, token: credentials?.accessToken, signal: ctx.signal });
     } catch (err) {
-      if (err instanceof ApiHttpError && err.status === 401 && session) throw sessionTokenRejected(err, api.baseUrl);
+      if (err instanceof ApiHttpError && err.status === 401 && credentials) throw sessionTokenRejected(err, api.baseUrl);
       throw err;
     }
     if (res.body !== undefined) writeLine(ctx.stdout, JSON.stringify(res.body, null, 2));

@@ -1,6 +1,6 @@
 import { ROUTES, type SessionFile } from '@prospect/contract';
 import { ApiClient, ApiHttpError, normalizeBaseUrl } from '../api-client/api-client.js';
-import { type CommandContext, DEFAULT_API_BASE_URL, requestedApiUrl, writeLine } from '../context.js';
+import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
 import type { DeviceLoginResult } from '../device-login/device-login-client.js';
 import { CliError, usageError } from '../errors.js';
 import { humanDuration } from '../format.js';
@@ -31,6 +31,9 @@ export const loginCommand: Command = {
   },
   requiresAuth: false,
   async run(ctx: CommandContext) {
+    if (envToken(ctx)) {
+      writeLine(ctx.stderr, 'Warning: PROSPECT_TOKEN is set, and commands use it instead of the session you are logging in to. Unset it to use this session.');
+    }
     const baseUrl = normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL);
     const api = new ApiClient({ baseUrl, fetch: ctx.fetch });
     const timeoutSeconds = parseTimeout(ctx.flags.timeoutSeconds);

@@ -1,6 +1,6 @@
 import { ENV, type SessionFile } from '@prospect/contract';
 import { normalizeBaseUrl } from '../api-client/api-client.js';
-import { type CommandContext, requestedApiUrl, writeLine } from '../context.js';
+import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { authRequired, type CliError } from '../errors.js';
 import type { SessionRead } from './session-store.js';
 
@@ -17,6 +17,18 @@ export function notLoggedIn(read: Exclude<SessionRead, { kind: 'session' }>): Cl
  * Returns the session, or undefined when PROSPECT_SKIP_AUTH=1 bypasses it.
  */
 export async function requireSession(ctx: CommandContext, now = Date.now()): Promise<SessionFile | undefined> {
+  const token = envToken(ctx);
+  if (token) {
+    // PROSPECT_TOKEN beats the session file; the server checks it on every request.
+    ctx.credentials = { accessToken: token, apiBaseUrl: normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL), source: 'env' };
+    return undefined;
+  }
+  const session = await requireFileSession(ctx, now);
+  if (session) ctx.credentials = { accessToken: session.accessToken, apiBaseUrl: session.apiBaseUrl, source: 'file' };
+  return session;
+}
+
+async function requireFileSession(ctx: CommandContext, now: number): Promise<SessionFile | undefined> {
   const read = await ctx.store.read();
   const asked = requestedApiUrl(ctx);
   const isForAnotherBackend = (session: SessionFile) => asked !== undefined && normalizeBaseUrl(asked) !== normalizeBaseUrl(session.apiBaseUrl);

@@ -34,7 +34,7 @@ describe('startup', () => {
 
 describe('usage', () => {
   it('prints help for every command and the version, exit 0', async () => {
-    for (const command of ['auth:login', 'auth:whoami', 'auth:logout', 'api']) {
+    for (const command of ['auth:login', 'auth:whoami', 'auth:status', 'auth:token', 'auth:logout', 'api']) {
       const run = await box.run([command, '--help']);
       expect(run.code).toBe(0);
       expect(run.stdout).toContain(`$ prospect ${command}`);
@@ -63,7 +63,7 @@ describe('usage', () => {
   });
 
   it.each([
-    [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:logout, api\n$/],
+    [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:status, auth:token, auth:logout, api\n$/],
     [['auth:whomai'], /^Error: Unknown command: auth:whomai \(did you mean `prospect auth:whoami`\?\)\n/],
     [['auth:whoami', '--bogus'], /^Error: Unknown option for auth:whoami: --bogus\nUsage: prospect auth:whoami \[--verify\] \[--json\]/],
     [['auth:whoami', '--verfy'], /^Error: Unknown option for auth:whoami: --verfy \(did you mean --verify\?\)\n/],
@@ -77,6 +77,59 @@ describe('usage', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(stderr);
     expect(run.stdout).toBe('');
+  });
+});
+
+describe('PROSPECT_TOKEN, auth:status and auth:token', () => {
+  const me = (token: string) => fakeBackend({
+    'GET /api/cli/auth/me': (req, _b, res) =>
+      req.headers.authorization === `Bearer ${token}`
+        ? json(res, 200, { user, expiresAt: '2030-01-01T00:00:00.000Z' })
+        : json(res, 401, { statusCode: 401, error: 'invalid_token', message: 'revoked' }, { 'www-authenticate': 'Bearer realm="prospect", error="invalid_token", error_description="token revoked"' }),
+    'GET /x': (_q, _b, res) => json(res, 200, { ran: true }),
+  });
+
+  it('PROSPECT_TOKEN is used by every command instead of the session file, and never written', async () => {
+    const backend = await me('prs_from_env');
+    try {
+      await box.writeSession(validSession(backend.url, { accessToken: 'prs_from_file' }));
+      const env = { PROSPECT_TOKEN: 'prs_from_env', PROSPECT_API_BASE_URL: backend.url };
+      expect((await box.run(['api', '/x'], { env })).code).toBe(0);
+      expect(backend.requests.at(-1)!.authorization).toBe('Bearer prs_from_env');
+      expect(await box.run(['auth:token'], { env })).toMatchObject({ code: 0, stdout: 'prs_from_env\n' });
+      const status = await box.run(['auth:status', '--verify'], { env });
+      expect(status.code).toBe(0);
+      expect(status.stdout).toContain('Token:    from the PROSPECT_TOKEN environment variable');
+      expect(status.stdout).toContain(`User:     ${user.name} <${user.email}>`);
+      expect((await box.readSession()).accessToken).toBe('prs_from_file');
+      const login = await box.run(['auth:login', '--token', 'prs_from_env'], { env });
+      expect(login.stderr).toContain('Warning: PROSPECT_TOKEN is set');
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('auth:status says where the token comes from and what the server says; auth:token prints only the token', async () => {
+    const backend = await me('prs_good');
+    try {
+      await box.writeSession(validSession(backend.url, { accessToken: 'prs_revoked' }));
+      const local = await box.run(['auth:status']);
+      expect(local.code).toBe(0);
+      expect(local.stdout).toContain(`Server:   ${backend.url}`);
+      expect(local.stdout).toMatch(/Token: +from .*auth-session\.json/);
+      expect(local.stdout).toContain('Refresh:  none');
+      const json = JSON.parse((await box.run(['auth:status', '--json'])).stdout);
+      expect(json).toMatchObject({ server: backend.url, expired: false, usable: true, refreshToken: false });
+      expect(JSON.stringify(json)).not.toContain('prs_revoked');
+      const verified = await box.run(['auth:status', '--verify']);
+      expect(verified.code).toBe(4);
+      expect(verified.stdout).toContain('Server says: the token is revoked');
+      expect(await box.run(['auth:token'])).toMatchObject({ code: 0, stdout: 'prs_revoked\n', stderr: '' });
+      await box.run(['auth:logout']);
+      expect(await box.run(['auth:token'])).toMatchObject({ code: 4, stdout: '' });
+    } finally {
+      await backend.close();
+    }
   });
 });
 
