@@ -74,7 +74,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // report (meow would exit without the usage line).
     const parsed = meow(command.usage, {
       importMeta: { url: import.meta.url } as ImportMeta,
-      argv: attachLoneDashValues(rest, command),
+      // `-h` is help on every command, as `--help` is.
+      argv: attachLoneDashValues(rest, command).map((arg) => (arg === '-h' ? '--help' : arg)),
       flags: command.flags as never,
       allowUnknownFlags: true,
       pkg: { name: 'prospect', version: VERSION },

@@ -4,6 +4,7 @@ import {
   DeviceLoginDeniedError,
   DeviceLoginTimeoutError,
   DeviceLoginUnsupportedError,
+  NotProspectServerError,
   normalizeStartResponse,
   type Timing,
   type WaitEvent,
@@ -48,6 +49,18 @@ describe('DeviceLoginClient', () => {
   afterEach(() => backend?.close());
 
   const client = (timing: Timing) => new DeviceLoginClient(new ApiClient({ baseUrl: backend!.url, timeoutMs: 2_000 }), timing);
+
+  it('tells a server that is not Prospect (a 404 without its error body) from one with device login off', async () => {
+    backend = await fakeBackend({
+      'POST /api/cli/auth/device/start': (_q, _b, res) => {
+        res.writeHead(404, { 'content-type': 'text/html' });
+        res.end('<h1>Not Found</h1>');
+      },
+    });
+    const err = await client(fakeTiming().timing).start({ clientName: 'c', hostname: 'h' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotProspectServerError);
+    expect((err as Error).message).toBe(`${backend.url} is not a Prospect server (it answered HTTP 404 to the device-login start).`);
+  });
 
   it.each([404, 405, 501])('turns %i on start into the token-login fallback', async (status) => {
     backend = await fakeBackend({ 'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, status, { statusCode: status, error: 'not_found', message: 'no' }) });

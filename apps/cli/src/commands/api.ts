@@ -1,6 +1,6 @@
 import { ApiClient, ApiHttpError, sessionTokenRejected } from '../api-client/api-client.js';
 import { type CommandContext, DEFAULT_API_BASE_URL, requestedApiUrl, writeLine } from '../context.js';
-import { usageError } from '../errors.js';
+import { CliError, usageError } from '../errors.js';
 import { apiUrlFlag, type Command } from './command.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -47,6 +47,8 @@ export const apiCommand: Command = {
       res = await api.request(method, path, { body, token: credentials?.accessToken, signal: ctx.signal });
     } catch (err) {
       if (err instanceof ApiHttpError && err.status === 401 && credentials) throw sessionTokenRejected(err, api.baseUrl);
+      // The status is what a script or a person debugging a call needs first.
+      if (err instanceof ApiHttpError) throw new CliError(`HTTP ${err.status}${err.code ? ` ${err.code}` : ''}: ${err.message}`);
       throw err;
     }
     if (res.body !== undefined) writeLine(ctx.stdout, JSON.stringify(res.body, null, 2));

@@ -39,6 +39,11 @@ export class DeviceLoginUnsupportedError extends CliError {
     );
   }
 }
+export class NotProspectServerError extends CliError {
+  constructor(baseUrl: string, status: number) {
+    super(`${baseUrl} is not a Prospect server (it answered HTTP ${status} to the device-login start).`, 1, 'Check the address: --api-url or PROSPECT_API_BASE_URL.');
+  }
+}
 export class DeviceLoginDeniedError extends CliError {
   constructor() {
     super('Login was denied in the browser, or the code expired.', 1, 'Run `prospect auth:login` to try again.');
@@ -137,7 +142,11 @@ export class DeviceLoginClient {
       const { body } = await this.api.request('POST', ROUTES.deviceStart, { body: client, signal });
       return normalizeStartResponse(body);
     } catch (err) {
-      if (err instanceof ApiHttpError && [404, 405, 501].includes(err.status)) throw new DeviceLoginUnsupportedError(this.api.baseUrl);
+      if (err instanceof ApiHttpError && [404, 405, 501].includes(err.status)) {
+        // A Prospect server answers its own error body: then device login is turned off there.
+        if (err.code === undefined) throw new NotProspectServerError(this.api.baseUrl, err.status);
+        throw new DeviceLoginUnsupportedError(this.api.baseUrl);
+      }
       throw err;
     }
   }

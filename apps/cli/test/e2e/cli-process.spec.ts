@@ -35,9 +35,11 @@ describe('startup', () => {
 describe('usage', () => {
   it('prints help for every command and the version, exit 0', async () => {
     for (const command of ['auth:login', 'auth:whoami', 'auth:status', 'auth:token', 'auth:logout', 'api']) {
-      const run = await box.run([command, '--help']);
-      expect(run.code).toBe(0);
-      expect(run.stdout).toContain(`$ prospect ${command}`);
+      for (const flag of ['--help', '-h']) {
+        const run = await box.run([command, flag]);
+        expect(run.code).toBe(0);
+        expect(run.stdout).toContain(`$ prospect ${command}`);
+      }
     }
     for (const args of [['--help'], [], ['help']]) {
       const help = await box.run(args);
@@ -77,6 +79,20 @@ describe('usage', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(stderr);
     expect(run.stdout).toBe('');
+  });
+});
+
+describe('prospect api', () => {
+  it('shows the HTTP status of an error answer', async () => {
+    const backend = await fakeBackend({ 'GET /x': (_q, _b, res) => json(res, 409, { statusCode: 409, error: 'conflict', message: 'Already there.' }) });
+    try {
+      await box.writeSession(validSession(backend.url));
+      const run = await box.run(['api', '/x']);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe('Error: HTTP 409 conflict: Already there.\n');
+    } finally {
+      await backend.close();
+    }
   });
 });
 
