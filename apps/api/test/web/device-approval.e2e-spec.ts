@@ -107,7 +107,11 @@ describe('web pages in a real browser', () => {
     await page.getByRole('button', { name: 'Create token' }).click();
     const token = await page.getByLabel('Token', { exact: true }).inputValue();
     expect(token).toMatch(/^prs_/);
-    await expect(page.textContent('main')).resolves.toContain('--token -');
+    // The whole login command, in a field that selects and copies at any width.
+    expect(await page.getByLabel('Login command').inputValue()).toBe(`prospect auth:login --api-url ${api.baseUrl} --token -`);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: `${SCREENSHOTS}tokens-phone.png`, fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 720 });
     await page.screenshot({ path: `${SCREENSHOTS}tokens.png`, fullPage: true });
     expect((await get(api, ROUTES.me, token)).status).toBe(200);
 
