@@ -6,6 +6,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { AuditModule } from './audit/audit.module.js';
 import { DeviceLoginModule } from './device-login/device-login.module.js';
 import { HealthModule } from './health/health.module.js';
+import { OAuthModule } from './oauth/oauth.module.js';
 import { RateLimitsModule } from './rate-limits/rate-limits.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
@@ -38,6 +39,7 @@ export class AppModule {
         UsersModule,
         TokensModule,
         DeviceLoginModule,
+        OAuthModule,
         WebModule,
         RetentionModule,
       ],

@@ -50,7 +50,8 @@ describe('device login (seed §3.1)', () => {
       expect(body).toEqual({
         status: 'authorized',
         accessToken: expect.stringMatching(/^prs_[A-Za-z0-9_-]{43}$/),
-        expiresAt: new Date(clock.now().getTime() + 30 * 24 * 3600 * 1000).toISOString(),
+        refreshToken: expect.stringMatching(/^prsr_[A-Za-z0-9_-]{43}$/),
+        expiresAt: new Date(clock.now().getTime() + 3600 * 1000).toISOString(),
         user: { id: user.id, email: user.email, name: user.name },
       });
 

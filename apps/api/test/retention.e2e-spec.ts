@@ -12,8 +12,9 @@ describe('retention', () => {
   const clock = new FakeClock(Date.now());
   let api: TestApp;
   beforeAll(async () => {
-    // Device-login tokens live a year here, so one outlives the 91 days below.
-    api = await startTestApp({ clock, env: { ACCESS_TOKEN_TTL_SECONDS: String(365 * DAY) } });
+    // Device-login access tokens live a year here (their family too), so one outlives the 91 days
+    // below; its refresh token (30 days) does not.
+    api = await startTestApp({ clock, env: { ACCESS_TOKEN_TTL_SECONDS: String(365 * DAY), REFRESH_TOKEN_MAX_LIFETIME_SECONDS: String(365 * DAY) } });
   });
   afterAll(() => api.close());
 
@@ -35,7 +36,7 @@ describe('retention', () => {
     const recent = await tokens.issue({ userId: user.id, origin: 'direct' });
     const counts = await api.app.get(RetentionService).purge();
 
-    expect(counts).toMatchObject({ tokens: 2, deviceLogins: 1, webSessions: 1 });
+    expect(counts).toMatchObject({ tokens: 2, refreshTokens: 1, deviceLogins: 1, webSessions: 1 });
     expect((await ids('access_tokens')).sort()).toEqual([live.id, recent.id, (await tokenIdOf(withToken.body.accessToken))].sort());
     expect(await ids('device_logins')).toHaveLength(1); // the one whose token still lives
     const events = await ids('auth_events');

@@ -21,6 +21,7 @@ export const ROUTES = {
   me: '/api/cli/auth/me',
   issueToken: '/api/cli/auth/token',
   logout: '/api/cli/auth/logout',
+  refresh: '/api/cli/auth/refresh',
   health: '/api/health',
   device: '/device',
   tokensPage: '/settings/tokens',
@@ -30,8 +31,25 @@ export const ROUTES = {
 
 /** Prefix of every access token, so secret scanners can recognise a leaked one. */
 export const ACCESS_TOKEN_PREFIX = 'prs_';
+/** Prefix of every refresh token (issue #14): one use each, rotated on every refresh. */
+export const REFRESH_TOKEN_PREFIX = 'prsr_';
 /** Prefix of every device code. */
 export const DEVICE_CODE_PREFIX = 'prsd_';
+
+/** The OAuth client the custom /api/cli/auth/device/* routes act as (and the CLI's client_id). */
+export const CLI_CLIENT_ID = 'prospect-cli';
+
+/** The OAuth 2.0 surface (RFC 8414, 8628, 6749, 7009, 7662), beside the contract's own routes. */
+export const OAUTH_ROUTES = {
+  metadata: '/.well-known/oauth-authorization-server',
+  deviceAuthorization: '/oauth/device_authorization',
+  token: '/oauth/token',
+  revoke: '/oauth/revoke',
+  introspect: '/oauth/introspect',
+} as const;
+
+/** RFC 8628 §3.4: the grant type of a device code at the token endpoint. */
+export const DEVICE_CODE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
 
 /** User-code letters: consonants only, no look-alikes (RFC 8628 §6.1). */
 export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
@@ -52,5 +70,14 @@ export const ERROR_CODES = {
   unsupportedMediaType: 'unsupported_media_type',
   internal: 'internal_error',
   unavailable: 'service_unavailable',
+  // RFC 6749 §5.2 and RFC 8628 §3.5, for the OAuth surface and the refresh route.
+  invalidGrant: 'invalid_grant',
+  invalidClient: 'invalid_client',
+  unauthorizedClient: 'unauthorized_client',
+  unsupportedGrantType: 'unsupported_grant_type',
+  invalidScope: 'invalid_scope',
+  authorizationPending: 'authorization_pending',
+  accessDenied: 'access_denied',
+  expiredToken: 'expired_token',
 } as const;
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

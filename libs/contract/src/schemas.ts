@@ -49,19 +49,29 @@ export type DevicePollRequest = z.infer<typeof DevicePollRequestSchema>;
 export const DeviceCancelRequestSchema = DevicePollRequestSchema;
 export type DeviceCancelRequest = DevicePollRequest;
 
+/** An authorized poll: the token pair and who approved it. Also the answer of POST /api/cli/auth/refresh. */
+export const AuthorizedResponseSchema = z.strictObject({
+  status: z.literal('authorized'),
+  accessToken: nonEmpty(),
+  refreshToken: z.optional(nonEmpty()),
+  expiresAt: isoTimestamp,
+  user: UserSchema,
+});
+export type AuthorizedResponse = z.infer<typeof AuthorizedResponseSchema>;
+
 /** Response of POST /api/cli/auth/device/poll: exactly one of three shapes (seed §2.3, §4.2). */
 export const DevicePollResponseSchema = z.discriminatedUnion('status', [
   z.strictObject({ status: z.literal('pending') }),
   z.strictObject({ status: z.literal('denied') }),
-  z.strictObject({
-    status: z.literal('authorized'),
-    accessToken: nonEmpty(),
-    refreshToken: z.optional(nonEmpty()),
-    expiresAt: isoTimestamp,
-    user: UserSchema,
-  }),
+  AuthorizedResponseSchema,
 ]);
 export type DevicePollResponse = z.infer<typeof DevicePollResponseSchema>;
+
+/** Body of POST /api/cli/auth/refresh: the refresh token, used once (it is rotated). */
+export const RefreshRequestSchema = z.strictObject({
+  refreshToken: z.string().check(z.minLength(1), z.maxLength(200)),
+});
+export type RefreshRequest = z.infer<typeof RefreshRequestSchema>;
 
 /** Response of GET /api/cli/auth/me as this API sends it (the seed's top-level variant). */
 export const MeResponseSchema = z.object({

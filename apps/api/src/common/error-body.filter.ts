@@ -71,6 +71,11 @@ export class ErrorBodyFilter implements ExceptionFilter {
       : this.toErrorBody(exception);
     if (response.headersSent) return;
     response.status(body.statusCode).set(headers);
+    if (isOAuth(request)) {
+      // RFC 6749 §5.2: `error` and `error_description`, never cached.
+      response.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' }).json({ ...body, error_description: body.message });
+      return;
+    }
     if (!wantsPage(request)) {
       response.json(body);
       return;
@@ -135,7 +140,10 @@ interface RouteLayer {
   match(path: string): boolean;
 }
 
-/** A browser navigating to a page, rather than an API client: outside /api, preferring HTML. */
+/** The OAuth 2.0 surface, whose errors are RFC 6749's JSON whoever asks. */
+const isOAuth = (req: Request) => req.originalUrl.startsWith('/oauth/') || req.originalUrl.startsWith('/.well-known/');
+
+/** A browser navigating to a page, rather than an API client: outside /api and OAuth, preferring HTML. */
 function wantsPage(req: Request): boolean {
   return !req.originalUrl.startsWith('/api/') && req.accepts(['json', 'html']) === 'html';
 }

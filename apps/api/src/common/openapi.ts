@@ -1,4 +1,4 @@
-import { ApiBody, ApiResponse } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiResponse } from '@nestjs/swagger';
 import { ErrorBodySchema } from '@prospect/contract';
 import { applyDecorators } from '@nestjs/common';
 import { toJSONSchema, type $ZodType } from 'zod/v4/core';
@@ -14,6 +14,10 @@ export function openApiSchema(schema: $ZodType): SchemaObject {
 
 export const ApiJsonBody = (schema: $ZodType, required = true) =>
   ApiBody({ schema: openApiSchema(schema) as never, required });
+
+/** A form-encoded body (the OAuth endpoints, as RFC 6749 asks). */
+export const ApiFormBody = (schema: $ZodType) =>
+  applyDecorators(ApiConsumes('application/x-www-form-urlencoded'), ApiBody({ schema: openApiSchema(schema) as never, required: true }));
 
 export const ApiJsonResponse = (status: number, description: string, schema?: $ZodType) =>
   ApiResponse({ status, description, ...(schema ? { schema: openApiSchema(schema) as never } : {}) });

@@ -27,7 +27,10 @@ describe('AppConfig.fromEnv', () => {
       PUBLIC_URL: 'https://id.example.com/',
       DEVICE_LOGIN_TTL_SECONDS: '300',
       DEVICE_POLL_INTERVAL_SECONDS: '2',
-      ACCESS_TOKEN_TTL_SECONDS: '3600',
+      ACCESS_TOKEN_TTL_SECONDS: '600',
+      CLI_TOKEN_TTL_SECONDS: '86400',
+      REFRESH_TOKEN_TTL_SECONDS: '7200',
+      REFRESH_TOKEN_MAX_LIFETIME_SECONDS: '14400',
       DEVICE_LOGIN_ENABLED: 'false',
       ALLOW_SIGNUP: '0',
     });
@@ -38,7 +41,10 @@ describe('AppConfig.fromEnv', () => {
       publicUrl: 'https://id.example.com',
       deviceLoginTtlSeconds: 300,
       devicePollIntervalSeconds: 2,
-      accessTokenTtlSeconds: 3600,
+      accessTokenTtlSeconds: 600,
+      cliTokenTtlSeconds: 86400,
+      refreshTokenTtlSeconds: 7200,
+      refreshTokenMaxLifetimeSeconds: 14400,
       deviceLoginEnabled: false,
       allowSignup: false,
     });
@@ -99,5 +105,21 @@ describe('AppConfig.fromEnv', () => {
     expect(() => AppConfig.fromEnv({ ACCESS_TOKEN_TTL_SECONDS: '100', ACCESS_TOKEN_MAX_TTL_SECONDS: '50' })).toThrow(
       /ACCESS_TOKEN_TTL_SECONDS must not exceed ACCESS_TOKEN_MAX_TTL_SECONDS/,
     );
+  });
+
+  it('defaults to an hour for access tokens with a refresh token, 30 days sliding up to 90 for refresh tokens, 30 days for CLI tokens', () => {
+    expect(AppConfig.fromEnv({})).toMatchObject({
+      accessTokenTtlSeconds: 3600,
+      refreshTokenTtlSeconds: 30 * 86400,
+      refreshTokenMaxLifetimeSeconds: 90 * 86400,
+      cliTokenTtlSeconds: 30 * 86400,
+    });
+  });
+
+  it.each([
+    [{ CLI_TOKEN_TTL_SECONDS: '100', ACCESS_TOKEN_MAX_TTL_SECONDS: '50', ACCESS_TOKEN_TTL_SECONDS: '10' }, /CLI_TOKEN_TTL_SECONDS must not exceed ACCESS_TOKEN_MAX_TTL_SECONDS/],
+    [{ REFRESH_TOKEN_TTL_SECONDS: '100', REFRESH_TOKEN_MAX_LIFETIME_SECONDS: '50' }, /REFRESH_TOKEN_TTL_SECONDS must not exceed REFRESH_TOKEN_MAX_LIFETIME_SECONDS/],
+  ])('refuses a lifetime above its cap: %j', (env, message) => {
+    expect(() => AppConfig.fromEnv(env)).toThrow(message);
   });
 });

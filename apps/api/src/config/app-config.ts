@@ -53,8 +53,11 @@ export const EnvSchema = z
     PUBLIC_URL: httpUrl.optional(),
     DEVICE_LOGIN_TTL_SECONDS: seconds(600),
     DEVICE_POLL_INTERVAL_SECONDS: seconds(5),
-    ACCESS_TOKEN_TTL_SECONDS: seconds(30 * 24 * 3600),
+    ACCESS_TOKEN_TTL_SECONDS: seconds(3600),
+    CLI_TOKEN_TTL_SECONDS: seconds(30 * 24 * 3600),
     ACCESS_TOKEN_MAX_TTL_SECONDS: seconds(365 * 24 * 3600),
+    REFRESH_TOKEN_TTL_SECONDS: seconds(30 * 24 * 3600),
+    REFRESH_TOKEN_MAX_LIFETIME_SECONDS: seconds(90 * 24 * 3600),
     DEVICE_LOGIN_ENABLED: booleanFlag.default(true),
     ALLOW_SIGNUP: booleanFlag.default(true),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -82,6 +85,12 @@ export const EnvSchema = z
         path: ['ACCESS_TOKEN_TTL_SECONDS'],
         message: 'must not exceed ACCESS_TOKEN_MAX_TTL_SECONDS',
       });
+    }
+    if (env.CLI_TOKEN_TTL_SECONDS > env.ACCESS_TOKEN_MAX_TTL_SECONDS) {
+      ctx.addIssue({ code: 'custom', path: ['CLI_TOKEN_TTL_SECONDS'], message: 'must not exceed ACCESS_TOKEN_MAX_TTL_SECONDS' });
+    }
+    if (env.REFRESH_TOKEN_TTL_SECONDS > env.REFRESH_TOKEN_MAX_LIFETIME_SECONDS) {
+      ctx.addIssue({ code: 'custom', path: ['REFRESH_TOKEN_TTL_SECONDS'], message: 'must not exceed REFRESH_TOKEN_MAX_LIFETIME_SECONDS' });
     }
     if (env.WEB_SESSION_IDLE_SECONDS > env.WEB_SESSION_MAX_SECONDS) {
       ctx.addIssue({ code: 'custom', path: ['WEB_SESSION_IDLE_SECONDS'], message: 'must not exceed WEB_SESSION_MAX_SECONDS' });
@@ -132,8 +141,16 @@ export class AppConfig {
   readonly publicUrl!: string;
   readonly deviceLoginTtlSeconds!: number;
   readonly devicePollIntervalSeconds!: number;
+  /** Lifetime of an access token that comes with a refresh token (device login, OAuth). */
   readonly accessTokenTtlSeconds!: number;
+  /** Default lifetime of a long-lived token without refresh (POST /api/cli/auth/token). */
+  readonly cliTokenTtlSeconds!: number;
+  /** The most a caller may ask for a long-lived token. */
   readonly accessTokenMaxTtlSeconds!: number;
+  /** A refresh token unused this long expires; each rotation starts it again (sliding)… */
+  readonly refreshTokenTtlSeconds!: number;
+  /** …but no session outlives this, counted from its device login (absolute cap). */
+  readonly refreshTokenMaxLifetimeSeconds!: number;
   readonly deviceLoginEnabled!: boolean;
   readonly allowSignup!: boolean;
   readonly logLevel!: string;
@@ -179,7 +196,10 @@ export class AppConfig {
       deviceLoginTtlSeconds: e.DEVICE_LOGIN_TTL_SECONDS,
       devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
       accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
+      cliTokenTtlSeconds: e.CLI_TOKEN_TTL_SECONDS,
       accessTokenMaxTtlSeconds: e.ACCESS_TOKEN_MAX_TTL_SECONDS,
+      refreshTokenTtlSeconds: e.REFRESH_TOKEN_TTL_SECONDS,
+      refreshTokenMaxLifetimeSeconds: e.REFRESH_TOKEN_MAX_LIFETIME_SECONDS,
       deviceLoginEnabled: e.DEVICE_LOGIN_ENABLED,
       allowSignup: e.ALLOW_SIGNUP,
       logLevel: e.LOG_LEVEL,

@@ -37,6 +37,14 @@ export class DeviceLogin {
   @Column({ type: 'text', nullable: true })
   hostname!: string | null;
 
+  /** The OAuth client that started it: `prospect-cli` for the custom routes. */
+  @Column({ name: 'client_id', type: 'text', default: 'prospect-cli' })
+  clientId!: string;
+
+  /** The scope an OAuth client asked for (space-separated), if any. */
+  @Column({ type: 'text', nullable: true })
+  scope!: string | null;
+
   @Column({ name: 'requested_ip', type: 'text', nullable: true })
   requestedIp!: string | null;
 

@@ -1,6 +1,8 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
+  type AuthorizedResponse,
+  CLI_CLIENT_ID,
   DEVICE_CODE_PREFIX,
   type DevicePollResponse,
   type DeviceStartRequest,
@@ -17,6 +19,7 @@ import { Clock } from '../common/clock.js';
 import { generateSecret, generateUserCode, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { isUniqueViolation, Sql } from '../database/sql.js';
+import { RefreshTokensService } from '../tokens/refresh-tokens.service.js';
 import { InvalidTokenError, TokensService } from '../tokens/tokens.service.js';
 import { toPublicUser, type User } from '../users/user.entity.js';
 import type { DeviceLoginStatus } from './device-login.entity.js';
@@ -34,10 +37,28 @@ export class UndecidableDeviceLoginError extends Error {
   }
 }
 
+/**
+ * What a poll of a device code found, before either surface words it: the contract's poll
+ * route folds the ends into `denied`, the OAuth token endpoint names each (RFC 8628 §3.5).
+ */
+export type PollOutcome =
+  | { kind: 'pending' }
+  | { kind: 'slow_down' }
+  | { kind: 'denied' }
+  | { kind: 'expired' }
+  | { kind: 'cancelled' }
+  /** Redeemed before and polled again after the reply window: what it issued is revoked. */
+  | { kind: 'replayed' }
+  /** No such code, or a code of another client. */
+  | { kind: 'unknown' }
+  | { kind: 'authorized'; reply: AuthorizedResponse & { refreshToken: string }; scope: string | null };
+
 /** What the approval page shows about a pending device login. */
 export interface DeviceLoginForApproval {
   id: string;
   userCode: string;
+  /** The registered name of the OAuth client that started it ("Prospect CLI"). */
+  clientDisplayName: string;
   clientName: string | null;
   hostname: string | null;
   requestedIp: string | null;
@@ -56,6 +77,7 @@ export const REPLY_WINDOW_SECONDS = 60;
 /** What an authorized poll answered, kept sealed (common/sealed.ts) under the device code for a retried poll. */
 interface PollReply {
   accessToken: string;
+  refreshToken: string;
   expiresAt: string;
 }
 const POLL_REPLY = 'poll-reply';
@@ -68,6 +90,8 @@ interface PollRow {
   reply_sealed: Buffer | null;
   client_name: string | null;
   hostname: string | null;
+  client_id: string;
+  scope: string | null;
   accepted: boolean;
 }
 
@@ -82,6 +106,7 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly tokens: TokensService,
+    private readonly refreshTokens: RefreshTokensService,
     private readonly audit: AuditService,
   ) {}
 
@@ -108,8 +133,16 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
     ]);
   }
 
-  /** @param userAgent the starting program's User-Agent, shown to the person who approves. */
-  async start(request: DeviceStartRequest, ip: string | null, userAgent: string | null = null): Promise<DeviceStartResponse> {
+  /**
+   * @param userAgent the starting program's User-Agent, shown to the person who approves.
+   * @param client the OAuth client starting it (already known to exist) and the scope it asks for.
+   */
+  async start(
+    request: DeviceStartRequest,
+    ip: string | null,
+    userAgent: string | null = null,
+    client: { id: string; scope?: string | null } = { id: CLI_CLIENT_ID },
+  ): Promise<DeviceStartResponse> {
     const deviceCode = generateSecret(DEVICE_CODE_PREFIX);
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + this.config.deviceLoginTtlSeconds * 1000);
@@ -120,12 +153,23 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
         // The login and its audit event in one statement: both or neither, in one round trip.
         await this.sql.rows(
           `WITH login AS (
-             INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at, user_agent)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id
+             INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at, user_agent, client_id, scope)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id
            )
            INSERT INTO auth_events (type, ip, detail, created_at)
-           SELECT 'device.start', $5, jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text), $6 FROM login`,
-          [sha256(deviceCode), userCode, request.clientName ?? null, request.hostname ?? null, ip, now, expiresAt, userAgent?.slice(0, 200) ?? null],
+           SELECT 'device.start', $5, jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text, 'clientId', $9::text), $6 FROM login`,
+          [
+            sha256(deviceCode),
+            userCode,
+            request.clientName ?? null,
+            request.hostname ?? null,
+            ip,
+            now,
+            expiresAt,
+            userAgent?.slice(0, 200) ?? null,
+            client.id,
+            client.scope ?? null,
+          ],
         );
         const shownCode = formatUserCode(userCode);
         return {
@@ -142,46 +186,64 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  /** One poll of the contract's route (seed §4.2): every end of the login reads `denied`. */
+  async poll(deviceCode: string, ip: string | null): Promise<DevicePollResponse> {
+    const outcome = await this.pollGrant(deviceCode, CLI_CLIENT_ID, ip);
+    switch (outcome.kind) {
+      case 'unknown':
+        throw badRequest('Unknown device code.');
+      case 'slow_down':
+        throw this.slowDown();
+      case 'pending':
+        return { status: 'pending' };
+      case 'authorized':
+        return outcome.reply;
+      default:
+        return { status: 'denied' };
+    }
+  }
+
   /**
-   * One poll. A single UPDATE both reads the state and claims the poll slot, so
+   * One poll by `clientId`. A single UPDATE both reads the state and claims the poll slot, so
    * the interval holds across API instances; only pending logins are throttled.
    */
-  async poll(deviceCode: string, ip: string | null): Promise<DevicePollResponse> {
-    if (!looksLikeSecret(deviceCode, DEVICE_CODE_PREFIX)) throw badRequest('Unknown device code.');
+  async pollGrant(deviceCode: string, clientId: string, ip: string | null): Promise<PollOutcome> {
+    if (!looksLikeSecret(deviceCode, DEVICE_CODE_PREFIX)) return { kind: 'unknown' };
     const now = this.clock.now();
     const earliestPrevious = new Date(now.getTime() - this.config.devicePollIntervalSeconds * 1000 + POLL_JITTER_MS);
     const [login] = await this.sql.rows<PollRow>(
       `WITH target AS (
-         SELECT id, last_polled_at FROM device_logins WHERE device_code_hash = $1 FOR UPDATE
+         SELECT id, last_polled_at FROM device_logins WHERE device_code_hash = $1 AND client_id = $4 FOR UPDATE
        )
        UPDATE device_logins d
           SET last_polled_at = CASE WHEN t.last_polled_at IS NULL OR t.last_polled_at <= $2 THEN $3 ELSE d.last_polled_at END
          FROM target t
         WHERE d.id = t.id
-       RETURNING d.id, d.status, d.expires_at, d.redeemed_at, d.reply_sealed, d.client_name, d.hostname,
+       RETURNING d.id, d.status, d.expires_at, d.redeemed_at, d.reply_sealed, d.client_name, d.hostname, d.client_id, d.scope,
                  (t.last_polled_at IS NULL OR t.last_polled_at <= $2) AS accepted`,
-      [sha256(deviceCode), earliestPrevious, now],
+      [sha256(deviceCode), earliestPrevious, now, clientId],
     );
-    if (!login) throw badRequest('Unknown device code.');
+    if (!login) return { kind: 'unknown' };
 
     const expired = login.expires_at.getTime() <= now.getTime();
     switch (login.status) {
       case 'pending':
-        if (expired) return { status: 'denied' };
-        if (!login.accepted) throw this.slowDown();
-        return { status: 'pending' };
+        if (expired) return { kind: 'expired' };
+        if (!login.accepted) return { kind: 'slow_down' };
+        return { kind: 'pending' };
       case 'approved':
-        return expired ? { status: 'denied' } : this.redeem(login, deviceCode, ip);
+        return expired ? { kind: 'expired' } : this.redeem(login, deviceCode, ip);
       case 'redeemed':
         return this.replyAgain(login, deviceCode, ip);
       case 'denied':
+        return { kind: 'denied' };
       case 'cancelled':
-        return { status: 'denied' };
+        return { kind: 'cancelled' };
     }
   }
 
-  /** The first poll after approval takes the token; the conditional UPDATE lets only one win. */
-  private async redeem(login: PollRow, deviceCode: string, ip: string | null): Promise<DevicePollResponse> {
+  /** The first poll after approval takes the token pair; the conditional UPDATE lets only one win. */
+  private async redeem(login: PollRow, deviceCode: string, ip: string | null): Promise<PollOutcome> {
     const now = this.clock.now();
     const result = await this.db.transaction(async (tx) => {
       const [won] = (await tx.query(
@@ -192,35 +254,32 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
       )) as [Array<{ decided_by_user_id: string }>, number];
       if (!won[0]) return null;
       const [user] = (await tx.query(`SELECT id, email, name FROM users WHERE id = $1`, [won[0].decided_by_user_id])) as User[];
-      const issued = await this.tokens.issue(
-        {
-          userId: user!.id,
-          origin: 'device',
-          label: [login.client_name, login.hostname].filter(Boolean).join(' on ') || null,
-          ip,
-          deviceLoginId: login.id,
-        },
-        tx,
-      );
-      await this.audit.record('device.redeem', { userId: user!.id, ip, detail: { deviceLoginId: login.id, tokenId: issued.id } }, tx);
-      const reply = { accessToken: issued.accessToken, expiresAt: issued.expiresAt.toISOString() };
+      const issued = await this.refreshTokens.issueFirstPair(tx, {
+        userId: user!.id,
+        label: [login.client_name, login.hostname].filter(Boolean).join(' on ') || null,
+        ip,
+        deviceLoginId: login.id,
+      });
+      await this.audit.record('device.redeem', { userId: user!.id, ip, detail: { deviceLoginId: login.id, tokenId: issued.accessTokenId } }, tx);
+      const reply: PollReply = { accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresAt: issued.expiresAt.toISOString() };
       await tx.query(`UPDATE device_logins SET reply_sealed = $2 WHERE id = $1`, [login.id, seal(deviceCode, login.id, POLL_REPLY, reply)]);
       return { issued, user: user! };
     });
     if (!result) {
       // Another poll with this code redeemed it between our read and our update.
       const [now] = await this.sql.rows<PollRow>(
-        `SELECT id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, true AS accepted FROM device_logins WHERE id = $1`,
+        `SELECT id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, client_id, scope, true AS accepted FROM device_logins WHERE id = $1`,
         [login.id],
       );
       // Not redeemed by another poll but expired, or cancelled, meanwhile: just over.
-      return now?.status === 'redeemed' ? this.replyAgain(now, deviceCode, ip) : { status: 'denied' };
+      if (now?.status === 'redeemed') return this.replyAgain(now, deviceCode, ip);
+      return { kind: now?.status === 'cancelled' ? 'cancelled' : 'expired' };
     }
+    const { issued, user } = result;
     return {
-      status: 'authorized',
-      accessToken: result.issued.accessToken,
-      expiresAt: result.issued.expiresAt.toISOString(),
-      user: toPublicUser(result.user),
+      kind: 'authorized',
+      reply: { status: 'authorized', accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresAt: issued.expiresAt.toISOString(), user: toPublicUser(user) },
+      scope: login.scope,
     };
   }
 
@@ -229,29 +288,29 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
    * lost it); after it, someone else holds the code, so what it issued is revoked and
    * a copied code cannot keep a silent second session.
    */
-  private async replyAgain(login: PollRow, deviceCode: string, ip: string | null): Promise<DevicePollResponse> {
+  private async replyAgain(login: PollRow, deviceCode: string, ip: string | null): Promise<PollOutcome> {
     const windowEnds = (login.redeemed_at?.getTime() ?? 0) + REPLY_WINDOW_SECONDS * 1000;
     const reply = login.reply_sealed && this.clock.now().getTime() < windowEnds ? open<PollReply>(deviceCode, login.id, POLL_REPLY, login.reply_sealed) : null;
     if (reply) {
       try {
         const principal = await this.tokens.verify(reply.accessToken);
-        return { status: 'authorized', accessToken: reply.accessToken, expiresAt: reply.expiresAt, user: toPublicUser(principal.user) };
+        return { kind: 'authorized', reply: { status: 'authorized', ...reply, user: toPublicUser(principal.user) }, scope: login.scope };
       } catch (err) {
         // Revoked or expired meanwhile (a logout): nothing to hand out again.
         if (!(err instanceof InvalidTokenError)) throw err;
-        return { status: 'denied' };
+        return { kind: 'denied' };
       }
     }
     await this.onReplay(login.id, ip);
-    return { status: 'denied' };
+    return { kind: 'replayed' };
   }
 
-  /** Revokes what the login issued and forgets its sealed reply, with the audit event. */
+  /** Revokes the family the login issued (access and refresh tokens) and forgets its sealed reply, with the audit events. */
   private async onReplay(deviceLoginId: string, ip: string | null): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx.query(`UPDATE device_logins SET reply_sealed = NULL WHERE id = $1`, [deviceLoginId]);
-      const revoked = await this.tokens.revokeIssuedByDeviceLogin(deviceLoginId, tx);
-      await this.audit.record('device.replay', { ip, detail: { deviceLoginId, revokedTokens: revoked.length } }, tx);
+      const revoked = await this.tokens.revokeFamily(deviceLoginId, 'device code replayed', ip, tx);
+      await this.audit.record('device.replay', { ip, detail: { deviceLoginId, revokedTokens: revoked } }, tx);
     });
   }
 
@@ -266,8 +325,10 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
     const userCode = normalizeUserCode(userCodeInput);
     if (!userCode) throw new UndecidableDeviceLoginError('unknown');
     const rows = (await this.db.query(
-      `SELECT id, user_code, status, client_name, hostname, requested_ip, user_agent, created_at, expires_at
-         FROM device_logins WHERE user_code = $1 ORDER BY created_at DESC LIMIT 1`,
+      `SELECT d.id, d.user_code, d.status, d.client_name, d.hostname, d.requested_ip, d.user_agent, d.created_at, d.expires_at,
+              c.name AS client_display_name
+         FROM device_logins d JOIN oauth_clients c ON c.id = d.client_id
+        WHERE d.user_code = $1 ORDER BY d.created_at DESC LIMIT 1`,
       [userCode],
     )) as Array<Record<string, never>>;
     const row = rows[0];
@@ -278,6 +339,7 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
     return {
       id: row.id,
       userCode: formatUserCode(row.user_code),
+      clientDisplayName: row.client_display_name,
       clientName: row.client_name,
       hostname: row.hostname,
       requestedIp: row.requested_ip,

@@ -12,6 +12,7 @@ const PURGE_LOCK = 0x70726f73; // 'pros'
 
 export interface PurgeCounts {
   tokens: number;
+  refreshTokens: number;
   deviceLogins: number;
   webSessions: number;
   auditEvents: number;
@@ -56,15 +57,19 @@ export class RetentionService {
       if (!locked) return null;
       const deleted = async (sql: string, values: unknown[]) => ((await tx.query(sql, values)) as [unknown[], number])[1];
       const tokens = await deleted(`DELETE FROM access_tokens WHERE expires_at < $1 OR revoked_at < $1`, [tokensBefore]);
+      const refreshTokens = await deleted(`DELETE FROM refresh_tokens WHERE expires_at < $1 OR revoked_at < $1`, [tokensBefore]);
+      // A device login is its tokens' family: kept while any of them is.
       const deviceLogins = await deleted(
-        `DELETE FROM device_logins d WHERE d.expires_at < $1 AND NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id)`,
+        `DELETE FROM device_logins d WHERE d.expires_at < $1
+            AND NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id)
+            AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id)`,
         [now],
       );
       const webSessions = await deleted(`DELETE FROM web_sessions WHERE expire < $1`, [now]);
       const auditEvents = await deleted(`DELETE FROM auth_events WHERE created_at < $1`, [auditBefore]);
       // Rate-limit counters past their window (rate-limiter-flexible keeps `expire` in ms).
       await deleted(`DELETE FROM rate_limits WHERE expire < $1`, [now.getTime()]);
-      return { tokens, deviceLogins, webSessions, auditEvents };
+      return { tokens, refreshTokens, deviceLogins, webSessions, auditEvents };
     });
   }
 }

@@ -1,6 +1,12 @@
 import { Body, Controller, Get, Header, HttpCode, Ip, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
+  type AuthorizedResponse,
+  AuthorizedResponseSchema,
+  CLI_CLIENT_ID,
+  ERROR_CODES,
+  type RefreshRequest,
+  RefreshRequestSchema,
   type IssueTokenRequest,
   IssueTokenRequestSchema,
   IssuedTokenResponseSchema,
@@ -8,11 +14,14 @@ import {
   type MeResponse,
   MeResponseSchema,
 } from '@prospect/contract';
+import { ApiException } from '../common/api-exception.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
+import { Public } from '../common/public.decorator.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { toPublicUser } from '../users/user.entity.js';
 import { AllowWebSession } from './allow-web-session.decorator.js';
 import { type AuthPrincipal, Principal } from './auth-principal.js';
+import { InvalidGrantError, RefreshTokensService } from './refresh-tokens.service.js';
 import { TokenIssuanceService } from './token-issuance.service.js';
 import { TokensService } from './tokens.service.js';
 
@@ -23,6 +32,7 @@ export class TokensController {
   constructor(
     private readonly tokens: TokensService,
     private readonly issuance: TokenIssuanceService,
+    private readonly refreshTokens: RefreshTokensService,
   ) {}
 
   @Get('me')
@@ -53,9 +63,31 @@ export class TokensController {
     return this.issuance.issueFor(principal, body, ip);
   }
 
+  @Post('refresh')
+  @Public()
+  @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
+  @ApiOperation({
+    summary: 'Exchange a refresh token for a new access token and a new refresh token (rotation).',
+    description:
+      'The presented refresh token is used up. Presenting it again within 10 s answers the same pair (two terminals racing); after that it is a reuse, and every token of the session is revoked.',
+  })
+  @ApiJsonBody(RefreshRequestSchema)
+  @ApiJsonResponse(200, 'The new pair, shaped like an authorized poll.', AuthorizedResponseSchema)
+  @ApiErrors([400, 'Malformed body.'], [401, 'invalid_grant: unknown, expired, revoked or reused refresh token.'])
+  async refresh(@Body(new ZodBodyPipe(RefreshRequestSchema)) body: RefreshRequest, @Ip() ip: string): Promise<AuthorizedResponse> {
+    try {
+      const { pair, user } = await this.refreshTokens.refresh(body.refreshToken, CLI_CLIENT_ID, ip);
+      return { status: 'authorized', accessToken: pair.accessToken, refreshToken: pair.refreshToken, expiresAt: pair.expiresAt.toISOString(), user };
+    } catch (err) {
+      if (err instanceof InvalidGrantError) throw new ApiException(401, ERROR_CODES.invalidGrant, `${err.message} Run \`prospect auth:login\` to sign in again.`);
+      throw err;
+    }
+  }
+
   @Post('logout')
   @HttpCode(204)
-  @ApiOperation({ summary: 'Revoke the bearer token of this request.' })
+  @ApiOperation({ summary: 'Revoke the bearer token of this request (with every token of its session, for a device login).' })
   @ApiJsonResponse(204, 'Revoked.')
   @ApiErrors([401, 'Missing, unknown, expired or revoked token.'])
   async logout(@Principal() principal: AuthPrincipal, @Ip() ip: string): Promise<void> {

@@ -6,6 +6,7 @@ import { UsersModule } from '../users/users.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { BearerAuthGuard } from './bearer-auth.guard.js';
 import { BearerStrategy } from './bearer.strategy.js';
+import { RefreshTokensService } from './refresh-tokens.service.js';
 import { RefusedTokens } from './refused-tokens.js';
 import { RevocationListener } from './revocation-listener.js';
 import { TokenIssuanceService } from './token-issuance.service.js';
@@ -18,6 +19,7 @@ import { VerifiedTokenCache } from './verified-token-cache.js';
   controllers: [TokensController],
   providers: [
     TokensService,
+    RefreshTokensService,
     TokenIssuanceService,
     BearerStrategy,
     RefusedTokens,
@@ -25,6 +27,6 @@ import { VerifiedTokenCache } from './verified-token-cache.js';
     RevocationListener,
     { provide: APP_GUARD, useClass: BearerAuthGuard },
   ],
-  exports: [TokensService, TokenIssuanceService],
+  exports: [TokensService, RefreshTokensService, TokenIssuanceService],
 })
 export class TokensModule {}

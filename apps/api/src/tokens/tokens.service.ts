@@ -30,7 +30,7 @@ export interface IssueTokenInput {
   userId: string;
   origin: TokenOrigin;
   label?: string | null;
-  /** Defaults to ACCESS_TOKEN_TTL_SECONDS; capped at ACCESS_TOKEN_MAX_TTL_SECONDS. */
+  /** Defaults to CLI_TOKEN_TTL_SECONDS; capped at ACCESS_TOKEN_MAX_TTL_SECONDS. */
   ttlSeconds?: number;
   ip?: string | null;
   deviceLoginId?: string | null;
@@ -54,6 +54,21 @@ interface TokenRow {
   email: string;
   name: string;
   role: UserRole;
+}
+
+/** An access token as introspection and revocation see it (RFC 7662, RFC 7009). */
+export interface AccessTokenDescription {
+  id: string;
+  userId: string;
+  email: string;
+  /** Its family, for a token of a device login. */
+  deviceLoginId: string | null;
+  /** The OAuth client of its device login; null for a token created directly. */
+  clientId: string | null;
+  scope: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+  active: boolean;
 }
 
 export interface TokenListing {
@@ -89,7 +104,7 @@ export class TokensService {
   }
 
   private async issueIn(manager: EntityManager, input: IssueTokenInput): Promise<IssuedToken> {
-    const ttl = Math.min(input.ttlSeconds ?? this.config.accessTokenTtlSeconds, this.config.accessTokenMaxTtlSeconds);
+    const ttl = Math.min(input.ttlSeconds ?? this.config.cliTokenTtlSeconds, this.config.accessTokenMaxTtlSeconds);
     const now = this.clock.now();
     const accessToken = generateSecret(ACCESS_TOKEN_PREFIX);
     const expiresAt = new Date(now.getTime() + ttl * 1000);
@@ -156,6 +171,19 @@ export class TokensService {
     return principal;
   }
 
+  /** What is known of an access token, active or not; null for one that does not exist. */
+  async describe(rawToken: string): Promise<AccessTokenDescription | null> {
+    if (!looksLikeSecret(rawToken, ACCESS_TOKEN_PREFIX)) return null;
+    const [row] = await this.sql.rows<AccessTokenDescription>(
+      `SELECT t.id, t.user_id AS "userId", u.email, t.device_login_id AS "deviceLoginId", d.client_id AS "clientId", d.scope,
+              t.created_at AS "createdAt", t.expires_at AS "expiresAt", (t.revoked_at IS NULL AND t.expires_at > $2) AS active
+         FROM access_tokens t JOIN users u ON u.id = t.user_id LEFT JOIN device_logins d ON d.id = t.device_login_id
+        WHERE t.token_hash = $1`,
+      [sha256(rawToken), this.clock.now()],
+    );
+    return row ?? null;
+  }
+
   private isStale(lastUsedAt: number | null, now: Date): boolean {
     return lastUsedAt === null || now.getTime() - lastUsedAt >= LAST_USED_RESOLUTION_MS;
   }
@@ -171,31 +199,70 @@ export class TokensService {
     );
   }
 
-  /** Revokes one token of this user; revoking twice is harmless. */
+  /**
+   * Revokes one token of this user; revoking twice is harmless. A token of a device login
+   * takes its whole family with it (every access and refresh token of that login), so a
+   * revoked session cannot come back through its refresh token.
+   */
   async revokeForUser(userId: string, tokenId: string, ip?: string | null): Promise<void> {
+    const [token] = await this.sql.rows<{ device_login_id: string | null }>(`SELECT device_login_id FROM access_tokens WHERE id = $1 AND user_id = $2`, [
+      tokenId,
+      userId,
+    ]);
+    if (!token) throw notFound('No such token.');
+    if (token.device_login_id) {
+      await this.revokeFamily(token.device_login_id, 'revoked', ip);
+      return;
+    }
     // The revocation and its audit event in one statement.
-    const found = await this.sql.rows<{ id: string }>(
+    await this.sql.rows(
       `WITH revoked AS (
          UPDATE access_tokens SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND user_id = $2 RETURNING id
        )
        INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT 'token.revoke', $2, $4, jsonb_build_object('tokenId', revoked.id), $3 FROM revoked
-       RETURNING detail ->> 'tokenId' AS id`,
+       SELECT 'token.revoke', $2, $4, jsonb_build_object('tokenId', revoked.id), $3 FROM revoked`,
       [tokenId, userId, this.clock.now(), ip ?? null],
     );
-    if (!found.length) throw notFound('No such token.');
     // At once on this instance; the database trigger tells the others.
     this.cache.evictToken(tokenId);
   }
 
-  /** Revokes every live token of this user ("sign out everywhere"), each with its audit event; returns how many. */
+  /**
+   * Revokes a family: every access and refresh token descended from one device login, with
+   * one audit event, in one statement. For a logout, a revoked session on the tokens page, a
+   * replayed device code and a reused refresh token. Returns how many access tokens it revoked.
+   */
+  async revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, manager?: EntityManager): Promise<number> {
+    const text = `WITH a AS (
+         UPDATE access_tokens SET revoked_at = $2 WHERE device_login_id = $1 AND revoked_at IS NULL RETURNING id
+       ), r AS (
+         UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE device_login_id = $1 AND revoked_at IS NULL RETURNING id
+       )
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+       SELECT 'token.revoke_family', d.decided_by_user_id, $3,
+              jsonb_build_object('deviceLoginId', d.id, 'reason', $4::text,
+                                 'accessTokens', (SELECT count(*) FROM a), 'refreshTokens', (SELECT count(*) FROM r)), $2
+         FROM device_logins d WHERE d.id = $1
+       RETURNING (SELECT coalesce(array_agg(id), '{}') FROM a) AS ids`;
+    const values = [deviceLoginId, this.clock.now(), ip ?? null, reason];
+    const [row] = manager
+      ? ((await manager.query(text, values)) as Array<{ ids: string[] }>)
+      : await this.sql.rows<{ ids: string[] }>(text, values);
+    // At once on this instance; the database trigger tells the others.
+    for (const id of row?.ids ?? []) this.cache.evictToken(id);
+    return row?.ids.length ?? 0;
+  }
+
+  /** Revokes every live token of this user ("sign out everywhere"), refresh tokens too, each access token with its audit event; returns how many. */
   async revokeAllForUser(userId: string, ip?: string | null): Promise<number> {
     const revoked = await this.sql.rows<{ id: string }>(
       `WITH revoked AS (
          UPDATE access_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id
+       ), refresh AS (
+         UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE user_id = $1 AND revoked_at IS NULL RETURNING id
        )
        INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT 'token.revoke', $1, $3, jsonb_build_object('tokenId', revoked.id, 'reason', 'signed out everywhere'), $2 FROM revoked
+       SELECT 'token.revoke', $1, $3, jsonb_build_object('tokenId', revoked.id, 'reason', 'signed out everywhere', 'refreshTokens', (SELECT count(*) FROM refresh)), $2 FROM revoked
        RETURNING detail ->> 'tokenId' AS id`,
       [userId, this.clock.now(), ip ?? null],
     );
@@ -203,26 +270,29 @@ export class TokensService {
     return revoked.length;
   }
 
-  /** Revokes whatever token a device login issued (replayed device codes). */
-  async revokeIssuedByDeviceLogin(deviceLoginId: string, manager: EntityManager = this.db.manager): Promise<string[]> {
-    const [rows] = (await manager.query(
-      `UPDATE access_tokens SET revoked_at = $2 WHERE device_login_id = $1 AND revoked_at IS NULL RETURNING id, user_id`,
-      [deviceLoginId, this.clock.now()],
-    )) as [Array<{ id: string; user_id: string }>, number];
-    for (const row of rows) {
-      this.cache.evictToken(row.id);
-      await this.audit.record('token.revoke', { userId: row.user_id, detail: { tokenId: row.id, reason: 'device code replayed' } }, manager);
-    }
-    return rows.map((r) => r.id);
-  }
-
-  /** The caller's tokens, newest first, without secrets. */
+  /**
+   * The caller's tokens, newest first, without secrets. A device session is one entry however
+   * often it was refreshed: its newest access token, since when it is signed in, and until when
+   * its refresh token keeps it alive.
+   */
   async listForUser(userId: string): Promise<TokenListing[]> {
     const rows = (await this.db.query(
-      `SELECT t.id, t.label, t.origin, d.client_name, d.hostname, d.user_agent, t.created_ip, t.created_at, t.expires_at,
-              t.last_used_at, t.revoked_at
-         FROM access_tokens t LEFT JOIN device_logins d ON d.id = t.device_login_id
-        WHERE t.user_id = $1 ORDER BY t.created_at DESC, t.id`,
+      `SELECT * FROM (
+         SELECT DISTINCT ON (COALESCE(t.device_login_id, t.id))
+                t.id, t.label, t.origin, d.client_name, d.hostname, d.user_agent, t.created_ip,
+                COALESCE(d.redeemed_at, t.created_at) AS created_at,
+                GREATEST(t.expires_at, r.expires_at) AS expires_at,
+                GREATEST(t.last_used_at, CASE WHEN t.created_at > d.redeemed_at THEN t.created_at END) AS last_used_at,
+                t.revoked_at
+           FROM access_tokens t
+           LEFT JOIN device_logins d ON d.id = t.device_login_id
+           LEFT JOIN LATERAL (
+             SELECT max(expires_at) AS expires_at FROM refresh_tokens
+              WHERE device_login_id = t.device_login_id AND revoked_at IS NULL AND rotated_at IS NULL
+           ) r ON true
+          WHERE t.user_id = $1
+          ORDER BY COALESCE(t.device_login_id, t.id), t.created_at DESC
+       ) latest ORDER BY created_at DESC, id`,
       [userId],
     )) as Array<Record<string, never>>;
     return rows.map((r) => ({

@@ -49,9 +49,12 @@ class PageMiddleware implements NestMiddleware {
 })
 export class WebModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {
-    // Everything but the JSON API: one router layer, rather than one per page route that
-    // every API request would walk past (Express tries its layers in order).
-    consumer.apply(PageMiddleware).exclude({ path: 'api/{*rest}', method: RequestMethod.ALL }).forRoutes({ path: '{*rest}', method: RequestMethod.ALL });
+    // Everything but the JSON API and the OAuth endpoints: one router layer, rather than one per
+    // page route that every API request would walk past (Express tries its layers in order).
+    consumer
+      .apply(PageMiddleware)
+      .exclude({ path: 'api/{*rest}', method: RequestMethod.ALL }, { path: 'oauth/{*rest}', method: RequestMethod.ALL }, { path: '.well-known/{*rest}', method: RequestMethod.ALL })
+      .forRoutes({ path: '{*rest}', method: RequestMethod.ALL });
     // The one API route a signed-in browser may call (with its CSRF token): see @AllowWebSession.
     consumer.apply(WebSessionMiddleware).forRoutes({ path: ROUTES.issueToken, method: RequestMethod.POST });
   }

@@ -9,6 +9,7 @@ import { DeviceLoginSealedReply1795400000012 } from './1795400000012-device-logi
 import { RateLimits1795400000013 } from './1795400000013-rate-limits.js';
 import { DeviceLoginUserAgent1795400000014 } from './1795400000014-device-login-user-agent.js';
 import { DeviceLoginCancelled1795400000015 } from './1795400000015-device-login-cancelled.js';
+import { RefreshTokensAndOAuthClients1795400000016 } from './1795400000016-refresh-tokens-and-oauth-clients.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -18,4 +19,5 @@ export const MIGRATIONS = [
   RateLimits1795400000013,
   DeviceLoginUserAgent1795400000014,
   DeviceLoginCancelled1795400000015,
+  RefreshTokensAndOAuthClients1795400000016,
 ];

@@ -1,0 +1,154 @@
+import { Injectable } from '@nestjs/common';
+import {
+  type AuthorizationServerMetadata,
+  CLI_CLIENT_ID,
+  DEVICE_CODE_GRANT_TYPE,
+  type DeviceAuthorizationRequest,
+  type DeviceAuthorizationResponse,
+  ERROR_CODES,
+  type ErrorCode,
+  type IntrospectionResponse,
+  OAUTH_ROUTES,
+  REFRESH_TOKEN_PREFIX,
+  type RevocationRequest,
+  ROUTES,
+  type TokenResponse,
+} from '@prospect/contract';
+import { ApiException } from '../common/api-exception.js';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { DeviceLoginService, type PollOutcome } from '../device-login/device-login.service.js';
+import { InvalidGrantError, RefreshTokensService } from '../tokens/refresh-tokens.service.js';
+import { TokensService } from '../tokens/tokens.service.js';
+import { OAuthClientsService } from './oauth-clients.service.js';
+
+/** An RFC 6749 §5.2 error: 400 with its code; the filter adds `error_description` and no-store. */
+export const oauthError = (code: ErrorCode, description: string) => new ApiException(400, code, description);
+
+/** The device flow's states as RFC 8628 §3.5 names them. */
+const POLL_ERRORS: Record<Exclude<PollOutcome['kind'], 'authorized'>, [ErrorCode, string]> = {
+  pending: [ERROR_CODES.authorizationPending, 'The person has not approved this sign-in yet.'],
+  slow_down: [ERROR_CODES.slowDown, 'Polling too fast: add 5 seconds to the interval.'],
+  denied: [ERROR_CODES.accessDenied, 'The person denied this sign-in.'],
+  cancelled: [ERROR_CODES.accessDenied, 'This sign-in was cancelled.'],
+  expired: [ERROR_CODES.expiredToken, 'The device code has expired; start again.'],
+  replayed: [ERROR_CODES.invalidGrant, 'This device code was already used.'],
+  unknown: [ERROR_CODES.invalidGrant, 'Unknown device code, or one issued to another client.'],
+};
+
+const toEpoch = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/**
+ * The OAuth 2.0 authorization server over the same tables and rules as the contract's routes:
+ * a device login is a device login whichever surface started it, and a refresh is a refresh.
+ */
+@Injectable()
+export class OAuthService {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly clients: OAuthClientsService,
+    private readonly deviceLogins: DeviceLoginService,
+    private readonly tokens: TokensService,
+    private readonly refreshTokens: RefreshTokensService,
+  ) {}
+
+  /** RFC 8414: the issuer is PUBLIC_URL, and every endpoint hangs off it. */
+  metadata(): AuthorizationServerMetadata {
+    const base = this.config.publicUrl;
+    return {
+      issuer: base,
+      device_authorization_endpoint: base + OAUTH_ROUTES.deviceAuthorization,
+      token_endpoint: base + OAUTH_ROUTES.token,
+      revocation_endpoint: base + OAUTH_ROUTES.revoke,
+      introspection_endpoint: base + OAUTH_ROUTES.introspect,
+      grant_types_supported: [DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
+      // No authorization endpoint: the device flow is the only way in.
+      response_types_supported: [],
+      token_endpoint_auth_methods_supported: ['none'],
+      revocation_endpoint_auth_methods_supported: ['none'],
+      service_documentation: `${base}/api/docs`,
+    };
+  }
+
+  private async requireClient(clientId: string): Promise<void> {
+    if (!(await this.clients.find(clientId))) throw oauthError(ERROR_CODES.invalidClient, `Unknown client_id: ${clientId}.`);
+  }
+
+  /** RFC 8628 §3.1–3.2, on the same device logins as POST /api/cli/auth/device/start. */
+  async authorizeDevice(request: DeviceAuthorizationRequest, ip: string | null, userAgent: string | null): Promise<DeviceAuthorizationResponse> {
+    if (!this.deviceLogins.enabled) throw oauthError(ERROR_CODES.unsupportedGrantType, 'Device login is turned off on this server.');
+    await this.requireClient(request.client_id);
+    const started = await this.deviceLogins.start({}, ip, userAgent, { id: request.client_id, scope: request.scope ?? null });
+    return {
+      device_code: started.deviceCode,
+      user_code: started.userCode,
+      verification_uri: this.config.publicUrl + ROUTES.device,
+      verification_uri_complete: started.verificationUrl,
+      expires_in: started.expiresInSeconds,
+      interval: started.intervalSeconds,
+    };
+  }
+
+  /** RFC 8628 §3.4–3.5: one poll of a device code, answered as the RFC words it. */
+  async deviceCodeGrant(deviceCode: string, clientId: string, ip: string | null): Promise<TokenResponse> {
+    await this.requireClient(clientId);
+    const outcome = await this.deviceLogins.pollGrant(deviceCode, clientId, ip);
+    if (outcome.kind !== 'authorized') throw oauthError(...POLL_ERRORS[outcome.kind]);
+    const { reply, scope } = outcome;
+    return this.tokenResponse(reply.accessToken, new Date(reply.expiresAt), reply.refreshToken, scope);
+  }
+
+  /** RFC 6749 §6, with rotation: the same rules as POST /api/cli/auth/refresh. */
+  async refreshTokenGrant(refreshToken: string, clientId: string, ip: string | null): Promise<TokenResponse> {
+    await this.requireClient(clientId);
+    try {
+      const { pair, scope } = await this.refreshTokens.refresh(refreshToken, clientId, ip);
+      return this.tokenResponse(pair.accessToken, pair.expiresAt, pair.refreshToken, scope);
+    } catch (err) {
+      if (err instanceof InvalidGrantError) throw oauthError(ERROR_CODES.invalidGrant, err.message);
+      throw err;
+    }
+  }
+
+  private tokenResponse(accessToken: string, expiresAt: Date, refreshToken: string, scope: string | null): TokenResponse {
+    const expiresIn = Math.max(0, Math.round((expiresAt.getTime() - this.clock.now().getTime()) / 1000));
+    return { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken, ...(scope ? { scope } : {}) };
+  }
+
+  /**
+   * RFC 7009. A token of a device login takes its family with it (§2.1: revoking a refresh
+   * token SHOULD also revoke the access tokens of the same grant). An unknown token is no
+   * error (§2.2); a token of another client than the one named is refused.
+   */
+  async revoke(request: RevocationRequest, ip: string | null): Promise<void> {
+    const found = request.token.startsWith(REFRESH_TOKEN_PREFIX)
+      ? await this.refreshTokens.describe(request.token)
+      : await this.tokens.describe(request.token);
+    if (!found) return;
+    if (request.client_id && found.clientId !== null && found.clientId !== request.client_id) {
+      throw oauthError(ERROR_CODES.unauthorizedClient, 'This token was issued to another client.');
+    }
+    const familyId = 'familyId' in found ? found.familyId : found.deviceLoginId;
+    if (familyId) await this.tokens.revokeFamily(familyId, 'revoked by the client', ip);
+    else await this.tokens.revokeForUser(found.userId, (found as { id: string }).id, ip);
+  }
+
+  /** RFC 7662: what a resource server may know of a token; `{active: false}` and nothing else for a dead one. */
+  async introspect(token: string): Promise<IntrospectionResponse> {
+    const isRefresh = token.startsWith(REFRESH_TOKEN_PREFIX);
+    const found = isRefresh ? await this.refreshTokens.describe(token) : await this.tokens.describe(token);
+    if (!found?.active) return { active: false };
+    return {
+      active: true,
+      sub: found.userId,
+      username: found.email,
+      // A token created directly (tokens page, POST /token) belongs to the CLI's client.
+      client_id: found.clientId ?? CLI_CLIENT_ID,
+      token_type: isRefresh ? 'refresh_token' : 'Bearer',
+      iat: toEpoch(found.createdAt),
+      exp: toEpoch(found.expiresAt),
+      ...(found.scope ? { scope: found.scope } : {}),
+    };
+  }
+}

@@ -1,0 +1,43 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+
+/**
+ * A refresh token (`prsr_…`): used once, then rotated. Only its SHA-256 is stored. Its family is
+ * every access and refresh token descended from one device login (`deviceLoginId`).
+ */
+@Entity({ name: 'refresh_tokens' })
+export class RefreshToken {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  @Column({ name: 'token_hash', type: 'bytea', unique: true, select: false })
+  tokenHash!: Buffer;
+
+  /** The family: the device login the first pair came from. */
+  @Column({ name: 'device_login_id', type: 'uuid' })
+  deviceLoginId!: string;
+
+  @Column({ name: 'user_id', type: 'uuid' })
+  userId!: string;
+
+  @Column({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+
+  /** Sliding: REFRESH_TOKEN_TTL_SECONDS after its issue, never past `familyExpiresAt`. */
+  @Column({ name: 'expires_at', type: 'timestamptz' })
+  expiresAt!: Date;
+
+  /** The absolute cap of the family: REFRESH_TOKEN_MAX_LIFETIME_SECONDS after the device login. */
+  @Column({ name: 'family_expires_at', type: 'timestamptz' })
+  familyExpiresAt!: Date;
+
+  /** When it was exchanged for its successor; presenting it after the grace is a reuse. */
+  @Column({ name: 'rotated_at', type: 'timestamptz', nullable: true })
+  rotatedAt!: Date | null;
+
+  /** The successor pair, sealed under this token's own value, kept for the grace only. */
+  @Column({ name: 'successor_sealed', type: 'bytea', nullable: true, select: false })
+  successorSealed!: Buffer | null;
+
+  @Column({ name: 'revoked_at', type: 'timestamptz', nullable: true })
+  revokedAt!: Date | null;
+}
