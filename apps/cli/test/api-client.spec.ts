@@ -1,4 +1,4 @@
-import { ApiClient, ApiHttpError, ApiUnreachableError, normalizeMeResponse } from '../src/api-client/api-client.js';
+import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine, normalizeMeResponse } from '../src/api-client/api-client.js';
 import { CliError } from '../src/errors.js';
 import { fakeBackend, inAnHour, json, user } from './support/fake-backend.js';
 
@@ -81,5 +81,66 @@ describe('ApiClient against a fake backend', () => {
   it('refuses a base URL that is not http(s)', () => {
     expect(() => new ApiClient({ baseUrl: 'ftp://example.com' })).toThrow(/http\(s\)/);
     expect(() => new ApiClient({ baseUrl: 'not a url' })).toThrow(/Not a URL/);
+  });
+});
+
+describe('loginCommandLine: the one place every "run prospect auth:login" hint comes from', () => {
+  it('is the bare command for no backend and for the default one', () => {
+    expect(loginCommandLine()).toBe('prospect auth:login');
+    expect(loginCommandLine('http://localhost:3000')).toBe('prospect auth:login');
+    expect(loginCommandLine('http://localhost:3000/')).toBe('prospect auth:login');
+    expect(loginCommandLine('http://localhost:3000', { env: { PROSPECT_API_BASE_URL: 'http://localhost:3000/' } })).toBe('prospect auth:login');
+  });
+
+  it('names any other backend with --api-url, and adds --token - when asked', () => {
+    expect(loginCommandLine('https://id.example.com')).toBe('prospect auth:login --api-url https://id.example.com');
+    expect(loginCommandLine('https://id.example.com/', { token: true })).toBe('prospect auth:login --api-url https://id.example.com --token -');
+    expect(loginCommandLine('http://localhost:3000', { token: true })).toBe('prospect auth:login --token -');
+  });
+
+  it('names the default backend too when PROSPECT_API_BASE_URL would send a bare command elsewhere', () => {
+    expect(loginCommandLine('http://localhost:3000', { env: { PROSPECT_API_BASE_URL: 'https://id.example.com' } })).toBe(
+      'prospect auth:login --api-url http://localhost:3000',
+    );
+    expect(loginCommandLine('https://id.example.com', { env: { PROSPECT_API_BASE_URL: 'https://id.example.com' } })).toBe(
+      'prospect auth:login --api-url https://id.example.com',
+    );
+  });
+
+  it('quotes a backend the shell would split, and never throws for one that is not a URL', () => {
+    expect(loginCommandLine("https://example.com/it's&x")).toBe("prospect auth:login --api-url 'https://example.com/it'\\''s&x'");
+    expect(loginCommandLine('not a url')).toBe("prospect auth:login --api-url 'not a url'");
+  });
+});
+
+describe('ApiClient.request with extra headers (prospect api -H)', () => {
+  it('sends them, lets them replace a default, sends a repeated name with both values, and never lets one replace the token', async () => {
+    const backend = await fakeBackend({ 'GET /x': (_req, _b, res) => json(res, 200, { ok: true }) });
+    try {
+      const res = await new ApiClient({ baseUrl: backend.url }).request('GET', '/x', {
+        token: 'prs_token',
+        headers: [
+          ['X-Trace', 'one'],
+          ['x-trace', 'two'],
+          ['Accept', 'application/vnd.prospect+json'],
+          ['Authorization', 'Bearer prs_other'],
+        ],
+      });
+      expect(res).toMatchObject({ status: 200, statusText: 'OK', body: { ok: true } });
+      expect(backend.requests[0]!.headers).toMatchObject({ 'x-trace': 'one, two', accept: 'application/vnd.prospect+json', authorization: 'Bearer prs_token' });
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('sends only its own headers when none are given', async () => {
+    const backend = await fakeBackend({ 'GET /x': (_req, _b, res) => json(res, 200, { ok: true }) });
+    try {
+      await new ApiClient({ baseUrl: backend.url }).request('GET', '/x');
+      expect(backend.requests[0]!.headers).toMatchObject({ accept: 'application/json', 'user-agent': expect.stringMatching(/^prospect-cli\//) });
+      expect(backend.requests[0]!.headers.authorization).toBeUndefined();
+    } finally {
+      await backend.close();
+    }
   });
 });

@@ -67,6 +67,10 @@ describe('DeviceLoginClient', () => {
     const err = await client(fakeTiming().timing).start({ clientName: 'c', hostname: 'h' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DeviceLoginUnsupportedError);
     expect((err as DeviceLoginUnsupportedError).hint).toBe(`Create a token at ${backend.url}/settings/tokens, then run: prospect auth:login --api-url ${backend.url} --token -`);
+    // The default backend needs no --api-url.
+    expect(new DeviceLoginUnsupportedError({ baseUrl: 'http://localhost:3000' }).hint).toBe(
+      'Create a token at http://localhost:3000/settings/tokens, then run: prospect auth:login --token -',
+    );
   });
 
   it('sends the client name and hostname on start', async () => {
@@ -142,14 +146,32 @@ describe('DeviceLoginClient', () => {
     backend = undefined;
   });
 
-  it('fails on denied, and tells expiry from its own timeout', async () => {
+  it('fails on denied, and tells expiry from its own timeout; each says how to log in to this backend again', async () => {
     backend = await fakeBackend({ 'POST /api/cli/auth/device/poll': (_q, _b, res) => json(res, 200, { status: 'denied' }) });
-    await expect(client(fakeTiming().timing).waitForAuthorization(start)).rejects.toBeInstanceOf(DeviceLoginDeniedError);
+    const denied = await client(fakeTiming().timing).waitForAuthorization(start).catch((e: unknown) => e);
+    expect(denied).toBeInstanceOf(DeviceLoginDeniedError);
+    expect((denied as DeviceLoginDeniedError).hint).toBe(`Run \`prospect auth:login --api-url ${backend.url}\` to try again.`);
     await backend.close();
     backend = await fakeBackend({ 'POST /api/cli/auth/device/poll': (_q, _b, res) => json(res, 200, { status: 'pending' }) });
     await expect(client(fakeTiming().timing).waitForAuthorization({ ...start, expiresInSeconds: 20 }, { timeoutSeconds: 60 })).rejects.toMatchObject({
       reason: 'expired',
       message: 'The code expired after 20 s without approval.',
+      hint: `Run \`prospect auth:login --api-url ${backend.url}\` to get a new code.`,
+    });
+  });
+
+  it('names the default backend in its hints only when PROSPECT_API_BASE_URL points elsewhere', () => {
+    expect(new DeviceLoginDeniedError({ baseUrl: 'http://localhost:3000' }).hint).toBe('Run `prospect auth:login` to try again.');
+    expect(new DeviceLoginDeniedError({ baseUrl: 'http://localhost:3000', env: { PROSPECT_API_BASE_URL: 'https://id.example.com' } }).hint).toBe(
+      'Run `prospect auth:login --api-url http://localhost:3000` to try again.',
+    );
+  });
+
+  it('points a malformed start answer to token login on the same backend', async () => {
+    backend = await fakeBackend({ 'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, 200, { ...start, userCode: undefined }) });
+    await expect(client(fakeTiming().timing).start({ clientName: 'c', hostname: 'h' })).rejects.toMatchObject({
+      message: "The server's device-login answer is incomplete or malformed (userCode).",
+      hint: `Try \`prospect auth:login --api-url ${backend.url} --token -\` instead.`,
     });
   });
 

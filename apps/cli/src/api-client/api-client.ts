@@ -1,6 +1,7 @@
-import { ErrorBodySchema, ROUTES, type User, UserSchema } from '@prospect/contract';
+import { ENV, ErrorBodySchema, ROUTES, type User, UserSchema } from '@prospect/contract';
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
+import { DEFAULT_API_BASE_URL } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { VERSION } from '../version.js';
 import { stripControlsDeep } from './untrusted-text.js';
@@ -12,6 +13,8 @@ export class ApiHttpError extends CliError {
     readonly code: string | undefined,
     message: string,
     readonly headers: Headers,
+    /** The reason phrase of the status line, as the server sent it (may be empty). */
+    readonly statusText = '',
   ) {
     super(message);
   }
@@ -33,13 +36,45 @@ export class ApiHttpError extends CliError {
  * A 401 for the stored session's token, as one line that says why and what to
  * do. Exit 4: the user must log in again.
  */
-export function sessionTokenRejected(err: ApiHttpError, baseUrl: string, done?: string): CliError {
+export function sessionTokenRejected(err: ApiHttpError, baseUrl: string, options: { done?: string; env?: NodeJS.ProcessEnv } = {}): CliError {
   const why = {
     expired: 'Your session has expired on the server',
     revoked: 'Your token was revoked (logged out elsewhere, or by an admin)',
     unknown: 'The server does not recognise your token',
   }[err.tokenProblem ?? 'unknown'];
-  return new CliError(`${why} (${baseUrl})${done ? `; ${done}` : ''} — run \`prospect auth:login\`.`, EXIT.authRequired);
+  const { done, env } = options;
+  return new CliError(`${why} (${baseUrl})${done ? `; ${done}` : ''} — run \`${loginCommandLine(baseUrl, { env })}\`.`, EXIT.authRequired);
+}
+
+/**
+ * The command that logs in to `baseUrl`, for every hint that says to log in
+ * (`token`: with `--token -`). `--api-url` is left out only when a bare
+ * `prospect auth:login` reaches that backend anyway: it is the default one, and
+ * PROSPECT_API_BASE_URL (when `env` is given) does not point elsewhere. Without
+ * a backend, the bare command.
+ */
+export function loginCommandLine(baseUrl?: string, options: { env?: NodeJS.ProcessEnv; token?: boolean } = {}): string {
+  let line = 'prospect auth:login';
+  if (baseUrl !== undefined) {
+    const url = canonicalBaseUrl(baseUrl);
+    const bare = canonicalBaseUrl(options.env?.[ENV.apiBaseUrl] || DEFAULT_API_BASE_URL);
+    if (url !== DEFAULT_API_BASE_URL || url !== bare) line += ` --api-url ${shellWord(url)}`;
+  }
+  return options.token ? `${line} --token -` : line;
+}
+
+/** A hint never throws: a backend that is not a URL is shown as given. */
+function canonicalBaseUrl(input: string): string {
+  try {
+    return normalizeBaseUrl(input);
+  } catch {
+    return input.trim();
+  }
+}
+
+/** Quoted for a POSIX shell when it holds anything but plain URL characters, so the hint can be pasted as it is. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./~-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 /** The server could not be reached at all (refused, DNS, reset, timeout). */
@@ -109,9 +144,24 @@ export class ApiClient {
     this.timeoutMs = options.timeoutMs ?? 15_000;
   }
 
-  async request(method: string, path: string, options: { body?: unknown; token?: string; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<{ status: number; body: unknown; headers: Headers }> {
+  /**
+   * `headers`: more request headers (`prospect api -H`), validated by the caller. They replace
+   * the defaults of the same name, and a name given twice is sent with both values; the token's
+   * Authorization is set last, so no extra header can replace it.
+   */
+  async request(
+    method: string,
+    path: string,
+    options: { body?: unknown; token?: string; signal?: AbortSignal; timeoutMs?: number; headers?: ReadonlyArray<readonly [string, string]> } = {},
+  ): Promise<{ status: number; statusText: string; body: unknown; headers: Headers }> {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const extra = new Set<string>();
+    for (const [name, value] of options.headers ?? []) {
+      const key = name.toLowerCase();
+      headers[key] = extra.has(key) ? `${headers[key]}, ${value}` : value;
+      extra.add(key);
+    }
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     const timeout = AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
@@ -150,9 +200,9 @@ export class ApiClient {
         : res.status === 503
           ? `${new URL(this.baseUrl).host} is briefly unavailable (HTTP 503); try again in a few seconds.`
           : `${method} ${path} failed with HTTP ${res.status}.`;
-      throw new ApiHttpError(res.status, error.success ? error.data.error : undefined, message, res.headers);
+      throw new ApiHttpError(res.status, error.success ? error.data.error : undefined, message, res.headers, res.statusText);
     }
-    return { status: res.status, body, headers: res.headers };
+    return { status: res.status, statusText: res.statusText, body, headers: res.headers };
   }
 
   /** GET /api/cli/auth/me, normalized from any of the seed's three variants (§4.3). */

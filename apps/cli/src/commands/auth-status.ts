@@ -1,4 +1,4 @@
-import { ApiClient, ApiHttpError, normalizeBaseUrl } from '../api-client/api-client.js';
+import { ApiClient, ApiHttpError, loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
 import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
 import { describeExpiry } from '../format.js';
@@ -27,7 +27,7 @@ export const statusCommand: Command = {
       status = { server: normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL), tokenSource: 'PROSPECT_TOKEN', token: fromEnv };
     } else {
       const read = await ctx.store.read();
-      if (read.kind !== 'session') throw notLoggedIn(read);
+      if (read.kind !== 'session') throw notLoggedIn(read, ctx);
       refuseOtherBackend(ctx, read.session);
       const { session } = read;
       status = {
@@ -61,7 +61,7 @@ export const statusCommand: Command = {
       if (status.refreshToken !== undefined) writeLine(ctx.stdout, `Refresh:  ${status.refreshToken ? 'a refresh token is stored' : 'none'}`);
       if (status.serverSays) writeLine(ctx.stdout, `Server says: ${status.serverSays === 'valid' ? 'the token is valid' : `the token is ${status.serverSays}`}`);
     }
-    if (!usable) throw authRequired(`${expired ? 'The session has expired' : `The server says the token is ${status.serverSays}`} — run \`prospect auth:login\`.`);
+    if (!usable) throw authRequired(`${expired ? 'The session has expired' : `The server says the token is ${status.serverSays}`} — run \`${loginCommandLine(status.server, { env: ctx.env })}\`.`);
   },
 };
 

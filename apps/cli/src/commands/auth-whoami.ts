@@ -1,4 +1,4 @@
-import { ApiClient, ApiHttpError, sessionTokenRejected } from '../api-client/api-client.js';
+import { ApiClient, ApiHttpError, loginCommandLine, sessionTokenRejected } from '../api-client/api-client.js';
 import { type CommandContext, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
 import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
@@ -23,7 +23,7 @@ export const whoamiCommand: Command = {
     const read = await ctx.store.read();
     // whoami reports on the session itself, so it reads it rather than going through the guard,
     // but with the guard's check that the session belongs to the backend asked for.
-    if (read.kind !== 'session') throw notLoggedIn(read);
+    if (read.kind !== 'session') throw notLoggedIn(read, ctx);
     let session = read.session;
     refuseOtherBackend(ctx, session);
     let verified = false;
@@ -39,7 +39,7 @@ export const whoamiCommand: Command = {
         if (!(err instanceof ApiHttpError && err.status === 401)) throw err;
         // The server says the token is dead: so is the local session.
         await ctx.store.remove();
-        throw sessionTokenRejected(err, session.apiBaseUrl, 'removed the local session');
+        throw sessionTokenRejected(err, session.apiBaseUrl, { done: 'removed the local session', env: ctx.env });
       }
     }
 
@@ -51,6 +51,6 @@ export const whoamiCommand: Command = {
       writeLine(ctx.stdout, `Session ${describeExpiry(session.expiresAt)}`);
     }
     // An expired session never reads as logged in.
-    if (expired) throw authRequired(`Your session for ${session.apiBaseUrl} (${session.user.email}) expired at ${session.expiresAt} — run \`prospect auth:login\`.`);
+    if (expired) throw authRequired(`Your session for ${session.apiBaseUrl} (${session.user.email}) expired at ${session.expiresAt} — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
   },
 };

@@ -4,6 +4,8 @@ import type { CommandContext } from '../context.js';
 export interface FlagSpec {
   type: 'string' | 'boolean' | 'number';
   shortFlag?: string;
+  /** Repeatable: the value is an array of every occurrence. */
+  isMultiple?: boolean;
   default?: unknown;
 }
 

@@ -1,7 +1,7 @@
 import { DevicePollResponseSchema, ROUTES, type User } from '@prospect/contract';
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
-import { ApiClient, ApiHttpError, ApiUnreachableError } from '../api-client/api-client.js';
+import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine } from '../api-client/api-client.js';
 import { CliError } from '../errors.js';
 
 /** What the person needs to approve the login, normalized from the start response. */
@@ -30,12 +30,19 @@ export const SLOW_DOWN_STEP_MS = 5_000;
 export const RECONNECT_RETRY_MS = 5_000;
 const CANCEL_TIMEOUT_MS = 2_000;
 
+/** Where the device-login errors' hints point: `prospect auth:login`, for this backend. */
+export interface LoginTarget {
+  baseUrl: string;
+  /** PROSPECT_API_BASE_URL decides whether a bare `prospect auth:login` reaches baseUrl. */
+  env?: NodeJS.ProcessEnv;
+}
+
 export class DeviceLoginUnsupportedError extends CliError {
-  constructor(baseUrl: string) {
+  constructor({ baseUrl, env }: LoginTarget) {
     super(
       `${baseUrl} does not offer device login.`,
       1,
-      `Create a token at ${baseUrl}/settings/tokens, then run: prospect auth:login --api-url ${baseUrl} --token -`,
+      `Create a token at ${baseUrl}/settings/tokens, then run: ${loginCommandLine(baseUrl, { env, token: true })}`,
     );
   }
 }
@@ -45,16 +52,16 @@ export class NotProspectServerError extends CliError {
   }
 }
 export class DeviceLoginDeniedError extends CliError {
-  constructor() {
-    super('Login was denied in the browser, or the code expired.', 1, 'Run `prospect auth:login` to try again.');
+  constructor({ baseUrl, env }: LoginTarget) {
+    super('Login was denied in the browser, or the code expired.', 1, `Run \`${loginCommandLine(baseUrl, { env })}\` to try again.`);
   }
 }
 export class DeviceLoginTimeoutError extends CliError {
-  constructor(readonly reason: 'expired' | 'timeout', seconds: number) {
+  constructor(readonly reason: 'expired' | 'timeout', seconds: number, { baseUrl, env }: LoginTarget) {
     super(
       reason === 'expired' ? `The code expired after ${seconds} s without approval.` : `Gave up waiting for approval after ${seconds} s.`,
       1,
-      'Run `prospect auth:login` to get a new code.',
+      `Run \`${loginCommandLine(baseUrl, { env })}\` to get a new code.`,
     );
   }
 }
@@ -106,13 +113,17 @@ const StartVariants = z.object({
   expiresInSeconds: z.int().check(z.positive()),
 });
 
-/** Accepts `verificationUri` for `verificationUrl` (seed §2.2); refuses anything but http(s). */
-export function normalizeStartResponse(body: unknown): DeviceLoginStart {
+/**
+ * Accepts `verificationUri` for `verificationUrl` (seed §2.2); refuses anything but http(s).
+ * `target`: the backend that answered, for the hints (none: a bare `prospect auth:login`).
+ */
+export function normalizeStartResponse(body: unknown, target?: LoginTarget): DeviceLoginStart {
+  const tokenLogin = `Try \`${loginCommandLine(target?.baseUrl, { env: target?.env, token: true })}\` instead.`;
   const parsed = StartVariants.safeParse(body);
   const url = parsed.success ? (parsed.data.verificationUrl ?? parsed.data.verificationUri) : undefined;
   if (!parsed.success || !url) {
     const field = parsed.success ? 'verificationUrl' : parsed.error.issues[0]!.path.join('.') || 'body';
-    throw new CliError(`The server's device-login answer is incomplete or malformed (${field}).`, 1, 'Try `prospect auth:login --token -` instead.');
+    throw new CliError(`The server's device-login answer is incomplete or malformed (${field}).`, 1, tokenLogin);
   }
   if (!httpUrl.safeParse(url).success) {
     throw new CliError(`Refusing to send you to ${JSON.stringify(url)}: not an http(s) address.`);
@@ -120,7 +131,7 @@ export function normalizeStartResponse(body: unknown): DeviceLoginStart {
   const { deviceCode, userCode, intervalSeconds, expiresInSeconds } = parsed.data;
   // The code a person compares with the browser: letters and digits in two groups (seed §2.2), nothing else.
   if (!USER_CODE_FORM.test(userCode)) {
-    throw new CliError(`The server sent a user code that is not of the form XXXX-XXXX: ${JSON.stringify(userCode)}.`, 1, 'Try `prospect auth:login --token -` instead.');
+    throw new CliError(`The server sent a user code that is not of the form XXXX-XXXX: ${JSON.stringify(userCode)}.`, 1, tokenLogin);
   }
   // Shown as parsed, so what is printed is the address the browser will open.
   return { deviceCode, userCode, verificationUrl: new URL(url).href, intervalSeconds, expiresInSeconds };
@@ -135,17 +146,23 @@ export class DeviceLoginClient {
   constructor(
     private readonly api: ApiClient,
     private readonly timing: Timing = realTiming,
+    /** The environment of the command, for the hints (see LoginTarget). */
+    private readonly env?: NodeJS.ProcessEnv,
   ) {}
+
+  private get target(): LoginTarget {
+    return { baseUrl: this.api.baseUrl, env: this.env };
+  }
 
   async start(client: { clientName: string; hostname: string }, signal?: AbortSignal): Promise<DeviceLoginStart> {
     try {
       const { body } = await this.api.request('POST', ROUTES.deviceStart, { body: client, signal });
-      return normalizeStartResponse(body);
+      return normalizeStartResponse(body, this.target);
     } catch (err) {
       if (err instanceof ApiHttpError && [404, 405, 501].includes(err.status)) {
         // A Prospect server answers its own error body: then device login is turned off there.
         if (err.code === undefined) throw new NotProspectServerError(this.api.baseUrl, err.status);
-        throw new DeviceLoginUnsupportedError(this.api.baseUrl);
+        throw new DeviceLoginUnsupportedError(this.target);
       }
       throw err;
     }
@@ -174,9 +191,9 @@ export class DeviceLoginClient {
 
     for (;;) {
       const remaining = deadline - this.timing.now();
-      if (remaining <= 0) throw new DeviceLoginTimeoutError(deadlineReason, waitSeconds);
+      if (remaining <= 0) throw new DeviceLoginTimeoutError(deadlineReason, waitSeconds, this.target);
       await this.timing.sleep(Math.min(delayMs, remaining), signal);
-      if (this.timing.now() >= deadline) throw new DeviceLoginTimeoutError(deadlineReason, waitSeconds);
+      if (this.timing.now() >= deadline) throw new DeviceLoginTimeoutError(deadlineReason, waitSeconds, this.target);
       delayMs = intervalMs;
       try {
         const { body } = await this.api.request('POST', ROUTES.devicePoll, { body: { deviceCode: start.deviceCode }, signal });
@@ -184,7 +201,7 @@ export class DeviceLoginClient {
         failures = 0;
         const answer = DevicePollResponseSchema.safeParse(body);
         if (!answer.success) throw new CliError('The server answered the poll with an unexpected shape.');
-        if (answer.data.status === 'denied') throw new DeviceLoginDeniedError();
+        if (answer.data.status === 'denied') throw new DeviceLoginDeniedError(this.target);
         if (answer.data.status === 'authorized') {
           const { accessToken, refreshToken, expiresAt, user } = answer.data;
           return { accessToken, refreshToken, expiresAt, user };

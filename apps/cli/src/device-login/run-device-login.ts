@@ -13,7 +13,7 @@ import { DeviceLoginClient, DeviceLoginDeniedError, type DeviceLoginResult, type
  * pipes and CI get plain lines without spinner or escape codes.
  */
 export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined): Promise<DeviceLoginResult> {
-  const device = new DeviceLoginClient(api);
+  const device = new DeviceLoginClient(api, undefined, ctx.env);
   const start = await device.start({ clientName: `prospect CLI ${VERSION}`, hostname: hostname() }, ctx.signal);
   const browser = decideBrowser({ interactive: ctx.interactive, requested: ctx.flags.browser !== false, env: ctx.env, platform: process.platform });
 

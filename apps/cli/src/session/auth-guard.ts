@@ -1,14 +1,18 @@
 import { ENV, type SessionFile } from '@prospect/contract';
-import { normalizeBaseUrl } from '../api-client/api-client.js';
+import { loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
 import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { authRequired, type CliError } from '../errors.js';
 import type { SessionRead } from './session-store.js';
 
-/** No usable session file: none at all, or one that is corrupt, partial or wrongly typed. */
-export function notLoggedIn(read: Exclude<SessionRead, { kind: 'session' }>): CliError {
-  return read.kind === 'none'
-    ? authRequired('Not logged in — run `prospect auth:login`.')
-    : authRequired(`Not logged in: ${read.reason} — run \`prospect auth:login\`.`);
+/**
+ * No usable session file: none at all, or one that is corrupt, partial or wrongly typed.
+ * The hint logs in to the backend asked for (--api-url, PROSPECT_API_BASE_URL), if any;
+ * one that is not a URL is a usage error first.
+ */
+export function notLoggedIn(read: Exclude<SessionRead, { kind: 'session' }>, ctx: Pick<CommandContext, 'flags' | 'env'>): CliError {
+  const asked = requestedApiUrl(ctx);
+  const login = loginCommandLine(asked === undefined ? undefined : normalizeBaseUrl(asked), { env: ctx.env });
+  return read.kind === 'none' ? authRequired(`Not logged in — run \`${login}\`.`) : authRequired(`Not logged in: ${read.reason} — run \`${login}\`.`);
 }
 
 /**
@@ -37,12 +41,14 @@ async function requireFileSession(ctx: CommandContext, now: number): Promise<Ses
     // Still never hand a token to a backend it was not issued by.
     return read.kind === 'session' && !isForAnotherBackend(read.session) ? read.session : undefined;
   }
-  if (read.kind !== 'session') throw notLoggedIn(read);
+  if (read.kind !== 'session') throw notLoggedIn(read, ctx);
   const { session } = read;
-  if (Date.parse(session.expiresAt) <= now) {
-    throw authRequired(`Session expired at ${session.expiresAt} — run \`prospect auth:login\`.`);
-  }
+  // The backend first: an expired session for another backend than the one asked for
+  // must say to log in to the one asked for.
   refuseOtherBackend(ctx, session);
+  if (Date.parse(session.expiresAt) <= now) {
+    throw authRequired(`Session expired at ${session.expiresAt} — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
+  }
   return session;
 }
 
@@ -51,5 +57,5 @@ export function refuseOtherBackend(ctx: CommandContext, session: SessionFile): v
   const asked = requestedApiUrl(ctx);
   if (asked === undefined || normalizeBaseUrl(asked) === normalizeBaseUrl(session.apiBaseUrl)) return;
   const other = normalizeBaseUrl(asked);
-  throw authRequired(`Your session is for ${session.apiBaseUrl}, not ${other} — run \`prospect auth:login --api-url ${other}\`.`);
+  throw authRequired(`Your session is for ${session.apiBaseUrl}, not ${other} — run \`${loginCommandLine(other, { env: ctx.env })}\`.`);
 }

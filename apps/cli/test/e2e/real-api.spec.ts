@@ -91,7 +91,7 @@ describe('auth:whoami', () => {
     const run = await box.run(['auth:whoami', '--verify']);
     expect(run.code).toBe(4);
     expect(run.stderr).toBe(
-      `Error: Your token was revoked (logged out elsewhere, or by an admin) (${api.baseUrl}); removed the local session — run \`prospect auth:login\`.\n`,
+      `Error: Your token was revoked (logged out elsewhere, or by an admin) (${api.baseUrl}); removed the local session — run \`prospect auth:login --api-url ${api.baseUrl}\`.\n`,
     );
     expect(box.hasSession()).toBe(false);
   });
@@ -124,7 +124,8 @@ describe('the guard in front of `prospect api`', () => {
     const probe = `/api/guard-probe-expired-${Date.now()}`;
     const run = await box.run(['api', probe]);
     expect(run.code).toBe(4);
-    expect(run.stderr).toMatch(/^Error: Session expired at .* — run `prospect auth:login`\.\n$/);
+    expect(run.stderr).toMatch(/^Error: Session expired at .* — run `prospect auth:login --api-url http:\/\/[^`]+`\.\n$/);
+    expect(run.stderr).toContain(`--api-url ${api.baseUrl}\``);
     expect(requestsLoggedFor(api, probe)).toBe(0);
   });
 
