@@ -152,10 +152,19 @@ export class ApiClient {
   async request(
     method: string,
     path: string,
-    options: { body?: unknown; token?: string; signal?: AbortSignal; timeoutMs?: number; headers?: ReadonlyArray<readonly [string, string]> } = {},
+    options: {
+      body?: unknown;
+      /** A form-encoded body instead (the OAuth endpoints). */
+      form?: Record<string, string>;
+      token?: string;
+      signal?: AbortSignal;
+      timeoutMs?: number;
+      headers?: ReadonlyArray<readonly [string, string]>;
+    } = {},
   ): Promise<{ status: number; statusText: string; body: unknown; headers: Headers }> {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
     const extra = new Set<string>();
     for (const [name, value] of options.headers ?? []) {
       const key = name.toLowerCase();
@@ -170,7 +179,7 @@ export class ApiClient {
       res = await this.fetchImpl(this.baseUrl + path, {
         method,
         headers,
-        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        body: options.form !== undefined ? new URLSearchParams(options.form).toString() : options.body === undefined ? undefined : JSON.stringify(options.body),
         signal,
       });
     } catch (err) {

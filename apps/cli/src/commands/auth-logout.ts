@@ -1,6 +1,6 @@
-import { ROUTES } from '@prospect/contract';
 import { ApiClient } from '../api-client/api-client.js';
 import { type CommandContext, writeLine } from '../context.js';
+import { revokeSession } from '../session/refresh.js';
 import type { Command } from './command.js';
 
 /** Revoking on the server is a courtesy: offline, logging out still works. */
@@ -8,7 +8,7 @@ const REVOKE_TIMEOUT_MS = 3_000;
 
 export const logoutCommand: Command = {
   name: 'auth:logout',
-  description: 'Log out: revoke the token and remove the local session',
+  description: 'Log out: revoke the session on the server (every token of it) and remove the local session',
   usage: `
   Usage
     $ prospect auth:logout
@@ -20,10 +20,7 @@ export const logoutCommand: Command = {
     let revoked = false;
     if (read.kind === 'session') {
       const api = new ApiClient({ baseUrl: read.session.apiBaseUrl, fetch: ctx.fetch, timeoutMs: REVOKE_TIMEOUT_MS });
-      revoked = await api
-        .request('POST', ROUTES.logout, { token: read.session.accessToken })
-        .then(() => true)
-        .catch(() => false);
+      revoked = await revokeSession(api, read.session);
     }
     const removed = await ctx.store.remove();
     if (read.kind === 'session') {

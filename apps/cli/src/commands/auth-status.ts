@@ -3,6 +3,7 @@ import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, w
 import { authRequired } from '../errors.js';
 import { describeExpiry } from '../format.js';
 import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
+import { needsRefresh, refreshSession } from '../session/refresh.js';
 import { apiUrlFlag, type Command } from './command.js';
 
 /** `prospect auth:status`, like `gh auth status`: what the CLI would authenticate with, and where it comes from. */
@@ -29,7 +30,9 @@ export const statusCommand: Command = {
       const read = await ctx.store.read();
       if (read.kind !== 'session') throw notLoggedIn(read, ctx);
       refuseOtherBackend(ctx, read.session);
-      const { session } = read;
+      let { session } = read;
+      // --verify asks the server about the token a command would use: renewed first, if due.
+      if (ctx.flags.verify && needsRefresh(session)) session = (await refreshSession(ctx, session)).session;
       status = {
         server: session.apiBaseUrl,
         tokenSource: ctx.store.path,
@@ -49,7 +52,8 @@ export const statusCommand: Command = {
       }
     }
     const expired = status.expiresAt !== undefined && Date.parse(status.expiresAt) <= Date.now();
-    const usable = !expired && (status.serverSays === undefined || status.serverSays === 'valid');
+    // An expired access token with a refresh token is renewed by the next command.
+    const usable = (!expired || status.refreshToken === true) && (status.serverSays === undefined || status.serverSays === 'valid');
     const { token: _secret, ...shown } = status;
     if (ctx.flags.json) {
       writeLine(ctx.stdout, JSON.stringify({ ...shown, expired, usable }, null, 2));
@@ -58,7 +62,9 @@ export const statusCommand: Command = {
       writeLine(ctx.stdout, `User:     ${status.user ? `${status.user.name} <${status.user.email}>` : 'not known until --verify'}`);
       writeLine(ctx.stdout, `Token:    from ${status.tokenSource === 'PROSPECT_TOKEN' ? 'the PROSPECT_TOKEN environment variable' : status.tokenSource}`);
       if (status.expiresAt) writeLine(ctx.stdout, `Expires:  ${describeExpiry(status.expiresAt)}`);
-      if (status.refreshToken !== undefined) writeLine(ctx.stdout, `Refresh:  ${status.refreshToken ? 'a refresh token is stored' : 'none'}`);
+      if (status.refreshToken !== undefined) {
+        writeLine(ctx.stdout, `Refresh:  ${status.refreshToken ? 'a refresh token is stored; the access token is renewed when it expires' : 'none'}`);
+      }
       if (status.serverSays) writeLine(ctx.stdout, `Server says: ${status.serverSays === 'valid' ? 'the token is valid' : `the token is ${status.serverSays}`}`);
     }
     if (!usable) throw authRequired(`${expired ? 'The session has expired' : `The server says the token is ${status.serverSays}`} — run \`${loginCommandLine(status.server, { env: ctx.env })}\`.`);

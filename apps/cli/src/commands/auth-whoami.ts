@@ -2,6 +2,7 @@ import { ApiClient, ApiHttpError, loginCommandLine, sessionTokenRejected } from 
 import { type CommandContext, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
 import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
+import { needsRefresh, refreshSession } from '../session/refresh.js';
 import { describeExpiry } from '../format.js';
 import { apiUrlFlag, type Command } from './command.js';
 
@@ -14,7 +15,10 @@ export const whoamiCommand: Command = {
 
   Options
     --api-url  Check that the session is for this server
-    --verify   Check the session with the server (GET /api/cli/auth/me) and refresh it
+    --verify   Check the session with the server (GET /api/cli/auth/me) and update it
+
+  An access token that expires within a minute is first renewed with the session's refresh
+  token, as every command does.
     --json     Print the session as JSON, for scripts
 `,
   flags: { ...apiUrlFlag, verify: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
@@ -27,6 +31,8 @@ export const whoamiCommand: Command = {
     let session = read.session;
     refuseOtherBackend(ctx, session);
     let verified = false;
+    let refreshed = false;
+    if (needsRefresh(session)) ({ session, refreshed } = await refreshSession(ctx, session));
 
     if (ctx.flags.verify) {
       const api = new ApiClient({ baseUrl: session.apiBaseUrl, fetch: ctx.fetch });
@@ -45,10 +51,19 @@ export const whoamiCommand: Command = {
 
     const expired = Date.parse(session.expiresAt) <= Date.now();
     if (ctx.flags.json) {
-      writeLine(ctx.stdout, JSON.stringify({ user: session.user, apiBaseUrl: session.apiBaseUrl, expiresAt: session.expiresAt, expired, verified }, null, 2));
+      writeLine(
+        ctx.stdout,
+        JSON.stringify({ user: session.user, apiBaseUrl: session.apiBaseUrl, expiresAt: session.expiresAt, expired, verified, refreshed, refreshable: Boolean(session.refreshToken) }, null, 2),
+      );
     } else if (!expired) {
       writeLine(ctx.stdout, `Logged in to ${session.apiBaseUrl} as ${session.user.name} <${session.user.email}>${verified ? ' (verified)' : ''}`);
-      writeLine(ctx.stdout, `Session ${describeExpiry(session.expiresAt)}`);
+      if (refreshed) writeLine(ctx.stdout, 'Refreshed the session: a new access token and refresh token are saved.');
+      writeLine(
+        ctx.stdout,
+        session.refreshToken
+          ? `Access token ${describeExpiry(session.expiresAt)}; renewed automatically with the session's refresh token`
+          : `Session ${describeExpiry(session.expiresAt)}`,
+      );
     }
     // An expired session never reads as logged in.
     if (expired) throw authRequired(`Your session for ${session.apiBaseUrl} (${session.user.email}) expired at ${session.expiresAt} — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);

@@ -3,9 +3,13 @@
  * token login, whoami, logout, the guard, and a device login approved the way
  * the approval page does it.
  */
+import { existsSync } from 'node:fs';
+import { mkdir, utimes } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ROUTES } from '@prospect/contract';
 import { assertBuilt, makeSandbox, type Sandbox, validSession } from '../support/run-cli.js';
-import { approve, createUser, deny, deviceLoginToken, requestsLoggedFor, startRealApi, type TestApp } from '../support/real-api.js';
+import { approve, authorizedPoll, cliToken, createUser, deny, requestsLoggedFor, startRealApi, type TestApp } from '../support/real-api.js';
 
 let api: TestApp;
 let person: Awaited<ReturnType<typeof createUser>>;
@@ -24,7 +28,7 @@ const meStatus = async (token: string) => (await fetch(api.baseUrl + ROUTES.me, 
 
 describe('auth:login --token', () => {
   it('verifies the token with GET /me, then writes the session', async () => {
-    const token = await deviceLoginToken(api, person);
+    const token = await cliToken(api, person);
     const run = await box.run(['auth:login', '--api-url', api.baseUrl, '--token', token]);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(`Logged in as Grace Hopper <${person.email}> on ${api.baseUrl}.\n`);
@@ -40,7 +44,7 @@ describe('auth:login --token', () => {
   });
 
   it('reads the token from stdin with --token - (out of shell history and ps)', async () => {
-    const token = await deviceLoginToken(api, person);
+    const token = await cliToken(api, person);
     const run = await box.run(['auth:login', '--token', '-'], { env: { PROSPECT_API_BASE_URL: api.baseUrl }, stdin: `${token}\n` });
     expect(run.code).toBe(0);
     expect((await box.readSession()).accessToken).toBe(token);
@@ -52,7 +56,7 @@ describe('auth:login --token', () => {
     expect(unknown.stderr).toBe(
       `Error: ${api.baseUrl} refused the token: it is not a valid token. Nothing was saved.\nCreate a new one at ${api.baseUrl}/settings/tokens\n`,
     );
-    const revokedToken = await deviceLoginToken(api, person);
+    const revokedToken = await cliToken(api, person);
     await fetch(api.baseUrl + ROUTES.logout, { method: 'POST', headers: { authorization: `Bearer ${revokedToken}` } });
     const revoked = await box.run(['auth:login', '--api-url', api.baseUrl, '--token', revokedToken]);
     expect(revoked.code).toBe(1);
@@ -63,7 +67,7 @@ describe('auth:login --token', () => {
 
 describe('auth:whoami', () => {
   it('reads the session file alone; --verify round-trips /me and refreshes the stored user', async () => {
-    const token = await deviceLoginToken(api, person);
+    const token = await cliToken(api, person);
     await box.run(['auth:login', '--api-url', api.baseUrl, '--token', token]);
 
     const local = await box.run(['auth:whoami']);
@@ -79,13 +83,15 @@ describe('auth:whoami', () => {
       expiresAt: expect.any(String),
       expired: false,
       verified: true,
+      refreshed: false,
+      refreshable: false,
     });
     expect((await box.readSession()).user.name).toBe('Rear Admiral Grace Hopper');
     await api.dataSource.query('UPDATE users SET name = $1 WHERE id = $2', ['Grace Hopper', person.id]);
   });
 
   it('--verify with a revoked token: says so, removes the local session, with the fix, exit 4', async () => {
-    const token = await deviceLoginToken(api, person);
+    const token = await cliToken(api, person);
     await box.writeSession(validSession(api.baseUrl, { accessToken: token }));
     await fetch(api.baseUrl + ROUTES.logout, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
     const run = await box.run(['auth:whoami', '--verify']);
@@ -99,7 +105,7 @@ describe('auth:whoami', () => {
 
 describe('auth:logout', () => {
   it('revokes the token on the server and removes the session file', async () => {
-    const token = await deviceLoginToken(api, person);
+    const token = await cliToken(api, person);
     await box.run(['auth:login', '--api-url', api.baseUrl, '--token', token]);
     expect(await meStatus(token)).toBe(200);
     const run = await box.run(['auth:logout']);
@@ -111,7 +117,7 @@ describe('auth:logout', () => {
 
 describe('the guard in front of `prospect api`', () => {
   it('runs the request with a valid session', async () => {
-    const token = await deviceLoginToken(api, person);
+    const token = await cliToken(api, person);
     await box.run(['auth:login', '--api-url', api.baseUrl, '--token', token]);
     const run = await box.run(['api', ROUTES.me]);
     expect(run.code).toBe(0);
@@ -119,7 +125,7 @@ describe('the guard in front of `prospect api`', () => {
   });
 
   it('an expired session: exit 4 before the command’s code runs (the API never sees the request)', async () => {
-    const token = await deviceLoginToken(api, person);
+    const token = await cliToken(api, person);
     await box.writeSession(validSession(api.baseUrl, { accessToken: token, expiresAt: new Date(Date.now() - 60_000).toISOString() }));
     const probe = `/api/guard-probe-expired-${Date.now()}`;
     const run = await box.run(['api', probe]);
@@ -130,7 +136,7 @@ describe('the guard in front of `prospect api`', () => {
   });
 
   it('a session for another backend: refused, the token is not sent anywhere', async () => {
-    const token = await deviceLoginToken(api, person);
+    const token = await cliToken(api, person);
     await box.writeSession(validSession('http://prospect.example.com', { accessToken: token }));
     const probe = `/api/guard-probe-other-${Date.now()}`;
     const run = await box.run(['api', probe, '--api-url', api.baseUrl]);
@@ -169,6 +175,7 @@ describe('auth:login (device login, plain output)', () => {
     expect(run.stdout).toContain(`Logged in as Grace Hopper <${person.email}> on ${api.baseUrl}.`);
     const session = await box.readSession();
     expect(await meStatus(session.accessToken)).toBe(200);
+    expect(session.refreshToken).toMatch(/^prsr_/);
   });
 
   it('denied: a clear failure, exit 1, nothing written', async () => {
@@ -176,5 +183,119 @@ describe('auth:login (device login, plain output)', () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('Error: Login was denied in the browser, or the code expired.');
     expect(box.hasSession()).toBe(false);
+  });
+});
+
+describe('refreshing the session (issue #14)', () => {
+  /** A session from a real device login whose access token the CLI must treat as expired. */
+  const expiredSession = async () => {
+    const { body } = await authorizedPoll(api, person);
+    const session = {
+      accessToken: body.accessToken,
+      refreshToken: body.refreshToken,
+      apiBaseUrl: api.baseUrl,
+      user: body.user,
+      expiresAt: new Date(Date.now() - 1000).toISOString(),
+      createdAt: new Date(Date.now() - 3_600_000).toISOString(),
+    };
+    await box.writeSession(session);
+    return session;
+  };
+  const refreshEvents = async (accessToken: string) => {
+    const [{ device_login_id: family }] = await api.dataSource.query(
+      `SELECT device_login_id FROM access_tokens WHERE token_hash = sha256($1::text::bytea)`,
+      [accessToken],
+    );
+    return api.dataSource.query(`SELECT type FROM auth_events WHERE detail ->> 'deviceLoginId' = $1 AND type IN ('token.refresh', 'token.reuse', 'token.revoke_family')`, [family]);
+  };
+
+  it('an expired access token with a valid refresh token: the guard renews it, the command runs, the file holds the new pair', async () => {
+    const old = await expiredSession();
+    const run = await box.run(['api', '/api/cli/auth/me']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout).user.email).toBe(person.email);
+    const renewed = await box.readSession();
+    expect(renewed).toEqual({ ...old, accessToken: expect.stringMatching(/^prs_/), refreshToken: expect.stringMatching(/^prsr_/), expiresAt: expect.any(String) });
+    expect(renewed.accessToken).not.toBe(old.accessToken);
+    expect(renewed.refreshToken).not.toBe(old.refreshToken);
+    expect(Date.parse(renewed.expiresAt)).toBeGreaterThan(Date.now() + 3_500_000);
+    expect(await meStatus(renewed.accessToken)).toBe(200);
+  });
+
+  it('two CLI processes refreshing at once both succeed, with one refresh on the server and no reuse', async () => {
+    const old = await expiredSession();
+    const runs = await Promise.all([box.run(['api', '/api/cli/auth/me']), box.run(['auth:token']), box.run(['api', '/api/cli/auth/me'])]);
+    for (const run of runs) expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    const renewed = await box.readSession();
+    expect(runs[1]!.stdout).toBe(`${renewed.accessToken}\n`);
+    expect(await meStatus(renewed.accessToken)).toBe(200);
+    expect((await refreshEvents(old.accessToken)).map((e: { type: string }) => e.type)).toEqual(['token.refresh']);
+    expect(existsSync(`${box.sessionPath}.lock`)).toBe(false);
+  });
+
+  it('a lock left by a process killed mid-refresh is taken over', async () => {
+    await expiredSession();
+    const lock = `${box.sessionPath}.lock`;
+    await mkdir(lock);
+    const longAgo = new Date(Date.now() - 60_000);
+    await utimes(lock, longAgo, longAgo);
+    const run = await box.run(['auth:token']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(`${(await box.readSession()).accessToken}\n`);
+    expect(existsSync(lock)).toBe(false);
+  });
+
+  it('auth:status tells that an expired access token is renewed by the next command; --verify renews it', async () => {
+    await expiredSession();
+    const offline = await box.run(['auth:status', '--json']);
+    expect(offline.code).toBe(0);
+    expect(JSON.parse(offline.stdout)).toMatchObject({ expired: true, usable: true, refreshToken: true });
+    const verified = await box.run(['auth:status', '--verify']);
+    expect(verified.code).toBe(0);
+    expect(verified.stdout).toContain('Server says: the token is valid');
+    expect(verified.stdout).toMatch(/Expires: {2}expires .* \(in 60 minutes\)/);
+  });
+
+  it('a revoked family: the session is removed and the command exits 4 with the login hint', async () => {
+    const old = await expiredSession();
+    await fetch(api.baseUrl + ROUTES.logout, { method: 'POST', headers: { authorization: `Bearer ${old.accessToken}` } });
+    const run = await box.run(['api', '/api/cli/auth/me'], { env: { PROSPECT_API_BASE_URL: api.baseUrl } });
+    expect(run.code).toBe(4);
+    expect(run.stderr).toBe(`Error: This session has been revoked. The local session is removed — run \`prospect auth:login --api-url ${api.baseUrl}\`.\n`);
+    expect(box.hasSession()).toBe(false);
+  });
+
+  it('a server out of reach keeps the session and exits 1', async () => {
+    const old = await expiredSession();
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    await box.writeSession({ ...old, apiBaseUrl: `http://127.0.0.1:${closed}` });
+    const run = await box.run(['api', '/api/cli/auth/me']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^Error: Could not refresh the session: Cannot reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
+    expect((await box.readSession()).refreshToken).toBe(old.refreshToken);
+  });
+
+  it('auth:whoami --verify refreshes when needed and says so', async () => {
+    await expiredSession();
+    const run = await box.run(['auth:whoami', '--verify']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('Refreshed the session: a new access token and refresh token are saved.');
+    expect(run.stdout).toMatch(/\(verified\)/);
+    expect(run.stdout).toMatch(/Access token expires .* \(in 60 minutes\); renewed automatically/);
+  });
+
+  it('auth:logout revokes the whole family on the server, even with the access token expired', async () => {
+    const old = await expiredSession();
+    const run = await box.run(['auth:logout']);
+    expect(run.stdout).toBe(`Logged out of ${api.baseUrl}.\n`);
+    const refresh = await fetch(api.baseUrl + ROUTES.refresh, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refreshToken: old.refreshToken }) });
+    expect(refresh.status).toBe(401);
+    expect(await meStatus(old.accessToken)).toBe(401);
   });
 });

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { assertBuilt, makeSandbox, PROSPECT_JS, type Sandbox } from '../support/run-cli.js';
-import { approve, createUser, deviceLoginToken, startRealApi, type TestApp } from '../support/real-api.js';
+import { approve, cliToken, createUser, startRealApi, type TestApp } from '../support/real-api.js';
 
 const TMUX = ['/usr/bin/tmux', '/usr/local/bin/tmux', '/opt/homebrew/bin/tmux'].find((path) => existsSync(path));
 const server = `prospect-cli-test-${process.pid}`;
@@ -77,7 +77,7 @@ describe('auth:login --token - at a terminal', () => {
 
   it('never shows the pasted token, lets the person correct a typo, and logs in', async () => {
     const person = await createUser(api, { name: 'Grace Hopper', email: `grace-${Date.now()}@example.com` });
-    const token = await deviceLoginToken(api, person);
+    const token = await cliToken(api, person);
     const sandbox = await makeSandbox();
     try {
       await startTokenLogin('token', sandbox);

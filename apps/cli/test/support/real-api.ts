@@ -4,10 +4,14 @@
  * (embedded Postgres, or TEST_DATABASE_URL in CI). Approving a device login
  * goes through the same service the approval page calls.
  */
-import { approve, createUser, deviceLoginToken, deny } from '../../../api/test/support/fixtures.js';
+import { TokensService } from '../../../api/src/tokens/tokens.service.js';
+import { approve, authorizedPoll, createUser, deny } from '../../../api/test/support/fixtures.js';
 import { startTestApp, type TestApp } from '../../../api/test/support/test-app.js';
 
-export { approve, createUser, deny, deviceLoginToken, type TestApp };
+export { approve, authorizedPoll, createUser, deny, type TestApp };
+
+/** A long-lived CLI token without a refresh token, as the tokens page creates one (for `--token`). */
+export const cliToken = async (api: TestApp, user: { id: string }) => (await api.app.get(TokensService).issue({ userId: user.id, origin: 'direct' })).accessToken;
 
 /** Polls every second instead of five, so a device login test takes seconds. */
 export const startRealApi = () => startTestApp({ env: { DEVICE_POLL_INTERVAL_SECONDS: '1' } });

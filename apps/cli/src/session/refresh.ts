@@ -1,0 +1,102 @@
+import { AuthorizedResponseSchema, CLI_CLIENT_ID, OAUTH_ROUTES, ROUTES, type SessionFile } from '@prospect/contract';
+import { ApiClient, ApiHttpError, loginCommandLine } from '../api-client/api-client.js';
+import type { CommandContext } from '../context.js';
+import { authRequired, CliError } from '../errors.js';
+import type { SessionStore } from './session-store.js';
+
+/** A session whose access token expires within this is refreshed before a command uses it. */
+export const REFRESH_AHEAD_MS = 60_000;
+/** How long a second CLI process waits for the first one's refresh before giving up. */
+export const LOCK_WAIT_MS = 10_000;
+/** A lock untouched this long belongs to a process that died mid-refresh: it is taken over. */
+const LOCK_STALE_MS = 15_000;
+
+/** True when the session would be refreshed before use: it has a refresh token and expires within a minute. */
+export function needsRefresh(session: SessionFile, now = Date.now()): boolean {
+  return session.refreshToken !== undefined && Date.parse(session.expiresAt) - now <= REFRESH_AHEAD_MS;
+}
+
+export type RefreshResult = { session: SessionFile; refreshed: boolean };
+
+/**
+ * Renews a session that expires within a minute with its refresh token (the server rotates it),
+ * and writes the new pair atomically. Two CLI processes refreshing at once take turns on a lock
+ * file beside the session (proper-lockfile: an exclusive mkdir, taken over when stale), and the
+ * second finds the first one's new session instead of presenting the used refresh token again,
+ * which the server would take for a reuse.
+ *
+ * A refusal (reused, revoked, expired) ends the session: the file is removed and the error
+ * (exit 4) says how to log in again. A network failure keeps the session: exit 1, or, while
+ * the access token still works, the session as it is.
+ */
+export async function refreshSession(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 'signal'>, session: SessionFile, now = Date.now): Promise<RefreshResult> {
+  if (!needsRefresh(session, now())) return { session, refreshed: false };
+  // Loaded on first use: most runs never refresh, and startup time counts.
+  const { lock } = await import('proper-lockfile');
+  let release: () => Promise<void>;
+  try {
+    release = await lock(ctx.store.path, {
+      realpath: false,
+      stale: LOCK_STALE_MS,
+      retries: { retries: Math.ceil(LOCK_WAIT_MS / 100), minTimeout: 50, maxTimeout: 200, factor: 1.2 },
+    });
+  } catch (err) {
+    throw new CliError(
+      `Another prospect process is refreshing the session and did not finish within ${LOCK_WAIT_MS / 1000} s (${(err as Error).message}).`,
+      1,
+      `If no other prospect is running, remove ${ctx.store.path}.lock and try again.`,
+    );
+  }
+  try {
+    // Whoever held the lock before us may have refreshed already.
+    const current = await ctx.store.read();
+    if (current.kind !== 'session' || current.session.apiBaseUrl !== session.apiBaseUrl) {
+      throw authRequired(`The session changed while refreshing it — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
+    }
+    if (!needsRefresh(current.session, now())) return { session: current.session, refreshed: current.session.accessToken !== session.accessToken };
+    return { session: await exchange(ctx, current.session, now), refreshed: true };
+  } finally {
+    await release().catch(() => undefined);
+  }
+}
+
+async function exchange(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 'signal'>, session: SessionFile, now: () => number): Promise<SessionFile> {
+  const api = new ApiClient({ baseUrl: session.apiBaseUrl, fetch: ctx.fetch });
+  let body: unknown;
+  try {
+    ({ body } = await api.request('POST', ROUTES.refresh, { body: { refreshToken: session.refreshToken }, signal: ctx.signal }));
+  } catch (err) {
+    if (err instanceof ApiHttpError && err.status === 401) {
+      await ctx.store.remove();
+      throw authRequired(
+        `${err.message.replace(/\s*Run `prospect auth:login`.*$/, '')} The local session is removed — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`,
+      );
+    }
+    // Unreachable, 5xx, ...: the session stays; while its access token works, so does the command.
+    if (Date.parse(session.expiresAt) > now()) return session;
+    if (err instanceof CliError) throw new CliError(`Could not refresh the session: ${err.message}`, 1, err.hint ?? 'The session is kept; try again when the server is back.');
+    throw err;
+  }
+  const answer = AuthorizedResponseSchema.safeParse(body);
+  if (!answer.success) throw new CliError(`${session.apiBaseUrl} answered the refresh with an unexpected shape; the session is kept.`, 1, 'Is it a Prospect server?');
+  const { accessToken, refreshToken, expiresAt, user } = answer.data;
+  const renewed: SessionFile = { ...session, accessToken, expiresAt, user, ...(refreshToken ? { refreshToken } : {}) };
+  await ctx.store.write(renewed);
+  return renewed;
+}
+
+/**
+ * Ends the session on the server: the refresh token revokes its whole family (RFC 7009), so a
+ * logout works even after the access token expired; without one, the access token is revoked.
+ * Resolves false when the server could not be told.
+ */
+export async function revokeSession(api: ApiClient, session: SessionFile): Promise<boolean> {
+  const revoke = session.refreshToken
+    ? api.request('POST', OAUTH_ROUTES.revoke, { form: { token: session.refreshToken, token_type_hint: 'refresh_token', client_id: CLI_CLIENT_ID } })
+    : api.request('POST', ROUTES.logout, { token: session.accessToken });
+  return revoke.then(
+    () => true,
+    () => false,
+  );
+}
+
