@@ -2,7 +2,8 @@ import { ROUTES } from '@prospect/contract';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { VerifiedTokenCache } from '../src/tokens/verified-token-cache.js';
 import { FakeClock } from './support/fake-clock.js';
-import { createUser } from './support/fixtures.js';
+import { REFRESH_GRACE_SECONDS } from '../src/tokens/refresh-tokens.service.js';
+import { authorizedPoll, createUser } from './support/fixtures.js';
 import { get, post } from './support/http.js';
 import { type Replica, startReplica, startTestApp, type TestApp } from './support/test-app.js';
 
@@ -73,6 +74,17 @@ describe('verified-token cache and revocation', () => {
     expect((await me(b, t)).status).toBe(200);
     expect((await post(b.target, ROUTES.logout, undefined, t)).status).toBe(204);
     expect(await eventually(async () => (await me(a, t)).status === 401, 2_000)).toBe(true);
+  });
+
+  it('sees a refresh token reused on another instance: every cached token of the family is refused there too', async () => {
+    const user = await createUser(a);
+    const first = (await authorizedPoll(a, user)).body;
+    const second = (await post(a, ROUTES.refresh, { refreshToken: first.refreshToken })).body;
+    expect((await me(b, first.accessToken)).status).toBe(200);
+    expect((await me(b, second.accessToken)).status).toBe(200);
+    clock.advanceSeconds(REFRESH_GRACE_SECONDS + 1);
+    expect((await post(a, ROUTES.refresh, { refreshToken: first.refreshToken })).status).toBe(401);
+    expect(await eventually(async () => (await me(b, first.accessToken)).status === 401 && (await me(b, second.accessToken)).status === 401, 2_000)).toBe(true);
   });
 
   it('sees a revocation made by hand in SQL (the trigger announces it)', async () => {
