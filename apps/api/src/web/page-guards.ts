@@ -8,6 +8,8 @@ import type { WebUser } from '../web-sessions/web-account.js';
 export interface WebAccount {
   user: WebUser;
   csrfToken: string;
+  /** The layout links the admin pages for admins only. */
+  isAdmin: boolean;
 }
 
 /** A page for signed-in people only was asked for without a session. */
@@ -21,6 +23,13 @@ export class SignInRequired extends Error {
 export class FormRefused extends Error {
   constructor(readonly returnTo: string) {
     super('form refused');
+  }
+}
+
+/** A signed-in person who is not an admin asked for an admin page. */
+export class AdminRequired extends Error {
+  constructor() {
+    super('admin required');
   }
 }
 
@@ -41,6 +50,15 @@ export class SignedInGuard implements CanActivate {
   }
 }
 
+/** After SignedInGuard: lets admins through; everyone else gets a 403 page. */
+@Injectable()
+export class AdminGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    if (context.switchToHttp().getRequest<Request>().webUser?.role === 'admin') return true;
+    throw new AdminRequired();
+  }
+}
+
 /** Every form post carries the session's CSRF token (csrf-sync); a missing or wrong one is refused before anything runs. */
 @Injectable()
 export class CsrfGuard implements CanActivate {
@@ -53,18 +71,23 @@ export class CsrfGuard implements CanActivate {
 
 /** The signed-in person for the layout, or undefined. */
 export function accountOf(req: Request, csrf: CsrfService): WebAccount | undefined {
-  return req.webUser ? { user: req.webUser, csrfToken: csrf.tokenFor(req) } : undefined;
+  return req.webUser ? { user: req.webUser, csrfToken: csrf.tokenFor(req), isAdmin: req.webUser.role === 'admin' } : undefined;
 }
 
-/** Turns the two refusals above into what a browser should see. */
-@Catch(SignInRequired, FormRefused)
+/** Turns the refusals above into what a browser should see. */
+@Catch(SignInRequired, FormRefused, AdminRequired)
 export class PageRefusalFilter implements ExceptionFilter {
   constructor(private readonly csrf: CsrfService) {}
 
-  catch(refusal: SignInRequired | FormRefused, host: ArgumentsHost): void {
+  catch(refusal: SignInRequired | FormRefused | AdminRequired, host: ArgumentsHost): void {
     const req = host.switchToHttp().getRequest<Request>();
     const res = host.switchToHttp().getResponse<Response>();
     if (refusal instanceof SignInRequired) return res.redirect(303, `/login?next=${encodeURIComponent(refusal.returnTo)}`);
+    if (refusal instanceof AdminRequired) {
+      const heading = 'Administrators only';
+      const message = 'This page is for Prospect administrators. If you need something changed here, ask one of them.';
+      return res.status(403).render('error', { title: heading, heading, message, account: accountOf(req, this.csrf) });
+    }
     res.status(403).render('form-refused', { title: 'Request refused', back: refusal.returnTo, account: accountOf(req, this.csrf) });
   }
 }

@@ -1,5 +1,4 @@
 import { ROUTES } from '@prospect/contract';
-import supertest from 'supertest';
 import { hashSessionId } from '../../src/web-sessions/hashed-session-store.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { UsersService } from '../../src/users/users.service.js';
@@ -8,18 +7,7 @@ import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { scryptHash } from '../support/legacy-password.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-
-/** A browser without the browser: a supertest agent keeps the cookies between requests. */
-function webClient(api: TestApp) {
-  const agent = supertest.agent(api.app.getHttpServer());
-  const send = async (method: 'GET' | 'POST', path: string, form?: Record<string, string>, headers: Record<string, string> = {}) => {
-    const req = method === 'GET' ? agent.get(path) : agent.post(path).type('form').send(form ?? {});
-    const res = await req.set(headers).redirects(0);
-    return { status: res.status, location: res.headers.location as string | undefined, text: res.text, headers: res.headers };
-  };
-  const csrfFrom = (text: string) => /name="_csrf" value="([^"]+)"/.exec(text)?.[1] ?? '';
-  return { agent, send, csrfFrom };
-}
+import { webClient } from './web-client.js';
 
 describe('web pages over HTTP', () => {
   let api: TestApp;

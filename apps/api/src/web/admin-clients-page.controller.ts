@@ -1,0 +1,87 @@
+import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import { ClientIdSchema, OAUTH_ROUTES } from '@prospect/contract';
+import type { Request, Response } from 'express';
+import { ApiException } from '../common/api-exception.js';
+import { Public } from '../common/public.decorator.js';
+import { AppConfig } from '../config/app-config.js';
+import { OAuthClientsService } from '../oauth/oauth-clients.service.js';
+import { UsersService } from '../users/users.service.js';
+import { CsrfService } from '../web-sessions/csrf.service.js';
+import { field, queryParam } from './form.js';
+import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
+
+const MAX_NAME_LENGTH = 100;
+
+const utc = (d: Date) => d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
+
+/** What the form held, kept when it is shown again with an error. */
+interface Typed {
+  id: string;
+  name: string;
+}
+
+/** Admins list the public OAuth clients and register new ones (the approval page shows their names). */
+@ApiExcludeController()
+@Public()
+@UseGuards(SignedInGuard, AdminGuard)
+@UseFilters(PageRefusalFilter)
+@Controller('admin/clients')
+export class AdminClientsPageController {
+  constructor(
+    private readonly clients: OAuthClientsService,
+    private readonly users: UsersService,
+    private readonly csrf: CsrfService,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Get()
+  async list(@Req() req: Request, @Res() res: Response) {
+    res.render('admin-clients', await this.page(req, { registered: queryParam(req, 'registered') }));
+  }
+
+  /** Registers a client, then redirects (a reload registers nothing); the next page confirms it. */
+  @Post()
+  @UseGuards(CsrfGuard)
+  async register(@Req() req: Request, @Res() res: Response) {
+    const typed: Typed = { id: field(req, 'id').trim(), name: field(req, 'name').trim() };
+    const refuse = async (status: number, error: string) => res.status(status).render('admin-clients', await this.page(req, { error, typed }));
+    const id = ClientIdSchema.safeParse(typed.id);
+    if (!id.success) return refuse(400, `The client id ${id.error.issues[0]?.message ?? 'is not valid'}, the first one a letter or digit.`);
+    if (!typed.name || typed.name.length > MAX_NAME_LENGTH) return refuse(400, `Please enter a display name (at most ${MAX_NAME_LENGTH} characters).`);
+    // Shown on approval pages and in terminals: no control characters (escape sequences, newlines).
+    if (/[\u0000-\u001f\u007f-\u009f]/.test(typed.name)) return refuse(400, 'A display name cannot contain control characters.');
+    try {
+      await this.clients.register({ id: id.data, name: typed.name }, req.webUser!.id, req.ip ?? null);
+    } catch (err) {
+      if (err instanceof ApiException && err.getStatus() === 409) return refuse(409, `A client with the id “${id.data}” already exists. Please choose another id.`);
+      throw err;
+    }
+    res.redirect(303, `/admin/clients?registered=${encodeURIComponent(id.data)}`);
+  }
+
+  /** The page's view model: every client (built-in first), who registered each, and what just happened. */
+  private async page(req: Request, notice: { registered?: string; error?: string; typed?: Typed } = {}) {
+    const all = await this.clients.list();
+    const adminIds = [...new Set(all.map((c) => c.createdByUserId).filter((id): id is string => id !== null))];
+    const admins = new Map((await Promise.all(adminIds.map((id) => this.users.findById(id)))).flatMap((u) => (u ? [[u.id, u.email] as const] : [])));
+    const clients = all.map((c) => ({
+      id: c.id,
+      name: c.name,
+      builtIn: c.builtIn,
+      registeredBy: c.createdByUserId ? (admins.get(c.createdByUserId) ?? 'a deleted account') : undefined,
+      registeredAt: utc(c.createdAt),
+    }));
+    return {
+      title: 'OAuth clients',
+      account: accountOf(req, this.csrf),
+      clients,
+      registered: notice.registered ? clients.find((c) => c.id === notice.registered) : undefined,
+      error: notice.error,
+      typed: notice.typed,
+      maxNameLength: MAX_NAME_LENGTH,
+      // As the metadata's own endpoints are written: the public URL, then the path.
+      metadataUrl: this.config.publicUrl + OAUTH_ROUTES.metadata,
+    };
+  }
+}

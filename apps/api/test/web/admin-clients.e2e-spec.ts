@@ -1,0 +1,210 @@
+import type { Browser, Page } from 'playwright-core';
+import { DeviceLoginService } from '../../src/device-login/device-login.service.js';
+import { createUser, startDeviceLogin } from '../support/fixtures.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { launchBrowser, SCREENSHOTS } from './browser.js';
+import { signInAs, type WebClient, webClient } from './web-client.js';
+
+const PASSWORD = 'correct horse battery';
+
+/** The admin page for public OAuth clients, and the approval page naming the client that asks. */
+describe('OAuth clients pages', () => {
+  let api: TestApp;
+  let admin: { id: string; email: string };
+  beforeAll(async () => {
+    api = await startTestApp();
+    admin = await createUser(api, { role: 'admin' });
+  });
+  afterAll(() => api.close());
+
+  const asAdmin = () => signInAs(api, admin.email, PASSWORD);
+  const asPerson = async () => signInAs(api, (await createUser(api)).email, PASSWORD);
+  const clientIds = async () => ((await api.dataSource.query(`SELECT id FROM oauth_clients ORDER BY id`)) as Array<{ id: string }>).map((r) => r.id);
+
+  /** Posts the registration form with the CSRF token of a fresh copy of the page. */
+  async function register(web: WebClient, form: Record<string, string>) {
+    const page = await web.send('GET', '/admin/clients');
+    return web.send('POST', '/admin/clients', { _csrf: web.csrfFrom(page.text), ...form });
+  }
+
+  describe('GET /admin/clients', () => {
+    it('lists the built-in client, says what a public client is and where the discovery document is', async () => {
+      const res = await (await asAdmin()).send('GET', '/admin/clients');
+      expect(res.status).toBe(200);
+      expect(res.text).toMatch(/<td data-label="Name"><strong>Prospect CLI<\/strong><br><code>prospect-cli<\/code><\/td><td data-label="Registered">Built in<\/td>/);
+      expect(res.text).toContain('signs people in with the OAuth device flow');
+      expect(res.text).toContain('it has no secret');
+      expect(res.text).toContain(`<code>${api.config.publicUrl}/.well-known/oauth-authorization-server</code>`);
+    });
+
+    it('sends signed-out visitors to sign in and back', async () => {
+      const web = webClient(api);
+      const page = await web.send('GET', '/admin/clients');
+      expect(page.status).toBe(303);
+      expect(page.location).toBe('/login?next=%2Fadmin%2Fclients');
+      const form = await web.send('GET', '/login');
+      const post = await web.send('POST', '/admin/clients', { _csrf: web.csrfFrom(form.text), id: 'anonymous-client', name: 'Anonymous' });
+      expect(post.location).toBe('/login?next=%2Fadmin%2Fclients');
+      expect(await clientIds()).not.toContain('anonymous-client');
+    });
+
+    it('refuses a signed-in person who is not an admin with a 403 page, and links the page for admins only', async () => {
+      const person = await asPerson();
+      const page = await person.send('GET', '/admin/clients', undefined, { accept: 'text/html' });
+      expect(page.status).toBe(403);
+      expect(page.text).toContain('Administrators only');
+      const tokens = await person.send('GET', '/settings/tokens');
+      expect(tokens.text).not.toContain('href="/admin/clients"');
+      const post = await person.send('POST', '/admin/clients', { _csrf: person.csrfFrom(tokens.text), id: 'not-an-admin', name: 'Sneaky' });
+      expect(post.status).toBe(403);
+      expect(await clientIds()).not.toContain('not-an-admin');
+
+      expect((await (await asAdmin()).send('GET', '/settings/tokens')).text).toContain('<a href="/admin/clients">OAuth clients</a>');
+    });
+  });
+
+  describe('POST /admin/clients', () => {
+    it('registers a client, redirects, confirms once, and the list then shows it with who registered it', async () => {
+      const web = await asAdmin();
+      const res = await register(web, { id: 'acme-sync', name: '  Acme Sync  ' });
+      expect(res.status).toBe(303);
+      expect(res.location).toBe('/admin/clients?registered=acme-sync');
+      const after = await web.send('GET', res.location!);
+      expect(after.text).toContain('Registered “Acme Sync” with the id <code>acme-sync</code>; it can start device logins now.');
+      expect(after.text).toMatch(new RegExp(`<strong>Acme Sync</strong><br><code>acme-sync</code></td><td data-label="Registered">by ${admin.email}<br><span class="muted">\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC</span></td>`));
+      expect(after.text.indexOf('prospect-cli')).toBeLessThan(after.text.indexOf('<code>acme-sync</code></td>')); // built-in first
+      expect((await web.send('GET', '/admin/clients')).text).not.toContain('Registered “Acme Sync”');
+
+      const [row] = await api.dataSource.query(`SELECT name, built_in, created_by_user_id FROM oauth_clients WHERE id = 'acme-sync'`);
+      expect(row).toEqual({ name: 'Acme Sync', built_in: false, created_by_user_id: admin.id });
+      const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'oauth.client_register' AND user_id = $1`, [admin.id]);
+      expect(n).toBe(1);
+    });
+
+    it('refuses a taken id with a 409 page, keeping what was typed', async () => {
+      const web = await asAdmin();
+      expect((await register(web, { id: 'taken.client', name: 'First' })).status).toBe(303);
+      const again = await register(web, { id: 'taken.client', name: 'Second' });
+      expect(again.status).toBe(409);
+      expect(again.text).toContain('A client with the id “taken.client” already exists. Please choose another id.');
+      expect(again.text).toContain('value="taken.client"');
+      expect(again.text).toContain('value="Second"');
+      expect((await register(web, { id: 'prospect-cli', name: 'Impostor' })).status).toBe(409);
+      const [{ name }] = await api.dataSource.query(`SELECT name FROM oauth_clients WHERE id = 'prospect-cli'`);
+      expect(name).toBe('Prospect CLI');
+    });
+
+    it.each(['', 'ab', 'Acme', '-acme', 'acme sync', 'acme/sync', 'é-client', 'a'.repeat(65)])('refuses the client id %j with a 400 page naming the rule', async (id) => {
+      const before = await clientIds();
+      const res = await register(await asAdmin(), { id, name: 'Some tool' });
+      expect(res.status).toBe(400);
+      expect(res.text).toContain('The client id must be 3 to 64 lower-case letters, digits, ".", "_" or "-", the first one a letter or digit.'.replace(/"/g, '&quot;'));
+      expect(res.text).toContain('value="Some tool"');
+      expect(await clientIds()).toEqual(before);
+    });
+
+    it.each([
+      ['', 'Please enter a display name (at most 100 characters).'],
+      ['x'.repeat(101), 'Please enter a display name (at most 100 characters).'],
+      ['Acme\u001b[31m', 'A display name cannot contain control characters.'],
+    ])('refuses the display name %j with a 400 page', async (name, message) => {
+      const res = await register(await asAdmin(), { id: 'named-badly', name });
+      expect(res.status).toBe(400);
+      expect(res.text).toContain(message);
+      expect(await clientIds()).not.toContain('named-badly');
+    });
+
+    it('refuses a registration without the CSRF token, or with another session’s', async () => {
+      const web = await asAdmin();
+      const without = await web.send('POST', '/admin/clients', { id: 'forged-client', name: 'Forged' });
+      expect(without.status).toBe(403);
+      expect(without.text).toContain('Request refused');
+      const other = await asAdmin();
+      const otherPage = await other.send('GET', '/admin/clients');
+      expect((await web.send('POST', '/admin/clients', { _csrf: other.csrfFrom(otherPage.text), id: 'forged-client', name: 'Forged' })).status).toBe(403);
+      expect(await clientIds()).not.toContain('forged-client');
+    });
+  });
+
+  describe('the approval page', () => {
+    it('names the built-in client for a device login started by the custom route, with what the CLI said beneath', async () => {
+      const start = await startDeviceLogin(api, { clientName: 'prospect CLI 0.1.0', hostname: 'laptop' });
+      const page = await (await asPerson()).send('GET', `/device?user_code=${start.userCode}`);
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('<h1 class="asker"><strong>Prospect CLI</strong> wants to sign in as you</h1>');
+      expect(page.text).toContain('<dt>Calls itself</dt><dd>prospect CLI 0.1.0</dd>');
+      expect(page.text).toContain('<dt>Computer</dt><dd>laptop</dd>');
+    });
+
+    it('names a registered client by its registered name, escaped, however it describes itself', async () => {
+      expect((await register(await asAdmin(), { id: 'my-client', name: 'Acme <Sync>' })).status).toBe(303);
+      const start = await api.app.get(DeviceLoginService).start({ clientName: 'Prospect CLI', hostname: 'box' }, null, null, { id: 'my-client' });
+      const page = await (await asPerson()).send('GET', `/device?user_code=${start.userCode}`);
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('<strong>Acme &lt;Sync&gt;</strong> wants to sign in as you');
+      expect(page.text).not.toContain('<Sync>');
+      expect(page.text).toContain('<dt>Calls itself</dt><dd>Prospect CLI</dd>');
+    });
+  });
+
+  describe('in a real browser', () => {
+    let browser: Browser;
+    beforeAll(async () => {
+      browser = await launchBrowser();
+    });
+    afterAll(() => browser?.close());
+
+    /** Fails on anything wider than the viewport: a phone would scroll sideways. */
+    const expectNoSidewaysScroll = async (page: Page) =>
+      expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(page.viewportSize()!.width);
+
+    it('registers a client from the admin page, readable at desktop and phone width, and the approval page names it', async () => {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      const violations: string[] = [];
+      page.on('console', (msg) => {
+        if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) violations.push(msg.text());
+      });
+      await page.goto(`${api.baseUrl}/admin/clients`);
+      await page.getByLabel('E-mail').fill(admin.email);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await Promise.all([page.waitForURL((url) => url.pathname === '/admin/clients'), page.getByRole('button', { name: 'Sign in' }).click()]);
+
+      // The browser checks the id's rule before sending it.
+      await page.getByLabel('Client id').fill('Warehouse Sync');
+      await expect(page.locator('#client-id:invalid').count()).resolves.toBe(1);
+      await page.getByLabel('Client id').fill('warehouse-sync');
+      await expect(page.locator('#client-id:invalid').count()).resolves.toBe(0);
+      await page.getByLabel('Display name').fill('Warehouse Sync for the Northern European Sales Team (nightly jobs)');
+      await Promise.all([page.waitForURL(/registered=warehouse-sync/), page.getByRole('button', { name: 'Register client' }).click()]);
+      await expect(page.getByRole('status').textContent()).resolves.toContain('Registered “Warehouse Sync for the Northern European Sales Team (nightly jobs)” with the id warehouse-sync');
+      await expect(page.getByRole('link', { name: 'OAuth clients' }).count()).resolves.toBe(1);
+      await page.screenshot({ path: `${SCREENSHOTS}admin-clients.png`, fullPage: true });
+      await expectNoSidewaysScroll(page);
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.screenshot({ path: `${SCREENSHOTS}admin-clients-phone.png`, fullPage: true });
+      await expectNoSidewaysScroll(page);
+      // The admin's three header links fit on one line beside the brand.
+      const tops = await Promise.all(['Prospect', 'CLI tokens', 'OAuth clients'].map(async (name) => (await page.getByRole('link', { name, exact: true }).boundingBox())!.y));
+      tops.push((await page.getByRole('button', { name: /Sign out/ }).boundingBox())!.y);
+      expect(Math.max(...tops) - Math.min(...tops)).toBeLessThan(8);
+
+      const start = await api.app.get(DeviceLoginService).start({ clientName: 'warehouse-sync 2.3.1', hostname: 'etl-runner-07.internal.example.com' }, '10.0.0.7', 'warehouse-sync/2.3.1 (linux)', {
+        id: 'warehouse-sync',
+      });
+      // A taken id comes back as the page with the error above the form, what was typed kept.
+      await page.getByLabel('Client id').fill('prospect-cli');
+      await page.getByLabel('Display name').fill('Prospect CLI (fork)');
+      await page.getByRole('button', { name: 'Register client' }).click();
+      await expect(page.getByRole('alert').textContent()).resolves.toBe('A client with the id “prospect-cli” already exists. Please choose another id.');
+      await expect(page.getByLabel('Display name').inputValue()).resolves.toBe('Prospect CLI (fork)');
+      await page.screenshot({ path: `${SCREENSHOTS}admin-clients-taken-phone.png` });
+
+      await page.goto(start.verificationUrl);
+      await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Warehouse Sync for the Northern European Sales Team (nightly jobs) wants to sign in as you');
+      await page.screenshot({ path: `${SCREENSHOTS}approve-registered-client-phone.png`, fullPage: true });
+      await expectNoSidewaysScroll(page);
+      expect(violations).toEqual([]);
+      await page.close();
+    });
+  });
+});
