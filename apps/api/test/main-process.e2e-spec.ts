@@ -31,7 +31,10 @@ describe('the API process (npm start)', () => {
 
     // The OpenAPI document and the Swagger UI page with its assets.
     const spec = await client(api.baseUrl).get('/api/docs-json').expect(200);
-    expect(Object.keys((spec.body as { paths: object }).paths)).toContain('/api/cli/auth/me');
+    const paths = (spec.body as { paths: Record<string, Record<string, { requestBody?: { content: object } }>> }).paths;
+    // Both surfaces: the contract's routes and the OAuth 2.0 endpoints (form-encoded).
+    expect(Object.keys(paths)).toEqual(expect.arrayContaining(['/api/cli/auth/me', '/api/cli/auth/refresh', '/.well-known/oauth-authorization-server', '/oauth/token', '/oauth/device_authorization', '/oauth/revoke', '/oauth/introspect']));
+    expect(Object.keys(paths['/oauth/token']!.post!.requestBody!.content)).toEqual(['application/x-www-form-urlencoded']);
     const ui = await client(api.baseUrl).get('/api/docs').expect(200);
     expect(ui.text).toContain('swagger-ui');
     const css = await client(api.baseUrl).get('/api/docs/swagger-ui.css').expect(200).expect('content-type', /text\/css/);
