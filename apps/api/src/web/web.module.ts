@@ -5,10 +5,12 @@ import { badRequest } from '../common/api-exception.js';
 import { BODY_LIMIT } from '../common/body-limit.js';
 import { findMalformedText, malformedTextMessage } from '../common/well-formed-text.js';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
+import { OAuthModule } from '../oauth/oauth.module.js';
 import { TokensModule } from '../tokens/tokens.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { WebSessionMiddleware, WebSessionsModule } from '../web-sessions/web-sessions.module.js';
+import { AdminClientsPageController } from './admin-clients-page.controller.js';
 import { AuthPagesController } from './auth-pages.controller.js';
 import { DevicePageController } from './device-page.controller.js';
 import { LocalStrategy } from './local.strategy.js';
@@ -41,10 +43,10 @@ class PageMiddleware implements NestMiddleware {
   }
 }
 
-/** Server-rendered pages: sign-up, sign-in, device approval, CLI tokens. */
+/** Server-rendered pages: sign-up, sign-in, device approval, CLI tokens, OAuth clients (admins). */
 @Module({
-  imports: [UsersModule, TokensModule, DeviceLoginModule, WebSessionsModule],
-  controllers: [AuthPagesController, DevicePageController, TokensPageController],
+  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule],
+  controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController],
   providers: [LocalStrategy, SignInService],
 })
 export class WebModule implements NestModule {
