@@ -1,6 +1,6 @@
 import { AuthorizedResponseSchema, ROUTES } from '@prospect/contract';
 import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../src/device-login/device-login.service.js';
-import { REFRESH_GRACE_SECONDS } from '../src/tokens/refresh-tokens.service.js';
+import { REFRESH_GRACE_SECONDS, RefreshTokensService } from '../src/tokens/refresh-tokens.service.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { approve, authorizedPoll, createUser, poll, startDeviceLogin } from './support/fixtures.js';
@@ -99,6 +99,13 @@ describe('refresh tokens with rotation (issue #14)', () => {
     clock.advanceSeconds(REFRESH_GRACE_SECONDS - 1);
     expect((await refresh(refreshToken)).body).toEqual(a.body);
     expect((await refresh(a.body.refreshToken)).status).toBe(200);
+
+    // Once the grace is over, the sealed pair is erased: nothing is kept longer than needed.
+    const sealed = async () => (await api.dataSource.query(`SELECT count(*)::int AS n FROM refresh_tokens WHERE successor_sealed IS NOT NULL`))[0].n;
+    expect(await sealed()).toBeGreaterThan(0);
+    clock.advanceSeconds(REFRESH_GRACE_SECONDS);
+    await api.app.get(RefreshTokensService).eraseEndedGraces();
+    expect(await sealed()).toBe(0);
   });
 
   it('logout (POST /logout with the access token) revokes the family: the refresh token stops working', async () => {

@@ -24,8 +24,11 @@ describe('secrets at rest and in logs', () => {
     await poll(api, start.deviceCode);
     await approve(api, start.userCode, user);
     const authorized = await poll(api, start.deviceCode);
-    secrets.push(authorized.body.accessToken);
+    secrets.push(authorized.body.accessToken, authorized.body.refreshToken);
     await get(api, ROUTES.me, authorized.body.accessToken);
+    // A rotation keeps the successor pair sealed for its grace: nothing of it readable either.
+    const refreshed = await post(api, ROUTES.refresh, { refreshToken: authorized.body.refreshToken });
+    secrets.push(refreshed.body.accessToken, refreshed.body.refreshToken);
     const issued = await post(api, ROUTES.issueToken, { label: 'x' }, authorized.body.accessToken);
     secrets.push(issued.body.accessToken);
     await post(api, ROUTES.logout, undefined, issued.body.accessToken);
@@ -48,14 +51,14 @@ describe('secrets at rest and in logs', () => {
     }
     const events: Array<{ type: string }> = await api.dataSource.query(`SELECT type FROM auth_events ORDER BY id`);
     expect(events.map((e) => e.type)).toEqual(
-      expect.arrayContaining(['device.start', 'device.approve', 'token.issue', 'device.redeem', 'token.revoke', 'token.verify_failed', 'device.replay']),
+      expect.arrayContaining(['device.start', 'device.approve', 'token.issue', 'device.redeem', 'token.refresh', 'token.revoke', 'token.verify_failed', 'device.replay', 'token.revoke_family']),
     );
 
     const logs = api.logs();
     expect(logs).toContain('"url":"/api/cli/auth/me"'); // the request log is there…
     for (const secret of secrets) {
       expect(dump).not.toContain(secret);
-      expect(dump).not.toContain(secret.slice(4, 24));
+      expect(dump).not.toContain(secret.slice(5, 25));
       expect(logs).not.toContain(secret); // …without the secrets
     }
   });

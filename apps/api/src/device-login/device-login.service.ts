@@ -1,4 +1,5 @@
-import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
   type AuthorizedResponse,
@@ -96,9 +97,8 @@ interface PollRow {
 }
 
 @Injectable()
-export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
+export class DeviceLoginService {
   private readonly logger = new Logger(DeviceLoginService.name);
-  private eraser?: NodeJS.Timeout;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -115,22 +115,15 @@ export class DeviceLoginService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Sealed replies are erased once their window ends (on every replica; the UPDATE is idempotent). */
-  onModuleInit(): void {
-    this.eraser = setInterval(() => {
-      this.eraseEndedReplies().catch((err: Error) => this.logger.warn(`could not erase sealed poll replies: ${err.message}`));
-    }, (REPLY_WINDOW_SECONDS * 1000) / 2);
-    this.eraser.unref();
-  }
-
-  onApplicationShutdown(): void {
-    clearInterval(this.eraser);
-  }
-
-  /** Erases the sealed replies whose window has ended. */
+  @Interval((REPLY_WINDOW_SECONDS * 1000) / 2)
   async eraseEndedReplies(): Promise<void> {
-    await this.sql.rows(`UPDATE device_logins SET reply_sealed = NULL WHERE reply_sealed IS NOT NULL AND redeemed_at <= $1`, [
-      new Date(this.clock.now().getTime() - REPLY_WINDOW_SECONDS * 1000),
-    ]);
+    try {
+      await this.sql.rows(`UPDATE device_logins SET reply_sealed = NULL WHERE reply_sealed IS NOT NULL AND redeemed_at <= $1`, [
+        new Date(this.clock.now().getTime() - REPLY_WINDOW_SECONDS * 1000),
+      ]);
+    } catch (err) {
+      this.logger.warn(`could not erase sealed poll replies: ${(err as Error).message}`);
+    }
   }
 
   /**

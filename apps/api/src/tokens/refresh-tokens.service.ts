@@ -1,4 +1,5 @@
-import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { REFRESH_TOKEN_PREFIX, type User } from '@prospect/contract';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -92,9 +93,8 @@ interface PresentedRow {
  * new pair; a rotated one presented again after the grace revokes its whole family.
  */
 @Injectable()
-export class RefreshTokensService implements OnModuleInit, OnApplicationShutdown {
+export class RefreshTokensService {
   private readonly logger = new Logger(RefreshTokensService.name);
-  private eraser?: NodeJS.Timeout;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -106,21 +106,15 @@ export class RefreshTokensService implements OnModuleInit, OnApplicationShutdown
   ) {}
 
   /** Sealed successors are erased once their grace ends (on every replica; the UPDATE is idempotent). */
-  onModuleInit(): void {
-    this.eraser = setInterval(() => {
-      this.eraseEndedGraces().catch((err: Error) => this.logger.warn(`could not erase sealed refresh successors: ${err.message}`));
-    }, REFRESH_GRACE_SECONDS * 1000);
-    this.eraser.unref();
-  }
-
-  onApplicationShutdown(): void {
-    clearInterval(this.eraser);
-  }
-
+  @Interval(REFRESH_GRACE_SECONDS * 1000)
   async eraseEndedGraces(): Promise<void> {
-    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND rotated_at <= $1`, [
-      new Date(this.clock.now().getTime() - REFRESH_GRACE_SECONDS * 1000),
-    ]);
+    try {
+      await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND rotated_at <= $1`, [
+        new Date(this.clock.now().getTime() - REFRESH_GRACE_SECONDS * 1000),
+      ]);
+    } catch (err) {
+      this.logger.warn(`could not erase sealed refresh successors: ${(err as Error).message}`);
+    }
   }
 
   /** The first pair of a family, in the transaction that redeems its device login. */
