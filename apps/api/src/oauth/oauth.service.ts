@@ -122,16 +122,20 @@ export class OAuthService {
    * error (§2.2); a token of another client than the one named is refused.
    */
   async revoke(request: RevocationRequest, ip: string | null): Promise<void> {
-    const found = request.token.startsWith(REFRESH_TOKEN_PREFIX)
-      ? await this.refreshTokens.describe(request.token)
-      : await this.tokens.describe(request.token);
-    if (!found) return;
-    if (request.client_id && found.clientId !== null && found.clientId !== request.client_id) {
-      throw oauthError(ERROR_CODES.unauthorizedClient, 'This token was issued to another client.');
+    const refusesClient = (clientId: string | null) => request.client_id !== undefined && clientId !== null && clientId !== request.client_id;
+    const otherClient = () => oauthError(ERROR_CODES.unauthorizedClient, 'This token was issued to another client.');
+    if (request.token.startsWith(REFRESH_TOKEN_PREFIX)) {
+      const refresh = await this.refreshTokens.describe(request.token);
+      if (!refresh) return;
+      if (refusesClient(refresh.clientId)) throw otherClient();
+      await this.tokens.revokeFamily(refresh.familyId, 'revoked by the client', ip);
+      return;
     }
-    const familyId = 'familyId' in found ? found.familyId : found.deviceLoginId;
-    if (familyId) await this.tokens.revokeFamily(familyId, 'revoked by the client', ip);
-    else await this.tokens.revokeForUser(found.userId, (found as { id: string }).id, ip);
+    const access = await this.tokens.describe(request.token);
+    if (!access) return;
+    if (refusesClient(access.clientId)) throw otherClient();
+    if (access.deviceLoginId) await this.tokens.revokeFamily(access.deviceLoginId, 'revoked by the client', ip);
+    else await this.tokens.revokeForUser(access.userId, access.id, ip);
   }
 
   /** RFC 7662: what a resource server may know of a token; `{active: false}` and nothing else for a dead one. */

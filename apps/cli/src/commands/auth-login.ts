@@ -4,6 +4,7 @@ import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, w
 import type { DeviceLoginResult } from '../device-login/device-login-client.js';
 import { CliError, usageError } from '../errors.js';
 import { humanDuration } from '../format.js';
+import { revokeSession } from '../session/refresh.js';
 import { apiUrlFlag, type Command } from './command.js';
 
 export const loginCommand: Command = {
@@ -41,15 +42,22 @@ export const loginCommand: Command = {
       typeof ctx.flags.token === 'string' ? await loginWithToken(ctx, api, ctx.flags.token) : await loginWithDevice(ctx, api, timeoutSeconds);
     const previous = await ctx.store.read();
     await ctx.store.write(session);
-    if (previous.kind === 'session') {
+    if (previous.kind === 'session' && previous.session.accessToken !== session.accessToken) {
       const { user, apiBaseUrl } = previous.session;
-      writeLine(ctx.stderr, `${ctx.interactive ? ' ' : ''}Replaced the session of ${user.name} <${user.email}> on ${apiBaseUrl}.`);
+      // The replaced session ends on its server too (best effort, same server only): a refresh
+      // token left behind would keep a session alive nobody uses.
+      const ended = apiBaseUrl === session.apiBaseUrl && (await revokeSession(new ApiClient({ baseUrl: apiBaseUrl, fetch: ctx.fetch, timeoutMs: 3_000 }), previous.session));
+      writeLine(ctx.stderr, `${ctx.interactive ? ' ' : ''}Replaced the session of ${user.name} <${user.email}> on ${apiBaseUrl}${ended ? ' (signed out on the server)' : ''}.`);
     }
     if (!ctx.interactive || typeof ctx.flags.token === 'string') {
       writeLine(ctx.stdout, `Logged in as ${session.user.name} <${session.user.email}> on ${session.apiBaseUrl}.`);
     }
     // Indented like the Ink view above it, when there is one.
-    writeLine(ctx.stderr, `${ctx.interactive ? ' ' : ''}Session saved to ${ctx.store.path} (expires in ${humanDuration(Date.parse(session.expiresAt) - Date.now())}).`);
+    const lifetime = humanDuration(Date.parse(session.expiresAt) - Date.now());
+    writeLine(
+      ctx.stderr,
+      `${ctx.interactive ? ' ' : ''}Session saved to ${ctx.store.path} (${session.refreshToken ? `the access token lasts ${lifetime} and is renewed automatically` : `expires in ${lifetime}`}).`,
+    );
   },
 };
 

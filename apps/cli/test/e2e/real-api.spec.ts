@@ -176,6 +176,17 @@ describe('auth:login (device login, plain output)', () => {
     const session = await box.readSession();
     expect(await meStatus(session.accessToken)).toBe(200);
     expect(session.refreshToken).toMatch(/^prsr_/);
+    expect(run.stderr).toMatch(/Session saved to .*auth-session\.json \(the access token lasts 60 minutes and is renewed automatically\)\./);
+  });
+
+  it('logging in again ends the replaced session on the server', async () => {
+    const { body } = await authorizedPoll(api, person);
+    await box.writeSession({ ...validSession(api.baseUrl), accessToken: body.accessToken, refreshToken: body.refreshToken, user: body.user });
+    const run = await loginAnd((code) => approve(api, code, person));
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain(`Replaced the session of Grace Hopper <${person.email}> on ${api.baseUrl} (signed out on the server).`);
+    expect(await meStatus(body.accessToken)).toBe(401);
+    expect(await meStatus((await box.readSession()).accessToken)).toBe(200);
   });
 
   it('denied: a clear failure, exit 1, nothing written', async () => {
