@@ -1,9 +1,14 @@
 /** "expires 2026-12-23 10:00 UTC (in 29 days)" / "expired … (3 hours ago)". */
 export function describeExpiry(expiresAt: string, now = Date.now()): string {
+  return `${Date.parse(expiresAt) > now ? 'expires' : 'expired'} ${expiryMoment(expiresAt, now)}`;
+}
+
+/** "2026-12-23 10:00 UTC (in 29 days)" / "2026-12-23 10:00 UTC (expired 3 hours ago)". */
+export function expiryMoment(expiresAt: string, now = Date.now()): string {
   const at = Date.parse(expiresAt);
   const when = new Date(at).toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
   const delta = at - now;
-  return delta > 0 ? `expires ${when} (in ${humanDuration(delta)})` : `expired ${when} (${humanDuration(-delta)} ago)`;
+  return delta > 0 ? `${when} (in ${humanDuration(delta)})` : `${when} (${humanDuration(-delta)} ago)`;
 }
 
 export function humanDuration(ms: number): string {

@@ -1,7 +1,7 @@
 import { ApiClient, ApiHttpError, loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
 import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
-import { describeExpiry } from '../format.js';
+import { expiryMoment } from '../format.js';
 import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
 import { needsRefresh, refreshSession } from '../session/refresh.js';
 import { apiUrlFlag, type Command } from './command.js';
@@ -61,7 +61,7 @@ export const statusCommand: Command = {
       writeLine(ctx.stdout, `Server:   ${status.server}`);
       writeLine(ctx.stdout, `User:     ${status.user ? `${status.user.name} <${status.user.email}>` : 'not known until --verify'}`);
       writeLine(ctx.stdout, `Token:    from ${status.tokenSource === 'PROSPECT_TOKEN' ? 'the PROSPECT_TOKEN environment variable' : status.tokenSource}`);
-      if (status.expiresAt) writeLine(ctx.stdout, `Expires:  ${describeExpiry(status.expiresAt)}`);
+      if (status.expiresAt) writeLine(ctx.stdout, `Expires:  ${expired ? 'expired ' : ''}${expiryMoment(status.expiresAt)}`);
       if (status.refreshToken !== undefined) {
         writeLine(ctx.stdout, `Refresh:  ${status.refreshToken ? 'a refresh token is stored; the access token is renewed when it expires' : 'none'}`);
       }

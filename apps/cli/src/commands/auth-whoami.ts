@@ -61,7 +61,7 @@ export const whoamiCommand: Command = {
       writeLine(
         ctx.stdout,
         session.refreshToken
-          ? `Access token ${describeExpiry(session.expiresAt)}; renewed automatically with the session's refresh token`
+          ? `Access token ${describeExpiry(session.expiresAt)}; renewed automatically`
           : `Session ${describeExpiry(session.expiresAt)}`,
       );
     }

@@ -265,7 +265,7 @@ describe('refreshing the session (issue #14)', () => {
     const verified = await box.run(['auth:status', '--verify']);
     expect(verified.code).toBe(0);
     expect(verified.stdout).toContain('Server says: the token is valid');
-    expect(verified.stdout).toMatch(/Expires: {2}expires .* \(in 60 minutes\)/);
+    expect(verified.stdout).toMatch(/Expires: {2}\d{4}-.* \(in 60 minutes\)/);
   });
 
   it('a revoked family: the session is removed and the command exits 4 with the login hint', async () => {
