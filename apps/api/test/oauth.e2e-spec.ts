@@ -2,6 +2,7 @@ import { DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES } from '@prospect/contract
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { Clock } from '../src/common/clock.js';
+import { DeviceLoginService } from '../src/device-login/device-login.service.js';
 import { REFRESH_GRACE_SECONDS } from '../src/tokens/refresh-tokens.service.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { approve, createUser, deny } from './support/fixtures.js';
@@ -130,6 +131,9 @@ describe('OAuth 2.0 surface', () => {
       expect(res.headers.get('cache-control')).toBe('no-store');
       expect(Object.keys(res.body).sort()).toEqual(['device_code', 'expires_in', 'interval', 'user_code', 'verification_uri', 'verification_uri_complete']);
       expect(res.body).toMatchObject({ verification_uri: `${api.baseUrl}/device`, expires_in: 600, interval: 2 });
+      // The client's registered name stands for it on the approval and tokens pages.
+      const login = await api.app.get(DeviceLoginService).findForApproval(res.body.user_code);
+      expect(login).toMatchObject({ clientDisplayName: 'Prospect CLI', clientName: 'Prospect CLI', hostname: null });
     });
 
     it('refuses an unknown client, a missing client_id, a bad scope and a body that is not a form', async () => {
