@@ -36,7 +36,16 @@ export class ApiHttpError extends CliError {
  * A 401 for the stored session's token, as one line that says why and what to
  * do. Exit 4: the user must log in again.
  */
-export function sessionTokenRejected(err: ApiHttpError, baseUrl: string, options: { done?: string; env?: NodeJS.ProcessEnv } = {}): CliError {
+export function sessionTokenRejected(
+  err: ApiHttpError,
+  baseUrl: string,
+  options: { done?: string; env?: NodeJS.ProcessEnv; fromEnv?: boolean } = {},
+): CliError {
+  if (options.fromEnv) {
+    // Logging in would not help: PROSPECT_TOKEN beats any session.
+    const problem = err.tokenProblem === 'unknown' || !err.tokenProblem ? 'not a valid token' : err.tokenProblem;
+    return new CliError(`${baseUrl} refused the token in ${ENV.token}: it is ${problem}.`, EXIT.authRequired, `Set ${ENV.token} to a valid token, or unset it to use your session.`);
+  }
   const why = {
     expired: 'Your session has expired on the server',
     revoked: 'Your token was revoked (logged out elsewhere, or by an admin)',

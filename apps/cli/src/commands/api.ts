@@ -61,7 +61,7 @@ export const apiCommand: Command = {
     } catch (err) {
       // -i shows the head of every answer, an error's too (as gh does), before the one error line.
       if (err instanceof ApiHttpError && ctx.flags.include) writeHead(ctx, err.status, err.statusText, err.headers);
-      if (err instanceof ApiHttpError && err.status === 401 && credentials) throw sessionTokenRejected(err, api.baseUrl, { env: ctx.env });
+      if (err instanceof ApiHttpError && err.status === 401 && credentials) throw sessionTokenRejected(err, api.baseUrl, { env: ctx.env, fromEnv: credentials.source === 'env' });
       // The status is what a script or a person debugging a call needs first.
       if (err instanceof ApiHttpError) throw new CliError(`HTTP ${err.status}${err.code ? ` ${err.code}` : ''}: ${err.message}`);
       throw err;

@@ -1,3 +1,4 @@
+import { ENV } from '@prospect/contract';
 import { ApiClient, ApiHttpError, loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
 import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
@@ -67,7 +68,10 @@ export const statusCommand: Command = {
       }
       if (status.serverSays) writeLine(ctx.stdout, `Server says: ${status.serverSays === 'valid' ? 'the token is valid' : `the token is ${status.serverSays}`}`);
     }
-    if (!usable) throw authRequired(`${expired ? 'The session has expired' : `The server says the token is ${status.serverSays}`} — run \`${loginCommandLine(status.server, { env: ctx.env })}\`.`);
+    if (!usable) {
+      const fix = fromEnv ? `set ${ENV.token} to a valid token, or unset it to use your session` : `run \`${loginCommandLine(status.server, { env: ctx.env })}\``;
+      throw authRequired(`${expired ? 'The session has expired' : `The server says the token is ${status.serverSays}`} — ${fix}.`);
+    }
   },
 };
 

@@ -270,6 +270,15 @@ describe('PROSPECT_TOKEN, auth:status and auth:token', () => {
       expect((await box.readSession()).accessToken).toBe('prs_from_file');
       const login = await box.run(['auth:login', '--token', 'prs_from_env'], { env });
       expect(login.stderr).toContain('Warning: PROSPECT_TOKEN is set');
+      // A refused PROSPECT_TOKEN: logging in would not help, so the hint says what would.
+      const refused = await box.run(['api', '/api/cli/auth/me'], { env: { ...env, PROSPECT_TOKEN: 'prs_revoked' } });
+      expect(refused.code).toBe(4);
+      expect(refused.stderr).toBe(
+        `Error: ${backend.url} refused the token in PROSPECT_TOKEN: it is revoked.\nSet PROSPECT_TOKEN to a valid token, or unset it to use your session.\n`,
+      );
+      const refusedStatus = await box.run(['auth:status', '--verify'], { env: { ...env, PROSPECT_TOKEN: 'prs_revoked' } });
+      expect(refusedStatus.code).toBe(4);
+      expect(refusedStatus.stderr).toBe('Error: The server says the token is revoked — set PROSPECT_TOKEN to a valid token, or unset it to use your session.\n');
     } finally {
       await backend.close();
     }
