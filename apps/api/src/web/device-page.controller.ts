@@ -18,9 +18,10 @@ export const WRONG_CODES_PER_MINUTE = 5;
 
 const UNDECIDABLE: Record<UndecidableReason, [number, string, string]> = {
   unknown: [404, 'Code not found', 'That code does not match any sign-in request. Check the code in your terminal and try again.'],
-  expired: [410, 'This code has expired', 'Run `prospect auth:login` again in your terminal to get a new code.'],
-  cancelled: [410, 'The terminal cancelled this sign-in', 'It stopped waiting (Ctrl-C, or a timeout), so this code can no longer be approved. Run `prospect auth:login` again if you still need to sign in.'],
-  decided: [409, 'This code was already used', 'This sign-in request was already approved or denied. Run `prospect auth:login` again if you still need to sign in.'],
+  // A code may come from any registered OAuth client: the hint names the CLI's command as an example only.
+  expired: [410, 'This code has expired', 'Start signing in again where you got the code (for the Prospect CLI: `prospect auth:login`) to get a new one.'],
+  cancelled: [410, 'The terminal cancelled this sign-in', 'It stopped waiting (Ctrl-C, or a timeout), so this code can no longer be approved. Start signing in again (`prospect auth:login` for the Prospect CLI) if you still need to.'],
+  decided: [409, 'This code was already used', 'This sign-in request was already approved or denied. Start signing in again (`prospect auth:login` for the Prospect CLI) if you still need to.'],
 };
 
 /** The verification URL: a signed-in person checks the code and approves or denies the CLI. */
