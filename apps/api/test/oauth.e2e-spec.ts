@@ -237,6 +237,18 @@ describe('OAuth 2.0 surface', () => {
       expect((await introspect(adminToken, userToken)).status).toBe(403);
     });
 
+    it('a refresh may ask for the scope granted, never more (invalid_scope); a token_type_hint it does not know is ignored', async () => {
+      const { tokens } = await signIn();
+      const refresh = (refreshToken: string, scope: string) =>
+        form(api, OAUTH_ROUTES.token, { grant_type: 'refresh_token', client_id: 'prospect-cli', refresh_token: refreshToken, scope });
+      expectOAuthError(await refresh(tokens.refresh_token, 'read admin'), 'invalid_scope');
+      const same = await refresh(tokens.refresh_token, 'read');
+      expect(same.status).toBe(200);
+      expect(same.body.scope).toBe('read');
+      expect((await form(api, OAUTH_ROUTES.revoke, { token: same.body.refresh_token, token_type_hint: 'something_else' })).status).toBe(200);
+      expect((await get(api, ROUTES.me, same.body.access_token)).status).toBe(401);
+    });
+
     it('answers active, sub, client_id, exp, iat, token_type and username; {active: false} alone for a dead token', async () => {
       const { user, tokens } = await signIn();
       const now = Math.floor(clock.now().getTime() / 1000);

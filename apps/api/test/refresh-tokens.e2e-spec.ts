@@ -108,6 +108,60 @@ describe('refresh tokens with rotation (issue #14)', () => {
     expect(await sealed()).toBe(0);
   });
 
+  it('a revocation beside a rotation in flight revokes the pair being written too (the family is locked)', async () => {
+    const { accessToken, refreshToken } = await signIn();
+    const family = await familyOf(accessToken);
+    // Widen the window: the rotation's INSERT of the new refresh token takes half a second.
+    await api.dataSource.query(`CREATE FUNCTION test_slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END $$`);
+    await api.dataSource.query(`CREATE TRIGGER test_slow_insert BEFORE INSERT ON refresh_tokens FOR EACH ROW EXECUTE FUNCTION test_slow_insert()`);
+    try {
+      const rotation = refresh(refreshToken);
+      await new Promise((r) => setTimeout(r, 150));
+      await api.app.get(TokensService).revokeFamily(family, 'test');
+      const rotated = await rotation;
+      const live = await api.dataSource.query(
+        `SELECT 'access' AS kind FROM access_tokens WHERE device_login_id = $1 AND revoked_at IS NULL
+         UNION ALL SELECT 'refresh' FROM refresh_tokens WHERE device_login_id = $1 AND revoked_at IS NULL`,
+        [family],
+      );
+      expect(live).toEqual([]);
+      if (rotated.status === 200) expect((await get(api, ROUTES.me, rotated.body.accessToken)).status).toBe(401);
+    } finally {
+      await api.dataSource.query(`DROP TRIGGER test_slow_insert ON refresh_tokens`);
+      await api.dataSource.query(`DROP FUNCTION test_slow_insert()`);
+    }
+  });
+
+  it('a rotated token presented within the grace after its successor was itself rotated is a reuse', async () => {
+    const { refreshToken } = await signIn();
+    const second = (await refresh(refreshToken)).body;
+    expect((await refresh(second.refreshToken)).status).toBe(200);
+    const replay = await refresh(refreshToken);
+    expect(replay.status).toBe(401);
+    expect(replay.body.message).toMatch(/already used/);
+  });
+
+  it('within the grace but with the sealed pair gone, a second presentation is refused without revoking anything', async () => {
+    const { refreshToken } = await signIn();
+    const second = (await refresh(refreshToken)).body;
+    await api.dataSource.query(`UPDATE refresh_tokens SET successor_sealed = NULL`);
+    const again = await refresh(refreshToken);
+    expect(again.status).toBe(401);
+    expect(again.body.message).toMatch(/used a moment ago/);
+    expect((await get(api, ROUTES.me, second.accessToken)).status).toBe(200);
+  });
+
+  it('sign out everywhere ends sessions whose access token already expired, and audits each', async () => {
+    const { user, refreshToken } = await signIn();
+    const direct = (await api.app.get(TokensService).issue({ userId: user.id, origin: 'direct' })).accessToken;
+    clock.advanceSeconds(HOUR + 1); // only the refresh token of the session is still alive
+    expect(await api.app.get(TokensService).revokeAllForUser(user.id)).toBe(2);
+    expect((await refresh(refreshToken)).status).toBe(401);
+    expect((await get(api, ROUTES.me, direct)).status).toBe(401);
+    const ended = (await events('token.revoke_family')).filter((e: { detail: { reason: string } }) => e.detail.reason === 'signed out everywhere');
+    expect(ended.length).toBeGreaterThanOrEqual(1);
+  });
+
   it('logout (POST /logout with the access token) revokes the family: the refresh token stops working', async () => {
     const { accessToken, refreshToken } = await signIn();
     expect((await post(api, ROUTES.logout, undefined, accessToken)).status).toBe(204);
@@ -157,7 +211,9 @@ describe('refresh tokens with rotation (issue #14)', () => {
   });
 
   it('refuses garbage with a clear 4xx, never a 500', async () => {
-    expect((await refresh(`prsr_${'x'.repeat(43)}`)).body).toEqual(errorBody(401, 'invalid_grant'));
+    const unknown = await refresh(`prsr_${'x'.repeat(43)}`);
+    expect(unknown.body).toEqual(errorBody(401, 'invalid_grant'));
+    expect(unknown.headers.get('www-authenticate')).toBe('Bearer realm="prospect"');
     expect((await refresh('not a token')).status).toBe(401);
     const cases: Array<[unknown, number, RegExp]> = [
       [undefined, 400, /Missing field: refreshToken/],

@@ -1,8 +1,10 @@
+import { ROUTES } from '@prospect/contract';
 import pg from 'pg';
 import { RetentionService } from '../src/retention/retention.service.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { authorizedPoll, createUser, startDeviceLogin } from './support/fixtures.js';
+import { post } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const DAY = 24 * 3600;
@@ -12,9 +14,9 @@ describe('retention', () => {
   const clock = new FakeClock(Date.now());
   let api: TestApp;
   beforeAll(async () => {
-    // Device-login access tokens live a year here (their family too), so one outlives the 91 days
-    // below; its refresh token (30 days) does not.
-    api = await startTestApp({ clock, env: { ACCESS_TOKEN_TTL_SECONDS: String(365 * DAY), REFRESH_TOKEN_MAX_LIFETIME_SECONDS: String(365 * DAY) } });
+    // Device-login sessions live a year here, so one outlives the 91 days below (its hour-long
+    // access token does not: it is purged, the session's device login is kept for its refresh token).
+    api = await startTestApp({ clock, env: { REFRESH_TOKEN_TTL_SECONDS: String(365 * DAY), REFRESH_TOKEN_MAX_LIFETIME_SECONDS: String(365 * DAY) } });
   });
   afterAll(() => api.close());
 
@@ -28,7 +30,9 @@ describe('retention', () => {
     await tokens.revokeForUser(user.id, revoked.id);
     const live = await tokens.issue({ userId: user.id, origin: 'direct', ttlSeconds: 365 * DAY });
     await startDeviceLogin(api); // never approved: expires in 10 minutes
-    const withToken = await authorizedPoll(api, user); // its device login expires, its token lives on
+    await authorizedPoll(api, user); // its device login expires, its session (refresh token) lives on
+    const loggedOut = (await authorizedPoll(api, user)).body; // a session revoked at once: all of it goes
+    await post(api, ROUTES.logout, undefined, loggedOut.accessToken);
     await api.dataSource.query(`INSERT INTO web_sessions (sid, sess, expire) VALUES ('gone', '{"cookie":{}}', now() - interval '1 hour')`);
     const oldEvents = await ids('auth_events');
 
@@ -36,9 +40,11 @@ describe('retention', () => {
     const recent = await tokens.issue({ userId: user.id, origin: 'direct' });
     const counts = await api.app.get(RetentionService).purge();
 
-    expect(counts).toMatchObject({ tokens: 2, refreshTokens: 1, deviceLogins: 1, webSessions: 1 });
-    expect((await ids('access_tokens')).sort()).toEqual([live.id, recent.id, (await tokenIdOf(withToken.body.accessToken))].sort());
-    expect(await ids('device_logins')).toHaveLength(1); // the one whose token still lives
+    // expiring, revoked, and both sessions' hour-long access tokens; the revoked session's refresh token.
+    expect(counts).toMatchObject({ tokens: 4, refreshTokens: 1, deviceLogins: 2, webSessions: 1 });
+    expect((await ids('access_tokens')).sort()).toEqual([live.id, recent.id].sort());
+    expect(await ids('refresh_tokens')).toHaveLength(1);
+    expect(await ids('device_logins')).toHaveLength(1); // the one whose session still lives
     const events = await ids('auth_events');
     for (const id of oldEvents) expect(events).not.toContain(id);
     expect(events.length).toBeGreaterThan(0); // the recent issue's event stays
@@ -62,8 +68,4 @@ describe('retention', () => {
     }
     await expect(purge()).resolves.not.toBeNull();
   });
-
-  async function tokenIdOf(accessToken: string): Promise<string> {
-    return (await api.app.get(TokensService).verify(accessToken)).tokenId!;
-  }
 });

@@ -59,10 +59,13 @@ export const TokenResponseSchema = z.object({
 });
 export type TokenResponse = z.infer<typeof TokenResponseSchema>;
 
+/** A hint the server may use or not (RFC 7009 §2.1, RFC 7662 §2.1): the token's prefix says its kind anyway. */
+const tokenTypeHint = () => z.optional(z.string().check(z.maxLength(100)));
+
 /** RFC 7009 §2.1 (a public client names itself with client_id). */
 export const RevocationRequestSchema = z.object({
   token: param(200),
-  token_type_hint: z.optional(z.enum(['access_token', 'refresh_token'])),
+  token_type_hint: tokenTypeHint(),
   client_id: z.optional(param(64)),
 });
 export type RevocationRequest = z.infer<typeof RevocationRequestSchema>;
@@ -70,7 +73,7 @@ export type RevocationRequest = z.infer<typeof RevocationRequestSchema>;
 /** RFC 7662 §2.1. */
 export const IntrospectionRequestSchema = z.object({
   token: param(200),
-  token_type_hint: z.optional(z.enum(['access_token', 'refresh_token'])),
+  token_type_hint: tokenTypeHint(),
 });
 export type IntrospectionRequest = z.infer<typeof IntrospectionRequestSchema>;
 

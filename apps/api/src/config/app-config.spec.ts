@@ -107,6 +107,12 @@ describe('AppConfig.fromEnv', () => {
     );
   });
 
+  it('refuses an access-token lifetime of more than a day, as set before refresh tokens existed, naming CLI_TOKEN_TTL_SECONDS', () => {
+    expect(() => AppConfig.fromEnv({ ACCESS_TOKEN_TTL_SECONDS: String(30 * 86400) })).toThrow(
+      /ACCESS_TOKEN_TTL_SECONDS must be at most 86400 \(a day\): .*CLI_TOKEN_TTL_SECONDS/,
+    );
+  });
+
   it('defaults to an hour for access tokens with a refresh token, 30 days sliding up to 90 for refresh tokens, 30 days for CLI tokens', () => {
     expect(AppConfig.fromEnv({})).toMatchObject({
       accessTokenTtlSeconds: 3600,

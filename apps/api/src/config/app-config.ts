@@ -38,6 +38,9 @@ const trustProxy = z
   .refine((v) => /^(false|true|\d+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/.test(v), 'must be false, a hop count, or a list of addresses and subnets')
   .transform((v): boolean | number | string => (v === 'false' ? false : v === 'true' ? true : /^\d+$/.test(v) ? Number(v) : v));
 
+/** The most an access token that comes with a refresh token may live. */
+export const MAX_ACCESS_TOKEN_TTL_WITH_REFRESH = 24 * 3600;
+
 export const EnvSchema = z
   .object({
     NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -84,6 +87,15 @@ export const EnvSchema = z
         code: 'custom',
         path: ['ACCESS_TOKEN_TTL_SECONDS'],
         message: 'must not exceed ACCESS_TOKEN_MAX_TTL_SECONDS',
+      });
+    }
+    // It was the lifetime of every device-login token before refresh tokens: a setting of
+    // weeks left from then would make refresh pointless, so it is refused by name.
+    if (env.ACCESS_TOKEN_TTL_SECONDS > MAX_ACCESS_TOKEN_TTL_WITH_REFRESH) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ACCESS_TOKEN_TTL_SECONDS'],
+        message: `must be at most ${MAX_ACCESS_TOKEN_TTL_WITH_REFRESH} (a day): access tokens come with a refresh token; CLI_TOKEN_TTL_SECONDS sets long-lived tokens`,
       });
     }
     if (env.CLI_TOKEN_TTL_SECONDS > env.ACCESS_TOKEN_MAX_TTL_SECONDS) {

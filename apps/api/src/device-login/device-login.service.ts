@@ -20,7 +20,7 @@ import { Clock } from '../common/clock.js';
 import { generateSecret, generateUserCode, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { isUniqueViolation, Sql } from '../database/sql.js';
-import { RefreshTokensService } from '../tokens/refresh-tokens.service.js';
+import { RefreshTokensService, sessionLabel } from '../tokens/refresh-tokens.service.js';
 import { InvalidTokenError, TokensService } from '../tokens/tokens.service.js';
 import { toPublicUser, type User } from '../users/user.entity.js';
 import type { DeviceLoginStatus } from './device-login.entity.js';
@@ -249,7 +249,7 @@ export class DeviceLoginService {
       const [user] = (await tx.query(`SELECT id, email, name FROM users WHERE id = $1`, [won[0].decided_by_user_id])) as User[];
       const issued = await this.refreshTokens.issueFirstPair(tx, {
         userId: user!.id,
-        label: [login.client_name, login.hostname].filter(Boolean).join(' on ') || null,
+        label: sessionLabel(login.client_name, login.hostname),
         ip,
         deviceLoginId: login.id,
       });

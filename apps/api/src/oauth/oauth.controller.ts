@@ -84,7 +84,7 @@ export class OAuthController {
     }
     if (grantType === 'refresh_token') {
       const request = refreshTokenGrant.transform(body);
-      return this.oauth.refreshTokenGrant(request.refresh_token, request.client_id, ip);
+      return this.oauth.refreshTokenGrant(request.refresh_token, request.client_id, ip, request.scope);
     }
     if (typeof grantType !== 'string' || !grantType) throw oauthError(ERROR_CODES.invalidRequest, 'Missing field: grant_type.');
     throw oauthError(ERROR_CODES.unsupportedGrantType, `Unsupported grant_type: use ${DEVICE_CODE_GRANT_TYPE} or refresh_token.`);

@@ -104,8 +104,15 @@ export class OAuthService {
   }
 
   /** RFC 6749 §6, with rotation: the same rules as POST /api/cli/auth/refresh. */
-  async refreshTokenGrant(refreshToken: string, clientId: string, ip: string | null): Promise<TokenResponse> {
+  async refreshTokenGrant(refreshToken: string, clientId: string, ip: string | null, scope?: string): Promise<TokenResponse> {
     await this.requireClient(clientId);
+    // RFC 6749 §6: a refresh may ask for the scope granted or less, never more. Tokens here
+    // are not narrowed, so asking for less changes nothing either.
+    if (scope !== undefined) {
+      const granted = new Set((await this.refreshTokens.describe(refreshToken))?.scope?.split(' ') ?? []);
+      const beyond = scope.split(' ').filter((s) => !granted.has(s));
+      if (beyond.length) throw oauthError(ERROR_CODES.invalidScope, `Not granted to this session: ${beyond.join(' ')}.`);
+    }
     try {
       const { pair, scope } = await this.refreshTokens.refresh(refreshToken, clientId, ip);
       return this.tokenResponse(pair.accessToken, pair.expiresAt, pair.refreshToken, scope);

@@ -20,7 +20,7 @@ import { TokensService } from './tokens.service.js';
 export const REFRESH_GRACE_SECONDS = 10;
 
 /** Why a refresh token was refused; every one is `invalid_grant` on the wire. */
-export type InvalidGrantReason = 'unknown' | 'expired' | 'revoked' | 'reused' | 'other_client';
+export type InvalidGrantReason = 'unknown' | 'expired' | 'revoked' | 'reused' | 'other_client' | 'just_rotated';
 
 export class InvalidGrantError extends Error {
   constructor(readonly reason: InvalidGrantReason) {
@@ -31,6 +31,7 @@ export class InvalidGrantError extends Error {
         revoked: 'This session has been revoked.',
         reused: 'This refresh token was already used, so the session has been revoked everywhere.',
         other_client: 'This refresh token was issued to another client.',
+        just_rotated: 'This refresh token was used a moment ago: use the new one it was exchanged for.',
       }[reason],
     );
   }
@@ -69,10 +70,15 @@ interface ClaimedRow {
   family_expires_at: Date;
   client_id: string;
   scope: string | null;
-  label: string | null;
+  client_name: string | null;
+  hostname: string | null;
   email: string;
   name: string;
 }
+
+/** How a session is named on the tokens page: "prospect CLI 0.1.0 on laptop". */
+export const sessionLabel = (clientName: string | null, hostname: string | null): string | null =>
+  [clientName, hostname].filter(Boolean).join(' on ') || null;
 
 interface PresentedRow {
   id: string;
@@ -154,9 +160,11 @@ export class RefreshTokensService {
   }
 
   /**
-   * Exchanges a refresh token for a new pair. One conditional UPDATE claims it, so of two
-   * racing refreshes one rotates and the other (after the row lock) answers from the sealed
-   * successor. Throws InvalidGrantError otherwise; a reuse revokes the family first.
+   * Exchanges a refresh token for a new pair. The family's device login row is locked first
+   * (as TokensService.revokeFamily locks it), so a revocation never runs beside a rotation and
+   * misses the pair it is writing; then one conditional UPDATE claims the token, so of two
+   * racing refreshes one rotates and the other answers from the sealed successor. Throws
+   * InvalidGrantError otherwise; a reuse revokes the family first.
    * @param clientId the client asking: a token is only refreshed by the client it was issued to.
    */
   async refresh(rawToken: string, clientId: string, ip: string | null): Promise<RefreshedSession> {
@@ -164,13 +172,18 @@ export class RefreshTokensService {
     const hash = sha256(rawToken);
     const now = this.clock.now();
     const rotated = await this.db.transaction(async (tx) => {
+      const family = (await tx.query(
+        `SELECT d.id FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id WHERE r.token_hash = $1 FOR UPDATE OF d`,
+        [hash],
+      )) as unknown[];
+      if (!family.length) return null;
+      // A statement of its own after the lock: it sees what a revocation that held it committed.
       const [claimedRows] = (await tx.query(
         `UPDATE refresh_tokens r SET rotated_at = $2
            FROM device_logins d, users u
           WHERE r.token_hash = $1 AND r.rotated_at IS NULL AND r.revoked_at IS NULL AND r.expires_at > $2
             AND d.id = r.device_login_id AND d.client_id = $3 AND u.id = r.user_id
-          RETURNING r.id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope,
-                    NULLIF(concat_ws(' on ', d.client_name, d.hostname), '') AS label, u.email, u.name`,
+          RETURNING r.id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope, d.client_name, d.hostname, u.email, u.name`,
         [hash, now, clientId],
       )) as [ClaimedRow[], number];
       const claimed = claimedRows[0];
@@ -178,7 +191,7 @@ export class RefreshTokensService {
       const pair = await this.issuePair(tx, {
         deviceLoginId: claimed.device_login_id,
         userId: claimed.user_id,
-        label: claimed.label,
+        label: sessionLabel(claimed.client_name, claimed.hostname),
         ip,
         familyExpiresAt: claimed.family_expires_at,
       });
@@ -208,20 +221,34 @@ export class RefreshTokensService {
     if (row.revoked_at) throw new InvalidGrantError('revoked');
     if (!row.rotated_at) throw new InvalidGrantError('expired');
     const inGrace = now - row.rotated_at.getTime() < REFRESH_GRACE_SECONDS * 1000;
-    const successor = inGrace && row.successor_sealed ? open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed) : null;
-    if (successor) {
-      return {
-        pair: { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id },
-        user: { id: row.user_id, email: row.email, name: row.name },
-        clientId: row.client_id,
-        scope: row.scope,
-      };
+    if (inGrace) {
+      const successor = row.successor_sealed ? open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed) : null;
+      // The same pair again only while it is still the family's newest: once it was itself
+      // rotated, a second holder of this token is not a terminal that lost the race.
+      if (successor && (await this.isUnused(successor.refreshToken))) {
+        return {
+          pair: { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id },
+          user: { id: row.user_id, email: row.email, name: row.name },
+          clientId: row.client_id,
+          scope: row.scope,
+        };
+      }
+      // Sealed pair already erased (another replica's clock ahead): refuse, but a racing
+      // terminal is no thief, so nothing is revoked.
+      if (!successor) throw new InvalidGrantError('just_rotated');
     }
-    // Rotated long ago and presented again: a copy is in someone else's hands.
+    // Rotated and presented again: a copy is in someone else's hands.
     await this.tokens.revokeFamily(row.device_login_id, 'refresh token reused', ip);
     await this.audit.record('token.reuse', { userId: row.user_id, ip, detail: { deviceLoginId: row.device_login_id } });
     this.logger.warn(`refresh token reused: revoked the family of device login ${row.device_login_id}`);
     throw new InvalidGrantError('reused');
+  }
+
+  private async isUnused(rawToken: string): Promise<boolean> {
+    const [row] = await this.sql.rows<{ unused: boolean }>(`SELECT rotated_at IS NULL AND revoked_at IS NULL AS unused FROM refresh_tokens WHERE token_hash = $1`, [
+      sha256(rawToken),
+    ]);
+    return row?.unused ?? false;
   }
 
   /**

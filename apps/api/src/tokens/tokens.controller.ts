@@ -7,6 +7,7 @@ import {
   ERROR_CODES,
   type RefreshRequest,
   RefreshRequestSchema,
+  SERVICE_NAME,
   type IssueTokenRequest,
   IssueTokenRequestSchema,
   IssuedTokenResponseSchema,
@@ -80,7 +81,12 @@ export class TokensController {
       const { pair, user } = await this.refreshTokens.refresh(body.refreshToken, CLI_CLIENT_ID, ip);
       return { status: 'authorized', accessToken: pair.accessToken, refreshToken: pair.refreshToken, expiresAt: pair.expiresAt.toISOString(), user };
     } catch (err) {
-      if (err instanceof InvalidGrantError) throw new ApiException(401, ERROR_CODES.invalidGrant, `${err.message} Run \`prospect auth:login\` to sign in again.`);
+      // A 401 carries a challenge (RFC 9110 §15.5.2); the code says the grant, not a bearer token, failed.
+      if (err instanceof InvalidGrantError) {
+        throw new ApiException(401, ERROR_CODES.invalidGrant, `${err.message} Run \`prospect auth:login\` to sign in again.`, {
+          'WWW-Authenticate': `Bearer realm="${SERVICE_NAME}"`,
+        });
+      }
       throw err;
     }
   }

@@ -233,7 +233,12 @@ export class TokensService {
    * replayed device code and a reused refresh token. Returns how many access tokens it revoked.
    */
   async revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, manager?: EntityManager): Promise<number> {
-    const text = `WITH a AS (
+    if (!manager) return this.db.transaction((tx) => this.revokeFamily(deviceLoginId, reason, ip, tx));
+    // The family's lock, as a rotation takes it (RefreshTokensService.refresh): a pair being
+    // written now is committed before the statement below looks, and so revoked with the rest.
+    await manager.query(`SELECT id FROM device_logins WHERE id = $1 FOR UPDATE`, [deviceLoginId]);
+    const [row] = (await manager.query(
+      `WITH a AS (
          UPDATE access_tokens SET revoked_at = $2 WHERE device_login_id = $1 AND revoked_at IS NULL RETURNING id
        ), r AS (
          UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE device_login_id = $1 AND revoked_at IS NULL RETURNING id
@@ -243,31 +248,45 @@ export class TokensService {
               jsonb_build_object('deviceLoginId', d.id, 'reason', $4::text,
                                  'accessTokens', (SELECT count(*) FROM a), 'refreshTokens', (SELECT count(*) FROM r)), $2
          FROM device_logins d WHERE d.id = $1
-       RETURNING (SELECT coalesce(array_agg(id), '{}') FROM a) AS ids`;
-    const values = [deviceLoginId, this.clock.now(), ip ?? null, reason];
-    const [row] = manager
-      ? ((await manager.query(text, values)) as Array<{ ids: string[] }>)
-      : await this.sql.rows<{ ids: string[] }>(text, values);
+       RETURNING (SELECT coalesce(array_agg(id), '{}') FROM a) AS ids`,
+      [deviceLoginId, this.clock.now(), ip ?? null, reason],
+    )) as Array<{ ids: string[] }>;
     // At once on this instance; the database trigger tells the others.
     for (const id of row?.ids ?? []) this.cache.evictToken(id);
     return row?.ids.length ?? 0;
   }
 
-  /** Revokes every live token of this user ("sign out everywhere"), refresh tokens too, each access token with its audit event; returns how many. */
+  /**
+   * "Sign out everywhere": every live token of this user, refresh tokens too, with one audit
+   * event per long-lived token and per session; returns how many of those it ended. The
+   * user's families are locked first, as revokeFamily does, so no rotation slips past.
+   */
   async revokeAllForUser(userId: string, ip?: string | null): Promise<number> {
-    const revoked = await this.sql.rows<{ id: string }>(
-      `WITH revoked AS (
-         UPDATE access_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id
-       ), refresh AS (
-         UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE user_id = $1 AND revoked_at IS NULL RETURNING id
-       )
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT 'token.revoke', $1, $3, jsonb_build_object('tokenId', revoked.id, 'reason', 'signed out everywhere', 'refreshTokens', (SELECT count(*) FROM refresh)), $2 FROM revoked
-       RETURNING detail ->> 'tokenId' AS id`,
-      [userId, this.clock.now(), ip ?? null],
-    );
+    const [{ ended }] = await this.db.transaction(async (tx) => {
+      await tx.query(
+        `SELECT id FROM device_logins WHERE id IN (SELECT device_login_id FROM refresh_tokens WHERE user_id = $1 AND revoked_at IS NULL) ORDER BY id FOR UPDATE`,
+        [userId],
+      );
+      return (await tx.query(
+        `WITH a AS (
+           UPDATE access_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id, device_login_id
+         ), r AS (
+           UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE user_id = $1 AND revoked_at IS NULL RETURNING device_login_id
+         ), sessions AS (
+           SELECT device_login_id AS id FROM a WHERE device_login_id IS NOT NULL UNION SELECT device_login_id FROM r
+         ), events AS (
+           INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+           SELECT 'token.revoke', $1, $3, jsonb_build_object('tokenId', a.id, 'reason', 'signed out everywhere'), $2 FROM a WHERE a.device_login_id IS NULL
+           UNION ALL
+           SELECT 'token.revoke_family', $1, $3, jsonb_build_object('deviceLoginId', s.id, 'reason', 'signed out everywhere'), $2 FROM sessions s
+           RETURNING 1
+         )
+         SELECT count(*)::int AS ended FROM events`,
+        [userId, this.clock.now(), ip ?? null],
+      )) as Array<{ ended: number }>;
+    });
     this.cache.evictUser(userId);
-    return revoked.length;
+    return ended;
   }
 
   /**
