@@ -51,6 +51,8 @@ export const apiCommand: Command = {
     const body = await requestBody(ctx);
     const method = typeof ctx.flags.method === 'string' ? ctx.flags.method.toUpperCase() : body === undefined ? 'GET' : 'POST';
     if (!METHODS.includes(method)) throw usageError(`Unknown --method ${JSON.stringify(ctx.flags.method)}: use one of ${METHODS.join(', ')}.`);
+    // fetch refuses a GET with a body, which would otherwise read as a network failure.
+    if (method === 'GET' && body !== undefined) throw usageError('A GET request carries no body: drop --data, --input or -f, or use -X POST.');
     const credentials = ctx.credentials;
     // Only PROSPECT_SKIP_AUTH=1 gets here without credentials.
     const baseUrl = credentials?.apiBaseUrl ?? requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL;

@@ -5,6 +5,7 @@ import type { DeviceLoginResult } from '../device-login/device-login-client.js';
 import { CliError, usageError } from '../errors.js';
 import { humanDuration } from '../format.js';
 import { revokeSession } from '../session/refresh.js';
+import { withSessionLock } from '../session/session-lock.js';
 import { apiUrlFlag, type Command } from './command.js';
 
 export const loginCommand: Command = {
@@ -40,8 +41,12 @@ export const loginCommand: Command = {
     const timeoutSeconds = parseTimeout(ctx.flags.timeoutSeconds);
     const session =
       typeof ctx.flags.token === 'string' ? await loginWithToken(ctx, api, ctx.flags.token) : await loginWithDevice(ctx, api, timeoutSeconds);
-    const previous = await ctx.store.read();
-    await ctx.store.write(session);
+    // Under the session's lock: a refresh in another process neither overwrites nor removes it.
+    const previous = await withSessionLock(ctx.store, async () => {
+      const read = await ctx.store.read();
+      await ctx.store.write(session);
+      return read;
+    });
     if (previous.kind === 'session' && previous.session.accessToken !== session.accessToken) {
       const { user, apiBaseUrl } = previous.session;
       // The replaced session ends on its server too (best effort, same server only): a refresh

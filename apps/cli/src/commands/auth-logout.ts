@@ -1,6 +1,7 @@
 import { ApiClient } from '../api-client/api-client.js';
 import { type CommandContext, writeLine } from '../context.js';
 import { revokeSession } from '../session/refresh.js';
+import { withSessionLock } from '../session/session-lock.js';
 import type { Command } from './command.js';
 
 /** Revoking on the server is a courtesy: offline, logging out still works. */
@@ -16,13 +17,17 @@ export const logoutCommand: Command = {
   flags: {},
   requiresAuth: false,
   async run(ctx: CommandContext) {
-    const read = await ctx.store.read();
-    let revoked = false;
-    if (read.kind === 'session') {
-      const api = new ApiClient({ baseUrl: read.session.apiBaseUrl, fetch: ctx.fetch, timeoutMs: REVOKE_TIMEOUT_MS });
-      revoked = await revokeSession(api, read.session);
+    if ((await ctx.store.read()).kind === 'none') {
+      writeLine(ctx.stdout, 'Not logged in.');
+      return;
     }
-    const removed = await ctx.store.remove();
+    // Under the session's lock: a refresh in another process cannot write the session back.
+    const { read, revoked, removed } = await withSessionLock(ctx.store, async () => {
+      const read = await ctx.store.read();
+      const revoked =
+        read.kind === 'session' && (await revokeSession(new ApiClient({ baseUrl: read.session.apiBaseUrl, fetch: ctx.fetch, timeoutMs: REVOKE_TIMEOUT_MS }), read.session));
+      return { read, revoked, removed: await ctx.store.remove() };
+    });
     if (read.kind === 'session') {
       writeLine(ctx.stdout, `Logged out of ${read.session.apiBaseUrl}${revoked ? '' : ' (the server could not be told; the local session is removed)'}.`);
     } else {

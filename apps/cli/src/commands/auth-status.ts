@@ -4,7 +4,7 @@ import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, w
 import { authRequired } from '../errors.js';
 import { expiryMoment } from '../format.js';
 import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
-import { needsRefresh, refreshSession } from '../session/refresh.js';
+import { refreshSession } from '../session/refresh.js';
 import { apiUrlFlag, type Command } from './command.js';
 
 /** `prospect auth:status`, like `gh auth status`: what the CLI would authenticate with, and where it comes from. */
@@ -33,7 +33,7 @@ export const statusCommand: Command = {
       refuseOtherBackend(ctx, read.session);
       let { session } = read;
       // --verify asks the server about the token a command would use: renewed first, if due.
-      if (ctx.flags.verify && needsRefresh(session)) session = (await refreshSession(ctx, session)).session;
+      if (ctx.flags.verify) session = (await refreshSession(ctx, session)).session;
       status = {
         server: session.apiBaseUrl,
         tokenSource: ctx.store.path,

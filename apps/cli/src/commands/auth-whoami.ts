@@ -2,7 +2,7 @@ import { ApiClient, ApiHttpError, loginCommandLine, sessionTokenRejected } from 
 import { type CommandContext, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
 import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
-import { needsRefresh, refreshSession } from '../session/refresh.js';
+import { refreshSession } from '../session/refresh.js';
 import { describeExpiry } from '../format.js';
 import { apiUrlFlag, type Command } from './command.js';
 
@@ -16,10 +16,10 @@ export const whoamiCommand: Command = {
   Options
     --api-url  Check that the session is for this server
     --verify   Check the session with the server (GET /api/cli/auth/me) and update it
+    --json     Print the session as JSON, for scripts
 
   An access token that expires within a minute is first renewed with the session's refresh
   token, as every command does.
-    --json     Print the session as JSON, for scripts
 `,
   flags: { ...apiUrlFlag, verify: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
   requiresAuth: false,
@@ -32,7 +32,7 @@ export const whoamiCommand: Command = {
     refuseOtherBackend(ctx, session);
     let verified = false;
     let refreshed = false;
-    if (needsRefresh(session)) ({ session, refreshed } = await refreshSession(ctx, session));
+    ({ session, refreshed } = await refreshSession(ctx, session));
 
     if (ctx.flags.verify) {
       const api = new ApiClient({ baseUrl: session.apiBaseUrl, fetch: ctx.fetch });

@@ -2,7 +2,7 @@ import { ENV, type SessionFile } from '@prospect/contract';
 import { loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
 import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { authRequired, type CliError } from '../errors.js';
-import { needsRefresh, refreshSession } from './refresh.js';
+import { refreshSession } from './refresh.js';
 import type { SessionRead } from './session-store.js';
 
 /**
@@ -48,7 +48,7 @@ async function requireFileSession(ctx: CommandContext, now: number): Promise<Ses
   // must say to log in to the one asked for (and its refresh token goes nowhere else).
   refuseOtherBackend(ctx, session);
   // Expired or about to: renewed with its refresh token before the command runs.
-  if (needsRefresh(session, now)) session = (await refreshSession(ctx, session, () => now)).session;
+  session = (await refreshSession(ctx, session, () => now)).session;
   if (Date.parse(session.expiresAt) <= now) {
     throw authRequired(`Session expired at ${session.expiresAt} — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
   }

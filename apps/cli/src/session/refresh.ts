@@ -1,16 +1,11 @@
 import { AuthorizedResponseSchema, CLI_CLIENT_ID, OAUTH_ROUTES, ROUTES, type SessionFile } from '@prospect/contract';
-import { ApiClient, ApiHttpError, loginCommandLine } from '../api-client/api-client.js';
+import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine } from '../api-client/api-client.js';
 import type { CommandContext } from '../context.js';
 import { authRequired, CliError } from '../errors.js';
-import type { SessionStore } from './session-store.js';
+import { withSessionLock } from './session-lock.js';
 
 /** A session whose access token expires within this is refreshed before a command uses it. */
 export const REFRESH_AHEAD_MS = 60_000;
-/** How long a second CLI process waits for the first one's refresh before giving up. */
-export const LOCK_WAIT_MS = 10_000;
-/** A lock untouched this long belongs to a process that died mid-refresh: it is taken over. */
-const LOCK_STALE_MS = 15_000;
-
 /** True when the session would be refreshed before use: it has a refresh token and expires within a minute. */
 export function needsRefresh(session: SessionFile, now = Date.now()): boolean {
   return session.refreshToken !== undefined && Date.parse(session.expiresAt) - now <= REFRESH_AHEAD_MS;
@@ -20,10 +15,9 @@ export type RefreshResult = { session: SessionFile; refreshed: boolean };
 
 /**
  * Renews a session that expires within a minute with its refresh token (the server rotates it),
- * and writes the new pair atomically. Two CLI processes refreshing at once take turns on a lock
- * file beside the session (proper-lockfile: an exclusive mkdir, taken over when stale), and the
- * second finds the first one's new session instead of presenting the used refresh token again,
- * which the server would take for a reuse.
+ * and writes the new pair atomically. Two CLI processes refreshing at once take turns on the
+ * session's lock (session-lock.ts), and the second finds the first one's new session instead of
+ * presenting the used refresh token again, which the server would take for a reuse.
  *
  * A refusal (reused, revoked, expired) ends the session: the file is removed and the error
  * (exit 4) says how to log in again. A network failure keeps the session: exit 1, or, while
@@ -31,40 +25,30 @@ export type RefreshResult = { session: SessionFile; refreshed: boolean };
  */
 export async function refreshSession(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 'signal'>, session: SessionFile, now = Date.now): Promise<RefreshResult> {
   if (!needsRefresh(session, now())) return { session, refreshed: false };
-  // Loaded on first use: most runs never refresh, and startup time counts.
-  const { lock } = await import('proper-lockfile');
-  let release: () => Promise<void>;
-  try {
-    release = await lock(ctx.store.path, {
-      realpath: false,
-      stale: LOCK_STALE_MS,
-      retries: { retries: Math.ceil(LOCK_WAIT_MS / 100), minTimeout: 50, maxTimeout: 200, factor: 1.2 },
-    });
-  } catch (err) {
-    throw new CliError(
-      `Another prospect process is refreshing the session and did not finish within ${LOCK_WAIT_MS / 1000} s (${(err as Error).message}).`,
-      1,
-      `If no other prospect is running, remove ${ctx.store.path}.lock and try again.`,
-    );
-  }
-  try {
-    // Whoever held the lock before us may have refreshed already.
+  return withSessionLock(ctx.store, async () => {
+    // Whoever held the lock before us may have refreshed already, or logged out, or in again.
     const current = await ctx.store.read();
     if (current.kind !== 'session' || current.session.apiBaseUrl !== session.apiBaseUrl) {
       throw authRequired(`The session changed while refreshing it — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
     }
     if (!needsRefresh(current.session, now())) return { session: current.session, refreshed: current.session.accessToken !== session.accessToken };
     return { session: await exchange(ctx, current.session, now), refreshed: true };
-  } finally {
-    await release().catch(() => undefined);
-  }
+  });
 }
 
 async function exchange(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 'signal'>, session: SessionFile, now: () => number): Promise<SessionFile> {
   const api = new ApiClient({ baseUrl: session.apiBaseUrl, fetch: ctx.fetch });
+  const ask = () => api.request('POST', ROUTES.refresh, { body: { refreshToken: session.refreshToken }, signal: ctx.signal });
   let body: unknown;
   try {
-    ({ body } = await api.request('POST', ROUTES.refresh, { body: { refreshToken: session.refreshToken }, signal: ctx.signal }));
+    try {
+      ({ body } = await ask());
+    } catch (err) {
+      // The answer may be lost after the server rotated: asked again at once, within its
+      // 10 s grace, it answers the same pair instead of finding a reuse later.
+      if (!(err instanceof ApiUnreachableError) || ctx.signal.aborted) throw err;
+      ({ body } = await ask());
+    }
   } catch (err) {
     if (err instanceof ApiHttpError && err.status === 401) {
       await ctx.store.remove();

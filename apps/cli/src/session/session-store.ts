@@ -70,7 +70,7 @@ export class SessionStore {
    * Creates the directory owner-only. One that exists is left as it is, even if others
    * may read it: PROSPECT_CONFIG_DIR could be $HOME. The session file itself is 0600.
    */
-  private async ensureDir(): Promise<void> {
+  async ensureDir(): Promise<void> {
     const created = await mkdir(this.dir, { recursive: true, mode: 0o700 });
     if (created !== undefined) return;
     const { mode } = await stat(this.dir);

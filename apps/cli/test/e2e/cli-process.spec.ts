@@ -225,7 +225,8 @@ describe('prospect api', () => {
     [['--data', '{}', '--input', '-'], '--data and --input cannot be combined: give the request body one way.'],
     [['--input', '-', '-f', 'a=b'], '--input and -f cannot be combined: give the request body one way.'],
     [['-d', '{}', '--input', '-', '-f', 'a=b'], '--data, --input and -f cannot be combined: give the request body one way.'],
-  ])('refuses two bodies at once: %j, exit 2, nothing sent', async (args, message) => {
+    [['-X', 'GET', '-f', 'a=b'], 'A GET request carries no body: drop --data, --input or -f, or use -X POST.'],
+  ])('refuses two bodies at once, or a body on a GET: %j, exit 2, nothing sent', async (args, message) => {
     const run = await box.run(['api', '/echo', ...args], { stdin: '{}' });
     expect(run).toMatchObject({ code: 2, stdout: '' });
     expect(run.stderr.split('\n')[0]).toBe(`Error: ${message}`);
@@ -631,5 +632,55 @@ describe('auth:logout', () => {
     expect(run.stdout).toBe(`Logged out of ${backend.url} (the server could not be told; the local session is removed).\n`);
     expect(box.hasSession()).toBe(false);
     expect(await box.run(['auth:logout'])).toMatchObject({ code: 0, stdout: 'Not logged in.\n' });
+  });
+});
+
+describe('refreshing the session against a flaky network', () => {
+  it('an answer lost after the server rotated is asked for again at once (within its grace), and the command runs', async () => {
+    let calls = 0;
+    const backend = await fakeBackend({
+      'POST /api/cli/auth/refresh': (req, _body, res) => {
+        calls += 1;
+        // The first answer never arrives: the connection drops, as after a server-side commit.
+        if (calls === 1) return req.socket.destroy();
+        json(res, 200, { status: 'authorized', accessToken: 'prs_renewed', refreshToken: 'prsr_renewed', expiresAt: new Date(Date.now() + 3_600_000).toISOString(), user });
+      },
+    });
+    try {
+      await box.writeSession(validSession(backend.url, { accessToken: 'prs_old', refreshToken: 'prsr_old', expiresAt: new Date(Date.now() - 1000).toISOString() }));
+      const run = await box.run(['auth:token']);
+      expect(run).toMatchObject({ code: 0, stdout: 'prs_renewed\n', stderr: '' });
+      expect(backend.requests.filter((r) => r.url === '/api/cli/auth/refresh').map((r) => JSON.parse(r.body))).toEqual([
+        { refreshToken: 'prsr_old' },
+        { refreshToken: 'prsr_old' },
+      ]);
+      expect(await box.readSession()).toMatchObject({ accessToken: 'prs_renewed', refreshToken: 'prsr_renewed' });
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('a refresh refused by the server removes the session and exits 4; an answer of the wrong shape keeps it and exits 1', async () => {
+    const backend = await fakeBackend({
+      'POST /api/cli/auth/refresh': (req, body, res) =>
+        JSON.parse(body).refreshToken === 'prsr_odd'
+          ? json(res, 200, { hello: 'world' })
+          : json(res, 401, { statusCode: 401, error: 'invalid_grant', message: 'This refresh token was already used, so the session has been revoked everywhere.' }),
+    });
+    try {
+      const expired = { expiresAt: new Date(Date.now() - 1000).toISOString() };
+      await box.writeSession(validSession(backend.url, { ...expired, refreshToken: 'prsr_odd' }));
+      expect(await box.run(['auth:token'])).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/answered the refresh with an unexpected shape; the session is kept/) });
+      expect(box.hasSession()).toBe(true);
+      await box.writeSession(validSession(backend.url, { ...expired, refreshToken: 'prsr_reused' }));
+      const refused = await box.run(['auth:token'], { env: { PROSPECT_API_BASE_URL: backend.url } });
+      expect(refused).toMatchObject({ code: 4, stdout: '' });
+      expect(refused.stderr).toBe(
+        `Error: This refresh token was already used, so the session has been revoked everywhere. The local session is removed — run \`prospect auth:login --api-url ${backend.url}\`.\n`,
+      );
+      expect(box.hasSession()).toBe(false);
+    } finally {
+      await backend.close();
+    }
   });
 });
