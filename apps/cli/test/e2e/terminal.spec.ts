@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { assertBuilt, makeSandbox, PROSPECT_JS, type Sandbox } from '../support/run-cli.js';
-import { approve, cliToken, createUser, startRealApi, type TestApp } from '../support/real-api.js';
+import { approve, authorizedPoll, cliToken, createUser, startRealApi, type TestApp } from '../support/real-api.js';
 
 const TMUX = ['/usr/bin/tmux', '/usr/local/bin/tmux', '/opt/homebrew/bin/tmux'].find((path) => existsSync(path));
 const server = `prospect-cli-test-${process.pid}`;
@@ -115,3 +115,28 @@ describe('auth:login --token - at a terminal', () => {
     }
   });
 });
+
+it('prospect api at a terminal: renews an expired session first, then indented JSON; into a pipe, one line', async () => {
+  const person = await createUser(api, { name: 'Ada Lovelace', email: `ada-api-${Date.now()}@example.com` });
+  const { body } = await authorizedPoll(api, person);
+  const sandbox = await makeSandbox();
+  try {
+    await sandbox.writeSession({
+      accessToken: body.accessToken,
+      refreshToken: body.refreshToken,
+      apiBaseUrl: api.baseUrl,
+      user: body.user,
+      expiresAt: new Date(Date.now() - 1000).toISOString(),
+      createdAt: new Date().toISOString(),
+    });
+    const prospect = `env -u CI PROSPECT_CONFIG_DIR='${sandbox.configDir}' '${process.execPath}' '${PROSPECT_JS}'`;
+    tmux('new-session', '-d', '-s', 'api', '-x', '120', '-y', '40', `${prospect} api /api/cli/auth/me; ${prospect} api /api/cli/auth/me | cat; echo "exit=$?"; sleep 60`);
+    const [shown] = await waitForScreen(/exit=0/, 'api');
+    expect(shown).toMatch(/^\{\n {2}"user": \{\n {4}"id": /m);
+    expect(shown).toMatch(/^\{"user":\{"id":"[^"]+","email":"ada-api-/m);
+    expect((await sandbox.readSession()).accessToken).not.toBe(body.accessToken);
+  } finally {
+    await sandbox.cleanup();
+  }
+});
+
