@@ -1,3 +1,6 @@
+import type { NextFunction, Request, Response } from 'express';
+import { badRequest } from './api-exception.js';
+
 /** NUL, which Postgres cannot store in text, and UTF-16 surrogates without their pair, which are not text at all. */
 const isMalformed = (text: string) => text.includes('\u0000') || !text.isWellFormed();
 
@@ -19,3 +22,9 @@ export function findMalformedText(value: unknown, path: string[] = []): string |
 }
 
 export const malformedTextMessage = (field: string) => `Invalid ${field}: it contains a NUL character or broken Unicode (an unpaired surrogate).`;
+
+/** Express middleware: a form field (or query parameter) that cannot be stored as text is a 400 naming it, before any handler runs. */
+export function refuseMalformedForms(req: Request, _res: Response, next: NextFunction): void {
+  const malformed = findMalformedText(req.body) ?? findMalformedText(req.query);
+  next(malformed ? badRequest(malformedTextMessage(malformed)) : undefined);
+}

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
@@ -16,6 +16,7 @@ import {
 import type { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException, badRequest } from '../common/api-exception.js';
+import { BackgroundWrites } from '../common/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { generateSecret, generateUserCode, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
@@ -98,8 +99,6 @@ interface PollRow {
 
 @Injectable()
 export class DeviceLoginService {
-  private readonly logger = new Logger(DeviceLoginService.name);
-
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly sql: Sql,
@@ -108,6 +107,7 @@ export class DeviceLoginService {
     private readonly tokens: TokensService,
     private readonly refreshTokens: RefreshTokensService,
     private readonly audit: AuditService,
+    private readonly background: BackgroundWrites,
   ) {}
 
   get enabled(): boolean {
@@ -116,14 +116,14 @@ export class DeviceLoginService {
 
   /** Sealed replies are erased once their window ends (on every replica; the UPDATE is idempotent). */
   @Interval((REPLY_WINDOW_SECONDS * 1000) / 2)
+  scheduledErase(): void {
+    this.background.run('erase sealed poll replies', () => this.eraseEndedReplies());
+  }
+
   async eraseEndedReplies(): Promise<void> {
-    try {
-      await this.sql.rows(`UPDATE device_logins SET reply_sealed = NULL WHERE reply_sealed IS NOT NULL AND redeemed_at <= $1`, [
-        new Date(this.clock.now().getTime() - REPLY_WINDOW_SECONDS * 1000),
-      ]);
-    } catch (err) {
-      this.logger.warn(`could not erase sealed poll replies: ${(err as Error).message}`);
-    }
+    await this.sql.rows(`UPDATE device_logins SET reply_sealed = NULL WHERE reply_sealed IS NOT NULL AND redeemed_at <= $1`, [
+      new Date(this.clock.now().getTime() - REPLY_WINDOW_SECONDS * 1000),
+    ]);
   }
 
   /**

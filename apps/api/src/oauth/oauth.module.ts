@@ -1,9 +1,9 @@
 import { Injectable, type MiddlewareConsumer, Module, type NestMiddleware, type NestModule, RequestMethod } from '@nestjs/common';
 import { ERROR_CODES } from '@prospect/contract';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { ApiException, badRequest } from '../common/api-exception.js';
+import { ApiException } from '../common/api-exception.js';
 import { BODY_LIMIT } from '../common/body-limit.js';
-import { findMalformedText, malformedTextMessage } from '../common/well-formed-text.js';
+import { refuseMalformedForms } from '../common/well-formed-text.js';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
 import { TokensModule } from '../tokens/tokens.module.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
@@ -16,21 +16,20 @@ const FORM = 'application/x-www-form-urlencoded';
  * The OAuth endpoints read form bodies (RFC 6749 §4.1.3, RFC 8628 §3.1): anything else with a
  * body is refused by name rather than read as no parameters at all.
  */
+function requireForm(req: Request, _res: Response, next: NextFunction): void {
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  next(hasBody && !req.is(FORM) ? new ApiException(400, ERROR_CODES.invalidRequest, `Send the parameters form-encoded (Content-Type: ${FORM}).`) : undefined);
+}
+
+/** The form parser for the OAuth endpoints only, as the pages have theirs (web.module.ts). */
 @Injectable()
 class OAuthFormMiddleware implements NestMiddleware {
-  private readonly parse = express.urlencoded({ limit: BODY_LIMIT, extended: false, parameterLimit: 20 });
+  private readonly chain = express
+    .Router()
+    .use(requireForm, express.urlencoded({ limit: BODY_LIMIT, extended: false, parameterLimit: 20 }), refuseMalformedForms);
 
   use(req: Request, res: Response, next: NextFunction): void {
-    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-    if (hasBody && !req.is(FORM)) {
-      next(new ApiException(400, ERROR_CODES.invalidRequest, `Send the parameters form-encoded (Content-Type: ${FORM}).`));
-      return;
-    }
-    this.parse(req, res, (err?: unknown) => {
-      if (err) return next(err);
-      const malformed = findMalformedText(req.body);
-      next(malformed ? badRequest(malformedTextMessage(malformed)) : undefined);
-    });
+    this.chain(req, res, next);
   }
 }
 

@@ -96,8 +96,10 @@ export class OAuthService {
 
   /** RFC 8628 §3.4–3.5: one poll of a device code, answered as the RFC words it. */
   async deviceCodeGrant(deviceCode: string, clientId: string, ip: string | null): Promise<TokenResponse> {
-    await this.requireClient(clientId);
+    // The poll matches the client itself; the client is looked up only to name a miss right,
+    // so a poll (every few seconds per waiting device) stays one statement.
     const outcome = await this.deviceLogins.pollGrant(deviceCode, clientId, ip);
+    if (outcome.kind === 'unknown') await this.requireClient(clientId);
     if (outcome.kind !== 'authorized') throw oauthError(...POLL_ERRORS[outcome.kind]);
     const { reply, scope } = outcome;
     return this.tokenResponse(reply.accessToken, new Date(reply.expiresAt), reply.refreshToken, scope);

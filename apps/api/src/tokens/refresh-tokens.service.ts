@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { REFRESH_TOKEN_PREFIX, type User } from '@prospect/contract';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
+import { BackgroundWrites } from '../common/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
@@ -109,18 +110,19 @@ export class RefreshTokensService {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly audit: AuditService,
+    private readonly background: BackgroundWrites,
   ) {}
 
   /** Sealed successors are erased once their grace ends (on every replica; the UPDATE is idempotent). */
   @Interval(REFRESH_GRACE_SECONDS * 1000)
+  scheduledErase(): void {
+    this.background.run('erase sealed refresh successors', () => this.eraseEndedGraces());
+  }
+
   async eraseEndedGraces(): Promise<void> {
-    try {
-      await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND rotated_at <= $1`, [
-        new Date(this.clock.now().getTime() - REFRESH_GRACE_SECONDS * 1000),
-      ]);
-    } catch (err) {
-      this.logger.warn(`could not erase sealed refresh successors: ${(err as Error).message}`);
-    }
+    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND rotated_at <= $1`, [
+      new Date(this.clock.now().getTime() - REFRESH_GRACE_SECONDS * 1000),
+    ]);
   }
 
   /** The first pair of a family, in the transaction that redeems its device login. */

@@ -83,7 +83,7 @@ export class TokensController {
     } catch (err) {
       // A 401 carries a challenge (RFC 9110 §15.5.2); the code says the grant, not a bearer token, failed.
       if (err instanceof InvalidGrantError) {
-        throw new ApiException(401, ERROR_CODES.invalidGrant, `${err.message} Run \`prospect auth:login\` to sign in again.`, {
+        throw new ApiException(401, ERROR_CODES.invalidGrant, err.message, {
           'WWW-Authenticate': `Bearer realm="${SERVICE_NAME}"`,
         });
       }

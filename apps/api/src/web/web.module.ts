@@ -1,9 +1,8 @@
 import { Injectable, type MiddlewareConsumer, Module, type NestMiddleware, type NestModule, RequestMethod } from '@nestjs/common';
 import { ROUTES } from '@prospect/contract';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { badRequest } from '../common/api-exception.js';
 import { BODY_LIMIT } from '../common/body-limit.js';
-import { findMalformedText, malformedTextMessage } from '../common/well-formed-text.js';
+import { refuseMalformedForms } from '../common/well-formed-text.js';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
 import { OAuthModule } from '../oauth/oauth.module.js';
 import { TokensModule } from '../tokens/tokens.module.js';
@@ -17,12 +16,6 @@ import { LocalStrategy } from './local.strategy.js';
 import { pageHeaders } from './page-headers.js';
 import { SignInService } from './sign-in.service.js';
 import { TokensPageController } from './tokens-page.controller.js';
-
-/** A form field that cannot be stored as text is a 400 page naming it, before any page code runs. */
-function refuseMalformedForms(req: Request, _res: Response, next: NextFunction): void {
-  const malformed = findMalformedText(req.body) ?? findMalformedText(req.query);
-  next(malformed ? badRequest(malformedTextMessage(malformed)) : undefined);
-}
 
 /**
  * What every page request goes through: the document headers, the form parser (pages

@@ -52,9 +52,7 @@ async function exchange(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 's
   } catch (err) {
     if (err instanceof ApiHttpError && err.status === 401) {
       await ctx.store.remove();
-      throw authRequired(
-        `${err.message.replace(/\s*Run `prospect auth:login`.*$/, '')} The local session is removed — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`,
-      );
+      throw authRequired(`${err.message} The local session is removed — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
     }
     // Unreachable, 5xx, ...: the session stays; while its access token works, so does the command.
     if (Date.parse(session.expiresAt) > now()) return session;
