@@ -131,9 +131,9 @@ describe('OAuth 2.0 surface', () => {
       expect(res.headers.get('cache-control')).toBe('no-store');
       expect(Object.keys(res.body).sort()).toEqual(['device_code', 'expires_in', 'interval', 'user_code', 'verification_uri', 'verification_uri_complete']);
       expect(res.body).toMatchObject({ verification_uri: `${api.baseUrl}/device`, expires_in: 600, interval: 2 });
-      // The client's registered name stands for it on the approval and tokens pages.
+      // The client's registered name stands for it on the approval page; it says nothing of itself.
       const login = await api.app.get(DeviceLoginService).findForApproval(res.body.user_code);
-      expect(login).toMatchObject({ clientDisplayName: 'Prospect CLI', clientName: 'Prospect CLI', hostname: null });
+      expect(login).toMatchObject({ clientDisplayName: 'Prospect CLI', clientName: null, hostname: null });
     });
 
     it('refuses an unknown client, a missing client_id, a bad scope and a body that is not a form', async () => {
@@ -260,6 +260,12 @@ describe('OAuth 2.0 surface', () => {
       expect(access.body.exp - access.body.iat).toBe(3600);
       expect((await introspect(tokens.refresh_token, adminToken)).body).toMatchObject({ active: true, token_type: 'refresh_token', sub: user.id });
       expect((await introspect(userToken, adminToken)).body).toMatchObject({ active: true, client_id: 'prospect-cli', token_type: 'Bearer' });
+      // …and labels the session on the tokens page, refreshed or not.
+      const refreshed = (await form(api, OAUTH_ROUTES.token, { grant_type: 'refresh_token', client_id: 'prospect-cli', refresh_token: tokens.refresh_token })).body;
+      const [session] = (await api.app.get(TokensService).listForUser(user.id)).filter((t) => t.origin === 'device');
+      expect(session!.label).toBe('Prospect CLI');
+      tokens.refresh_token = refreshed.refresh_token;
+      tokens.access_token = refreshed.access_token;
 
       await form(api, OAUTH_ROUTES.revoke, { token: tokens.refresh_token });
       expect((await introspect(tokens.access_token, adminToken)).body).toEqual({ active: false });

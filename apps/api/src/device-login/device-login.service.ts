@@ -242,14 +242,15 @@ export class DeviceLoginService {
       const [won] = (await tx.query(
         `UPDATE device_logins SET status = 'redeemed', redeemed_at = $2
           WHERE id = $1 AND status = 'approved' AND expires_at > $2
-          RETURNING decided_by_user_id`,
+          RETURNING decided_by_user_id, (SELECT name FROM oauth_clients c WHERE c.id = client_id) AS client_display_name`,
         [login.id, now],
-      )) as [Array<{ decided_by_user_id: string }>, number];
+      )) as [Array<{ decided_by_user_id: string; client_display_name: string }>, number];
       if (!won[0]) return null;
       const [user] = (await tx.query(`SELECT id, email, name FROM users WHERE id = $1`, [won[0].decided_by_user_id])) as User[];
       const issued = await this.refreshTokens.issueFirstPair(tx, {
         userId: user!.id,
-        label: sessionLabel(login.client_name, login.hostname),
+        // An OAuth client says nothing of itself: its registered name stands for it.
+        label: sessionLabel(login.client_name ?? won[0].client_display_name, login.hostname),
         ip,
         deviceLoginId: login.id,
       });

@@ -20,7 +20,6 @@ import { AppConfig } from '../config/app-config.js';
 import { DeviceLoginService, type PollOutcome } from '../device-login/device-login.service.js';
 import { InvalidGrantError, RefreshTokensService } from '../tokens/refresh-tokens.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
-import type { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
 
 /** An RFC 6749 §5.2 error: 400 with its code; the filter adds `error_description` and no-store. */
@@ -72,18 +71,17 @@ export class OAuthService {
     };
   }
 
-  private async requireClient(clientId: string): Promise<OAuthClient> {
-    const client = await this.clients.find(clientId);
-    if (!client) throw oauthError(ERROR_CODES.invalidClient, `Unknown client_id: ${clientId}.`);
-    return client;
+  private async requireClient(clientId: string): Promise<void> {
+    if (!(await this.clients.find(clientId))) throw oauthError(ERROR_CODES.invalidClient, `Unknown client_id: ${clientId}.`);
   }
 
   /** RFC 8628 §3.1–3.2, on the same device logins as POST /api/cli/auth/device/start. */
   async authorizeDevice(request: DeviceAuthorizationRequest, ip: string | null, userAgent: string | null): Promise<DeviceAuthorizationResponse> {
     if (!this.deviceLogins.enabled) throw oauthError(ERROR_CODES.unsupportedGrantType, 'Device login is turned off on this server.');
-    const client = await this.requireClient(request.client_id);
-    // Its registered name labels the session on the tokens page, as the CLI's own name does.
-    const started = await this.deviceLogins.start({ clientName: client.name }, ip, userAgent, { id: client.id, scope: request.scope ?? null });
+    await this.requireClient(request.client_id);
+    // It says nothing of itself (no clientName): the approval page and the session's label
+    // use the client's registered name.
+    const started = await this.deviceLogins.start({}, ip, userAgent, { id: request.client_id, scope: request.scope ?? null });
     return {
       device_code: started.deviceCode,
       user_code: started.userCode,

@@ -182,10 +182,11 @@ export class RefreshTokensService {
       // A statement of its own after the lock: it sees what a revocation that held it committed.
       const [claimedRows] = (await tx.query(
         `UPDATE refresh_tokens r SET rotated_at = $2
-           FROM device_logins d, users u
+           FROM device_logins d, oauth_clients c, users u
           WHERE r.token_hash = $1 AND r.rotated_at IS NULL AND r.revoked_at IS NULL AND r.expires_at > $2
-            AND d.id = r.device_login_id AND d.client_id = $3 AND u.id = r.user_id
-          RETURNING r.id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope, d.client_name, d.hostname, u.email, u.name`,
+            AND d.id = r.device_login_id AND d.client_id = $3 AND c.id = d.client_id AND u.id = r.user_id
+          RETURNING r.id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope,
+                    COALESCE(d.client_name, c.name) AS client_name, d.hostname, u.email, u.name`,
         [hash, now, clientId],
       )) as [ClaimedRow[], number];
       const claimed = claimedRows[0];
