@@ -2,3 +2,4 @@ export * from './constants.js';
 export * from './schemas.js';
 export * from './user-code.js';
 export * from './oauth.js';
+export * from './text.js';

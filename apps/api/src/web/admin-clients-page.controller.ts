@@ -1,6 +1,6 @@
 import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { ClientIdSchema, OAUTH_ROUTES } from '@prospect/contract';
+import { ClientIdSchema, hasUnsafeText, OAUTH_ROUTES } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { ApiException } from '../common/api-exception.js';
 import { Public } from '../common/public.decorator.js';
@@ -50,7 +50,7 @@ export class AdminClientsPageController {
     if (!id.success) return refuse(400, `The client id ${id.error.issues[0]?.message ?? 'is not valid'}, the first one a letter or digit.`);
     if (!typed.name || typed.name.length > MAX_NAME_LENGTH) return refuse(400, `Please enter a display name (at most ${MAX_NAME_LENGTH} characters).`);
     // Shown on approval pages and in terminals: no control characters (escape sequences, newlines).
-    if (/[\u0000-\u001f\u007f-\u009f]/.test(typed.name)) return refuse(400, 'A display name cannot contain control characters.');
+    if (hasUnsafeText(typed.name)) return refuse(400, 'A display name cannot contain control characters or bidirectional text controls.');
     try {
       await this.clients.register({ id: id.data, name: typed.name }, req.webUser!.id, req.ip ?? null);
     } catch (err) {

@@ -1,6 +1,7 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Render, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { hasUnsafeText } from '@prospect/contract';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { Public } from '../common/public.decorator.js';
@@ -45,6 +46,7 @@ export class TokensPageController {
   async create(@Req() req: Request, @Res() res: Response) {
     const label = field(req, 'label').trim();
     if (label.length > 100) return res.status(400).render('tokens', await this.page(req, { error: 'A label has at most 100 characters.' }));
+    if (hasUnsafeText(label)) return res.status(400).render('tokens', await this.page(req, { error: 'A label cannot contain control characters or bidirectional text controls.' }));
     const days = Number(field(req, 'expires_in_days') || DEFAULT_DAYS);
     if (!this.lifetimes().includes(days)) return res.status(400).render('tokens', await this.page(req, { error: 'Please choose one of the lifetimes offered.' }));
     const ttlSeconds = Math.min(days * DAY, this.config.accessTokenMaxTtlSeconds);

@@ -108,7 +108,7 @@ describe('web pages over HTTP', () => {
     expect(nul.text).toContain('Invalid name: it contains a NUL character');
     const escape = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'Eve\u001b[31m', email: 'esc@example.com', password: 'correct horse' });
     expect(escape.status).toBe(400);
-    expect(escape.text).toContain('Your name cannot contain control characters.');
+    expect(escape.text).toContain('Your name cannot contain control characters or bidirectional text controls.');
     const login = await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email: 'a\u0000@example.com', password: 'x' }, { accept: 'text/html' });
     expect(login.status).toBe(400);
   });
