@@ -3,6 +3,7 @@ import type { Clock } from './common/clock.js';
 import { AppConfigModule } from './config/config.module.js';
 import { DatabaseInfo } from './database/database-info.js';
 import { DatabaseModule } from './database/database.module.js';
+import { AdminModule } from './admin/admin.module.js';
 import { AuditModule } from './audit/audit.module.js';
 import { DeviceLoginModule } from './device-login/device-login.module.js';
 import { HealthModule } from './health/health.module.js';
@@ -41,6 +42,7 @@ export class AppModule {
         DeviceLoginModule,
         OAuthModule,
         WebModule,
+        AdminModule,
         RetentionModule,
       ],
     };

@@ -22,6 +22,8 @@ export const ROUTES = {
   issueToken: '/api/cli/auth/token',
   logout: '/api/cli/auth/logout',
   refresh: '/api/cli/auth/refresh',
+  /** Admins: lift an account's sign-in block (rate-limits.ts). */
+  adminClearSignInBlock: '/api/admin/sign-in-blocks/clear',
   health: '/api/health',
   device: '/device',
   tokensPage: '/settings/tokens',

@@ -1,6 +1,7 @@
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
 import { ERROR_CODES } from './constants.js';
+import { hasUnsafeText, UNSAFE_TEXT_MESSAGE } from './text.js';
 
 /**
  * Every wire shape of the contract, defined once. The API validates requests
@@ -11,7 +12,9 @@ import { ERROR_CODES } from './constants.js';
 
 const isoTimestamp = z.iso.datetime({ offset: true });
 const nonEmpty = () => z.string().check(z.minLength(1));
-const shortText = (max: number) => z.string().check(z.trim(), z.minLength(1), z.maxLength(max));
+/** Text a person reads (names, labels, hosts): trimmed, bounded, no control or bidi control characters (text.ts). */
+const shortText = (max: number) =>
+  z.string().check(z.trim(), z.minLength(1), z.maxLength(max), z.refine((text) => !hasUnsafeText(text), UNSAFE_TEXT_MESSAGE));
 const positiveInt = () => z.int().check(z.positive());
 
 /** Normalized user (seed §2.1). */
@@ -83,7 +86,7 @@ export type MeResponse = z.infer<typeof MeResponseSchema>;
 /** Body of POST /api/cli/auth/token (seed §4.4). */
 export const IssueTokenRequestSchema = z.strictObject({
   /** Admins only: issue for this user instead of oneself. */
-  userEmail: z.optional(z.string().check(z.trim(), z.minLength(3), z.maxLength(320))),
+  userEmail: z.optional(z.string().check(z.trim(), z.minLength(3), z.maxLength(320), z.refine((text) => !hasUnsafeText(text), UNSAFE_TEXT_MESSAGE))),
   label: z.optional(shortText(100)),
   expiresInSeconds: z.optional(positiveInt().check(z.maximum(10 * 365 * 24 * 3600))),
 });
@@ -117,3 +120,13 @@ export const SessionFileSchema = z.strictObject({
   createdAt: isoTimestamp,
 });
 export type SessionFile = z.infer<typeof SessionFileSchema>;
+
+/** Body of POST /api/admin/sign-in-blocks/clear (admins): lift an account's sign-in block. */
+export const ClearSignInBlockRequestSchema = z.strictObject({
+  email: z.string().check(z.trim(), z.minLength(3), z.maxLength(320)),
+});
+export type ClearSignInBlockRequest = z.infer<typeof ClearSignInBlockRequestSchema>;
+
+/** Its answer: whether the account had failed sign-ins counted (and so a block, or one coming). */
+export const ClearSignInBlockResponseSchema = z.object({ cleared: z.boolean() });
+export type ClearSignInBlockResponse = z.infer<typeof ClearSignInBlockResponseSchema>;

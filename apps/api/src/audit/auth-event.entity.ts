@@ -13,6 +13,7 @@ export type AuthEventType =
   | 'token.refresh'
   | 'token.reuse'
   | 'oauth.client_register'
+  | 'admin.clear_sign_in_block'
   | 'token.verify_failed'
   | 'web.signup'
   | 'web.login'

@@ -7,7 +7,7 @@ import { AppConfig } from '../config/app-config.js';
 import { Sql } from '../database/sql.js';
 
 /** The key of an account's counter: the SHA-256 of its normalized e-mail, so the table holds no address (or a password typed into the wrong field). */
-const accountKey = (email: string) => sha256(email).toString('base64url');
+export const accountKey = (email: string) => sha256(email).toString('base64url');
 
 /** A limited request: answered 429 with Retry-After (the JSON body on the API, a page on the web). */
 export class TooManyRequests extends ApiException {
@@ -25,25 +25,39 @@ const DAY = 24 * HOUR;
 /** Failures of one account's sign-in before it is blocked, and the first block's length. */
 const LOGIN_FAILURES = 5;
 const LOGIN_BLOCK_SECONDS = 15 * MINUTE;
+/** User codes a person, and an address, may look up in a minute (a right one gives its point back). */
+export const USER_CODE_TRIES_PER_MINUTE = 5;
 
 /**
  * Limits on whatever a person can guess or an anonymous client can create, with their
  * counters in Postgres (rate-limiter-flexible's Postgres store, table `rate_limits`), so
  * every replica enforces the same limits.
  *
- * - Sign-in, per account (the normalized e-mail, known or not, so the answer tells
- *   nothing): 5 failures in 15 minutes block the account's sign-in for 15 minutes, the
- *   next block that day 30, then an hour, and so on up to a day; a success clears the
- *   failures. Per IP: SIGNIN_PER_IP_PER_HOUR failed sign-ins an hour (a success gives its point back).
+ * - Sign-in from a browser with a device cookie for the account (web/device-cookies.ts, OWASP's
+ *   scheme): 5 failures in 15 minutes block that cookie for 15 minutes, and nothing else
+ *   counts, so an attacker hammering the account never locks its owner's browser out.
+ * - Sign-in without one, per account (the normalized e-mail, known or not, so the answer
+ *   tells nothing): 5 failures in 15 minutes block the account's sign-in from unknown
+ *   browsers for 15 minutes, the next block that day 30, then an hour, and so on up to a
+ *   day; a success clears the failures; an admin can clear a block. Per IP:
+ *   SIGNIN_PER_IP_PER_HOUR failed sign-ins an hour (a success gives its point back).
  * - Sign-up: SIGNUP_PER_IP_PER_HOUR per IP. Device-login start: DEVICE_START_PER_IP_PER_MINUTE per IP.
+ * - User codes typed on the approval page (lookup, Approve, Deny): 5 a minute per person and
+ *   per IP, each counted before the code is looked up; a code that exists gives its point back.
+ *
+ * Every limit is taken before the work it guards, in one atomic upsert per counter, so any
+ * number of parallel requests get no more tries than the same requests one after another.
  */
 @Injectable()
 export class RateLimits {
   private readonly loginByAccount: RateLimiterPostgres;
   private readonly loginBlocksByAccount: RateLimiterPostgres;
   private readonly loginByIp: RateLimiterPostgres;
+  private readonly loginByDevice: RateLimiterPostgres;
   private readonly signupByIp: RateLimiterPostgres;
   private readonly startByIp: RateLimiterPostgres;
+  private readonly userCodesByUser: RateLimiterPostgres;
+  private readonly userCodesByIp: RateLimiterPostgres;
 
   constructor(sql: Sql, config: AppConfig) {
     const store = (keyPrefix: string, points: number, duration: number, blockDuration = 0) =>
@@ -61,8 +75,11 @@ export class RateLimits {
     this.loginByAccount = store('login:account', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS);
     this.loginBlocksByAccount = store('login:blocks', 1_000, DAY);
     this.loginByIp = store('login:ip', config.signinPerIpPerHour, HOUR);
+    this.loginByDevice = store('login:device', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
     this.signupByIp = store('signup:ip', config.signupPerIpPerHour, HOUR);
     this.startByIp = store('start:ip', config.deviceStartPerIpPerMinute, MINUTE);
+    this.userCodesByUser = store('code:user', USER_CODE_TRIES_PER_MINUTE, MINUTE);
+    this.userCodesByIp = store('code:ip', USER_CODE_TRIES_PER_MINUTE, MINUTE);
   }
 
   /**
@@ -72,22 +89,32 @@ export class RateLimits {
    * up an account's points blocks it, each block within a day twice as long as the one
    * before (15 min, 30 min, 1 h, … at most a day). A success gives the account its points back.
    */
-  async attemptSignIn(email: string, ip: string): Promise<void> {
+  async attemptSignIn(email: string, ip: string, deviceCookie: string | null): Promise<void> {
+    if (deviceCookie) return consume(this.loginByDevice, deviceCookie, 'Too many failed sign-ins. Please wait before trying again.');
     const account = accountKey(email);
     const results = await Promise.allSettled([this.loginByAccount.consume(account), this.loginByIp.consume(ip)]);
-    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
-    for (const reason of refused) if (!(reason instanceof RateLimiterRes)) throw reason;
+    const refused = refusals(results);
     const [accountResult] = results;
     if (accountResult.status === 'fulfilled' && accountResult.value.remainingPoints === 0) {
       // This attempt used the account's last point: whatever its password, the next ones wait.
       const blocks = await this.loginBlocksByAccount.penalty(account);
       await this.loginByAccount.block(account, Math.min(LOGIN_BLOCK_SECONDS * 2 ** (blocks.consumedPoints - 1), DAY));
     }
-    if (refused.length) throw tooMany('Too many failed sign-ins. Please wait before trying again.', refused as RateLimiterRes[]);
+    if (refused.length) throw tooMany('Too many failed sign-ins. Please wait before trying again.', refused);
   }
 
-  async signInSucceeded(email: string, ip: string): Promise<void> {
-    await Promise.all([this.loginByAccount.delete(accountKey(email)), this.loginByIp.reward(ip, 1)]);
+  /** A right password: its attempt is given back where it was counted. */
+  async signInSucceeded(email: string, ip: string, deviceCookie: string | null): Promise<void> {
+    if (deviceCookie) await this.loginByDevice.delete(deviceCookie);
+    else await Promise.all([this.loginByAccount.delete(accountKey(email)), this.loginByIp.reward(ip, 1)]);
+  }
+
+  /** An admin lifts an account's sign-in block (and forgets its earlier blocks); true when there was one. */
+  async clearSignInBlock(email: string): Promise<boolean> {
+    const account = accountKey(email);
+    const failures = (await this.loginByAccount.get(account))?.consumedPoints ?? 0;
+    await Promise.all([this.loginByAccount.delete(account), this.loginBlocksByAccount.delete(account)]);
+    return failures > 0;
   }
 
   signUp(ip: string): Promise<void> {
@@ -97,6 +124,28 @@ export class RateLimits {
   deviceStart(ip: string): Promise<void> {
     return consume(this.startByIp, ip, 'Too many device logins started from your address. Please wait a minute.');
   }
+
+  /**
+   * Counts one user code a signed-in person typed (or sent with Approve or Deny) before it is
+   * looked up, against the person and the address: a right code waits too once either is
+   * used up, so guessing cannot tell. Call userCodeFound when the code turned out to exist.
+   */
+  async attemptUserCode(userId: string, ip: string): Promise<void> {
+    const refused = refusals(await Promise.allSettled([this.userCodesByUser.consume(userId), this.userCodesByIp.consume(ip)]));
+    if (refused.length) throw tooMany('Too many wrong codes. Please wait a minute before trying again.', refused);
+  }
+
+  /** A code that exists is no guess: its point goes back, so a person approving their logins never runs out. */
+  async userCodeFound(userId: string, ip: string): Promise<void> {
+    await Promise.all([this.userCodesByUser.reward(userId, 1), this.userCodesByIp.reward(ip, 1)]);
+  }
+}
+
+/** The limits that refused, from consuming several at once; any other failure (the database) is thrown. */
+function refusals(results: PromiseSettledResult<RateLimiterRes>[]): RateLimiterRes[] {
+  const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+  for (const reason of refused) if (!(reason instanceof RateLimiterRes)) throw reason;
+  return refused as RateLimiterRes[];
 }
 
 async function consume(limiter: RateLimiterPostgres, key: string, message: string): Promise<void> {

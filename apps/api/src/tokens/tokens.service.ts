@@ -214,10 +214,10 @@ export class TokensService {
       await this.revokeFamily(token.device_login_id, 'revoked', ip);
       return;
     }
-    // The revocation and its audit event in one statement.
+    // The revocation and its audit event in one statement; of racing revocations only the first revokes (and is audited).
     await this.sql.rows(
       `WITH revoked AS (
-         UPDATE access_tokens SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND user_id = $2 RETURNING id
+         UPDATE access_tokens SET revoked_at = $3 WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING id
        )
        INSERT INTO auth_events (type, user_id, ip, detail, created_at)
        SELECT 'token.revoke', $2, $4, jsonb_build_object('tokenId', revoked.id), $3 FROM revoked`,

@@ -3,6 +3,7 @@ import { PassportModule } from '@nestjs/passport';
 import type { NextFunction, Request, Response } from 'express';
 import { UsersModule } from '../users/users.module.js';
 import { CsrfService } from './csrf.service.js';
+import { ServerSecrets } from './server-secrets.js';
 import { SessionSerializer } from './session.serializer.js';
 import { WebSessions } from './web-sessions.js';
 
@@ -22,7 +23,7 @@ export class WebSessionMiddleware implements NestMiddleware {
  */
 @Module({
   imports: [PassportModule, UsersModule],
-  providers: [WebSessions, SessionSerializer, CsrfService, WebSessionMiddleware],
-  exports: [WebSessions, CsrfService, WebSessionMiddleware],
+  providers: [WebSessions, SessionSerializer, CsrfService, WebSessionMiddleware, ServerSecrets],
+  exports: [WebSessions, CsrfService, WebSessionMiddleware, ServerSecrets],
 })
 export class WebSessionsModule {}

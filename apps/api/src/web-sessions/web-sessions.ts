@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import session from 'express-session';
@@ -8,6 +7,7 @@ import { generateSecret } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { Sql } from '../database/sql.js';
 import { HashedSessionStore } from './hashed-session-store.js';
+import { ServerSecrets } from './server-secrets.js';
 import { WEB_USER_PROPERTY } from './web-account.js';
 
 /**
@@ -31,6 +31,7 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
     private readonly sql: Sql,
     private readonly config: AppConfig,
     private readonly clock: Clock,
+    private readonly secrets: ServerSecrets,
   ) {}
 
   get cookieName(): string {
@@ -50,7 +51,8 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
     chain.use(
       session({
         name: this.cookieName,
-        secret: await this.signingSecret(),
+        // The session id alone is 256 random bits, but express-session requires a signing key.
+        secret: await this.secrets.get('session-cookie'),
         store: this.store,
         genid: () => generateSecret('prsw_'),
         resave: false,
@@ -100,18 +102,4 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
     req.webUser = undefined;
     req.session.regenerate(next);
   };
-
-  /**
-   * The key the session cookie is signed with. The session id alone is 256 random bits,
-   * but express-session requires a key; it is made by the first instance to start and
-   * kept in the database, so every replica uses the same one without configuration.
-   */
-  private async signingSecret(): Promise<string> {
-    const [row] = await this.sql.rows<{ value: string }>(
-      `INSERT INTO server_secrets (name, value) VALUES ('session-cookie', $1)
-       ON CONFLICT (name) DO UPDATE SET name = server_secrets.name RETURNING value`,
-      [randomBytes(32).toString('base64url')],
-    );
-    return row!.value;
-  }
 }

@@ -1,6 +1,7 @@
 import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { hasUnsafeText } from '@prospect/contract';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { Public } from '../common/public.decorator.js';
@@ -13,6 +14,7 @@ import { CsrfService } from '../web-sessions/csrf.service.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { field, queryParam, safeNext } from './form.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
+import { DeviceCookies } from './device-cookies.js';
 import { SignInService } from './sign-in.service.js';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -28,6 +30,7 @@ const waitText = (seconds: number) => (seconds >= 90 ? `${Math.ceil(seconds / 60
 export class AuthPagesController {
   constructor(
     private readonly signIn: SignInService,
+    private readonly deviceCookies: DeviceCookies,
     private readonly limits: RateLimits,
     private readonly webSessions: WebSessions,
     private readonly tokens: TokensService,
@@ -53,8 +56,9 @@ export class AuthPagesController {
   async login(@Req() req: Request, @Res() res: Response) {
     const account = normalizeEmail(field(req, 'email'));
     if (account.length > 320) return this.renderLogin(req, res, 400, 'Please enter a valid e-mail address.');
+    const deviceCookie = this.deviceCookies.trustedFor(req, account);
     try {
-      await this.limits.attemptSignIn(account, req.ip ?? '');
+      await this.limits.attemptSignIn(account, req.ip ?? '', deviceCookie);
     } catch (err) {
       if (!(err instanceof TooManyRequests)) throw err;
       res.set('Retry-After', String(err.retryAfterSeconds));
@@ -65,7 +69,8 @@ export class AuthPagesController {
       await this.audit.record('web.login_failed', { ip: req.ip, detail: { reason: 'bad credentials' } });
       return this.renderLogin(req, res, 401, 'That e-mail and password do not match an account.');
     }
-    await this.limits.signInSucceeded(account, req.ip ?? '');
+    await this.limits.signInSucceeded(account, req.ip ?? '', deviceCookie);
+    this.deviceCookies.issue(res, account);
     await this.signIn.logIn(req, user);
     await this.audit.record('web.login', { userId: user.id, ip: req.ip });
     res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));
@@ -86,9 +91,9 @@ export class AuthPagesController {
     const email = field(req, 'email').trim();
     const password = field(req, 'password');
     if (!name || name.length > 100) return this.renderSignup(req, res, 400, 'Please enter your name (at most 100 characters).');
-    // A name is shown in terminals and pages: no control characters (escape sequences, newlines).
-    if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return this.renderSignup(req, res, 400, 'Your name cannot contain control characters.');
-    if (!EMAIL.test(email) || email.length > 320) return this.renderSignup(req, res, 400, 'Please enter a valid e-mail address.');
+    // A name and an address are shown in terminals and pages: no control characters (escape sequences, newlines) or bidi controls.
+    if (hasUnsafeText(name)) return this.renderSignup(req, res, 400, 'Your name cannot contain control characters or bidirectional text controls.');
+    if (!EMAIL.test(email) || email.length > 320 || hasUnsafeText(email)) return this.renderSignup(req, res, 400, 'Please enter a valid e-mail address.');
     if (password.length < MIN_PASSWORD_LENGTH || password.length > 1024) {
       return this.renderSignup(req, res, 400, `Your password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
     }
@@ -96,6 +101,7 @@ export class AuthPagesController {
     try {
       await this.limits.signUp(req.ip ?? '');
       const user = setupCode ? await this.users.createFirstAdmin({ name, email, password }, setupCode) : await this.users.create({ name, email, password });
+      this.deviceCookies.issue(res, user.email);
       await this.signIn.logIn(req, user);
       await this.audit.record('web.signup', { userId: user.id, ip: req.ip });
       res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));

@@ -1,20 +1,15 @@
 import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { formatUserCode, normalizeUserCode } from '@prospect/contract';
 import type { Request, Response } from 'express';
-import type { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { Public } from '../common/public.decorator.js';
 import { DeviceLoginService, UndecidableDeviceLoginError, type UndecidableReason } from '../device-login/device-login.service.js';
+import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
-import type { WebUser } from '../web-sessions/web-account.js';
 import { field, queryParam } from './form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
-
-/** Wrong codes allowed per minute, per signed-in person and per IP, against guessing. */
-export const WRONG_CODES_PER_MINUTE = 5;
 
 const UNDECIDABLE: Record<UndecidableReason, [number, string, string]> = {
   unknown: [404, 'Code not found', 'That code does not match any sign-in request. Check the code in your terminal and try again.'],
@@ -36,7 +31,7 @@ export class DevicePageController {
     private readonly csrf: CsrfService,
     private readonly audit: AuditService,
     private readonly clock: Clock,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly limits: RateLimits,
   ) {}
 
   @Get()
@@ -44,18 +39,13 @@ export class DevicePageController {
     const account = accountOf(req, this.csrf);
     const typed = queryParam(req, 'user_code');
     if (!typed) return res.render('device-code', { title: 'Enter code', account });
-    if (await this.tooManyWrongCodes(req.webUser!, req.ip)) {
-      return res.status(429).set('Retry-After', '60').render('too-many-codes', { title: 'Too many attempts', account });
-    }
     try {
-      const login = await this.deviceLogins.findForApproval(typed);
+      const login = await this.withCodeAttempt(req, () => this.deviceLogins.findForApproval(typed));
       const minutes = Math.max(0, Math.round((this.clock.now().getTime() - login.createdAt.getTime()) / 60_000));
       const started = minutes === 0 ? 'less than a minute ago' : `${minutes} minute${minutes === 1 ? '' : 's'} ago`;
       res.render('device-approve', { title: 'Approve sign-in', account, login, started });
     } catch (err) {
-      if (!(err instanceof UndecidableDeviceLoginError)) throw err;
-      if (err.reason === 'unknown') await this.audit.record('web.code_failed', { userId: req.webUser!.id, ip: req.ip });
-      this.renderUndecidable(req, res, err.reason, typed);
+      this.renderRefusal(req, res, err, typed);
     }
   }
 
@@ -74,30 +64,51 @@ export class DevicePageController {
   private async decide(req: Request, res: Response, decision: 'approve' | 'deny') {
     const code = field(req, 'user_code');
     const userId = req.webUser!.id;
-    // Guessing through the buttons is limited like guessing through the lookup.
-    if (await this.tooManyWrongCodes(req.webUser!, req.ip)) {
-      return res.status(429).set('Retry-After', '60').render('too-many-codes', { title: 'Too many attempts', account: accountOf(req, this.csrf) });
-    }
     try {
-      if (decision === 'approve') await this.deviceLogins.approve(code, userId, req.ip ?? null);
-      else await this.deviceLogins.deny(code, userId, req.ip ?? null);
+      // Guessing through the buttons is limited like guessing through the lookup.
+      await this.withCodeAttempt(req, () =>
+        decision === 'approve' ? this.deviceLogins.approve(code, userId, req.ip ?? null) : this.deviceLogins.deny(code, userId, req.ip ?? null),
+      );
     } catch (err) {
-      if (!(err instanceof UndecidableDeviceLoginError)) throw err;
-      if (err.reason === 'unknown') await this.audit.record('web.code_failed', { userId, ip: req.ip });
-      return this.renderUndecidable(req, res, err.reason, code);
+      return this.renderRefusal(req, res, err, code);
     }
     res.status(200).render('device-decided', { title: decision === 'approve' ? 'Approved' : 'Denied', approved: decision === 'approve', account: accountOf(req, this.csrf) });
   }
 
-  /** Counted in Postgres, so every API instance enforces the same limit. */
-  private async tooManyWrongCodes(user: WebUser, ip: string | undefined): Promise<boolean> {
-    const since = new Date(this.clock.now().getTime() - 60_000);
-    const [row] = (await this.db.query(
-      `SELECT count(*) FILTER (WHERE user_id = $1)::int AS by_user, count(*) FILTER (WHERE ip = $2)::int AS by_ip
-         FROM auth_events WHERE type = 'web.code_failed' AND created_at > $3 AND (user_id = $1 OR ip = $2)`,
-      [user.id, ip ?? null, since],
-    )) as Array<{ by_user: number; by_ip: number }>;
-    return row!.by_user >= WRONG_CODES_PER_MINUTE || row!.by_ip >= WRONG_CODES_PER_MINUTE;
+  /**
+   * Runs one use of a typed user code under the wrong-code limit: the try is counted (in
+   * Postgres, atomically, so every replica and any number of parallel requests share it)
+   * before the code is looked up; a code that exists gives its point back, an unknown one
+   * is audited.
+   */
+  private async withCodeAttempt<T>(req: Request, use: () => Promise<T>): Promise<T> {
+    const userId = req.webUser!.id;
+    const ip = req.ip ?? '';
+    await this.limits.attemptUserCode(userId, ip);
+    try {
+      const result = await use();
+      await this.limits.userCodeFound(userId, ip);
+      return result;
+    } catch (err) {
+      if (err instanceof UndecidableDeviceLoginError) {
+        // Expired, used or cancelled: a real code all the same.
+        if (err.reason === 'unknown') await this.audit.record('web.code_failed', { userId, ip: req.ip });
+        else await this.limits.userCodeFound(userId, ip);
+      }
+      throw err;
+    }
+  }
+
+  /** The page for a code that was refused: too many tries, or why it cannot be decided. */
+  private renderRefusal(req: Request, res: Response, err: unknown, typed: string) {
+    if (err instanceof TooManyRequests) {
+      return res
+        .status(429)
+        .set('Retry-After', String(err.retryAfterSeconds))
+        .render('too-many-codes', { title: 'Too many attempts', account: accountOf(req, this.csrf) });
+    }
+    if (!(err instanceof UndecidableDeviceLoginError)) throw err;
+    this.renderUndecidable(req, res, err.reason, typed);
   }
 
   private renderUndecidable(req: Request, res: Response, reason: UndecidableReason, typed: string) {

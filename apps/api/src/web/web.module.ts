@@ -11,6 +11,7 @@ import { WebSessions } from '../web-sessions/web-sessions.js';
 import { WebSessionMiddleware, WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { AdminClientsPageController } from './admin-clients-page.controller.js';
 import { AuthPagesController } from './auth-pages.controller.js';
+import { DeviceCookies } from './device-cookies.js';
 import { DevicePageController } from './device-page.controller.js';
 import { LocalStrategy } from './local.strategy.js';
 import { pageHeaders } from './page-headers.js';
@@ -40,7 +41,7 @@ class PageMiddleware implements NestMiddleware {
 @Module({
   imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule],
   controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController],
-  providers: [LocalStrategy, SignInService],
+  providers: [LocalStrategy, SignInService, DeviceCookies],
 })
 export class WebModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {

@@ -1,0 +1,39 @@
+import { Body, Controller, HttpCode, Ip, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  type ClearSignInBlockRequest,
+  ClearSignInBlockRequestSchema,
+  type ClearSignInBlockResponse,
+  ClearSignInBlockResponseSchema,
+} from '@prospect/contract';
+import { forbidden } from '../common/api-exception.js';
+import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
+import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { SignInBlocksService } from './sign-in-blocks.service.js';
+import { type AuthPrincipal, Principal } from '../tokens/auth-principal.js';
+
+@ApiTags('admin')
+@ApiBearerAuth()
+@Controller('api/admin/sign-in-blocks')
+export class SignInBlocksController {
+  constructor(private readonly blocks: SignInBlocksService) {}
+
+  @Post('clear')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: "Lift an account's sign-in block (admins).",
+    description:
+      'Clears the failed sign-ins counted against the account from browsers without its device cookie, and its earlier blocks. Browsers that signed in to the account before are never blocked by them.',
+  })
+  @ApiJsonBody(ClearSignInBlockRequestSchema)
+  @ApiJsonResponse(200, '`cleared` is true when there were failures to clear.', ClearSignInBlockResponseSchema)
+  @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'The bearer is not an admin.'])
+  async clear(
+    @Principal() caller: AuthPrincipal,
+    @Body(new ZodBodyPipe(ClearSignInBlockRequestSchema)) body: ClearSignInBlockRequest,
+    @Ip() ip: string,
+  ): Promise<ClearSignInBlockResponse> {
+    if (caller.user.role !== 'admin') throw forbidden("Only an admin may clear an account's sign-in block.");
+    return { cleared: await this.blocks.clear(body.email, caller.user.id, ip) };
+  }
+}
