@@ -62,7 +62,9 @@ export class AuthPagesController {
     } catch (err) {
       if (!(err instanceof TooManyRequests)) throw err;
       res.set('Retry-After', String(err.retryAfterSeconds));
-      return this.renderLogin(req, res, 429, `Too many failed sign-ins. Please wait ${waitText(err.retryAfterSeconds)} before trying again.`);
+      const wait = `Too many failed sign-ins. Please wait ${waitText(err.retryAfterSeconds)} before trying again`;
+      // Only browsers new to the account are blocked: say how its owner gets in now.
+      return this.renderLogin(req, res, 429, deviceCookie ? `${wait}.` : `${wait}, sign in from a browser you have used for this account before, or ask an administrator to lift the block.`);
     }
     const user = await this.signIn.checkCredentials(req, res);
     if (!user) {
