@@ -19,6 +19,16 @@ describe('a hostile server', () => {
     expect(stripControls(input)).toBe(shown);
   });
 
+  it.each([
+    // U+202E prints what follows reversed: "evil.test/\u202emoc.elpmaxe.di" would read as "evil.test/id.example.com".
+    ['a right-to-left override', 'evil.test/\u202emoc.elpmaxe.di', 'evil.test/moc.elpmaxe.di'],
+    ['every embedding and override', '\u202aA\u202bd\u202ca\u202d \u202eL', 'Ada L'],
+    ['every isolate', '\u2066A\u2067d\u2068a\u2069', 'Ada'],
+    ['the direction marks LRM, RLM and ALM', 'A\u200ed\u200fa\u061c', 'Ada'],
+  ])('cannot reorder what the terminal shows with bidi controls: %s', (_, input, shown) => {
+    expect(stripControls(input)).toBe(shown);
+  });
+
   it('has every string of its answers stripped, error messages included', async () => {
     const backend = await fakeBackend({
       'GET /api/cli/auth/me': (_req, _b, res) =>

@@ -1,12 +1,18 @@
 /** Complete ANSI sequences: CSI (`ESC [ … final`, or its one-byte form U+009B) and OSC (`ESC ] … BEL` or `… ESC \`). */
 const ANSI_SEQUENCE = /\u001b\[[0-?]*[ -/]*[@-~]|\u009b[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?/g;
-/** Whatever C0 and C1 control characters are left (ESC, BEL, CR, backspace, …). */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+/**
+ * Whatever C0 and C1 control characters are left (ESC, BEL, CR, backspace, …), and the
+ * bidirectional controls: embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069),
+ * which reorder what follows so one name or host reads as another ("Trojan Source"), and the
+ * direction marks (LRM, RLM, ALM), which move the punctuation around what we print.
+ */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * A string from the server, made safe to print: a hostile server could otherwise
  * retitle the terminal, clear or rewrite lines (hiding the real host behind a fake
- * one), or colour a warning away. Sequences are removed whole, so no `[31m` is left.
+ * one), colour a warning away, or reverse a host name. Sequences are removed whole,
+ * so no `[31m` is left.
  */
 export function stripControls(text: string): string {
   return text.replace(ANSI_SEQUENCE, '').replace(CONTROL, '');
