@@ -1,7 +1,7 @@
 import leven from 'leven';
 import meow from 'meow';
 import { completionScript } from './completion.js';
-import { CliError, EXIT, usageError } from './errors.js';
+import { CliError, EXIT, FileSystemError, usageError } from './errors.js';
 import type { CommandContext } from './context.js';
 import type { Command } from './commands/command.js';
 import { COMMANDS } from './commands/index.js';
@@ -172,6 +172,8 @@ function reportError(err: unknown, io: CliIo): number {
     io.stderr.write('Cancelled. Nothing was saved.\n');
     return EXIT.interrupted;
   }
+  // A read-only or full disk is the machine's doing, not a bug: one sentence with the path.
+  err = FileSystemError.from(err) ?? err;
   if (err instanceof CliError) {
     if (!err.shown) {
       io.stderr.write(`Error: ${err.message}\n`);

@@ -8,6 +8,11 @@ process.once('SIGINT', () => {
   setTimeout(() => process.exit(EXIT.interrupted), 2_000).unref();
 });
 
+// Past a file-size limit (ulimit -f) a write fails with EFBIG, which is then said in one line:
+// Node ignores SIGXFSZ for that, but once proper-lockfile is loaded its signal-exit re-raises
+// the signal when it is the only listener, which would kill prospect in the middle of a save.
+process.on('SIGXFSZ', () => undefined);
+
 void runCli(process.argv.slice(2), {
   env: process.env,
   // Getters: each stdio stream costs startup time to create, and most runs never touch stderr or stdin.

@@ -1,6 +1,7 @@
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FileSystemError } from '../src/errors.js';
 import { configDir, SessionStore } from '../src/session/session-store.js';
 
 const session = {
@@ -69,5 +70,31 @@ describe('SessionStore', () => {
     expect(configDir({ PROSPECT_CONFIG_DIR: '/x/y' })).toBe('/x/y');
     expect(configDir({ XDG_CONFIG_HOME: '/xdg' })).toBe('/xdg/prospect');
     expect(configDir({})).toMatch(/\.config\/prospect$/);
+  });
+});
+
+describe('SessionStore.checkWritable, before a login asks the server anything', () => {
+  let root: string;
+  beforeEach(async () => (root = await mkdtemp(join(tmpdir(), 'prospect-writable-'))));
+  afterEach(() => rm(root, { recursive: true, force: true }));
+
+  it('creates the directory and leaves nothing in it', async () => {
+    const dir = join(root, 'config', 'prospect');
+    await new SessionStore(dir).checkWritable();
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  // A regular file in the way refuses even root, for whom chmod changes nothing.
+  it.each([
+    ['under a regular file', (file: string) => join(file, 'prospect'), 'part of the path is a file, not a directory'],
+    ['that is a regular file', (file: string) => file, 'it is a file, not a directory'],
+  ])('refuses a directory %s, naming it', async (_, dirFor, reason) => {
+    const file = join(root, 'a-file');
+    await writeFile(file, 'not a directory');
+    const dir = dirFor(file);
+    const err = await new SessionStore(dir).checkWritable().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FileSystemError);
+    expect(err).toMatchObject({ path: dir, reason, message: `Cannot write to ${dir}: ${reason}.` });
   });
 });

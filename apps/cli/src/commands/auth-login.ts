@@ -1,11 +1,12 @@
-import { ROUTES, type SessionFile } from '@prospect/contract';
+import { ENV, ROUTES, type SessionFile } from '@prospect/contract';
 import { ApiClient, ApiHttpError, normalizeBaseUrl } from '../api-client/api-client.js';
 import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
 import type { DeviceLoginResult } from '../device-login/device-login-client.js';
-import { CliError, usageError } from '../errors.js';
+import { CliError, FileSystemError, usageError } from '../errors.js';
 import { humanDuration } from '../format.js';
 import { revokeSession } from '../session/refresh.js';
 import { withSessionLock } from '../session/session-lock.js';
+import type { SessionRead } from '../session/session-store.js';
 import { apiUrlFlag, type Command } from './command.js';
 
 export const loginCommand: Command = {
@@ -39,14 +40,29 @@ export const loginCommand: Command = {
     const baseUrl = normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL);
     const api = new ApiClient({ baseUrl, fetch: ctx.fetch });
     const timeoutSeconds = parseTimeout(ctx.flags.timeoutSeconds);
+    // Before the server is asked anything: a login it redeems that cannot be saved here
+    // would be a live session nobody holds.
+    await ctx.store.checkWritable().catch((err: unknown) => {
+      if (!(err instanceof FileSystemError)) throw err;
+      throw new CliError(`Cannot log in: ${err.path} cannot be written (${err.reason}); set ${ENV.configDir} to a directory you can write to.`);
+    });
     const session =
       typeof ctx.flags.token === 'string' ? await loginWithToken(ctx, api, ctx.flags.token) : await loginWithDevice(ctx, api, timeoutSeconds);
-    // Under the session's lock: a refresh in another process neither overwrites nor removes it.
-    const previous = await withSessionLock(ctx.store, async () => {
-      const read = await ctx.store.read();
-      await ctx.store.write(session);
-      return read;
-    });
+    let previous: SessionRead;
+    try {
+      // Under the session's lock: a refresh in another process neither overwrites nor removes it.
+      previous = await withSessionLock(ctx.store, async () => {
+        const read = await ctx.store.read();
+        await ctx.store.write(session);
+        return read;
+      });
+    } catch (err) {
+      // The directory failed since the check (the disk filled up): a device login is ended on
+      // the server rather than left alive there; a --token token is the person's own to keep.
+      if (typeof ctx.flags.token === 'string' || !(err instanceof CliError)) throw err;
+      const ended = await revokeSession(new ApiClient({ baseUrl, fetch: ctx.fetch, timeoutMs: 3_000 }), session);
+      throw new CliError(err.message, 1, ended ? 'The new session was signed out on the server again; log in once this is fixed.' : err.hint);
+    }
     if (previous.kind === 'session' && previous.session.accessToken !== session.accessToken) {
       const { user, apiBaseUrl } = previous.session;
       // The replaced session ends on its server too (best effort, same server only): a refresh

@@ -1,7 +1,7 @@
 import { AuthorizedResponseSchema, CLI_CLIENT_ID, OAUTH_ROUTES, ROUTES, type SessionFile } from '@prospect/contract';
 import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine } from '../api-client/api-client.js';
 import type { CommandContext } from '../context.js';
-import { authRequired, CliError } from '../errors.js';
+import { authRequired, CliError, FileSystemError } from '../errors.js';
 import { withSessionLock } from './session-lock.js';
 
 /** A session whose access token expires within this is refreshed before a command uses it. */
@@ -44,8 +44,8 @@ async function exchange(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 's
     try {
       ({ body } = await ask());
     } catch (err) {
-      // The answer may be lost after the server rotated: asked again at once, within its
-      // 10 s grace, it answers the same pair instead of finding a reuse later.
+      // The answer may be lost after the server rotated: the old token, presented again
+      // before its successor is used, answers the same successor pair.
       if (!(err instanceof ApiUnreachableError) || ctx.signal.aborted) throw err;
       ({ body } = await ask());
     }
@@ -63,7 +63,14 @@ async function exchange(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 's
   if (!answer.success) throw new CliError(`${session.apiBaseUrl} answered the refresh with an unexpected shape; the session is kept.`, 1, 'Is it a Prospect server?');
   const { accessToken, refreshToken, expiresAt, user } = answer.data;
   const renewed: SessionFile = { ...session, accessToken, expiresAt, user, ...(refreshToken ? { refreshToken } : {}) };
-  await ctx.store.write(renewed);
+  // Saved before anything else. If it cannot be, the old pair stays on disk and this command
+  // stops: its next run presents the old token, which still answers this same successor.
+  try {
+    await ctx.store.write(renewed);
+  } catch (err) {
+    if (!(err instanceof FileSystemError)) throw err;
+    throw new CliError(`The renewed session could not be saved to ${err.path} (${err.reason}); the previous one is kept, and the next command renews it again.`);
+  }
   return renewed;
 }
 

@@ -1,4 +1,4 @@
-import { CliError } from '../errors.js';
+import { CliError, FileSystemError } from '../errors.js';
 import type { SessionStore } from './session-store.js';
 
 /** How long a second CLI process waits for the first one's session change before giving up. */
@@ -17,8 +17,16 @@ const RETRY_EVERY_MS = 100;
 export async function withSessionLock<T>(store: SessionStore, change: () => Promise<T>): Promise<T> {
   // Loaded on first use: most runs never change the session, and startup time counts.
   const { lock } = await import('proper-lockfile');
+  const cannotLock = (err: unknown) =>
+    new CliError(
+      `Cannot lock the session file in ${store.dir}: ${FileSystemError.from(err)?.reason ?? (err as NodeJS.ErrnoException).code ?? (err as Error).message}.`,
+      1,
+      'Check that the directory is writable (PROSPECT_CONFIG_DIR).',
+    );
   // The lock lives beside the session: its directory must exist (a first login creates it).
-  await store.ensureDir();
+  await store.ensureDir().catch((err: unknown) => {
+    throw cannotLock(err);
+  });
   const deadline = Date.now() + LOCK_WAIT_MS;
   let release: () => Promise<void>;
   for (;;) {
@@ -32,9 +40,7 @@ export async function withSessionLock<T>(store: SessionStore, change: () => Prom
       break;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ELOCKED') {
-        throw new CliError(`Cannot lock the session file in ${store.dir} (${code ?? (err as Error).message}).`, 1, 'Check that the directory is writable (PROSPECT_CONFIG_DIR).');
-      }
+      if (code !== 'ELOCKED') throw cannotLock(err);
       if (Date.now() >= deadline) {
         throw new CliError(
           `Another prospect process is changing the session and did not finish within ${LOCK_WAIT_MS / 1000} s.`,

@@ -2,6 +2,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ENV, SERVICE_NAME, SESSION_FILE_NAME, type SessionFile, SessionFileSchema } from '@prospect/contract';
+import { FileSystemError } from '../errors.js';
 
 /** `$PROSPECT_CONFIG_DIR`, else `$XDG_CONFIG_HOME/prospect`, else `~/.config/prospect` (seed §2.4). */
 export function configDir(env: NodeJS.ProcessEnv): string {
@@ -19,6 +20,7 @@ export type SessionRead =
 /** The session file: read with the contract's schema, written atomically with owner-only modes. */
 export class SessionStore {
   readonly path: string;
+  private warned = false;
   /** @param warn where to say that an existing directory is open to others (stderr). */
   constructor(
     readonly dir: string,
@@ -51,19 +53,45 @@ export class SessionStore {
     return { kind: 'session', session: parsed.data };
   }
 
-  /** Temp file + rename in the same directory: a crash never leaves half a session. */
+  /**
+   * Temp file + rename in the same directory: a crash, a full disk or a read-only directory
+   * never leaves half a session, and the previous file stays as it was. A refusal of the
+   * machine is a FileSystemError naming the session file; the temp file is removed.
+   */
   async write(session: SessionFile): Promise<void> {
     const valid = SessionFileSchema.parse(session);
-    await this.ensureDir();
-    // Unique enough with 'wx' (which refuses an existing file); node:crypto would cost startup time.
-    const temp = join(this.dir, `.${SESSION_FILE_NAME}.${process.pid}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`);
+    const temp = this.tempPath();
     try {
+      await this.ensureDir();
       await writeFile(temp, `${JSON.stringify(valid, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
       await rename(temp, this.path);
     } catch (err) {
-      await rm(temp, { force: true });
-      throw err;
+      await rm(temp, { force: true }).catch(() => undefined);
+      throw FileSystemError.from(err, this.path) ?? err;
     }
+  }
+
+  /**
+   * Proves a session can be saved here before a login asks anything of the server (a login
+   * redeemed there but never saved here would be a live session nobody holds): creates the
+   * directory if needed, then writes and removes a probe file, so a full disk shows as well
+   * as a read-only directory. Throws a FileSystemError naming the directory.
+   */
+  async checkWritable(): Promise<void> {
+    const probe = this.tempPath();
+    try {
+      await this.ensureDir();
+      await writeFile(probe, 'prospect checks that it can save a session here\n', { mode: 0o600, flag: 'wx' });
+      await rm(probe);
+    } catch (err) {
+      await rm(probe, { force: true }).catch(() => undefined);
+      throw FileSystemError.from(err, this.dir) ?? err;
+    }
+  }
+
+  /** Unique enough with 'wx' (which refuses an existing file); node:crypto would cost startup time. */
+  private tempPath(): string {
+    return join(this.dir, `.${SESSION_FILE_NAME}.${process.pid}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`);
   }
 
   /**
@@ -72,9 +100,11 @@ export class SessionStore {
    */
   async ensureDir(): Promise<void> {
     const created = await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    if (created !== undefined) return;
+    if (created !== undefined || this.warned) return;
     const { mode } = await stat(this.dir);
     if (mode & 0o077) {
+      // Once: a login checks, locks and writes, each through here.
+      this.warned = true;
       this.warn(`Warning: ${this.dir} can be read by other users (mode ${(mode & 0o777).toString(8)}); the session file in it is readable by you only.`);
     }
   }

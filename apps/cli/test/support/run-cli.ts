@@ -27,6 +27,11 @@ export interface RunOptions {
   stdin?: string;
   /** Called once with the child, e.g. to send SIGINT when some output appears. */
   onStarted?: (child: ReturnType<typeof spawn>, output: () => string) => void;
+  /**
+   * `ulimit -f 0`: every write of a byte to a file fails with EFBIG, as on a full disk,
+   * whoever runs the tests (root included); creating files and directories still works.
+   */
+  noFileWrites?: boolean;
 }
 
 /**
@@ -51,7 +56,8 @@ export async function makeSandbox() {
     /** Runs `prospect ...args` to completion. Asynchronous: an in-process API keeps answering meanwhile. */
     run(args: string[], options: RunOptions = {}): Promise<CliRun> {
       return new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, [PROSPECT_JS, ...args], {
+        const command = options.noFileWrites ? ['/bin/sh', '-c', 'ulimit -f 0 && exec "$@"', 'sh', process.execPath] : [process.execPath];
+        const child = spawn(command[0]!, [...command.slice(1), PROSPECT_JS, ...args], {
           env: { PATH: process.env.PATH, HOME: root, CI: 'true', PROSPECT_CONFIG_DIR: configDir, ...options.env },
           stdio: ['pipe', 'pipe', 'pipe'],
         });
