@@ -1,8 +1,13 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ApiClient, MAX_ANSWER_BYTES } from '../src/api-client/api-client.js';
 import { stripControls } from '../src/api-client/untrusted-text.js';
-import { DeviceLoginClient } from '../src/device-login/device-login-client.js';
+import { DeviceLoginClient, type Timing, type WaitEvent } from '../src/device-login/device-login-client.js';
 import { CliError } from '../src/errors.js';
-import { fakeBackend, inAnHour, json } from './support/fake-backend.js';
+import { refreshSession } from '../src/session/refresh.js';
+import { SessionStore } from '../src/session/session-store.js';
+import { fakeBackend, inAnHour, json, user } from './support/fake-backend.js';
 
 const ESC = '\u001b';
 const BEL = '\u0007';
@@ -103,5 +108,91 @@ describe('a hostile server', () => {
     } finally {
       await backend.close();
     }
+  });
+
+  describe('cannot stretch the time the CLI waits', () => {
+    const huge = 999_999_999;
+    const startAnswer = (url: string) => ({ deviceCode: 'prsd_x', userCode: 'BCDF-GHJK', verificationUrl: `${url}/device`, intervalSeconds: huge, expiresInSeconds: huge });
+
+    it('an interval or a lifetime of years is taken as a minute and an hour', async () => {
+      const backend = await fakeBackend({ 'POST /api/cli/auth/device/start': (_req, _b, res) => json(res, 200, startAnswer(backend.url)) });
+      try {
+        const start = await new DeviceLoginClient(new ApiClient({ baseUrl: backend.url })).start({ clientName: 'prospect', hostname: 'h' });
+        expect(start).toMatchObject({ intervalSeconds: 60, expiresInSeconds: 3600 });
+      } finally {
+        await backend.close();
+      }
+    });
+
+    it('Retry-After: 99999999 on slow_down or a 503 waits at most a minute, and a countdown starts at an hour', async () => {
+      const answers = [
+        [429, { statusCode: 429, error: 'slow_down', message: 'Slow down.' }, { 'retry-after': '99999999' }],
+        [503, { statusCode: 503, error: 'service_unavailable', message: 'Back soon.' }, { 'retry-after': '99999999' }],
+        [429, { statusCode: 429, error: 'slow_down', message: 'Slow down.' }, { 'retry-after': '-5' }],
+        [200, { status: 'authorized', accessToken: 'prs_x', expiresAt: inAnHour(), user }, {}],
+      ] as const;
+      let polls = 0;
+      const backend = await fakeBackend({
+        'POST /api/cli/auth/device/start': (_req, _b, res) => json(res, 200, startAnswer(backend.url)),
+        'POST /api/cli/auth/device/poll': (_req, _b, res) => json(res, ...(answers[polls++]! as unknown as [number, object, Record<string, string>])),
+      });
+      // Time moves only when the client sleeps; every sleep is recorded.
+      let now = 0;
+      const sleeps: number[] = [];
+      const timing: Timing = {
+        now: () => now,
+        sleep: async (ms) => {
+          sleeps.push(ms);
+          now += ms;
+        },
+      };
+      const events: WaitEvent[] = [];
+      try {
+        const client = new DeviceLoginClient(new ApiClient({ baseUrl: backend.url }), timing);
+        const start = await client.start({ clientName: 'prospect', hostname: 'h' });
+        await expect(client.waitForAuthorization(start, { onEvent: (e) => events.push(e) })).resolves.toMatchObject({ accessToken: 'prs_x' });
+        expect(sleeps).toEqual([60_000, 60_000, 5_000, 60_000]);
+        expect(events[0]).toEqual({ kind: 'waiting', deadline: 3_600_000 });
+      } finally {
+        await backend.close();
+      }
+    });
+  });
+
+  describe('cannot redirect a secret elsewhere', () => {
+    let other: Awaited<ReturnType<typeof fakeBackend>>;
+    let backend: Awaited<ReturnType<typeof fakeBackend>>;
+    afterEach(async () => {
+      await backend.close();
+      await other.close();
+    });
+
+    it.each([301, 302, 303, 307, 308])('a %i answer is an error naming the other origin, and the other origin hears nothing', async (status) => {
+      other = await fakeBackend({ 'POST /steal': (_req, _b, res) => json(res, 200, {}) });
+      backend = await fakeBackend({ 'POST /api/cli/auth/device/poll': (_req, _b, res) => json(res, status, {}, { location: `${other.url}/steal` }) });
+      const answer = new ApiClient({ baseUrl: backend.url }).request('POST', '/api/cli/auth/device/poll', { body: { deviceCode: 'prsd_secret' }, token: 'prs_secret' });
+      await expect(answer).rejects.toThrow(`POST /api/cli/auth/device/poll was redirected (HTTP ${status}) to ${other.url}; prospect follows no redirect, so nothing was sent there.`);
+      expect(other.requests).toEqual([]);
+    });
+
+    it('a cross-origin 307 on POST /refresh: the refresh token stays here, and so does the session', async () => {
+      other = await fakeBackend({
+        'POST /api/cli/auth/refresh': (_req, _b, res) => json(res, 401, { statusCode: 401, error: 'invalid_grant', message: 'Unknown refresh token.' }),
+      });
+      backend = await fakeBackend({ 'POST /api/cli/auth/refresh': (_req, _b, res) => json(res, 307, {}, { location: `${other.url}/api/cli/auth/refresh` }) });
+      const dir = await mkdtemp(join(tmpdir(), 'prospect-hostile-'));
+      try {
+        const store = new SessionStore(dir);
+        const session = { accessToken: 'prs_old', refreshToken: 'prsr_secret', apiBaseUrl: backend.url, user, expiresAt: new Date(Date.now() - 1000).toISOString(), createdAt: new Date().toISOString() };
+        await store.write(session);
+        const refresh = refreshSession({ store, env: {}, signal: new AbortController().signal }, session);
+        await expect(refresh).rejects.toThrow(`Could not refresh the session: POST /api/cli/auth/refresh was redirected (HTTP 307) to ${other.url}`);
+        expect(other.requests).toEqual([]);
+        expect(backend.requests.map((r) => r.body)).toEqual([JSON.stringify({ refreshToken: 'prsr_secret' })]);
+        expect(await store.read()).toEqual({ kind: 'session', session });
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
   });
 });

@@ -4,7 +4,7 @@ import * as z from 'zod/mini';
 import { DEFAULT_API_BASE_URL } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { VERSION } from '../version.js';
-import { stripControlsDeep } from './untrusted-text.js';
+import { stripControls, stripControlsDeep } from './untrusted-text.js';
 
 /** An HTTP answer that is not 2xx, with the server's error body when it sent one. */
 export class ApiHttpError extends CliError {
@@ -190,10 +190,23 @@ export class ApiClient {
         headers,
         body: options.form !== undefined ? new URLSearchParams(options.form).toString() : options.body === undefined ? undefined : JSON.stringify(options.body),
         signal,
+        // Followed, a redirect would carry the body (a refresh token, a device code) and the
+        // token to wherever the server points, and another origin's 401 would end the session.
+        redirect: 'manual',
       });
     } catch (err) {
       if (options.signal?.aborted) throw options.signal.reason ?? err;
       throw new ApiUnreachableError(this.baseUrl, describeNetworkError(err));
+    }
+    if (res.status >= 300 && res.status < 400) {
+      await res.body?.cancel();
+      throw new ApiHttpError(
+        res.status,
+        undefined,
+        `${method} ${path} was redirected (HTTP ${res.status}) to ${redirectOrigin(res.headers.get('location'), this.baseUrl + path)}; prospect follows no redirect, so nothing was sent there.`,
+        res.headers,
+        res.statusText,
+      );
     }
     let text: string;
     try {
@@ -227,6 +240,18 @@ export class ApiClient {
   async me(token: string): Promise<{ user: User; expiresAt: string }> {
     const { body } = await this.request('GET', ROUTES.me, { token });
     return normalizeMeResponse(body);
+  }
+}
+
+/** Where a redirect points, as an origin a person can check (`https://host:port`). */
+function redirectOrigin(location: string | null, requested: string): string {
+  if (!location) return 'nowhere (no Location)';
+  try {
+    const url = new URL(location, requested);
+    // Only http(s) has an origin; `javascript:…` and the like are named by their scheme.
+    return stripControls(url.origin === 'null' ? url.protocol : url.origin);
+  } catch {
+    return 'an address that is not a URL';
   }
 }
 

@@ -28,6 +28,22 @@ export const SLOW_DOWN_STEP_MS = 5_000;
  * every few seconds is no load, and a person is waiting.
  */
 export const RECONNECT_RETRY_MS = 5_000;
+/**
+ * What a server may ask of the CLI's timing, whatever it says: at most a minute between
+ * polls (interval, slow_down, Retry-After) and at least a second, and a code lives at most
+ * an hour. A bigger number would overflow setTimeout (which then fires at once, in a loop)
+ * or show a countdown of years.
+ */
+export const MAX_POLL_INTERVAL_MS = 60_000;
+const MIN_POLL_INTERVAL_MS = 1_000;
+export const MAX_DEVICE_LOGIN_SECONDS = 3_600;
+const clampPollWait = (ms: number) => Math.min(Math.max(ms, MIN_POLL_INTERVAL_MS), MAX_POLL_INTERVAL_MS);
+
+/** Retry-After in milliseconds, when it is a number of seconds (RFC 9110 §10.2.3); clamped like any wait. */
+function retryAfterMs(headers: Headers): number | undefined {
+  const value = headers.get('retry-after')?.trim();
+  return value && /^\d+$/.test(value) ? clampPollWait(Number(value) * 1000) : undefined;
+}
 const CANCEL_TIMEOUT_MS = 2_000;
 
 /** Where the device-login errors' hints point: `prospect auth:login`, for this backend. */
@@ -109,7 +125,7 @@ const StartVariants = z.object({
   userCode: z.string().check(z.minLength(1)),
   verificationUrl: z.optional(z.string()),
   verificationUri: z.optional(z.string()),
-  intervalSeconds: z.int().check(z.positive(), z.maximum(300)),
+  intervalSeconds: z.int().check(z.positive()),
   expiresInSeconds: z.int().check(z.positive()),
 });
 
@@ -134,7 +150,13 @@ export function normalizeStartResponse(body: unknown, target?: LoginTarget): Dev
     throw new CliError(`The server sent a user code that is not of the form XXXX-XXXX: ${JSON.stringify(userCode)}.`, 1, tokenLogin);
   }
   // Shown as parsed, so what is printed is the address the browser will open.
-  return { deviceCode, userCode, verificationUrl: new URL(url).href, intervalSeconds, expiresInSeconds };
+  return {
+    deviceCode,
+    userCode,
+    verificationUrl: new URL(url).href,
+    intervalSeconds: clampPollWait(intervalSeconds * 1000) / 1000,
+    expiresInSeconds: Math.min(expiresInSeconds, MAX_DEVICE_LOGIN_SECONDS),
+  };
 }
 
 /**
@@ -208,15 +230,13 @@ export class DeviceLoginClient {
         }
       } catch (err) {
         if (err instanceof ApiHttpError && err.status === 429) {
-          const retryAfterMs = Number(err.headers.get('retry-after')) * 1000 || 0;
-          intervalMs = Math.max(intervalMs + SLOW_DOWN_STEP_MS, retryAfterMs);
+          intervalMs = clampPollWait(Math.max(intervalMs + SLOW_DOWN_STEP_MS, retryAfterMs(err.headers) ?? 0));
           delayMs = intervalMs;
           onEvent?.({ kind: 'slowed-down', intervalMs });
         } else if (err instanceof ApiUnreachableError || (err instanceof ApiHttpError && err.status >= 500)) {
           failures += 1;
           // A 503 says when to come back (Retry-After); never later than RECONNECT_RETRY_MS.
-          const retryAfterMs = err instanceof ApiHttpError ? Number(err.headers.get('retry-after')) * 1000 || 0 : 0;
-          delayMs = Math.min(retryAfterMs || intervalMs, RECONNECT_RETRY_MS);
+          delayMs = Math.min((err instanceof ApiHttpError ? retryAfterMs(err.headers) : undefined) ?? intervalMs, RECONNECT_RETRY_MS);
           const cause = err instanceof ApiUnreachableError ? 'unreachable' : 'unavailable';
           onEvent?.({ kind: 'reconnecting', cause, retryInMs: delayMs, message: reconnectMessage(cause, this.api.baseUrl, delayMs) });
         } else {

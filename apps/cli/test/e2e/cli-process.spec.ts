@@ -617,6 +617,49 @@ describe('auth:login against backend variants', () => {
     }
   });
 
+  it('Retry-After: 99999999 on slow_down is a minute: no overflowed timer, no storm of polls', async () => {
+    const polls: string[] = [];
+    const backend = await fakeBackend({
+      'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, 200, start(backend.url, { intervalSeconds: 1, expiresInSeconds: 999_999_999 })),
+      'POST /api/cli/auth/device/poll': (_q, body, res) => {
+        polls.push(body);
+        json(res, 429, { statusCode: 429, error: 'slow_down', message: 'Slow down.' }, { 'retry-after': '99999999' });
+      },
+      'POST /api/cli/auth/device/cancel': (_q, _b, res) => void res.writeHead(204).end(),
+    });
+    try {
+      // The first poll after 1 s is told to wait 99999999 s: clamped to 60, it outlasts the 3 s given.
+      const run = await box.run(['auth:login', '--api-url', backend.url, '--timeout-seconds', '3']);
+      expect(run.stderr).toContain('Waiting for approval (0:03 left)…\nThe server asked to poll less often: every 60 s.\n');
+      expect(run.stderr).toContain('Error: Gave up waiting for approval after 3 s.');
+      expect(run.stderr).not.toMatch(/TimeoutOverflowWarning/);
+      expect(run.code).toBe(1);
+      expect(polls).toHaveLength(1);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('a lifetime of 999999999 s counts down from an hour, and the interval of as many seconds is a minute', async () => {
+    const backend = await fakeBackend({
+      'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, 200, start(backend.url, { intervalSeconds: 999_999_999, expiresInSeconds: 999_999_999 })),
+      'POST /api/cli/auth/device/cancel': (_q, _b, res) => void res.writeHead(204).end(),
+    });
+    try {
+      const run = await box.run(['auth:login', '--api-url', backend.url], {
+        onStarted: (child, output) => {
+          let stopped = false;
+          child.stderr!.on('data', () => !stopped && output().includes('left)') && (stopped = child.kill('SIGINT')));
+        },
+      });
+      expect(run.stderr).toContain('Waiting for approval (60:00 left)…');
+      expect(run.code).toBe(130);
+      expect(backend.requests.map((r) => r.url)).toEqual(['/api/cli/auth/device/start', '/api/cli/auth/device/cancel']);
+    } finally {
+      await backend.close();
+    }
+  });
+
   it('--timeout-seconds: gives up with a clear failure, exit 1, nothing written', async () => {
     const backend = await fakeBackend({
       'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, 200, start(backend.url)),
