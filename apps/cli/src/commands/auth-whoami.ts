@@ -18,8 +18,8 @@ export const whoamiCommand: Command = {
     --verify   Check the session with the server (GET /api/cli/auth/me) and update it
     --json     Print the session as JSON, for scripts
 
-  An access token that expires within a minute is first renewed with the session's refresh
-  token, as every command does.
+  An access token about to expire (within a quarter of its lifetime, at most a minute) is
+  first renewed with the session's refresh token, as every command does.
 `,
   flags: { ...apiUrlFlag, verify: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
   requiresAuth: false,

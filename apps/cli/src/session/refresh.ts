@@ -4,17 +4,30 @@ import type { CommandContext } from '../context.js';
 import { authRequired, CliError, FileSystemError } from '../errors.js';
 import { withSessionLock } from './session-lock.js';
 
-/** A session whose access token expires within this is refreshed before a command uses it. */
-export const REFRESH_AHEAD_MS = 60_000;
-/** True when the session would be refreshed before use: it has a refresh token and expires within a minute. */
+/** The most ahead of its expiry that a session is refreshed before a command uses it. */
+export const MAX_REFRESH_AHEAD_MS = 60_000;
+
+/**
+ * How long before its expiry a session is renewed: a quarter of its access token's lifetime,
+ * at most a minute. A fixed minute would renew a token that lives a minute or less before
+ * every command, and five commands at once would renew it five times in a row. The lifetime
+ * is `expiresAt - createdAt`: `createdAt` is when the session's current pair was obtained
+ * (a login, or the refresh that saved it).
+ */
+export function refreshAheadMs(session: SessionFile): number {
+  const lifetimeMs = Date.parse(session.expiresAt) - Date.parse(session.createdAt);
+  return Math.min(Math.max(lifetimeMs / 4, 0), MAX_REFRESH_AHEAD_MS);
+}
+
+/** True when the session would be refreshed before use: it has a refresh token and is within refreshAheadMs of expiry. */
 export function needsRefresh(session: SessionFile, now = Date.now()): boolean {
-  return session.refreshToken !== undefined && Date.parse(session.expiresAt) - now <= REFRESH_AHEAD_MS;
+  return session.refreshToken !== undefined && Date.parse(session.expiresAt) - now <= refreshAheadMs(session);
 }
 
 export type RefreshResult = { session: SessionFile; refreshed: boolean };
 
 /**
- * Renews a session that expires within a minute with its refresh token (the server rotates it),
+ * Renews a session about to expire (needsRefresh) with its refresh token (the server rotates it),
  * and writes the new pair atomically. Two CLI processes refreshing at once take turns on the
  * session's lock (session-lock.ts), and the second finds the first one's new session instead of
  * presenting the used refresh token again, which the server would take for a reuse.
@@ -62,7 +75,8 @@ async function exchange(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 's
   const answer = AuthorizedResponseSchema.safeParse(body);
   if (!answer.success) throw new CliError(`${session.apiBaseUrl} answered the refresh with an unexpected shape; the session is kept.`, 1, 'Is it a Prospect server?');
   const { accessToken, refreshToken, expiresAt, user } = answer.data;
-  const renewed: SessionFile = { ...session, accessToken, expiresAt, user, ...(refreshToken ? { refreshToken } : {}) };
+  // createdAt: when this pair was obtained, which measures its lifetime (refreshAheadMs).
+  const renewed: SessionFile = { ...session, accessToken, expiresAt, user, createdAt: new Date(now()).toISOString(), ...(refreshToken ? { refreshToken } : {}) };
   // Saved before anything else. If it cannot be, the old pair stays on disk and this command
   // stops: its next run presents the old token, which still answers this same successor.
   try {

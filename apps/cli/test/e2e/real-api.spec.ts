@@ -227,7 +227,9 @@ describe('refreshing the session (issue #14)', () => {
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout).user.email).toBe(person.email);
     const renewed = await box.readSession();
-    expect(renewed).toEqual({ ...old, accessToken: expect.stringMatching(/^prs_/), refreshToken: expect.stringMatching(/^prsr_/), expiresAt: expect.any(String) });
+    expect(renewed).toEqual({ ...old, accessToken: expect.stringMatching(/^prs_/), refreshToken: expect.stringMatching(/^prsr_/), expiresAt: expect.any(String), createdAt: expect.any(String) });
+    // createdAt is when the current pair was obtained: it sizes the refresh margin.
+    expect(Date.parse(renewed.createdAt)).toBeGreaterThan(Date.parse(old.createdAt));
     expect(renewed.accessToken).not.toBe(old.accessToken);
     expect(renewed.refreshToken).not.toBe(old.refreshToken);
     expect(Date.parse(renewed.expiresAt)).toBeGreaterThan(Date.now() + 3_500_000);
