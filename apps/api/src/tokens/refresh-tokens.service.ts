@@ -13,15 +13,17 @@ import { Sql } from '../database/sql.js';
 import { TokensService } from './tokens.service.js';
 
 /**
- * For this long after a refresh token is rotated, presenting it again answers the same successor
- * pair instead of counting as a reuse: two terminals (or a retried request whose answer was lost)
- * refreshing the same session at once both end logged in. After it, a presented rotated token
- * means someone else holds a copy, and the family is revoked.
+ * @deprecated No rule uses it any more (a rotated token is answered again while its successor is
+ * unused, however late). Kept only so test/oauth.e2e-spec.ts and test/token-cache.e2e-spec.ts,
+ * which are not this change's to edit, still compile; delete it with their update.
  */
 export const REFRESH_GRACE_SECONDS = 10;
 
+/** How often sealed successors of expired refresh tokens are erased, on every replica (idempotent). */
+const EXPIRED_SUCCESSOR_SWEEP_SECONDS = 60;
+
 /** Why a refresh token was refused; every one is `invalid_grant` on the wire. */
-export type InvalidGrantReason = 'unknown' | 'expired' | 'revoked' | 'reused' | 'other_client' | 'just_rotated';
+export type InvalidGrantReason = 'unknown' | 'expired' | 'revoked' | 'reused' | 'other_client';
 
 export class InvalidGrantError extends Error {
   constructor(readonly reason: InvalidGrantReason) {
@@ -32,7 +34,6 @@ export class InvalidGrantError extends Error {
         revoked: 'This session has been revoked.',
         reused: 'This refresh token was already used, so the session has been revoked everywhere.',
         other_client: 'This refresh token was issued to another client.',
-        just_rotated: 'This refresh token was used a moment ago: use the new one it was exchanged for.',
       }[reason],
     );
   }
@@ -55,7 +56,7 @@ export interface RefreshedSession {
   scope: string | null;
 }
 
-/** What a rotation seals under the old token for its grace: enough to answer the same again. */
+/** What a rotation seals under the old token: enough to answer the same again. */
 interface SealedSuccessor {
   accessToken: string;
   accessTokenId: string;
@@ -64,8 +65,19 @@ interface SealedSuccessor {
 }
 const SUCCESSOR = 'refresh-successor';
 
-interface ClaimedRow {
+/** What a new pair of a family is issued from. */
+interface Family {
+  deviceLoginId: string;
+  userId: string;
+  label: string | null;
+  ip: string | null;
+  familyExpiresAt: Date;
+}
+
+/** A presented refresh token with its family, as the claim returns it. */
+interface FamilyRow {
   id: string;
+  parent_id: string | null;
   device_login_id: string;
   user_id: string;
   family_expires_at: Date;
@@ -77,27 +89,48 @@ interface ClaimedRow {
   name: string;
 }
 
-/** How a session is named on the tokens page: "prospect CLI 0.1.0 on laptop". */
-export const sessionLabel = (clientName: string | null, hostname: string | null): string | null =>
-  [clientName, hostname].filter(Boolean).join(' on ') || null;
-
-interface PresentedRow {
-  id: string;
-  device_login_id: string;
-  user_id: string;
+/** A presented refresh token that could not be claimed, with the state of its successor. */
+interface PresentedRow extends FamilyRow {
   expires_at: Date;
   rotated_at: Date | null;
   revoked_at: Date | null;
   successor_sealed: Buffer | null;
-  client_id: string;
-  scope: string | null;
-  email: string;
-  name: string;
+  successor_id: string | null;
+  successor_rotated_at: Date | null;
+  successor_expires_at: Date | null;
 }
+
+/** A refresh decided inside its transaction; a refusal is thrown only after the commit, so a reuse's revocation stays. */
+type RefreshOutcome = { session: RefreshedSession } | { refused: InvalidGrantReason; familyId?: string };
+
+/** The columns both the claim and the second look read: the token, its family, client and user. */
+const FAMILY_COLUMNS = `r.id, r.parent_id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope,
+  COALESCE(d.client_name, c.name) AS client_name, d.hostname, u.email, u.name`;
+
+/** How a session is named on the tokens page: "prospect CLI 0.1.0 on laptop". */
+export const sessionLabel = (clientName: string | null, hostname: string | null): string | null =>
+  [clientName, hostname].filter(Boolean).join(' on ') || null;
+
+const familyOf = (row: FamilyRow, ip: string | null): Family => ({
+  deviceLoginId: row.device_login_id,
+  userId: row.user_id,
+  label: sessionLabel(row.client_name, row.hostname),
+  ip,
+  familyExpiresAt: row.family_expires_at,
+});
+
+const sessionOf = (row: FamilyRow, pair: TokenPair): RefreshedSession => ({
+  pair,
+  user: { id: row.user_id, email: row.email, name: row.name },
+  clientId: row.client_id,
+  scope: row.scope,
+});
 
 /**
  * Rotating refresh tokens (OAuth 2.0 Security BCP §4.14): each is used once and answered with a
- * new pair; a rotated one presented again after the grace revokes its whole family.
+ * new pair. A family is one chain (each token has at most one successor). Presenting a rotated
+ * token again answers its successor pair again while that successor was never used, since the
+ * answer was lost, not stolen; once the successor was used, it is a reuse and revokes the family.
  */
 @Injectable()
 export class RefreshTokensService {
@@ -113,34 +146,40 @@ export class RefreshTokensService {
     private readonly background: BackgroundWrites,
   ) {}
 
-  /** Sealed successors are erased once their grace ends (on every replica; the UPDATE is idempotent). */
-  @Interval(REFRESH_GRACE_SECONDS * 1000)
+  /**
+   * A sealed successor is erased when the successor is used or the family revoked (in that
+   * transaction); what is left is the pair of a token that expired with its successor unused.
+   */
+  @Interval(EXPIRED_SUCCESSOR_SWEEP_SECONDS * 1000)
   scheduledErase(): void {
-    this.background.run('erase sealed refresh successors', () => this.eraseEndedGraces());
+    this.background.run('erase sealed refresh successors', () => this.eraseExpiredSuccessors());
   }
 
-  async eraseEndedGraces(): Promise<void> {
-    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND rotated_at <= $1`, [
-      new Date(this.clock.now().getTime() - REFRESH_GRACE_SECONDS * 1000),
-    ]);
+  async eraseExpiredSuccessors(): Promise<void> {
+    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND expires_at <= $1`, [this.clock.now()]);
   }
 
   /** The first pair of a family, in the transaction that redeems its device login. */
-  async issueFirstPair(
-    tx: EntityManager,
-    family: { deviceLoginId: string; userId: string; label: string | null; ip: string | null },
-  ): Promise<TokenPair> {
+  async issueFirstPair(tx: EntityManager, family: Omit<Family, 'familyExpiresAt'>): Promise<TokenPair> {
     const familyExpiresAt = new Date(this.clock.now().getTime() + this.config.refreshTokenMaxLifetimeSeconds * 1000);
-    return this.issuePair(tx, { ...family, familyExpiresAt });
+    return this.issuePair(tx, { ...family, familyExpiresAt }, null);
   }
 
-  private async issuePair(
-    tx: EntityManager,
-    family: { deviceLoginId: string; userId: string; label: string | null; ip: string | null; familyExpiresAt: Date },
-  ): Promise<TokenPair> {
+  private async issuePair(tx: EntityManager, family: Family, parentId: string | null): Promise<TokenPair> {
     const now = this.clock.now().getTime();
-    const capSeconds = Math.floor((family.familyExpiresAt.getTime() - now) / 1000);
-    const issued = await this.tokens.issue(
+    const issued = await this.issueAccessToken(tx, family);
+    const refreshToken = generateSecret(REFRESH_TOKEN_PREFIX);
+    const expiresAt = new Date(Math.min(now + this.config.refreshTokenTtlSeconds * 1000, family.familyExpiresAt.getTime()));
+    await tx.query(
+      `INSERT INTO refresh_tokens (token_hash, device_login_id, user_id, created_at, expires_at, family_expires_at, parent_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [sha256(refreshToken), family.deviceLoginId, family.userId, new Date(now), expiresAt, family.familyExpiresAt, parentId],
+    );
+    return { accessToken: issued.accessToken, accessTokenId: issued.id, expiresAt: issued.expiresAt, refreshToken, familyId: family.deviceLoginId };
+  }
+
+  private issueAccessToken(tx: EntityManager, family: Family) {
+    const capSeconds = Math.floor((family.familyExpiresAt.getTime() - this.clock.now().getTime()) / 1000);
+    return this.tokens.issue(
       {
         userId: family.userId,
         origin: 'device',
@@ -152,106 +191,104 @@ export class RefreshTokensService {
       },
       tx,
     );
-    const refreshToken = generateSecret(REFRESH_TOKEN_PREFIX);
-    const expiresAt = new Date(Math.min(now + this.config.refreshTokenTtlSeconds * 1000, family.familyExpiresAt.getTime()));
-    await tx.query(
-      `INSERT INTO refresh_tokens (token_hash, device_login_id, user_id, created_at, expires_at, family_expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-      [sha256(refreshToken), family.deviceLoginId, family.userId, new Date(now), expiresAt, family.familyExpiresAt],
-    );
-    return { accessToken: issued.accessToken, accessTokenId: issued.id, expiresAt: issued.expiresAt, refreshToken, familyId: family.deviceLoginId };
   }
 
   /**
-   * Exchanges a refresh token for a new pair. The family's device login row is locked first
-   * (as TokensService.revokeFamily locks it), so a revocation never runs beside a rotation and
-   * misses the pair it is writing; then one conditional UPDATE claims the token, so of two
-   * racing refreshes one rotates and the other answers from the sealed successor. Throws
-   * InvalidGrantError otherwise; a reuse revokes the family first.
+   * Exchanges a refresh token for a new pair, or answers the pair it was already exchanged for.
+   * Everything happens in one transaction that first locks the family's device login row (as
+   * TokensService.revokeFamily does): rotations, second presentations and revocations of one
+   * family run one at a time, so a revocation never misses a pair being written and a second
+   * presentation reads a successor that cannot be used under it. Then one conditional UPDATE
+   * claims the token. Throws InvalidGrantError otherwise; a reuse revokes the family first.
    * @param clientId the client asking: a token is only refreshed by the client it was issued to.
    */
   async refresh(rawToken: string, clientId: string, ip: string | null): Promise<RefreshedSession> {
     if (!looksLikeSecret(rawToken, REFRESH_TOKEN_PREFIX)) throw new InvalidGrantError('unknown');
     const hash = sha256(rawToken);
-    const now = this.clock.now();
-    const rotated = await this.db.transaction(async (tx) => {
+    const outcome = await this.db.transaction(async (tx): Promise<RefreshOutcome> => {
       const family = (await tx.query(
         `SELECT d.id FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id WHERE r.token_hash = $1 FOR UPDATE OF d`,
         [hash],
       )) as unknown[];
-      if (!family.length) return null;
-      // A statement of its own after the lock: it sees what a revocation that held it committed.
+      if (!family.length) return { refused: 'unknown' };
+      // A statement of its own after the lock: it sees what a revocation or rotation that held it committed.
       const [claimedRows] = (await tx.query(
         `UPDATE refresh_tokens r SET rotated_at = $2
            FROM device_logins d, oauth_clients c, users u
           WHERE r.token_hash = $1 AND r.rotated_at IS NULL AND r.revoked_at IS NULL AND r.expires_at > $2
             AND d.id = r.device_login_id AND d.client_id = $3 AND c.id = d.client_id AND u.id = r.user_id
-          RETURNING r.id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope,
-                    COALESCE(d.client_name, c.name) AS client_name, d.hostname, u.email, u.name`,
-        [hash, now, clientId],
-      )) as [ClaimedRow[], number];
+          RETURNING ${FAMILY_COLUMNS}`,
+        [hash, this.clock.now(), clientId],
+      )) as [FamilyRow[], number];
       const claimed = claimedRows[0];
-      if (!claimed) return null;
-      const pair = await this.issuePair(tx, {
-        deviceLoginId: claimed.device_login_id,
-        userId: claimed.user_id,
-        label: sessionLabel(claimed.client_name, claimed.hostname),
-        ip,
-        familyExpiresAt: claimed.family_expires_at,
-      });
-      const successor: SealedSuccessor = { ...pair, expiresAt: pair.expiresAt.toISOString() };
-      await tx.query(`UPDATE refresh_tokens SET successor_sealed = $2 WHERE id = $1`, [claimed.id, seal(rawToken, claimed.id, SUCCESSOR, successor)]);
-      await this.audit.record(
-        'token.refresh',
-        { userId: claimed.user_id, ip, detail: { deviceLoginId: claimed.device_login_id, tokenId: pair.accessTokenId } },
-        tx,
-      );
-      return { pair, user: { id: claimed.user_id, email: claimed.email, name: claimed.name }, clientId: claimed.client_id, scope: claimed.scope };
+      return claimed ? { session: await this.rotate(tx, claimed, rawToken, ip) } : this.presentedAgain(tx, rawToken, hash, clientId, ip);
     });
-    return rotated ?? this.presentedAgain(rawToken, hash, clientId, ip);
+    if ('session' in outcome) return outcome.session;
+    if (outcome.refused === 'reused') this.logger.warn(`refresh token reused: revoked the family of device login ${outcome.familyId}`);
+    throw new InvalidGrantError(outcome.refused);
   }
 
-  /** A refresh token that could not be claimed: unknown, over, another client's, or already rotated. */
-  private async presentedAgain(rawToken: string, hash: Buffer, clientId: string, ip: string | null): Promise<RefreshedSession> {
-    const [row] = await this.sql.rows<PresentedRow>(
-      `SELECT r.id, r.device_login_id, r.user_id, r.expires_at, r.rotated_at, r.revoked_at, r.successor_sealed, d.client_id, d.scope, u.email, u.name
-         FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id JOIN users u ON u.id = r.user_id
+  private async rotate(tx: EntityManager, claimed: FamilyRow, rawToken: string, ip: string | null): Promise<RefreshedSession> {
+    // This token is used now: the copy of it sealed under its predecessor can answer nobody
+    // any more (the predecessor again is a reuse), so it goes in this transaction.
+    if (claimed.parent_id) await tx.query(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE id = $1`, [claimed.parent_id]);
+    const pair = await this.issuePair(tx, familyOf(claimed, ip), claimed.id);
+    await tx.query(`UPDATE refresh_tokens SET successor_sealed = $2 WHERE id = $1`, [claimed.id, this.sealSuccessor(rawToken, claimed.id, pair)]);
+    await this.audit.record('token.refresh', { userId: claimed.user_id, ip, detail: { deviceLoginId: claimed.device_login_id, tokenId: pair.accessTokenId } }, tx);
+    return sessionOf(claimed, pair);
+  }
+
+  /** Sealed under the old token itself, which the server does not store: only its holder opens it. */
+  private sealSuccessor(rawToken: string, tokenId: string, pair: TokenPair): Buffer {
+    const successor: SealedSuccessor = {
+      accessToken: pair.accessToken,
+      accessTokenId: pair.accessTokenId,
+      expiresAt: pair.expiresAt.toISOString(),
+      refreshToken: pair.refreshToken,
+    };
+    return seal(rawToken, tokenId, SUCCESSOR, successor);
+  }
+
+  /** A refresh token that could not be claimed, under its family's lock: unknown, over, another client's, or already rotated. */
+  private async presentedAgain(tx: EntityManager, rawToken: string, hash: Buffer, clientId: string, ip: string | null): Promise<RefreshOutcome> {
+    const [row] = (await tx.query(
+      `SELECT ${FAMILY_COLUMNS}, r.expires_at, r.rotated_at, r.revoked_at, r.successor_sealed,
+              s.id AS successor_id, s.rotated_at AS successor_rotated_at, s.expires_at AS successor_expires_at
+         FROM refresh_tokens r
+         JOIN device_logins d ON d.id = r.device_login_id JOIN oauth_clients c ON c.id = d.client_id JOIN users u ON u.id = r.user_id
+         LEFT JOIN refresh_tokens s ON s.parent_id = r.id
         WHERE r.token_hash = $1`,
       [hash],
-    );
+    )) as PresentedRow[];
     const now = this.clock.now().getTime();
-    if (!row) throw new InvalidGrantError('unknown');
-    if (row.client_id !== clientId) throw new InvalidGrantError('other_client');
-    if (row.revoked_at) throw new InvalidGrantError('revoked');
-    if (!row.rotated_at) throw new InvalidGrantError('expired');
-    const inGrace = now - row.rotated_at.getTime() < REFRESH_GRACE_SECONDS * 1000;
-    if (inGrace) {
-      const successor = row.successor_sealed ? open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed) : null;
-      // The same pair again only while it is still the family's newest: once it was itself
-      // rotated, a second holder of this token is not a terminal that lost the race.
-      if (successor && (await this.isUnused(successor.refreshToken))) {
-        return {
-          pair: { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id },
-          user: { id: row.user_id, email: row.email, name: row.name },
-          clientId: row.client_id,
-          scope: row.scope,
-        };
-      }
-      // Sealed pair already erased (another replica's clock ahead): refuse, but a racing
-      // terminal is no thief, so nothing is revoked.
-      if (!successor) throw new InvalidGrantError('just_rotated');
+    if (!row) return { refused: 'unknown' };
+    if (row.client_id !== clientId) return { refused: 'other_client' };
+    if (row.revoked_at) return { refused: 'revoked' };
+    if (!row.rotated_at) return { refused: 'expired' }; // unclaimed and never rotated: its lifetime is over
+    if (!row.successor_id || row.successor_rotated_at) {
+      // Its successor was used (or it was rotated before successors were recorded): this is
+      // an older generation than the family's newest, so a copy is in someone else's hands.
+      await this.tokens.revokeFamily(row.device_login_id, 'refresh token reused', ip, tx);
+      await this.audit.record('token.reuse', { userId: row.user_id, ip, detail: { deviceLoginId: row.device_login_id } }, tx);
+      return { refused: 'reused', familyId: row.device_login_id };
     }
-    // Rotated and presented again: a copy is in someone else's hands.
-    await this.tokens.revokeFamily(row.device_login_id, 'refresh token reused', ip);
-    await this.audit.record('token.reuse', { userId: row.user_id, ip, detail: { deviceLoginId: row.device_login_id } });
-    this.logger.warn(`refresh token reused: revoked the family of device login ${row.device_login_id}`);
-    throw new InvalidGrantError('reused');
-  }
-
-  private async isUnused(rawToken: string): Promise<boolean> {
-    const [row] = await this.sql.rows<{ unused: boolean }>(`SELECT rotated_at IS NULL AND revoked_at IS NULL AS unused FROM refresh_tokens WHERE token_hash = $1`, [
-      sha256(rawToken),
-    ]);
-    return row?.unused ?? false;
+    // Rotated, and its successor never presented: the answer of that rotation was lost (a
+    // dropped connection, a killed process, a full disk) or a racing terminal asked first.
+    // However late, while both tokens live, the same successor pair again: it is the family's
+    // newest and unused, and nobody holds it who does not hold this token too.
+    const sealed = row.successor_sealed && open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed);
+    if (!sealed || row.expires_at.getTime() <= now || row.successor_expires_at!.getTime() <= now) return { refused: 'expired' };
+    let pair: TokenPair = { ...sealed, expiresAt: new Date(sealed.expiresAt), familyId: row.device_login_id };
+    if (pair.expiresAt.getTime() <= now) {
+      // This token may outlive the access token it was answered with (days against an hour).
+      // An access token already dead would fail the client's next call, so it gets a fresh one
+      // beside the same refresh token: the chain stays as it is, and sealing the new pair again
+      // answers a further presentation the same.
+      const access = await this.issueAccessToken(tx, familyOf(row, ip));
+      pair = { ...pair, accessToken: access.accessToken, accessTokenId: access.id, expiresAt: access.expiresAt };
+      await tx.query(`UPDATE refresh_tokens SET successor_sealed = $2 WHERE id = $1`, [row.id, this.sealSuccessor(rawToken, row.id, pair)]);
+    }
+    return { session: sessionOf(row, pair) };
   }
 
   /**

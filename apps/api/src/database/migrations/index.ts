@@ -10,6 +10,7 @@ import { RateLimits1795400000013 } from './1795400000013-rate-limits.js';
 import { DeviceLoginUserAgent1795400000014 } from './1795400000014-device-login-user-agent.js';
 import { DeviceLoginCancelled1795400000015 } from './1795400000015-device-login-cancelled.js';
 import { RefreshTokensAndOAuthClients1795400000016 } from './1795400000016-refresh-tokens-and-oauth-clients.js';
+import { RefreshTokenSuccessors1795400000017 } from './1795400000017-refresh-token-successors.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -20,4 +21,5 @@ export const MIGRATIONS = [
   DeviceLoginUserAgent1795400000014,
   DeviceLoginCancelled1795400000015,
   RefreshTokensAndOAuthClients1795400000016,
+  RefreshTokenSuccessors1795400000017,
 ];
