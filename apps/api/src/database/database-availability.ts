@@ -10,10 +10,17 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
  */
 const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
 /** What pg says, without a code, when a connection or a query could not complete in time or broke. */
-const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection refused|server closed the connection/i;
+const UNAVAILABLE_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed and is not queryable|Connection refused|server closed the connection/i;
+/**
+ * What TypeORM throws when a transaction's connection broke under it: pg reported the error
+ * on the connection, TypeORM released it, and the transaction's next statement finds it gone.
+ */
+const RELEASED_CONNECTION_ERRORS = new Set(['QueryRunnerAlreadyReleasedError', 'QueryRunnerProviderAlreadyReleasedError']);
 
 /** True when `err` means the database cannot answer now (a 503), rather than a fault of ours (a 500). */
 export function isDatabaseUnavailable(err: unknown): boolean {
+  if (err instanceof Error && RELEASED_CONNECTION_ERRORS.has(err.name)) return true;
   const driverError = ((err as { driverError?: unknown } | null)?.driverError ?? err) as { code?: unknown; message?: unknown } | null;
   if (!driverError || typeof driverError !== 'object') return false;
   const code = typeof driverError.code === 'string' ? driverError.code : '';
@@ -25,9 +32,11 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 const PROBE_INTERVAL_MS = 1_000;
 
 /**
- * Says once in the log that the database went away and once that it came back,
- * however many requests it failed in between (each of them answered 503 without
- * a stack trace).
+ * The one notion of "the database is available": whoever finds it gone (a request, a
+ * pooled connection, the revocation listener, a background write) reports here, and
+ * the log says once that it went away and once that it came back, however many
+ * requests failed (each answered 503 without a stack trace) and however often the
+ * listener reconnected in between.
  */
 @Injectable()
 export class DatabaseAvailability implements OnApplicationShutdown {
@@ -35,13 +44,16 @@ export class DatabaseAvailability implements OnApplicationShutdown {
   private probe?: NodeJS.Timeout;
   private since?: number;
 
-  constructor(private readonly sql: Sql) {}
+  constructor(private readonly sql: Sql) {
+    // A pooled connection that broke while idle: pg removes it; we learn the database went away.
+    sql.pool.on('error', (err) => this.report(err));
+  }
 
   get down(): boolean {
     return this.since !== undefined;
   }
 
-  /** A request failed because the database is unavailable. */
+  /** Something failed because the database is unavailable (see isDatabaseUnavailable). */
   report(err: unknown): void {
     if (this.down) return;
     this.since = Date.now();

@@ -1,4 +1,5 @@
 import type { DataSourceOptions } from 'typeorm';
+import { BrokenConnectionDiscarder } from './broken-connection-discarder.js';
 import { ENTITIES } from './entities.js';
 import { MIGRATIONS } from './migrations/index.js';
 
@@ -11,6 +12,8 @@ import { MIGRATIONS } from './migrations/index.js';
  *   frozen turns into errors (answered 503) instead of requests that hang: connecting,
  *   waiting for a pooled connection, a statement on the server (`statement_timeout`)
  *   and, for a server that stopped answering at all, on the client (`query_timeout`).
+ *   A connection that timed out or broke is thrown away, never rolled back in line
+ *   (BrokenConnectionDiscarder), so no request waits on the database longer than that.
  */
 export function typeOrmOptions(url: string, poolSize: number, timeoutMs = 5_000): DataSourceOptions {
   return {
@@ -21,6 +24,7 @@ export function typeOrmOptions(url: string, poolSize: number, timeoutMs = 5_000)
     migrationsRun: true,
     migrationsTransactionMode: 'each',
     synchronize: false,
+    subscribers: [BrokenConnectionDiscarder],
     // TypeORM's own logging prints failed queries with their parameters (hashes,
     // e-mails) to the console, past pino's redaction; errors reach our filter instead.
     logging: false,
