@@ -54,7 +54,9 @@ describe('AppConfig.fromEnv', () => {
   it.each([
     ['false', false],
     ['2', 2],
+    ['true', true],
     ['loopback, 10.0.0.0/8', 'loopback, 10.0.0.0/8'],
+    ['uniquelocal,192.168.1.7, fd00::/8', 'uniquelocal,192.168.1.7, fd00::/8'],
   ])('reads TRUST_PROXY=%s in Express terms', (value, expected) => {
     expect(AppConfig.fromEnv({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
   });
@@ -75,7 +77,10 @@ describe('AppConfig.fromEnv', () => {
     ['ALLOW_SIGNUP', 'Y', 'ALLOW_SIGNUP must be true or false'],
     ['LOG_LEVEL', 'loud', 'LOG_LEVEL'],
     ['PROSPECT_ADMIN_EMAIL', 'root', 'PROSPECT_ADMIN_EMAIL must be an e-mail address'],
-    ['TRUST_PROXY', 'every one; please', 'TRUST_PROXY must be false, a hop count, or a list'],
+    ['TRUST_PROXY', 'every one; please', 'TRUST_PROXY must be true, false, a hop count, or a comma-separated list'],
+    ['TRUST_PROXY', 'maybe', 'TRUST_PROXY must be true, false, a hop count, or a comma-separated list'],
+    ['TRUST_PROXY', 'loopback, 10.0.0.0/33', 'TRUST_PROXY must be'],
+    ['TRUST_PROXY', '-1', 'TRUST_PROXY must be'],
     ['WEB_SESSION_IDLE_SECONDS', '0', 'WEB_SESSION_IDLE_SECONDS must be greater than 0'],
   ])('rejects %s=%s with one line naming it', (name, value, expected) => {
     let error: unknown;

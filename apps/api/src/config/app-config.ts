@@ -1,3 +1,4 @@
+import express from 'express';
 import { z } from 'zod';
 
 /**
@@ -28,15 +29,29 @@ const httpUrl = z
   .transform((v) => v.replace(/\/+$/, ''));
 
 /**
- * Which proxies' X-Forwarded-* headers to believe, in Express's own syntax: `false`, a hop
- * count, or a comma-separated list of addresses, subnets and the names `loopback`,
+ * Which proxies' X-Forwarded-* headers to believe, in Express's own syntax: `true`, `false`, a
+ * hop count, or a comma-separated list of addresses, subnets and the names `loopback`,
  * `linklocal`, `uniquelocal`. Default `loopback`: a TLS terminator on the same machine.
+ * Checked by Express itself (its proxy-addr compiles the list), so what passes here is
+ * what the app can be set to, rather than a start that fails later without naming it.
  */
 const trustProxy = z
   .string()
   .trim()
-  .refine((v) => /^(false|true|\d+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/.test(v), 'must be false, a hop count, or a list of addresses and subnets')
-  .transform((v): boolean | number | string => (v === 'false' ? false : v === 'true' ? true : /^\d+$/.test(v) ? Number(v) : v));
+  .transform((v): boolean | number | string => (v === 'false' ? false : v === 'true' ? true : /^\d+$/.test(v) ? Number(v) : v))
+  .refine(
+    acceptedByExpress,
+    'must be true, false, a hop count, or a comma-separated list of addresses, subnets (10.0.0.0/8) and loopback, linklocal or uniquelocal',
+  );
+
+function acceptedByExpress(trustProxy: boolean | number | string): boolean {
+  try {
+    express().set('trust proxy', trustProxy);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The most an access token that comes with a refresh token may live. */
 export const MAX_ACCESS_TOKEN_TTL_WITH_REFRESH = 24 * 3600;
