@@ -26,7 +26,7 @@ describe('secrets at rest and in logs', () => {
     const authorized = await poll(api, start.deviceCode);
     secrets.push(authorized.body.accessToken, authorized.body.refreshToken);
     await get(api, ROUTES.me, authorized.body.accessToken);
-    // A rotation keeps the successor pair sealed for its grace: nothing of it readable either.
+    // A rotation keeps the successor pair sealed until the successor is used: nothing of it readable either.
     const refreshed = await post(api, ROUTES.refresh, { refreshToken: authorized.body.refreshToken });
     secrets.push(refreshed.body.accessToken, refreshed.body.refreshToken);
     const issued = await post(api, ROUTES.issueToken, { label: 'x' }, authorized.body.accessToken);
