@@ -275,10 +275,10 @@ export class RefreshTokensService {
     // Rotated, and its successor never presented: the answer of that rotation was lost (a
     // dropped connection, a killed process, a full disk) or a racing terminal asked first.
     // However late, while both tokens live, the same successor pair again: it is the family's
-    // newest and unused, and nobody holds it who does not hold this token too.
-    const sealed = row.successor_sealed && open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed);
-    if (!sealed || row.expires_at.getTime() <= now || row.successor_expires_at!.getTime() <= now) return { refused: 'expired' };
-    let pair: TokenPair = { ...sealed, expiresAt: new Date(sealed.expiresAt), familyId: row.device_login_id };
+    // newest and unused, and whoever holds this token could have had it from that answer.
+    const successor = row.successor_sealed && open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed);
+    if (!successor || row.expires_at.getTime() <= now || row.successor_expires_at!.getTime() <= now) return { refused: 'expired' };
+    let pair: TokenPair = { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id };
     if (pair.expiresAt.getTime() <= now) {
       // This token may outlive the access token it was answered with (days against an hour).
       // An access token already dead would fail the client's next call, so it gets a fresh one
