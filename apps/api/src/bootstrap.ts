@@ -12,6 +12,7 @@ import { AppModule, type AppModuleOptions } from './app.module.js';
 import { ApiException } from './common/api-exception.js';
 import { BODY_LIMIT } from './common/body-limit.js';
 import { ErrorBodyFilter } from './common/error-body.filter.js';
+import { refuseUnreadableBodies } from './common/well-formed-text.js';
 import { AppConfig } from './config/app-config.js';
 import { DatabaseAvailability } from './database/database-availability.js';
 import { HttpDrain } from './http-drain.js';
@@ -61,8 +62,9 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
     }),
   );
   // JSON bodies for the API; the pages read forms (web.module.ts). Not mounted on a path:
-  // a mounted middleware makes Express rewrite req.url for every request under it.
-  app.use(express.json({ limit: BODY_LIMIT }), refuseNonJsonBodies);
+  // a mounted middleware makes Express rewrite req.url for every request under it. So every
+  // path parses JSON, and every parsed body is checked at once (depth, text), known route or not.
+  app.use(express.json({ limit: BODY_LIMIT }), refuseNonJsonBodies, refuseUnreadableBodies);
   app.useStaticAssets(STATIC_ROOT, { prefix: '/assets/', maxAge: '1h', index: false, fallthrough: true });
   configureViews(app);
   app.useGlobalFilters(new ErrorBodyFilter(app.get(DatabaseAvailability)));

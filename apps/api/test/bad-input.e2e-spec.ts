@@ -78,6 +78,20 @@ describe('bad input', () => {
     expect(after).toBe(before);
   });
 
+  const brackets = '['.repeat(8_000) + ']'.repeat(8_000); // 16,000 bytes
+  const objects = '{"a":'.repeat(2_500) + '1' + '}'.repeat(2_500);
+  it.each<[string, string, string]>([
+    ['8,000 nested arrays to a route', ROUTES.deviceStart, brackets],
+    ['8,000 nested arrays to an unknown API path', '/api/cli/auth/nothing', brackets],
+    ['8,000 nested arrays to an unknown page path', '/nothing', brackets],
+    ['2,500 nested objects to a route', ROUTES.devicePoll, objects],
+    ['33 nested arrays to a route with a bearer token', ROUTES.issueToken, '['.repeat(33) + ']'.repeat(33)],
+  ])('%s: 400 naming the depth limit, before anything else reads it', async (_, path, body) => {
+    const res = await request(api, 'POST', path, { body, headers: { ...json, authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ statusCode: 400, error: 'invalid_request', message: 'The request body nests more than 32 levels deep.' });
+  });
+
   it('names the problem in the message', async () => {
     const missing = await request(api, 'POST', ROUTES.devicePoll, { json: {} });
     expect(missing.body.message).toBe('Missing field: deviceCode.');

@@ -1,11 +1,12 @@
 import { type PipeTransform } from '@nestjs/common';
 import { safeParse, type $ZodIssue, type $ZodType, type output } from 'zod/v4/core';
 import { badRequest } from './api-exception.js';
-import { findMalformedText, malformedTextMessage } from './well-formed-text.js';
 
 /**
  * Validates a request body against a contract schema. Unknown fields, wrong
- * types and missing fields are a 400 naming the first problem.
+ * types and missing fields are a 400 naming the first problem. (Text that cannot
+ * be stored, and nesting past the limit, were refused before any route ran:
+ * well-formed-text.ts, after each body parser.)
  */
 export class ZodBodyPipe<S extends $ZodType> implements PipeTransform<unknown, output<S>> {
   constructor(private readonly schema: S) {}
@@ -13,8 +14,6 @@ export class ZodBodyPipe<S extends $ZodType> implements PipeTransform<unknown, o
   transform(value: unknown): output<S> {
     // No body at all is an empty object for schemas whose fields are all optional.
     const input = value === undefined || value === null || value === '' ? {} : value;
-    const malformed = findMalformedText(input);
-    if (malformed) throw badRequest(malformedTextMessage(malformed));
     // reportInput: zod leaves the offending value out of an issue otherwise, and a wrong type would read as missing.
     const parsed = safeParse(this.schema, input, { reportInput: true });
     if (parsed.success) return parsed.data;
