@@ -1,6 +1,7 @@
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ENV, SERVICE_NAME, SESSION_FILE_NAME, type SessionFile, SessionFileSchema } from '@prospect/contract';
 import { FileSystemError } from '../errors.js';
 
@@ -99,7 +100,15 @@ export class SessionStore {
    * may read it: PROSPECT_CONFIG_DIR could be $HOME. The session file itself is 0600.
    */
   async ensureDir(): Promise<void> {
-    const created = await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const created = await mkdir(this.dir, { recursive: true, mode: 0o700 }).catch(async (err: unknown) => {
+      // Node's recursive mkdir says ENOENT when it cannot create a missing directory on a
+      // read-only file system: the first missing one, made alone, says why.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      let missing = this.dir;
+      while (!existsSync(dirname(missing)) && dirname(missing) !== missing) missing = dirname(missing);
+      await mkdir(missing, { mode: 0o700 });
+      throw err;
+    });
     if (created !== undefined || this.warned) return;
     const { mode } = await stat(this.dir);
     if (mode & 0o077) {
