@@ -34,9 +34,9 @@ export const RECONNECT_RETRY_MS = 5_000;
  * an hour. A bigger number would overflow setTimeout (which then fires at once, in a loop)
  * or show a countdown of years.
  */
-export const MAX_POLL_INTERVAL_MS = 60_000;
+const MAX_POLL_INTERVAL_MS = 60_000;
 const MIN_POLL_INTERVAL_MS = 1_000;
-export const MAX_DEVICE_LOGIN_SECONDS = 3_600;
+const MAX_DEVICE_LOGIN_SECONDS = 3_600;
 const clampPollWait = (ms: number) => Math.min(Math.max(ms, MIN_POLL_INTERVAL_MS), MAX_POLL_INTERVAL_MS);
 
 /** Retry-After in milliseconds, when it is a number of seconds (RFC 9110 §10.2.3); clamped like any wait. */

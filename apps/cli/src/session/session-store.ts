@@ -107,7 +107,9 @@ export class SessionStore {
       let missing = this.dir;
       while (!existsSync(dirname(missing)) && dirname(missing) !== missing) missing = dirname(missing);
       await mkdir(missing, { mode: 0o700 });
-      throw err;
+      // It could be made after all (another process made its parent meanwhile): go on.
+      await mkdir(this.dir, { recursive: true, mode: 0o700 });
+      return missing;
     });
     if (created !== undefined || this.warned) return;
     const { mode } = await stat(this.dir);
