@@ -30,11 +30,15 @@ export class RefreshToken {
   @Column({ name: 'family_expires_at', type: 'timestamptz' })
   familyExpiresAt!: Date;
 
-  /** When it was exchanged for its successor; presenting it after the grace is a reuse. */
+  /** The token it was rotated from (unique: a token has at most one successor, a family is one chain). */
+  @Column({ name: 'parent_id', type: 'uuid', nullable: true })
+  parentId!: string | null;
+
+  /** When it was exchanged for its successor; presenting it again once that successor was used is a reuse. */
   @Column({ name: 'rotated_at', type: 'timestamptz', nullable: true })
   rotatedAt!: Date | null;
 
-  /** The successor pair, sealed under this token's own value, kept for the grace only. */
+  /** The successor pair, sealed under this token's own value, kept until the successor is used or this token expires. */
   @Column({ name: 'successor_sealed', type: 'bytea', nullable: true, select: false })
   successorSealed!: Buffer | null;
 

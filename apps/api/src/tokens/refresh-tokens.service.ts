@@ -12,13 +12,6 @@ import { AppConfig } from '../config/app-config.js';
 import { Sql } from '../database/sql.js';
 import { TokensService } from './tokens.service.js';
 
-/**
- * @deprecated No rule uses it any more (a rotated token is answered again while its successor is
- * unused, however late). Kept only so test/oauth.e2e-spec.ts and test/token-cache.e2e-spec.ts,
- * which are not this change's to edit, still compile; delete it with their update.
- */
-export const REFRESH_GRACE_SECONDS = 10;
-
 /** How often sealed successors of expired refresh tokens are erased, on every replica (idempotent). */
 const EXPIRED_SUCCESSOR_SWEEP_SECONDS = 60;
 

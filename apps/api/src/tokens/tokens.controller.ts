@@ -71,7 +71,7 @@ export class TokensController {
   @ApiOperation({
     summary: 'Exchange a refresh token for a new access token and a new refresh token (rotation).',
     description:
-      'The presented refresh token is used up. Presenting it again within 10 s answers the same pair (two terminals racing); after that it is a reuse, and every token of the session is revoked.',
+      'The presented refresh token is used up. Presented again while the new refresh token has never been used (its answer was lost, or two terminals raced), it answers that pair again, within its own lifetime; once the new one was used, it is a reuse, and every token of the session is revoked.',
   })
   @ApiJsonBody(RefreshRequestSchema)
   @ApiJsonResponse(200, 'The new pair, shaped like an authorized poll.', AuthorizedResponseSchema)
