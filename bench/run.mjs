@@ -3,30 +3,28 @@
 // (bench/floor-stack: the least Nest on Express with the passport bearer guard can
 // do). See bench/README.md for what each number means.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { summarizeProfile, formatSummary } from './profile-summary.mjs';
 import { JSON_HEADERS, ROUTES, START_BODY, loads, seed } from './lib/data.mjs';
 import { countLines, cpuSeconds, freePort, machineInfo, readProcStatus, tail, waitReady } from './lib/processes.mjs';
+import { LABEL, report } from './lib/report.mjs';
 import { createSession, startApi } from './lib/session.mjs';
-import { API_MAIN, BENCH_DIR, DEFAULT_DATABASE_URL, ROOT, envNumbers, fmt, isNo, isYes, makeLog, median, sleep } from './lib/util.mjs';
+import { API_MAIN, BENCH_DIR, DEFAULT_DATABASE_URL, ROOT, envNumbers, fmt, isNo, isYes, makeLog, sleep } from './lib/util.mjs';
 
 const FLOOR_MAIN = join(BENCH_DIR, 'floor/server.mjs');
 const STACK_SRC = join(BENCH_DIR, 'floor-stack/src/server.ts');
 // Git-ignored (dist/); at the same depth as src/, so the source's relative imports hold.
 const STACK_MAIN = join(BENCH_DIR, 'floor-stack/dist/server.mjs');
 const CLI_STARTUP = join(BENCH_DIR, 'cli-startup/run.mjs');
-const CLI_MAIN = join(ROOT, 'apps/cli/dist/prospect.js');
 
 const env = process.env;
 const num = envNumbers(env);
 const ENDPOINT_NAMES = ['me', 'poll', 'start'];
 const TARGET_NAMES = ['api', 'floor', 'stack'];
 const FLOORS = ['floor', 'stack'];
-const LABEL = { api: 'API', floor: 'floor', stack: 'stack floor' };
 const settings = {
   databaseUrl: env.BENCH_DATABASE_URL || DEFAULT_DATABASE_URL,
   connections: num('BENCH_CONNECTIONS', 32),
@@ -102,136 +100,6 @@ function summarizeRun(result) {
   };
 }
 
-// ── report ───────────────────────────────────────────────────────────────────
-// The issue's targets: the API's req/s as a share of a floor's (`vs`), with a p99 bound and,
-// for /me, no non-2xx answer or error.
-const TARGETS = {
-  me: [
-    { vs: 'stack', ratio: 1.0, p99: 15, clean: true },
-    { vs: 'floor', ratio: 0.5 },
-  ],
-  poll: [{ vs: 'stack', ratio: 0.85 }],
-  start: [
-    { vs: 'stack', ratio: 0.85 },
-    { vs: 'floor', ratio: 0.5 },
-  ],
-};
-const RSS_TARGET_MIB = 200;
-
-function aggregate(runs) {
-  if (!runs?.length) return undefined;
-  const sum = (k) => runs.reduce((a, r) => a + r[k], 0);
-  const codes = {};
-  for (const r of runs) for (const [k, v] of Object.entries(r.codes)) if (!k.startsWith('2')) codes[k] = (codes[k] ?? 0) + v;
-  return {
-    rps: median(runs.map((r) => r.rps)),
-    p50: median(runs.map((r) => r.p50)),
-    p99: median(runs.map((r) => r.p99)),
-    cpuUs: runs.every((r) => r.cpuUs !== undefined) ? median(runs.map((r) => r.cpuUs)) : undefined,
-    non2xx: sum('non2xx'),
-    errors: sum('errors') + sum('timeouts'),
-    codes,
-  };
-}
-
-/** `met (…)`, `missed (…)` or `–`: every target of the endpoint, each marked ✓ or ✗ (– when that floor was not run). */
-function verdict(e, agg) {
-  const a = agg.api;
-  if (!a) return '–';
-  let judged = 0;
-  let allMet = true;
-  const parts = TARGETS[e].map((t) => {
-    const text = `≥ ${t.ratio.toFixed(t.ratio * 10 === Math.round(t.ratio * 10) ? 1 : 2)}× ${LABEL[t.vs]}${t.p99 ? `, p99 ≤ ${t.p99} ms` : ''}`;
-    const f = agg[t.vs];
-    if (!f) return `– ${text}`;
-    const ok = a.rps / f.rps >= t.ratio && (t.p99 === undefined || a.p99 <= t.p99) && (!t.clean || a.non2xx + a.errors === 0);
-    judged++;
-    allMet &&= ok;
-    return `${ok ? '✓' : '✗'} ${text}`;
-  });
-  return judged ? `${allMet ? 'met' : 'missed'} (${parts.join('; ')})` : '–';
-}
-
-function report({ info, results, rss, logLines, cli, date, pollNote, api429 }) {
-  const lines = [];
-  const out = (s = '') => lines.push(s);
-  const run = (t) => settings.targets.includes(t);
-  const order = settings.targets.map((t) => ({ api: 'A', floor: 'B', stack: 'C' })[t]).join(' ');
-  out(`# Benchmark ${date}`);
-  out();
-  out(`- Machine: ${info.cpus} × ${info.model}, ${info.memGiB} GiB RAM, ${info.kernel}; 1-minute load average ${info.loadBefore} before the run, ${os.loadavg()[0].toFixed(2)} after`);
-  out(`- Node ${info.node}; ${info.postgres}; commit ${info.commit}`);
-  out(
-    `- Load: autocannon, ${settings.connections} connections${settings.rate ? ` at a fixed ${fmt(settings.rate)} req/s in total` : ''}, ${settings.warmupS} s warm-up (discarded) + ${settings.durationS} s measured per load; ` +
-      `${settings.rounds} round${settings.rounds === 1 ? '' : 's'} ${settings.targets.length > 1 ? `alternating ${settings.targets.map((t) => LABEL[t]).join(', ')} (${order} ${order})` : `of the ${LABEL[settings.targets[0]]} alone`}; figures are medians across rounds`,
-  );
-  out(
-    `- Data: 1 user, ${fmt(settings.tokens)} access tokens (\`/me\` rotates over all of them), ${fmt(settings.deviceCodes)} pending device logins (\`poll\` rotates over them); ${pollNote}`,
-  );
-  out(
-    `- API: \`node apps/api/dist/main.js\`, NODE_ENV=production, LOG_LEVEL=info, request log to a file (${fmt(logLines)} lines written), DATABASE_URL pool of 10`,
-  );
-  if (run('floor'))
-    out('- floor: `bench/floor/server.mjs` (node:http + pg, pool of 10, the same SQL per request as named prepared statements, no cache, no logging)');
-  if (run('stack'))
-    out(
-      "- stack floor: `bench/floor-stack` (Nest on @nestjs/platform-express, a global `AuthGuard('bearer')` over passport-http-bearer, Express's JSON parser, the floor's SQL and pool through the same module; no cache, no logging, no other middleware)",
-    );
-  if (env.BENCH_API_NODE_FLAGS) out(`- API started with extra Node flags: \`${env.BENCH_API_NODE_FLAGS}\``);
-  if (settings.profile) out('- **Profiled run** (`--cpu-prof`): numbers are lower than normal; do not quote them');
-  out();
-  out(
-    '| endpoint | API req/s | floor req/s | stack floor req/s | API / floor | API / stack floor | API p50 ms | API p99 ms | floor p99 ms | stack floor p99 ms | API CPU µs/req | floor CPU µs/req | stack floor CPU µs/req | non-2xx API / floor / stack floor | target |',
-  );
-  out('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|');
-  for (const e of settings.endpoints) {
-    const agg = Object.fromEntries(TARGET_NAMES.map((t) => [t, aggregate(results[e]?.[t])]));
-    const { api: a, floor: f, stack: s } = agg;
-    const ratio = (x) => (a && x ? `${(a.rps / x.rps).toFixed(2)}×` : '–');
-    const nonOk = (x) => (x ? `${fmt(x.non2xx)}${x.errors ? ` (+${fmt(x.errors)} errors)` : ''}${Object.keys(x.codes).length ? ` ${JSON.stringify(x.codes)}` : ''}` : '–');
-    out(
-      `| \`${loadsMeta[e]}\` | ${fmt(a?.rps)} | ${fmt(f?.rps)} | ${fmt(s?.rps)} | ${ratio(f)} | ${ratio(s)} | ${fmt(a?.p50, 1)} | ${fmt(a?.p99, 1)} | ${fmt(f?.p99, 1)} | ${fmt(s?.p99, 1)} | ` +
-        `${fmt(a?.cpuUs)} | ${fmt(f?.cpuUs)} | ${fmt(s?.cpuUs)} | ${[a, f, s].map(nonOk).join(' / ')} | ${verdict(e, agg)} |`,
-    );
-  }
-  out();
-  const mib = (b) => fmt(b / 2 ** 20, 1);
-  if (rss.api?.peak !== undefined) {
-    const floors = floorsRun.filter((t) => rss[t]?.peak !== undefined).map((t) => `${LABEL[t]} ${mib(rss[t].peak)} MiB`);
-    out(
-      `API peak RSS over the whole run: **${mib(rss.api.peak)} MiB** (VmHWM; highest 250 ms sample of VmRSS ${mib(rss.api.sampled)} MiB; ${mib(rss.api.afterStart)} MiB once started, before any load); ` +
-        `target ≤ ${RSS_TARGET_MIB} MiB: ${rss.api.peak <= RSS_TARGET_MIB * 2 ** 20 ? 'met' : 'missed'}.${floors.length ? ` For comparison, peak RSS of the ${floors.join(', ')}.` : ''}`,
-    );
-    out();
-  }
-  if (api429 !== undefined) {
-    out(`Poll throttling: ${api429} slow_down (429) answers in measured API poll runs (expected 0).`);
-    out();
-  }
-  if (cli) {
-    out(
-      cli.error
-        ? `CLI startup: not measured (${cli.error}).`
-        : `CLI startup: \`prospect auth:whoami\` ${fmt(cli.whoamiMs, 1)} ms vs \`node -e 0\` ${fmt(cli.nodeMs, 1)} ms, median of ${cli.runs}: **${cli.ratio.toFixed(2)}×** (${cli.source}).`,
-    );
-    out();
-  }
-  out('<details><summary>Every run</summary>');
-  out();
-  out('| round | endpoint | target | req/s | p50 ms | p99 ms | max ms | requests | CPU µs/req | non-2xx | errors+timeouts | RSS after, MiB |');
-  out('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
-  for (const e of settings.endpoints)
-    for (const target of settings.targets)
-      (results[e]?.[target] ?? []).forEach((r, i) =>
-        out(
-          `| ${i + 1} | ${e} | ${LABEL[target]} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(r.total)} | ${fmt(r.cpuUs)} | ${fmt(r.non2xx)} | ${fmt(r.errors + r.timeouts)} | ${r.rss ? fmt(r.rss / 2 ** 20) : ''} |`,
-        ),
-      );
-  out();
-  out('</details>');
-  return `${lines.join('\n')}\n`;
-}
-const loadsMeta = ROUTES;
 
 // ── the floors answer what the API answers ───────────────────────────────────
 // `urls` has the API and every floor that runs; each floor is compared with the API.
@@ -297,51 +165,13 @@ async function buildStackFloor() {
 }
 
 // ── CLI startup ──────────────────────────────────────────────────────────────
+/** bench/cli-startup/run.mjs measures it; its last line is one JSON object. */
 function cliStartup() {
-  if (existsSync(CLI_STARTUP)) {
-    log('CLI startup: running bench/cli-startup/run.mjs');
-    const res = spawnSync(process.execPath, [CLI_STARTUP], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
-    const json = res.stdout?.trim().split('\n').reverse().find((l) => l.startsWith('{'));
-    if (res.status !== 0 || !json) return { error: (res.stderr || res.error?.message || `exit ${res.status}`).trim().split('\n').slice(-1)[0] };
-    return { ...JSON.parse(json), source: 'bench/cli-startup' };
-  }
-  if (!existsSync(CLI_MAIN)) return { error: 'apps/cli/dist/prospect.js not built' };
-  // Fallback: the same measurement, done here.
-  const dir = mkdtempSync(join(os.tmpdir(), 'prospect-bench-cli-'));
-  try {
-    writeFileSync(
-      join(dir, 'auth-session.json'),
-      JSON.stringify({
-        accessToken: `prs_${'a'.repeat(43)}`,
-        apiBaseUrl: 'http://localhost:3000',
-        user: { id: 'bench', email: 'bench@example.com', name: 'Bench' },
-        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-        createdAt: new Date().toISOString(),
-      }),
-      { mode: 0o600 },
-    );
-    const time = (args, extra) => {
-      const t0 = process.hrtime.bigint();
-      const r = spawnSync(process.execPath, args, { env: { ...env, ...extra }, stdio: 'ignore', timeout: 30_000 });
-      if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}`);
-      return Number(process.hrtime.bigint() - t0) / 1e6;
-    };
-    const runs = 15;
-    const a = [];
-    const b = [];
-    time([CLI_MAIN, 'auth:whoami'], { PROSPECT_CONFIG_DIR: dir });
-    for (let i = 0; i < runs; i++) {
-      b.push(time(['-e', '0'], {}));
-      a.push(time([CLI_MAIN, 'auth:whoami'], { PROSPECT_CONFIG_DIR: dir }));
-    }
-    const whoamiMs = median(a);
-    const nodeMs = median(b);
-    return { runs, whoamiMs, nodeMs, ratio: whoamiMs / nodeMs, source: 'measured by bench/run.mjs' };
-  } catch (err) {
-    return { error: err.message };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  log('CLI startup: running bench/cli-startup/run.mjs');
+  const res = spawnSync(process.execPath, [CLI_STARTUP], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+  const json = res.stdout?.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  if (res.status !== 0 || !json) return { error: (res.stderr || res.error?.message || `exit ${res.status}`).trim().split('\n').slice(-1)[0] };
+  return { ...JSON.parse(json), source: 'bench/cli-startup' };
 }
 
 // ── main ─────────────────────────────────────────────────────────────────────
@@ -449,7 +279,7 @@ async function main() {
 
   const cli = settings.cli ? cliStartup() : undefined;
   const date = new Date().toISOString().slice(0, 10);
-  const md = report({ info, results, rss, logLines, cli, date, pollNote, api429 });
+  const md = report({ settings, floorsRun, env, info, results, rss, logLines, cli, date, pollNote, api429 });
   process.stdout.write(`\n${md}`);
   if (writeResults) {
     const file = join(BENCH_DIR, 'results', `${date}.md`);
