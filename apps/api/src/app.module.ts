@@ -10,6 +10,10 @@ import { HealthModule } from './health/health.module.js';
 import { OAuthModule } from './oauth/oauth.module.js';
 import { RateLimitsModule } from './rate-limits/rate-limits.module.js';
 import { RetentionModule } from './retention/retention.module.js';
+import { ServerSecretsModule } from './server-secrets/server-secrets.module.js';
+import { AuthModule } from './auth/auth.module.js';
+import { CliAuthModule } from './cli-auth/cli-auth.module.js';
+import { RefreshTokensModule } from './refresh-tokens/refresh-tokens.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
 import { UsersModule } from './users/users.module.js';
 import { WebModule } from './web/web.module.js';
@@ -35,11 +39,15 @@ export class AppModule {
         AppConfigModule.forRoot(env, clock),
         DatabaseModule.forRoot(new DatabaseInfo(databaseUrl, embedded), poolSize),
         AuditModule,
+        ServerSecretsModule,
         RateLimitsModule,
         HealthModule,
         UsersModule,
+        AuthModule,
         TokensModule,
+        RefreshTokensModule,
         DeviceLoginModule,
+        CliAuthModule,
         OAuthModule,
         WebModule,
         AdminModule,

@@ -1,5 +1,6 @@
 import { DevicePollResponseSchema, DeviceStartResponseSchema, ROUTES, USER_CODE_ALPHABET } from '@prospect/contract';
-import { DeviceLoginService, REPLY_WINDOW_SECONDS, UndecidableDeviceLoginError } from '../src/device-login/device-login.service.js';
+import { DeviceApprovalService, UndecidableDeviceLoginError } from '../src/device-login/device-approval.service.js';
+import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../src/device-login/device-login.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { approve, createUser, deny, poll, startDeviceLogin } from './support/fixtures.js';
 import { client, errorBody, get, post } from './support/http.js';
@@ -184,7 +185,7 @@ describe('device login (seed §3.1)', () => {
   });
 
   describe('deciding (the approval page calls these)', () => {
-    const service = () => api.app.get(DeviceLoginService);
+    const service = () => api.app.get(DeviceApprovalService);
 
     it('binds the login to the person who approved it, whoever started it', async () => {
       const approver = await createUser(api);

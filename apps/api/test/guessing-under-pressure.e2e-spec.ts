@@ -1,4 +1,5 @@
 import { ROUTES } from '@prospect/contract';
+import { DeviceApprovalService } from '../src/device-login/device-approval.service.js';
 import { DeviceLoginService } from '../src/device-login/device-login.service.js';
 import { USER_CODE_TRIES_PER_MINUTE } from '../src/rate-limits/rate-limits.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
@@ -252,6 +253,7 @@ describe('state transitions under concurrency', () => {
   afterAll(() => api.close());
 
   const devices = () => api.app.get(DeviceLoginService);
+  const approvals = () => api.app.get(DeviceApprovalService);
 
   it('device-login starts: 100 at once from one address, exactly the limit succeed', async () => {
     const statuses = await Promise.all(Array.from({ length: 100 }, async () => (await post(api, ROUTES.deviceStart, {})).status));
@@ -284,7 +286,7 @@ describe('state transitions under concurrency', () => {
   it('approve and deny racing on one login from ten people: exactly one decision, by one person, audited once', async () => {
     const login = await devices().start({}, '10.0.0.1');
     const people = await Promise.all(Array.from({ length: 10 }, () => createUser(api)));
-    const outcomes = await Promise.allSettled(people.map((p, i) => (i % 2 ? devices().approve(login.userCode, p.id, null) : devices().deny(login.userCode, p.id, null))));
+    const outcomes = await Promise.allSettled(people.map((p, i) => (i % 2 ? approvals().approve(login.userCode, p.id, null) : approvals().deny(login.userCode, p.id, null))));
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
     const { status, events } = await eventsOf(login.userCode);
     expect(events).toEqual([status === 'approved' ? 'device.approve' : 'device.deny']);
@@ -293,7 +295,7 @@ describe('state transitions under concurrency', () => {
   it('a cancel racing the approvals always ends the login: no token is ever issued for it', async () => {
     const login = await devices().start({}, '10.0.0.1');
     const people = await Promise.all(Array.from({ length: 5 }, () => createUser(api)));
-    await Promise.allSettled([...people.map((p) => devices().approve(login.userCode, p.id, null)), devices().cancel(login.deviceCode, null)]);
+    await Promise.allSettled([...people.map((p) => approvals().approve(login.userCode, p.id, null)), devices().cancel(login.deviceCode, null)]);
     const { status, events } = await eventsOf(login.userCode);
     expect(status).toBe('cancelled');
     // Cancelled before any approval, or after the one approval that won.

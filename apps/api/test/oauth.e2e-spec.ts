@@ -2,7 +2,7 @@ import { DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES } from '@prospect/contract
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { Clock } from '../src/common/clock.js';
-import { DeviceLoginService } from '../src/device-login/device-login.service.js';
+import { DeviceApprovalService } from '../src/device-login/device-approval.service.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { approve, createUser, deny } from './support/fixtures.js';
 import { get, request, type JsonResponse } from './support/http.js';
@@ -133,7 +133,7 @@ describe('OAuth 2.0 surface', () => {
       expect(Object.keys(res.body).sort()).toEqual(['device_code', 'expires_in', 'interval', 'user_code', 'verification_uri', 'verification_uri_complete']);
       expect(res.body).toMatchObject({ verification_uri: `${api.baseUrl}/device`, expires_in: 600, interval: 2 });
       // The client's registered name stands for it on the approval page; it says nothing of itself.
-      const login = await api.app.get(DeviceLoginService).findForApproval(res.body.user_code);
+      const login = await api.app.get(DeviceApprovalService).findForApproval(res.body.user_code);
       expect(login).toMatchObject({ clientDisplayName: 'Prospect CLI', clientName: null, hostname: null });
     });
 

@@ -1,6 +1,6 @@
 import { AuthorizedResponseSchema, ROUTES } from '@prospect/contract';
 import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../src/device-login/device-login.service.js';
-import { RefreshTokensService } from '../src/tokens/refresh-tokens.service.js';
+import { RefreshTokensService } from '../src/refresh-tokens/refresh-tokens.service.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { approve, authorizedPoll, createUser, poll, startDeviceLogin } from './support/fixtures.js';

@@ -1,6 +1,6 @@
 import { ROUTES } from '@prospect/contract';
 import { REPLY_WINDOW_SECONDS } from '../src/device-login/device-login.service.js';
-import { RefusedTokens } from '../src/tokens/refused-tokens.js';
+import { RefusedTokens } from '../src/auth/refused-tokens.js';
 import { FakeClock } from './support/fake-clock.js';
 import { approve, createUser, poll, startDeviceLogin } from './support/fixtures.js';
 import { get, post } from './support/http.js';

@@ -1,6 +1,6 @@
 import { ROUTES } from '@prospect/contract';
 import { TokensService } from '../src/tokens/tokens.service.js';
-import { VerifiedTokenCache } from '../src/tokens/verified-token-cache.js';
+import { VerifiedTokenCache } from '../src/auth/verified-token-cache.js';
 import { FakeClock } from './support/fake-clock.js';
 import { authorizedPoll, createUser } from './support/fixtures.js';
 import { get, post } from './support/http.js';

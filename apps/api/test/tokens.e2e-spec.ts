@@ -1,6 +1,6 @@
 import { IssuedTokenResponseSchema, MeResponseSchema, ROUTES } from '@prospect/contract';
 import supertest from 'supertest';
-import { RefusedTokens } from '../src/tokens/refused-tokens.js';
+import { RefusedTokens } from '../src/auth/refused-tokens.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { UsersService } from '../src/users/users.service.js';
 import { FakeClock } from './support/fake-clock.js';

@@ -10,7 +10,7 @@ import { forbidden } from '../common/api-exception.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { SignInBlocksService } from './sign-in-blocks.service.js';
-import { type AuthPrincipal, Principal } from '../tokens/auth-principal.js';
+import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()

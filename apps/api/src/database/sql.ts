@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type pg from 'pg';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
 import { DatabaseInfo } from './database-info.js';
 
@@ -14,7 +14,7 @@ const UNIQUE_VIOLATION = '23505';
  * token, polling and starting a device login. TypeORM's `query` builds a query
  * runner, broadcasts events and reshapes results on every call, which cost
  * these requests more CPU than the statements themselves. Transactions and
- * everything else go through TypeORM.
+ * everything else go through TypeORM. Only repositories (`*.repository.ts`) call it.
  *
  * On a Postgres server each statement is a named prepared statement: every
  * pooled connection parses and plans it once instead of on every request,
@@ -48,10 +48,14 @@ export class Sql {
   }
 
   /**
-   * The rows the statement returned (none for a statement without RETURNING).
+   * The rows the statement returned (none for a statement without RETURNING), whatever its
+   * kind: TypeORM's own `query()` answers `[rows, count]` for an UPDATE … RETURNING, which
+   * its callers would each have to unpick.
    * @param text a constant: every distinct text becomes a prepared statement.
+   * @param manager a transaction to run in (its connection, not prepared); else the pool.
    */
-  async rows<T>(text: string, values: unknown[]): Promise<T[]> {
+  async rows<T>(text: string, values: unknown[], manager?: EntityManager): Promise<T[]> {
+    if (manager?.queryRunner) return (await manager.queryRunner.query(text, values, true)).records as T[];
     const query: pg.QueryConfig = { text, values };
     if (this.prepare) query.name = this.nameOf(text);
     return (await this.pool.query(query)).rows as T[];

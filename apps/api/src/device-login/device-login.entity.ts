@@ -48,6 +48,10 @@ export class DeviceLogin {
   @Column({ name: 'requested_ip', type: 'text', nullable: true })
   requestedIp!: string | null;
 
+  /** The starting program's User-Agent (at most 200 characters), shown to the person who approves. */
+  @Column({ name: 'user_agent', type: 'text', nullable: true })
+  userAgent!: string | null;
+
   @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 

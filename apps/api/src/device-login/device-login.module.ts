@@ -1,12 +1,21 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuthModule } from '../auth/auth.module.js';
+import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js';
 import { TokensModule } from '../tokens/tokens.module.js';
-import { DeviceLoginController } from './device-login.controller.js';
+import { DeviceApprovalService } from './device-approval.service.js';
+import { DeviceLogin } from './device-login.entity.js';
 import { DeviceLoginService } from './device-login.service.js';
+import { DeviceLoginsRepository } from './device-logins.repository.js';
 
+/**
+ * The device authorization grant (RFC 8628): the terminal's side (start, poll, cancel) and the
+ * browser's (find a login by its user code, approve or deny it), on one table. No HTTP here:
+ * cli-auth/, oauth/ and web/ word the outcomes for their callers.
+ */
 @Module({
-  imports: [TokensModule],
-  controllers: [DeviceLoginController],
-  providers: [DeviceLoginService],
-  exports: [DeviceLoginService],
+  imports: [TypeOrmModule.forFeature([DeviceLogin]), AuthModule, TokensModule, RefreshTokensModule],
+  providers: [DeviceLoginService, DeviceApprovalService, DeviceLoginsRepository],
+  exports: [DeviceLoginService, DeviceApprovalService],
 })
 export class DeviceLoginModule {}

@@ -5,7 +5,7 @@ import { ERROR_CODES } from '@prospect/contract';
 import { ApiException } from '../common/api-exception.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../common/error-body.filter.js';
 import { ApiErrors } from '../common/openapi.js';
-import { Public } from '../common/public.decorator.js';
+import { Public } from '../auth/public.decorator.js';
 import { DatabaseHealthIndicator } from './database-health.indicator.js';
 
 /** A database that takes longer than this to answer `SELECT 1` counts as down. */

@@ -5,24 +5,26 @@ import { AuditService } from '../audit/audit.service.js';
 import { conflict } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { isUniqueViolation } from '../database/sql.js';
-import { OAuthClient } from './oauth-client.entity.js';
+import type { OAuthClient } from './oauth-client.entity.js';
+import { OAuthClientsRepository } from './oauth-clients.repository.js';
 
 /** The public OAuth clients: `prospect-cli` built in, more registered by an admin. */
 @Injectable()
 export class OAuthClientsService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
+    private readonly clients: OAuthClientsRepository,
     private readonly clock: Clock,
     private readonly audit: AuditService,
   ) {}
 
   find(id: string): Promise<OAuthClient | null> {
-    return this.db.getRepository(OAuthClient).findOneBy({ id });
+    return this.clients.findById(id);
   }
 
   /** Built-in first, then by registration. */
   list(): Promise<OAuthClient[]> {
-    return this.db.getRepository(OAuthClient).find({ order: { builtIn: 'DESC', createdAt: 'ASC', id: 'ASC' } });
+    return this.clients.list();
   }
 
   /**
@@ -33,9 +35,8 @@ export class OAuthClientsService {
   async register(input: { id: string; name: string }, adminId: string, ip: string | null): Promise<OAuthClient> {
     try {
       return await this.db.transaction(async (tx) => {
-        // insert, not save: save would quietly overwrite a client with the same id.
         const client: OAuthClient = { id: input.id, name: input.name, builtIn: false, createdByUserId: adminId, createdAt: this.clock.now() };
-        await tx.getRepository(OAuthClient).insert(client);
+        await this.clients.insert(tx, client);
         await this.audit.record('oauth.client_register', { userId: adminId, ip, detail: { clientId: input.id } }, tx);
         return client;
       });

@@ -20,10 +20,10 @@ import {
 } from '@prospect/contract';
 import { forbidden } from '../common/api-exception.js';
 import { ApiErrors, ApiFormBody, ApiJsonResponse } from '../common/openapi.js';
-import { Public } from '../common/public.decorator.js';
+import { Public } from '../auth/public.decorator.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
-import { type AuthPrincipal, Principal } from '../tokens/auth-principal.js';
+import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { OAuthService, oauthError } from './oauth.service.js';
 
 const deviceCodeGrant = new ZodBodyPipe(DeviceCodeTokenRequestSchema);

@@ -5,7 +5,11 @@ import { ApiException } from '../common/api-exception.js';
 import { BODY_LIMIT } from '../common/body-limit.js';
 import { refuseMalformedForms } from '../common/well-formed-text.js';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
+import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js';
 import { TokensModule } from '../tokens/tokens.module.js';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { OAuthClient } from './oauth-client.entity.js';
+import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
 import { OAuthController } from './oauth.controller.js';
 import { OAuthService } from './oauth.service.js';
@@ -34,9 +38,9 @@ class OAuthFormMiddleware implements NestMiddleware {
 }
 
 @Module({
-  imports: [TokensModule, DeviceLoginModule],
+  imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule],
   controllers: [OAuthController],
-  providers: [OAuthService, OAuthClientsService],
+  providers: [OAuthService, OAuthClientsService, OAuthClientsRepository],
   exports: [OAuthClientsService],
 })
 export class OAuthModule implements NestModule {

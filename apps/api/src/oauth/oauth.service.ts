@@ -18,7 +18,7 @@ import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { DeviceLoginService, type PollOutcome } from '../device-login/device-login.service.js';
-import { InvalidGrantError, RefreshTokensService } from '../tokens/refresh-tokens.service.js';
+import { InvalidGrantError, RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
 

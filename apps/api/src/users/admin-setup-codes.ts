@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import { generateSecret, sha256 } from '../common/secrets.js';
+import { ServerSecretsRepository } from '../server-secrets/server-secrets.repository.js';
 
 /** A sign-up presented a setup code that is wrong, used, or no longer needed. */
 export class InvalidSetupCodeError extends Error {
@@ -23,33 +23,23 @@ export class AdminSetupCodes {
   /** The code this process printed at start, for the banner of `npm start`. */
   issued?: string;
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(private readonly secrets: ServerSecretsRepository) {}
 
   /** A new code (replacing any earlier one) when no admin exists, else none. */
   async issueIfNoAdmin(): Promise<string | null> {
     const code = generateSecret('prss_');
-    const rows = (await this.db.query(
-      `INSERT INTO server_secrets (name, value) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM users WHERE role = 'admin')
-       ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, created_at = now()
-       RETURNING name`,
-      [NAME, hashOf(code)],
-    )) as Array<{ name: string }>;
-    this.issued = rows.length ? code : undefined;
+    this.issued = (await this.secrets.putUnlessAdminExists(NAME, hashOf(code))) ? code : undefined;
     return this.issued ?? null;
   }
 
   /** Uses the code up, inside the caller's transaction; false when it is not the current one or an admin exists. */
   async consume(code: string, tx: EntityManager): Promise<boolean> {
     if (!code.startsWith('prss_') || code.length > 100) return false;
-    const [rows] = (await tx.query(
-      `DELETE FROM server_secrets WHERE name = $1 AND value = $2 AND NOT EXISTS (SELECT 1 FROM users WHERE role = 'admin') RETURNING name`,
-      [NAME, hashOf(code)],
-    )) as [Array<{ name: string }>, number];
-    return rows.length === 1;
+    return this.secrets.takeUnlessAdminExists(tx, NAME, hashOf(code));
   }
 
   /** An admin exists by configuration: no code is needed any more. */
   async withdraw(): Promise<void> {
-    await this.db.query(`DELETE FROM server_secrets WHERE name = $1`, [NAME]);
+    await this.secrets.delete(NAME);
   }
 }

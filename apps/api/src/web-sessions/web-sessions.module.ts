@@ -3,7 +3,6 @@ import { PassportModule } from '@nestjs/passport';
 import type { NextFunction, Request, Response } from 'express';
 import { UsersModule } from '../users/users.module.js';
 import { CsrfService } from './csrf.service.js';
-import { ServerSecrets } from './server-secrets.js';
 import { SessionSerializer } from './session.serializer.js';
 import { WebSessions } from './web-sessions.js';
 
@@ -23,7 +22,7 @@ export class WebSessionMiddleware implements NestMiddleware {
  */
 @Module({
   imports: [PassportModule, UsersModule],
-  providers: [WebSessions, SessionSerializer, CsrfService, WebSessionMiddleware, ServerSecrets],
-  exports: [WebSessions, CsrfService, WebSessionMiddleware, ServerSecrets],
+  providers: [WebSessions, SessionSerializer, CsrfService, WebSessionMiddleware],
+  exports: [WebSessions, CsrfService, WebSessionMiddleware],
 })
 export class WebSessionsModule {}

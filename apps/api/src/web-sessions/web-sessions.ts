@@ -7,7 +7,7 @@ import { generateSecret } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { Sql } from '../database/sql.js';
 import { HashedSessionStore } from './hashed-session-store.js';
-import { ServerSecrets } from './server-secrets.js';
+import { ServerSecrets } from '../server-secrets/server-secrets.js';
 import { WEB_USER_PROPERTY } from './web-account.js';
 
 /**

@@ -3,7 +3,7 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import { ClientIdSchema, hasUnsafeText, OAUTH_ROUTES } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { ApiException } from '../common/api-exception.js';
-import { Public } from '../common/public.decorator.js';
+import { Public } from '../auth/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { OAuthClientsService } from '../oauth/oauth-clients.service.js';
 import { UsersService } from '../users/users.service.js';

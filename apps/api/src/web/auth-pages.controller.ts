@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import { hasUnsafeText } from '@prospect/contract';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
-import { Public } from '../common/public.decorator.js';
+import { Public } from '../auth/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { InvalidSetupCodeError } from '../users/admin-setup-codes.js';
 import { MIN_PASSWORD_LENGTH, normalizeEmail, UsersService } from '../users/users.service.js';

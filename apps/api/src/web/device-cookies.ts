@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import { open, seal } from '../common/sealed.js';
 import { AppConfig } from '../config/app-config.js';
 import { accountKey } from '../rate-limits/rate-limits.js';
-import { ServerSecrets } from '../web-sessions/server-secrets.js';
+import { ServerSecrets } from '../server-secrets/server-secrets.js';
 
 const YEAR_SECONDS = 365 * 24 * 3600;
 const PURPOSE = 'device-cookie';

@@ -4,8 +4,8 @@ import { formatUserCode, normalizeUserCode } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
-import { Public } from '../common/public.decorator.js';
-import { DeviceLoginService, UndecidableDeviceLoginError, type UndecidableReason } from '../device-login/device-login.service.js';
+import { Public } from '../auth/public.decorator.js';
+import { DeviceApprovalService, UndecidableDeviceLoginError, type UndecidableReason } from '../device-login/device-approval.service.js';
 import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
@@ -27,7 +27,7 @@ const UNDECIDABLE: Record<UndecidableReason, [number, string, string]> = {
 @Controller('device')
 export class DevicePageController {
   constructor(
-    private readonly deviceLogins: DeviceLoginService,
+    private readonly deviceLogins: DeviceApprovalService,
     private readonly csrf: CsrfService,
     private readonly audit: AuditService,
     private readonly clock: Clock,

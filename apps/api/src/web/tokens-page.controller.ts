@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import { hasUnsafeText } from '@prospect/contract';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
-import { Public } from '../common/public.decorator.js';
+import { Public } from '../auth/public.decorator.js';
 import { open, seal } from '../common/sealed.js';
 import { AppConfig } from '../config/app-config.js';
 import { type TokenListing, TokensService } from '../tokens/tokens.service.js';

@@ -1,6 +1,6 @@
 import { ROUTES, type DeviceStartResponse } from '@prospect/contract';
 import supertest from 'supertest';
-import { DeviceLoginService } from '../../src/device-login/device-login.service.js';
+import { DeviceApprovalService } from '../../src/device-login/device-approval.service.js';
 import type { User } from '../../src/users/user.entity.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { post, type Target } from './http.js';
@@ -29,10 +29,10 @@ export const poll = (api: Target, deviceCode: string) => post(api, ROUTES.device
 
 /** Approves as the person who pressed the button on the approval page would. */
 export const approve = (api: TestApp, userCode: string, user: { id: string }) =>
-  api.app.get(DeviceLoginService).approve(userCode, user.id, '127.0.0.1');
+  api.app.get(DeviceApprovalService).approve(userCode, user.id, '127.0.0.1');
 
 export const deny = (api: TestApp, userCode: string, user: { id: string }) =>
-  api.app.get(DeviceLoginService).deny(userCode, user.id, '127.0.0.1');
+  api.app.get(DeviceApprovalService).deny(userCode, user.id, '127.0.0.1');
 
 /** A full device login: start, approve as `user`, poll; returns the authorized poll's response. */
 export async function authorizedPoll(api: TestApp, user: { id: string }) {

@@ -4,12 +4,12 @@ import { AuthGuard } from '@nestjs/passport';
 import { ERROR_CODES, SERVICE_NAME } from '@prospect/contract';
 import type { Request } from 'express';
 import { ApiException } from '../common/api-exception.js';
-import { IS_PUBLIC } from '../common/public.decorator.js';
+import { IS_PUBLIC } from './public.decorator.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { ALLOWS_WEB_SESSION } from './allow-web-session.decorator.js';
 import type { AuthPrincipal } from './auth-principal.js';
 import { RefusedTokens } from './refused-tokens.js';
-import { InvalidTokenError, type InvalidTokenReason } from './tokens.service.js';
+import { InvalidTokenError, type InvalidTokenReason } from './access-token-verifier.js';
 
 const REALM_CHALLENGE = `Bearer realm="${SERVICE_NAME}"`;
 

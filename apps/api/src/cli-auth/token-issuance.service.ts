@@ -4,8 +4,8 @@ import { badRequest, forbidden, notFound } from '../common/api-exception.js';
 import { AppConfig } from '../config/app-config.js';
 import { toPublicUser } from '../users/user.entity.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
-import type { AuthPrincipal } from './auth-principal.js';
-import { TokensService } from './tokens.service.js';
+import type { AuthPrincipal } from '../auth/auth-principal.js';
+import { TokensService } from '../tokens/tokens.service.js';
 
 /** POST /api/cli/auth/token: anyone may issue for themselves, admins for anyone. */
 @Injectable()

@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { Sql } from '../database/sql.js';
-import type { InvalidTokenReason } from './tokens.service.js';
+import type { InvalidTokenReason } from './access-token-verifier.js';
 
 /** How often the counts are written. */
 const FLUSH_INTERVAL_MS = 10_000;

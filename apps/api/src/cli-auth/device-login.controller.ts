@@ -1,6 +1,7 @@
 import { Body, type CanActivate, Controller, Header, Headers, HttpCode, Injectable, Ip, Post, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
+  CLI_CLIENT_ID,
   type DeviceCancelRequest,
   DeviceCancelRequestSchema,
   type DevicePollRequest,
@@ -12,12 +13,13 @@ import {
   type DeviceStartResponse,
   DeviceStartResponseSchema,
 } from '@prospect/contract';
-import { notFound } from '../common/api-exception.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
-import { Public } from '../common/public.decorator.js';
+import { Public } from '../auth/public.decorator.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { AppConfig } from '../config/app-config.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
-import { DeviceLoginService } from './device-login.service.js';
+import { DeviceLoginService } from '../device-login/device-login.service.js';
+import { deviceLoginTurnedOff, pollAnswer } from './cli-auth-answers.js';
 
 /** With DEVICE_LOGIN_ENABLED=false the endpoints do not exist (404), whatever the body. */
 @Injectable()
@@ -25,7 +27,7 @@ class DeviceLoginEnabledGuard implements CanActivate {
   constructor(private readonly deviceLogins: DeviceLoginService) {}
   canActivate(): boolean {
     if (this.deviceLogins.enabled) return true;
-    throw notFound('Device login is turned off on this server. Create a token at /settings/tokens and run `prospect auth:login --token -`.');
+    throw deviceLoginTurnedOff();
   }
 }
 
@@ -37,6 +39,7 @@ export class DeviceLoginController {
   constructor(
     private readonly deviceLogins: DeviceLoginService,
     private readonly limits: RateLimits,
+    private readonly config: AppConfig,
   ) {}
 
   @Post('start')
@@ -72,7 +75,7 @@ export class DeviceLoginController {
   @ApiJsonBody(DevicePollRequestSchema)
   @ApiJsonResponse(200, 'The state of the device login.', DevicePollResponseSchema)
   @ApiErrors([400, 'Unknown or malformed device code.'], [404, 'Device login is turned off.'], [429, 'slow_down: polled faster than intervalSeconds (see Retry-After).'])
-  poll(@Body(new ZodBodyPipe(DevicePollRequestSchema)) body: DevicePollRequest, @Ip() ip: string): Promise<DevicePollResponse> {
-    return this.deviceLogins.poll(body.deviceCode, ip);
+  async poll(@Body(new ZodBodyPipe(DevicePollRequestSchema)) body: DevicePollRequest, @Ip() ip: string): Promise<DevicePollResponse> {
+    return pollAnswer(await this.deviceLogins.pollGrant(body.deviceCode, CLI_CLIENT_ID, ip), this.config.devicePollIntervalSeconds);
   }
 }

@@ -4,10 +4,8 @@ import {
   type AuthorizedResponse,
   AuthorizedResponseSchema,
   CLI_CLIENT_ID,
-  ERROR_CODES,
   type RefreshRequest,
   RefreshRequestSchema,
-  SERVICE_NAME,
   type IssueTokenRequest,
   IssueTokenRequestSchema,
   IssuedTokenResponseSchema,
@@ -15,16 +13,16 @@ import {
   type MeResponse,
   MeResponseSchema,
 } from '@prospect/contract';
-import { ApiException } from '../common/api-exception.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
-import { Public } from '../common/public.decorator.js';
+import { Public } from '../auth/public.decorator.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { toPublicUser } from '../users/user.entity.js';
-import { AllowWebSession } from './allow-web-session.decorator.js';
-import { type AuthPrincipal, Principal } from './auth-principal.js';
-import { InvalidGrantError, RefreshTokensService } from './refresh-tokens.service.js';
+import { AllowWebSession } from '../auth/allow-web-session.decorator.js';
+import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
+import { InvalidGrantError, RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokenIssuanceService } from './token-issuance.service.js';
-import { TokensService } from './tokens.service.js';
+import { TokensService } from '../tokens/tokens.service.js';
+import { refreshRefused } from './cli-auth-answers.js';
 
 @ApiTags('cli auth')
 @ApiBearerAuth()
@@ -81,13 +79,7 @@ export class TokensController {
       const { pair, user } = await this.refreshTokens.refresh(body.refreshToken, CLI_CLIENT_ID, ip);
       return { status: 'authorized', accessToken: pair.accessToken, refreshToken: pair.refreshToken, expiresAt: pair.expiresAt.toISOString(), user };
     } catch (err) {
-      // A 401 carries a challenge (RFC 9110 §15.5.2); the code says the grant, not a bearer token, failed.
-      if (err instanceof InvalidGrantError) {
-        throw new ApiException(401, ERROR_CODES.invalidGrant, err.message, {
-          'WWW-Authenticate': `Bearer realm="${SERVICE_NAME}"`,
-        });
-      }
-      throw err;
+      throw err instanceof InvalidGrantError ? refreshRefused(err) : err;
     }
   }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { Sql } from '../database/sql.js';
+import { ServerSecretsRepository } from './server-secrets.repository.js';
 
 /**
  * Keys the server makes for itself (the session cookie's, the device cookie's): made by the
@@ -9,15 +9,10 @@ import { Sql } from '../database/sql.js';
  */
 @Injectable()
 export class ServerSecrets {
-  constructor(private readonly sql: Sql) {}
+  constructor(private readonly secrets: ServerSecretsRepository) {}
 
   /** The secret called `name`, made now if no instance made it before (one statement, so two racing instances agree). */
-  async get(name: string): Promise<string> {
-    const [row] = await this.sql.rows<{ value: string }>(
-      `INSERT INTO server_secrets (name, value) VALUES ($1, $2)
-       ON CONFLICT (name) DO UPDATE SET name = server_secrets.name RETURNING value`,
-      [name, randomBytes(32).toString('base64url')],
-    );
-    return row!.value;
+  get(name: string): Promise<string> {
+    return this.secrets.getOrCreate(name, randomBytes(32).toString('base64url'));
   }
 }

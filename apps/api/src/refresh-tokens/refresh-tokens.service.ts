@@ -9,8 +9,10 @@ import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
-import { Sql } from '../database/sql.js';
-import { TokensService } from './tokens.service.js';
+import { TokensService } from '../tokens/tokens.service.js';
+import { type FamilyRow, type PresentedRow, type RefreshTokenDescription, RefreshTokensRepository } from './refresh-tokens.repository.js';
+
+export type { RefreshTokenDescription } from './refresh-tokens.repository.js';
 
 /** How often sealed successors of expired refresh tokens are erased, on every replica (idempotent). */
 const EXPIRED_SUCCESSOR_SWEEP_SECONDS = 60;
@@ -67,38 +69,8 @@ interface Family {
   familyExpiresAt: Date;
 }
 
-/** A presented refresh token with its family, as the claim returns it. */
-interface FamilyRow {
-  id: string;
-  parent_id: string | null;
-  device_login_id: string;
-  user_id: string;
-  family_expires_at: Date;
-  client_id: string;
-  scope: string | null;
-  client_name: string | null;
-  hostname: string | null;
-  email: string;
-  name: string;
-}
-
-/** A presented refresh token that could not be claimed, with the state of its successor. */
-interface PresentedRow extends FamilyRow {
-  expires_at: Date;
-  rotated_at: Date | null;
-  revoked_at: Date | null;
-  successor_sealed: Buffer | null;
-  successor_id: string | null;
-  successor_rotated_at: Date | null;
-  successor_expires_at: Date | null;
-}
-
 /** A refresh decided inside its transaction; a refusal is thrown only after the commit, so a reuse's revocation stays. */
 type RefreshOutcome = { session: RefreshedSession } | { refused: InvalidGrantReason; familyId?: string };
-
-/** The columns both the claim and the second look read: the token, its family, client and user. */
-const FAMILY_COLUMNS = `r.id, r.parent_id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope,
-  COALESCE(d.client_name, c.name) AS client_name, d.hostname, u.email, u.name`;
 
 /** How a session is named on the tokens page: "prospect CLI 0.1.0 on laptop". */
 export const sessionLabel = (clientName: string | null, hostname: string | null): string | null =>
@@ -131,7 +103,7 @@ export class RefreshTokensService {
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
-    private readonly sql: Sql,
+    private readonly refreshTokens: RefreshTokensRepository,
     private readonly tokens: TokensService,
     private readonly config: AppConfig,
     private readonly clock: Clock,
@@ -148,8 +120,8 @@ export class RefreshTokensService {
     this.background.run('erase sealed refresh successors', () => this.eraseExpiredSuccessors());
   }
 
-  async eraseExpiredSuccessors(): Promise<void> {
-    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND expires_at <= $1`, [this.clock.now()]);
+  eraseExpiredSuccessors(): Promise<void> {
+    return this.refreshTokens.eraseExpiredSealedSuccessors(this.clock.now());
   }
 
   /** The first pair of a family, in the transaction that redeems its device login. */
@@ -163,10 +135,15 @@ export class RefreshTokensService {
     const issued = await this.issueAccessToken(tx, family);
     const refreshToken = generateSecret(REFRESH_TOKEN_PREFIX);
     const expiresAt = new Date(Math.min(now + this.config.refreshTokenTtlSeconds * 1000, family.familyExpiresAt.getTime()));
-    await tx.query(
-      `INSERT INTO refresh_tokens (token_hash, device_login_id, user_id, created_at, expires_at, family_expires_at, parent_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [sha256(refreshToken), family.deviceLoginId, family.userId, new Date(now), expiresAt, family.familyExpiresAt, parentId],
-    );
+    await this.refreshTokens.insert(tx, {
+      tokenHash: sha256(refreshToken),
+      deviceLoginId: family.deviceLoginId,
+      userId: family.userId,
+      createdAt: new Date(now),
+      expiresAt,
+      familyExpiresAt: family.familyExpiresAt,
+      parentId,
+    });
     return { accessToken: issued.accessToken, accessTokenId: issued.id, expiresAt: issued.expiresAt, refreshToken, familyId: family.deviceLoginId };
   }
 
@@ -199,21 +176,9 @@ export class RefreshTokensService {
     if (!looksLikeSecret(rawToken, REFRESH_TOKEN_PREFIX)) throw new InvalidGrantError('unknown');
     const hash = sha256(rawToken);
     const outcome = await this.db.transaction(async (tx): Promise<RefreshOutcome> => {
-      const family = (await tx.query(
-        `SELECT d.id FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id WHERE r.token_hash = $1 FOR UPDATE OF d`,
-        [hash],
-      )) as unknown[];
-      if (!family.length) return { refused: 'unknown' };
+      if (!(await this.refreshTokens.lockFamilyOf(tx, hash))) return { refused: 'unknown' };
       // A statement of its own after the lock: it sees what a revocation or rotation that held it committed.
-      const [claimedRows] = (await tx.query(
-        `UPDATE refresh_tokens r SET rotated_at = $2
-           FROM device_logins d, oauth_clients c, users u
-          WHERE r.token_hash = $1 AND r.rotated_at IS NULL AND r.revoked_at IS NULL AND r.expires_at > $2
-            AND d.id = r.device_login_id AND d.client_id = $3 AND c.id = d.client_id AND u.id = r.user_id
-          RETURNING ${FAMILY_COLUMNS}`,
-        [hash, this.clock.now(), clientId],
-      )) as [FamilyRow[], number];
-      const claimed = claimedRows[0];
+      const claimed = await this.refreshTokens.claim(tx, hash, this.clock.now(), clientId);
       return claimed ? { session: await this.rotate(tx, claimed, rawToken, ip) } : this.presentedAgain(tx, rawToken, hash, clientId, ip);
     });
     if ('session' in outcome) return outcome.session;
@@ -224,9 +189,9 @@ export class RefreshTokensService {
   private async rotate(tx: EntityManager, claimed: FamilyRow, rawToken: string, ip: string | null): Promise<RefreshedSession> {
     // This token is used now: the copy of it sealed under its predecessor can answer nobody
     // any more (the predecessor again is a reuse), so it goes in this transaction.
-    if (claimed.parent_id) await tx.query(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE id = $1`, [claimed.parent_id]);
+    if (claimed.parent_id) await this.refreshTokens.setSealedSuccessor(tx, claimed.parent_id, null);
     const pair = await this.issuePair(tx, familyOf(claimed, ip), claimed.id);
-    await tx.query(`UPDATE refresh_tokens SET successor_sealed = $2 WHERE id = $1`, [claimed.id, this.sealSuccessor(rawToken, claimed.id, pair)]);
+    await this.refreshTokens.setSealedSuccessor(tx, claimed.id, this.sealSuccessor(rawToken, claimed.id, pair));
     await this.audit.record('token.refresh', { userId: claimed.user_id, ip, detail: { deviceLoginId: claimed.device_login_id, tokenId: pair.accessTokenId } }, tx);
     return sessionOf(claimed, pair);
   }
@@ -244,15 +209,7 @@ export class RefreshTokensService {
 
   /** A refresh token that could not be claimed, under its family's lock: unknown, over, another client's, or already rotated. */
   private async presentedAgain(tx: EntityManager, rawToken: string, hash: Buffer, clientId: string, ip: string | null): Promise<RefreshOutcome> {
-    const [row] = (await tx.query(
-      `SELECT ${FAMILY_COLUMNS}, r.expires_at, r.rotated_at, r.revoked_at, r.successor_sealed,
-              s.id AS successor_id, s.rotated_at AS successor_rotated_at, s.expires_at AS successor_expires_at
-         FROM refresh_tokens r
-         JOIN device_logins d ON d.id = r.device_login_id JOIN oauth_clients c ON c.id = d.client_id JOIN users u ON u.id = r.user_id
-         LEFT JOIN refresh_tokens s ON s.parent_id = r.id
-        WHERE r.token_hash = $1`,
-      [hash],
-    )) as PresentedRow[];
+    const row = await this.refreshTokens.findPresented(tx, hash);
     const now = this.clock.now().getTime();
     if (!row) return { refused: 'unknown' };
     if (row.client_id !== clientId) return { refused: 'other_client' };
@@ -279,7 +236,7 @@ export class RefreshTokensService {
       // answers a further presentation the same.
       const access = await this.issueAccessToken(tx, familyOf(row, ip));
       pair = { ...pair, accessToken: access.accessToken, accessTokenId: access.id, expiresAt: access.expiresAt };
-      await tx.query(`UPDATE refresh_tokens SET successor_sealed = $2 WHERE id = $1`, [row.id, this.sealSuccessor(rawToken, row.id, pair)]);
+      await this.refreshTokens.setSealedSuccessor(tx, row.id, this.sealSuccessor(rawToken, row.id, pair));
     }
     return { session: sessionOf(row, pair) };
   }
@@ -290,25 +247,6 @@ export class RefreshTokensService {
    */
   async describe(rawToken: string): Promise<RefreshTokenDescription | null> {
     if (!looksLikeSecret(rawToken, REFRESH_TOKEN_PREFIX)) return null;
-    const [row] = await this.sql.rows<RefreshTokenDescription>(
-      `SELECT r.device_login_id AS "familyId", r.user_id AS "userId", u.email, d.client_id AS "clientId", d.scope,
-              r.created_at AS "createdAt", r.expires_at AS "expiresAt",
-              (r.revoked_at IS NULL AND r.rotated_at IS NULL AND r.expires_at > $2) AS active
-         FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id JOIN users u ON u.id = r.user_id
-        WHERE r.token_hash = $1`,
-      [sha256(rawToken), this.clock.now()],
-    );
-    return row ?? null;
+    return (await this.refreshTokens.describe(sha256(rawToken), this.clock.now())) ?? null;
   }
-}
-
-export interface RefreshTokenDescription {
-  familyId: string;
-  userId: string;
-  email: string;
-  clientId: string;
-  scope: string | null;
-  createdAt: Date;
-  expiresAt: Date;
-  active: boolean;
 }

@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { ACCESS_TOKEN_PREFIX } from '@prospect/contract';
+import { BackgroundWrites } from '../common/background-writes.js';
+import { Clock } from '../common/clock.js';
+import { looksLikeSecret, sha256 } from '../common/secrets.js';
+import { AccessTokensRepository } from '../tokens/access-tokens.repository.js';
+import { TokenRevocations } from '../tokens/token-revocations.js';
+import type { AuthPrincipal } from './auth-principal.js';
+import { VerifiedTokenCache } from './verified-token-cache.js';
+
+/** Why a token was refused; told to the client in `error_description` (RFC 6750 §3). */
+export type InvalidTokenReason = 'unknown' | 'expired' | 'revoked';
+
+export class InvalidTokenError extends Error {
+  constructor(readonly reason: InvalidTokenReason) {
+    super(`token ${reason}`);
+  }
+}
+
+/** `lastUsedAt` is refreshed at most this often, so verification stays a read. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** Access tokens presented as bearer credentials: who they stand for, or why not. */
+@Injectable()
+export class AccessTokenVerifier {
+  constructor(
+    private readonly accessTokens: AccessTokensRepository,
+    private readonly clock: Clock,
+    private readonly background: BackgroundWrites,
+    private readonly cache: VerifiedTokenCache,
+    revocations: TokenRevocations,
+  ) {
+    // This instance's own revocations reach its cache at once; the listener brings the others'.
+    revocations.subscribe(cache);
+  }
+
+  /**
+   * The hot path of every CLI round trip. A cached verification still has its
+   * expiry checked; otherwise one indexed read by hash, joined to its user.
+   * Throws InvalidTokenError saying why a token is refused.
+   */
+  async verify(rawToken: string): Promise<AuthPrincipal> {
+    if (!looksLikeSecret(rawToken, ACCESS_TOKEN_PREFIX)) throw new InvalidTokenError('unknown');
+    const hash = sha256(rawToken);
+    const now = this.clock.now();
+    const cacheKey = this.cache.enabled ? hash.toString('base64') : undefined;
+    if (cacheKey) {
+      const hit = this.cache.get(cacheKey);
+      if (hit) {
+        if (hit.principal.expiresAt.getTime() <= now.getTime()) throw new InvalidTokenError('expired');
+        if (this.isStale(hit.lastUsedAt, now)) {
+          hit.lastUsedAt = now.getTime();
+          this.touch(hit.principal.tokenId!, now);
+        }
+        return hit.principal;
+      }
+    }
+    const readEpoch = this.cache.epoch;
+    const token = await this.accessTokens.findForVerification(hash);
+    if (!token) throw new InvalidTokenError('unknown');
+    if (token.revokedAt) throw new InvalidTokenError('revoked');
+    if (token.expiresAt.getTime() <= now.getTime()) throw new InvalidTokenError('expired');
+    let lastUsedAt = token.lastUsedAt?.getTime() ?? null;
+    if (this.isStale(lastUsedAt, now)) {
+      lastUsedAt = now.getTime();
+      this.touch(token.tokenId, now);
+    }
+    const principal: AuthPrincipal = { user: token.user, tokenId: token.tokenId, expiresAt: token.expiresAt, via: 'bearer' };
+    if (cacheKey) this.cache.set(cacheKey, principal, lastUsedAt, readEpoch);
+    return principal;
+  }
+
+  private isStale(lastUsedAt: number | null, now: Date): boolean {
+    return lastUsedAt === null || now.getTime() - lastUsedAt >= LAST_USED_RESOLUTION_MS;
+  }
+
+  /** Records use without making every verification a write: at most once per resolution. */
+  private touch(tokenId: string, now: Date): void {
+    this.background.run('record token use', () => this.accessTokens.recordUse(tokenId, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS)));
+  }
+}

@@ -1,0 +1,180 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { User } from '@prospect/contract';
+import type { DataSource, EntityManager } from 'typeorm';
+import { Sql } from '../database/sql.js';
+import { DeviceLogin, type DeviceLoginStatus } from './device-login.entity.js';
+
+/** A device login as a poll reads it, with whether this poll was within the interval. */
+export interface PollRow {
+  id: string;
+  status: DeviceLoginStatus;
+  expires_at: Date;
+  redeemed_at: Date | null;
+  reply_sealed: Buffer | null;
+  client_name: string | null;
+  hostname: string | null;
+  client_id: string;
+  scope: string | null;
+  accepted: boolean;
+}
+
+export interface NewDeviceLogin {
+  deviceCodeHash: Buffer;
+  userCode: string;
+  clientName: string | null;
+  hostname: string | null;
+  requestedIp: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+  userAgent: string | null;
+  clientId: string;
+  scope: string | null;
+}
+
+/** A device login found by its user code, with the registered name of its client. */
+export type DeviceLoginByUserCode = Pick<
+  DeviceLogin,
+  'id' | 'userCode' | 'status' | 'clientName' | 'hostname' | 'requestedIp' | 'userAgent' | 'createdAt' | 'expiresAt'
+> & { clientDisplayName: string };
+
+const POLL_COLUMNS = 'id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, client_id, scope';
+
+/**
+ * Every statement on `device_logins`. Start and poll are the hot path of a login: named prepared
+ * statements on the pool (Sql), each one round trip with its audit event where it has one.
+ */
+@Injectable()
+export class DeviceLoginsRepository {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly sql: Sql,
+  ) {}
+
+  /** The login and its `device.start` audit event in one statement: both or neither. */
+  async insertStarted(login: NewDeviceLogin): Promise<void> {
+    await this.sql.rows(
+      `WITH login AS (
+         INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at, user_agent, client_id, scope)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id
+       )
+       INSERT INTO auth_events (type, ip, detail, created_at)
+       SELECT 'device.start', $5, jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text, 'clientId', $9::text), $6 FROM login`,
+      [
+        login.deviceCodeHash,
+        login.userCode,
+        login.clientName,
+        login.hostname,
+        login.requestedIp,
+        login.createdAt,
+        login.expiresAt,
+        login.userAgent,
+        login.clientId,
+        login.scope,
+      ],
+    );
+  }
+
+  /**
+   * Reads a login of `clientId` by its device code and claims the poll slot in one UPDATE (the
+   * row locked), so the interval holds across instances: `accepted` is false for a poll made
+   * after `earliestPrevious`, which leaves the last poll time as it was.
+   */
+  async claimPoll(deviceCodeHash: Buffer, clientId: string, earliestPrevious: Date, now: Date): Promise<PollRow | undefined> {
+    const [login] = await this.sql.rows<PollRow>(
+      `WITH target AS (
+         SELECT id, last_polled_at FROM device_logins WHERE device_code_hash = $1 AND client_id = $4 FOR UPDATE
+       )
+       UPDATE device_logins d
+          SET last_polled_at = CASE WHEN t.last_polled_at IS NULL OR t.last_polled_at <= $2 THEN $3 ELSE d.last_polled_at END
+         FROM target t
+        WHERE d.id = t.id
+       RETURNING d.id, d.status, d.expires_at, d.redeemed_at, d.reply_sealed, d.client_name, d.hostname, d.client_id, d.scope,
+                 (t.last_polled_at IS NULL OR t.last_polled_at <= $2) AS accepted`,
+      [deviceCodeHash, earliestPrevious, now, clientId],
+    );
+    return login;
+  }
+
+  async findForPoll(id: string): Promise<PollRow | undefined> {
+    const [login] = await this.sql.rows<PollRow>(`SELECT ${POLL_COLUMNS}, true AS accepted FROM device_logins WHERE id = $1`, [id]);
+    return login;
+  }
+
+  /**
+   * Redeems an approved, unexpired login, conditionally, so of racing polls one wins; the person
+   * who approved it and the registered name of its client, or undefined for a poll that lost.
+   */
+  async markRedeemed(tx: EntityManager, id: string, now: Date): Promise<{ user: User; clientDisplayName: string } | undefined> {
+    const [won] = await this.sql.rows<User & { client_display_name: string }>(
+      `UPDATE device_logins d SET status = 'redeemed', redeemed_at = $2
+         FROM users u, oauth_clients c
+        WHERE d.id = $1 AND d.status = 'approved' AND d.expires_at > $2 AND u.id = d.decided_by_user_id AND c.id = d.client_id
+        RETURNING u.id, u.email, u.name, c.name AS client_display_name`,
+      [id, now],
+      tx,
+    );
+    return won && { user: { id: won.id, email: won.email, name: won.name }, clientDisplayName: won.client_display_name };
+  }
+
+  /** Keeps (or, with null, forgets) the authorized answer, sealed under the device code. */
+  async setSealedReply(tx: EntityManager, id: string, sealed: Buffer | null): Promise<void> {
+    await tx.update(DeviceLogin, { id }, { replySealed: sealed });
+  }
+
+  /** Sealed replies of logins redeemed before `redeemedBefore` (idempotent, on every replica). */
+  async eraseSealedRepliesRedeemedBefore(redeemedBefore: Date): Promise<void> {
+    await this.sql.rows(`UPDATE device_logins SET reply_sealed = NULL WHERE reply_sealed IS NOT NULL AND redeemed_at <= $1`, [redeemedBefore]);
+  }
+
+  /** The newest login with this user code (codes are reused once logins end), with its client's registered name. */
+  async findLatestByUserCode(userCode: string, manager?: EntityManager): Promise<DeviceLoginByUserCode | undefined> {
+    const row = await (manager ?? this.db.manager)
+      .createQueryBuilder(DeviceLogin, 'd')
+      .innerJoin('oauth_clients', 'c', 'c.id = d.client_id')
+      .addSelect('c.name', 'client_display_name')
+      .where('d.user_code = :userCode', { userCode })
+      .orderBy('d.created_at', 'DESC')
+      .limit(1)
+      .getRawAndEntities();
+    const login = row.entities[0];
+    return login && { ...login, clientDisplayName: (row.raw[0] as { client_display_name: string }).client_display_name };
+  }
+
+  /** Cancels a pending or approved login with its audit event, in one statement; nothing for an unknown or ended one. */
+  async cancelWithAudit(deviceCodeHash: Buffer, ip: string | null, now: Date): Promise<void> {
+    await this.sql.rows(
+      `WITH cancelled AS (
+         UPDATE device_logins SET status = 'cancelled' WHERE device_code_hash = $1 AND status IN ('pending', 'approved') RETURNING id
+       )
+       INSERT INTO auth_events (type, ip, detail, created_at)
+       SELECT 'device.cancel', $2, jsonb_build_object('deviceLoginId', cancelled.id), $3 FROM cancelled`,
+      [deviceCodeHash, ip, now],
+    );
+  }
+
+  /**
+   * Decides a pending, unexpired login for `userId`, with its audit event, in one conditional
+   * statement: only once. The login's id, or undefined when it could not be decided.
+   */
+  async decideWithAudit(
+    userCode: string,
+    decision: 'approved' | 'denied',
+    userId: string,
+    now: Date,
+    ip: string | null,
+  ): Promise<string | undefined> {
+    const [decided] = await this.sql.rows<{ id: string }>(
+      `WITH decided AS (
+         UPDATE device_logins SET status = $2, decided_by_user_id = $3, decided_at = $4
+          WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
+          RETURNING id
+       )
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+       SELECT $5, $3, $6, jsonb_build_object('deviceLoginId', decided.id), $4 FROM decided
+       RETURNING detail ->> 'deviceLoginId' AS id`,
+      [userCode, decision, userId, now, decision === 'approved' ? 'device.approve' : 'device.deny', ip],
+    );
+    return decided?.id;
+  }
+}

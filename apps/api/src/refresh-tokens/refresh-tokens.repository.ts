@@ -1,0 +1,121 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { Sql } from '../database/sql.js';
+import { RefreshToken } from './refresh-token.entity.js';
+
+/** A presented refresh token with its family, client and user, as the claim returns it. */
+export interface FamilyRow {
+  id: string;
+  parent_id: string | null;
+  device_login_id: string;
+  user_id: string;
+  family_expires_at: Date;
+  client_id: string;
+  scope: string | null;
+  client_name: string | null;
+  hostname: string | null;
+  email: string;
+  name: string;
+}
+
+/** A presented refresh token that could not be claimed, with the state of its successor. */
+export interface PresentedRow extends FamilyRow {
+  expires_at: Date;
+  rotated_at: Date | null;
+  revoked_at: Date | null;
+  successor_sealed: Buffer | null;
+  successor_id: string | null;
+  successor_rotated_at: Date | null;
+  successor_expires_at: Date | null;
+}
+
+export interface RefreshTokenDescription {
+  familyId: string;
+  userId: string;
+  email: string;
+  clientId: string;
+  scope: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+  active: boolean;
+}
+
+export type NewRefreshToken = Pick<RefreshToken, 'tokenHash' | 'deviceLoginId' | 'userId' | 'createdAt' | 'expiresAt' | 'familyExpiresAt' | 'parentId'>;
+
+/** The columns both the claim and the second look read: the token, its family, client and user. */
+const FAMILY_COLUMNS = `r.id, r.parent_id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope,
+  COALESCE(d.client_name, c.name) AS client_name, d.hostname, u.email, u.name`;
+
+/** Every statement on `refresh_tokens`. A rotation runs them in one transaction under the family's lock. */
+@Injectable()
+export class RefreshTokensRepository {
+  constructor(private readonly sql: Sql) {}
+
+  async insert(tx: EntityManager, token: NewRefreshToken): Promise<void> {
+    await tx.insert(RefreshToken, token);
+  }
+
+  /** Locks the family (its device login row) of the token with this hash; false for an unknown token. */
+  async lockFamilyOf(tx: EntityManager, hash: Buffer): Promise<boolean> {
+    const rows = await this.sql.rows(
+      `SELECT d.id FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id WHERE r.token_hash = $1 FOR UPDATE OF d`,
+      [hash],
+      tx,
+    );
+    return rows.length > 0;
+  }
+
+  /** Marks a live, unrotated token of this client as rotated, in one conditional statement; undefined if it is not one. */
+  async claim(tx: EntityManager, hash: Buffer, now: Date, clientId: string): Promise<FamilyRow | undefined> {
+    const [claimed] = await this.sql.rows<FamilyRow>(
+      `UPDATE refresh_tokens r SET rotated_at = $2
+         FROM device_logins d, oauth_clients c, users u
+        WHERE r.token_hash = $1 AND r.rotated_at IS NULL AND r.revoked_at IS NULL AND r.expires_at > $2
+          AND d.id = r.device_login_id AND d.client_id = $3 AND c.id = d.client_id AND u.id = r.user_id
+        RETURNING ${FAMILY_COLUMNS}`,
+      [hash, now, clientId],
+      tx,
+    );
+    return claimed;
+  }
+
+  /** A token that could not be claimed, with its family and its successor's state. */
+  async findPresented(tx: EntityManager, hash: Buffer): Promise<PresentedRow | undefined> {
+    const [row] = await this.sql.rows<PresentedRow>(
+      `SELECT ${FAMILY_COLUMNS}, r.expires_at, r.rotated_at, r.revoked_at, r.successor_sealed,
+              s.id AS successor_id, s.rotated_at AS successor_rotated_at, s.expires_at AS successor_expires_at
+         FROM refresh_tokens r
+         JOIN device_logins d ON d.id = r.device_login_id JOIN oauth_clients c ON c.id = d.client_id JOIN users u ON u.id = r.user_id
+         LEFT JOIN refresh_tokens s ON s.parent_id = r.id
+        WHERE r.token_hash = $1`,
+      [hash],
+      tx,
+    );
+    return row;
+  }
+
+  /** Keeps (or, with null, forgets) the successor pair sealed under this token. */
+  async setSealedSuccessor(tx: EntityManager, id: string, sealed: Buffer | null): Promise<void> {
+    await tx.update(RefreshToken, { id }, { successorSealed: sealed });
+  }
+
+  /**
+   * A sealed successor is erased when the successor is used or the family revoked (in that
+   * transaction); what is left is the pair of a token that expired with its successor unused.
+   */
+  async eraseExpiredSealedSuccessors(now: Date): Promise<void> {
+    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND expires_at <= $1`, [now]);
+  }
+
+  async describe(hash: Buffer, now: Date): Promise<RefreshTokenDescription | undefined> {
+    const [row] = await this.sql.rows<RefreshTokenDescription>(
+      `SELECT r.device_login_id AS "familyId", r.user_id AS "userId", u.email, d.client_id AS "clientId", d.scope,
+              r.created_at AS "createdAt", r.expires_at AS "expiresAt",
+              (r.revoked_at IS NULL AND r.rotated_at IS NULL AND r.expires_at > $2) AS active
+         FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id JOIN users u ON u.id = r.user_id
+        WHERE r.token_hash = $1`,
+      [hash, now],
+    );
+    return row;
+  }
+}

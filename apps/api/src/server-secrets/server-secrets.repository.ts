@@ -1,0 +1,44 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { Sql } from '../database/sql.js';
+
+/** Every statement on `server_secrets`: keys the server makes for itself, and the admin setup code's hash. */
+@Injectable()
+export class ServerSecretsRepository {
+  constructor(private readonly sql: Sql) {}
+
+  /** The value kept under `name`, storing `candidate` if there is none yet (one statement, so racing instances agree). */
+  async getOrCreate(name: string, candidate: string): Promise<string> {
+    const [row] = await this.sql.rows<{ value: string }>(
+      `INSERT INTO server_secrets (name, value) VALUES ($1, $2)
+       ON CONFLICT (name) DO UPDATE SET name = server_secrets.name RETURNING value`,
+      [name, candidate],
+    );
+    return row!.value;
+  }
+
+  /** Stores (or replaces) `value` under `name` unless an admin exists; whether it did. */
+  async putUnlessAdminExists(name: string, value: string): Promise<boolean> {
+    const rows = await this.sql.rows(
+      `INSERT INTO server_secrets (name, value) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM users WHERE role = 'admin')
+       ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, created_at = now()
+       RETURNING name`,
+      [name, value],
+    );
+    return rows.length > 0;
+  }
+
+  /** Deletes `name` if it holds `value` and no admin exists, in the caller's transaction; whether it did. */
+  async takeUnlessAdminExists(tx: EntityManager, name: string, value: string): Promise<boolean> {
+    const rows = await this.sql.rows(
+      `DELETE FROM server_secrets WHERE name = $1 AND value = $2 AND NOT EXISTS (SELECT 1 FROM users WHERE role = 'admin') RETURNING name`,
+      [name, value],
+      tx,
+    );
+    return rows.length === 1;
+  }
+
+  async delete(name: string): Promise<void> {
+    await this.sql.rows(`DELETE FROM server_secrets WHERE name = $1`, [name]);
+  }
+}
