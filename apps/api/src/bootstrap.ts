@@ -10,6 +10,7 @@ import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { ApiException } from './common/api-exception.js';
+import { hasBody } from './common/http-body.js';
 import { BODY_LIMIT } from './common/body-limit.js';
 import { ErrorBodyFilter } from './common/error-body.filter.js';
 import { refuseUnreadableBodies } from './common/well-formed-text.js';
@@ -88,8 +89,7 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
  * No body at all (`curl -X POST`, Content-Length: 0) is fine whatever its type says.
  */
 function refuseNonJsonBodies(req: Request, _res: Response, next: NextFunction): void {
-  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  if (hasBody && req.url.startsWith(API_PREFIX) && !req.is('application/json')) {
+  if (hasBody(req) && req.url.startsWith(API_PREFIX) && !req.is('application/json')) {
     next(new ApiException(415, ERROR_CODES.unsupportedMediaType, 'Unsupported Content-Type: send application/json.'));
   } else {
     next();

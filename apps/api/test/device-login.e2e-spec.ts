@@ -1,6 +1,7 @@
 import { DevicePollResponseSchema, DeviceStartResponseSchema, ROUTES, USER_CODE_ALPHABET } from '@prospect/contract';
 import { DeviceApprovalService, UndecidableDeviceLoginError } from '../src/device-login/device-approval.service.js';
-import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../src/device-login/device-login.service.js';
+import { REPLY_WINDOW_SECONDS } from '../src/device-login/device-login.service.js';
+import { RetentionService } from '../src/retention/retention.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { approve, createUser, deny, poll, startDeviceLogin } from './support/fixtures.js';
 import { client, errorBody, get, post } from './support/http.js';
@@ -111,7 +112,7 @@ describe('device login (seed §3.1)', () => {
       const sealed = () => api.dataSource.query(`SELECT reply_sealed FROM device_logins WHERE user_code = $1`, [start.userCode.replace('-', '')]);
       expect((await sealed())[0].reply_sealed).not.toBeNull();
       clock.advanceSeconds(REPLY_WINDOW_SECONDS);
-      await api.app.get(DeviceLoginService).eraseEndedReplies();
+      await api.app.get(RetentionService).eraseSealedAnswers();
       expect((await sealed())[0].reply_sealed).toBeNull();
     });
 

@@ -1,6 +1,6 @@
 import { AuthorizedResponseSchema, ROUTES } from '@prospect/contract';
 import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../src/device-login/device-login.service.js';
-import { RefreshTokensService } from '../src/refresh-tokens/refresh-tokens.service.js';
+import { RetentionService } from '../src/retention/retention.service.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { approve, authorizedPoll, createUser, poll, startDeviceLogin } from './support/fixtures.js';
@@ -111,12 +111,12 @@ describe('refresh tokens with rotation (issue #14)', () => {
     expect(await sealedOf(second.refreshToken)).toBe(true);
 
     // Never used, the successor's sealed copy lives as long as the old token, and no longer.
-    const eraser = api.app.get(RefreshTokensService);
+    const eraser = api.app.get(RetentionService);
     clock.advanceSeconds(28 * DAY);
-    await eraser.eraseExpiredSuccessors();
+    await eraser.eraseSealedAnswers();
     expect(await sealedOf(second.refreshToken)).toBe(true);
     clock.advanceSeconds(DAY);
-    await eraser.eraseExpiredSuccessors();
+    await eraser.eraseSealedAnswers();
     expect(await sealedOf(second.refreshToken)).toBe(false);
     // Too late now, but nobody used the successor: no reuse, nothing revoked.
     const late = await refresh(second.refreshToken);

@@ -1,6 +1,6 @@
 import type { SessionFile } from '@prospect/contract';
 import { ENV } from '@prospect/contract';
-import type { FetchLike } from './api-client/api-client.js';
+import { ApiClient, type FetchLike } from './api-client/api-client.js';
 import type { SessionStore } from './session/session-store.js';
 
 /** Where every command gets what it needs, so tests can hand in their own. */
@@ -24,8 +24,6 @@ export interface CommandContext {
   signal: AbortSignal;
 }
 
-export const DEFAULT_API_BASE_URL = 'http://localhost:3000';
-
 export interface Credentials {
   accessToken: string;
   apiBaseUrl: string;
@@ -46,3 +44,8 @@ export function requestedApiUrl(ctx: Pick<CommandContext, 'flags' | 'env'>): str
 }
 
 export const writeLine = (stream: NodeJS.WritableStream, line = '') => stream.write(`${line}\n`);
+
+/** The one way a command gets a client of the API: for `baseUrl`, through the context's fetch (tests hand in their own). */
+export function apiClientFor(ctx: Pick<CommandContext, 'fetch'>, baseUrl: string, timeoutMs?: number): ApiClient {
+  return new ApiClient({ baseUrl, fetch: ctx.fetch, timeoutMs });
+}

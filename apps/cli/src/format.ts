@@ -1,3 +1,4 @@
+import { utcMinute } from '@prospect/contract';
 /** "expires 2026-12-23 10:00 UTC (in 29 days)" / "expired … (3 hours ago)". */
 export function describeExpiry(expiresAt: string, now = Date.now()): string {
   return `${Date.parse(expiresAt) > now ? 'expires' : 'expired'} ${expiryMoment(expiresAt, now)}`;
@@ -6,7 +7,7 @@ export function describeExpiry(expiresAt: string, now = Date.now()): string {
 /** "2026-12-23 10:00 UTC (in 29 days)" / "2026-12-23 10:00 UTC (expired 3 hours ago)". */
 export function expiryMoment(expiresAt: string, now = Date.now()): string {
   const at = Date.parse(expiresAt);
-  const when = new Date(at).toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
+  const when = utcMinute(at);
   const delta = at - now;
   return delta > 0 ? `${when} (in ${humanDuration(delta)})` : `${when} (${humanDuration(-delta)} ago)`;
 }

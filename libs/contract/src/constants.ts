@@ -83,3 +83,13 @@ export const ERROR_CODES = {
   expiredToken: 'expired_token',
 } as const;
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
+
+/** Where the CLI signs in when neither `--api-url` nor PROSPECT_API_BASE_URL says otherwise: `npm start`'s address. */
+export const DEFAULT_API_BASE_URL = 'http://localhost:3000';
+
+/**
+ * The longest a device login may wait for its approval (an hour): the API refuses a longer
+ * DEVICE_LOGIN_TTL_SECONDS, and the CLI believes no server that says more (a bigger number
+ * would overflow its timers or show a countdown of years).
+ */
+export const MAX_DEVICE_LOGIN_SECONDS = 3_600;

@@ -1,6 +1,5 @@
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
-import { ERROR_CODES } from './constants.js';
 import { hasUnsafeText, UNSAFE_TEXT_MESSAGE } from './text.js';
 
 /**
@@ -108,7 +107,6 @@ export const ErrorBodySchema = z.object({
   message: z.string(),
 });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
-export const KNOWN_ERROR_CODES = Object.values(ERROR_CODES);
 
 /** The CLI's session file (seed §2.4): exactly these fields. */
 export const SessionFileSchema = z.strictObject({

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ACCESS_TOKEN_PREFIX } from '@prospect/contract';
-import { BackgroundWrites } from '../common/background-writes.js';
+import { BackgroundWrites } from '../database/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AccessTokensRepository } from '../tokens/access-tokens.repository.js';

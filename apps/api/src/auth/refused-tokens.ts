@@ -1,6 +1,7 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
-import { Sql } from '../database/sql.js';
+import { AuditEventsRepository } from '../audit/audit-events.repository.js';
+import { BackgroundWrites } from '../database/background-writes.js';
 import type { InvalidTokenReason } from './access-token-verifier.js';
 
 /** How often the counts are written. */
@@ -19,18 +20,19 @@ export class RefusedTokens implements OnModuleInit, OnApplicationShutdown {
   private timer?: NodeJS.Timeout;
 
   constructor(
-    private readonly sql: Sql,
+    private readonly events: AuditEventsRepository,
     private readonly clock: Clock,
+    private readonly background: BackgroundWrites,
   ) {}
 
   onModuleInit(): void {
-    this.timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
+    this.timer = setInterval(() => this.background.run('record refused tokens', () => this.flush()), FLUSH_INTERVAL_MS);
     this.timer.unref();
   }
 
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.timer);
-    await this.flush();
+    await this.flush().catch((err: Error) => this.logger.warn(`could not record the last refused-token counts: ${err.message}`));
   }
 
   count(ip: string | null | undefined, reason: InvalidTokenReason): void {
@@ -45,13 +47,6 @@ export class RefusedTokens implements OnModuleInit, OnApplicationShutdown {
     if (!this.counts.size) return;
     const batch = [...this.counts.values()].map(({ ip, reason, count }) => ({ ip, detail: { reason, count } }));
     this.counts = new Map();
-    // One statement for the whole batch: a database that is down costs one timeout, not one per address.
-    await this.sql
-      .rows(
-        `INSERT INTO auth_events (type, ip, detail, created_at)
-         SELECT 'token.verify_failed', x.ip, x.detail, $2 FROM jsonb_to_recordset($1::jsonb) AS x(ip text, detail jsonb)`,
-        [JSON.stringify(batch), this.clock.now()],
-      )
-      .catch((err: Error) => this.logger.warn(`could not record ${batch.length} refused-token count(s): ${err.message}`));
+    await this.events.insertMany('token.verify_failed', batch, this.clock.now());
   }
 }

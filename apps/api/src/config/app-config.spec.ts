@@ -71,6 +71,7 @@ describe('AppConfig.fromEnv', () => {
     ['DATABASE_URL', 'mysql://x', 'DATABASE_URL must be a postgres:// URL'],
     ['PUBLIC_URL', 'localhost:3000', 'PUBLIC_URL must be an http:// or https:// URL'],
     ['DEVICE_LOGIN_TTL_SECONDS', '-5', 'DEVICE_LOGIN_TTL_SECONDS must be greater than 0'],
+    ['DEVICE_LOGIN_TTL_SECONDS', '7200', 'DEVICE_LOGIN_TTL_SECONDS must be at most 3600 (an hour)'],
     ['DEVICE_POLL_INTERVAL_SECONDS', '1.5', 'DEVICE_POLL_INTERVAL_SECONDS must be a whole number of seconds'],
     ['ACCESS_TOKEN_TTL_SECONDS', 'forever', 'ACCESS_TOKEN_TTL_SECONDS must be a whole number of seconds'],
     ['DEVICE_LOGIN_ENABLED', 'maybe', 'DEVICE_LOGIN_ENABLED must be true or false'],

@@ -1,4 +1,5 @@
 import express from 'express';
+import { MAX_DEVICE_LOGIN_SECONDS } from '@prospect/contract';
 import { z } from 'zod';
 
 /**
@@ -56,46 +57,95 @@ function acceptedByExpress(trustProxy: boolean | number | string): boolean {
 /** The most an access token that comes with a refresh token may live. */
 export const MAX_ACCESS_TOKEN_TTL_WITH_REFRESH = 24 * 3600;
 
-export const EnvSchema = z
-  .object({
-    NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
-    PORT: z.coerce
+const wholeNumber = (fallback: number, unit = 'a whole number') =>
+  z.coerce.number({ error: `must be ${unit}` }).int(`must be ${unit}`).positive('must be greater than 0').default(fallback);
+
+/** One setting: the environment variable it is read from, and its schema with its default. */
+const setting = <const Name extends string, S extends z.ZodType>(env: Name, schema: S) => ({ env, schema });
+
+/**
+ * Every setting, declared once: its name in the code, its variable and its schema. The
+ * environment's schema (EnvSchema) and the typed configuration (AppConfig) are both derived
+ * from this table.
+ */
+const SETTINGS = {
+  nodeEnv: setting('NODE_ENV', z.enum(['development', 'production', 'test']).default('development')),
+  port: setting(
+    'PORT',
+    z.coerce
       .number({ error: 'must be a port number' })
       .int('must be a port number')
       .min(0, 'must be between 0 and 65535')
       .max(65535, 'must be between 0 and 65535')
       .default(3000),
-    HOST: z.string().trim().min(1).default('0.0.0.0'),
-    DATABASE_URL: postgresUrl.optional(),
-    PROSPECT_DATA_DIR: z.string().trim().min(1, 'must not be empty').default('./.data'),
-    PUBLIC_URL: httpUrl.optional(),
-    DEVICE_LOGIN_TTL_SECONDS: seconds(600),
-    DEVICE_POLL_INTERVAL_SECONDS: seconds(5),
-    ACCESS_TOKEN_TTL_SECONDS: seconds(3600),
-    CLI_TOKEN_TTL_SECONDS: seconds(30 * 24 * 3600),
-    ACCESS_TOKEN_MAX_TTL_SECONDS: seconds(365 * 24 * 3600),
-    REFRESH_TOKEN_TTL_SECONDS: seconds(30 * 24 * 3600),
-    REFRESH_TOKEN_MAX_LIFETIME_SECONDS: seconds(90 * 24 * 3600),
-    DEVICE_LOGIN_ENABLED: booleanFlag.default(true),
-    ALLOW_SIGNUP: booleanFlag.default(true),
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    PROSPECT_ADMIN_EMAIL: z.email('must be an e-mail address').optional(),
-    PROSPECT_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
-    TRUST_PROXY: trustProxy.default('loopback'),
-    DATABASE_TIMEOUT_MS: z.coerce
+  ),
+  host: setting('HOST', z.string().trim().min(1).default('0.0.0.0')),
+  /** Unset: the embedded Postgres in `dataDir`. */
+  databaseUrl: setting('DATABASE_URL', postgresUrl.optional()),
+  dataDir: setting('PROSPECT_DATA_DIR', z.string().trim().min(1, 'must not be empty').default('./.data')),
+  /** Base of verification URLs and links in pages, without a trailing slash; unset: http://localhost:PORT. */
+  publicUrl: setting('PUBLIC_URL', httpUrl.optional()),
+  /** How long a device login waits for its approval; at most MAX_DEVICE_LOGIN_SECONDS, which the CLI believes. */
+  deviceLoginTtlSeconds: setting(
+    'DEVICE_LOGIN_TTL_SECONDS',
+    z.coerce
+      .number({ error: 'must be a whole number of seconds' })
+      .int('must be a whole number of seconds')
+      .positive('must be greater than 0')
+      .max(MAX_DEVICE_LOGIN_SECONDS, `must be at most ${MAX_DEVICE_LOGIN_SECONDS} (an hour): a CLI believes no longer wait`)
+      .default(600),
+  ),
+  devicePollIntervalSeconds: setting('DEVICE_POLL_INTERVAL_SECONDS', seconds(5)),
+  /** Lifetime of an access token that comes with a refresh token (device login, OAuth). */
+  accessTokenTtlSeconds: setting('ACCESS_TOKEN_TTL_SECONDS', seconds(3600)),
+  /** Default lifetime of a long-lived token without refresh (POST /api/cli/auth/token). */
+  cliTokenTtlSeconds: setting('CLI_TOKEN_TTL_SECONDS', seconds(30 * 24 * 3600)),
+  /** The most a caller may ask for a long-lived token. */
+  accessTokenMaxTtlSeconds: setting('ACCESS_TOKEN_MAX_TTL_SECONDS', seconds(365 * 24 * 3600)),
+  /** A refresh token unused this long expires; each rotation starts it again (sliding)… */
+  refreshTokenTtlSeconds: setting('REFRESH_TOKEN_TTL_SECONDS', seconds(30 * 24 * 3600)),
+  /** …but no session outlives this, counted from its device login (absolute cap). */
+  refreshTokenMaxLifetimeSeconds: setting('REFRESH_TOKEN_MAX_LIFETIME_SECONDS', seconds(90 * 24 * 3600)),
+  deviceLoginEnabled: setting('DEVICE_LOGIN_ENABLED', booleanFlag.default(true)),
+  allowSignup: setting('ALLOW_SIGNUP', booleanFlag.default(true)),
+  logLevel: setting('LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
+  adminEmail: setting('PROSPECT_ADMIN_EMAIL', z.email('must be an e-mail address').optional()),
+  adminPassword: setting('PROSPECT_ADMIN_PASSWORD', z.string().min(8, 'must be at least 8 characters').optional()),
+  /** Express's `trust proxy` setting. */
+  trustProxy: setting('TRUST_PROXY', trustProxy.default('loopback')),
+  /** The longest any wait on the database lasts: connecting, waiting for a pooled connection, one statement. */
+  databaseTimeoutMs: setting(
+    'DATABASE_TIMEOUT_MS',
+    z.coerce
       .number({ error: 'must be a whole number of milliseconds' })
       .int('must be a whole number of milliseconds')
       .min(100, 'must be at least 100')
       .default(5_000),
-    HTTP_REQUEST_TIMEOUT_SECONDS: seconds(30),
-    SHUTDOWN_GRACE_SECONDS: seconds(10),
-    SIGNIN_PER_IP_PER_HOUR: z.coerce.number({ error: 'must be a whole number' }).int('must be a whole number').positive('must be greater than 0').default(50),
-    SIGNUP_PER_IP_PER_HOUR: z.coerce.number({ error: 'must be a whole number' }).int('must be a whole number').positive('must be greater than 0').default(10),
-    DEVICE_START_PER_IP_PER_MINUTE: z.coerce.number({ error: 'must be a whole number' }).int('must be a whole number').positive('must be greater than 0').default(30),
-    PROSPECT_AUDIT_RETENTION_DAYS: z.coerce.number({ error: 'must be a whole number of days' }).int('must be a whole number of days').positive('must be greater than 0').default(90),
-    WEB_SESSION_IDLE_SECONDS: seconds(7 * 24 * 3600),
-    WEB_SESSION_MAX_SECONDS: seconds(30 * 24 * 3600),
-  })
+  ),
+  /** A request (headers and body) must arrive within this; a slower one gets 408 and its connection closed. */
+  httpRequestTimeoutSeconds: setting('HTTP_REQUEST_TIMEOUT_SECONDS', seconds(30)),
+  /** On SIGTERM, how long in-flight requests get to finish before their connections are closed. */
+  shutdownGraceSeconds: setting('SHUTDOWN_GRACE_SECONDS', seconds(10)),
+  /** Failed sign-ins one address may make in an hour. */
+  signinPerIpPerHour: setting('SIGNIN_PER_IP_PER_HOUR', wholeNumber(50)),
+  /** Accounts one address may create in an hour. */
+  signupPerIpPerHour: setting('SIGNUP_PER_IP_PER_HOUR', wholeNumber(10)),
+  /** Device logins one address may start in a minute. */
+  deviceStartPerIpPerMinute: setting('DEVICE_START_PER_IP_PER_MINUTE', wholeNumber(30)),
+  /** Audit events older than this many days are deleted. */
+  auditRetentionDays: setting('PROSPECT_AUDIT_RETENTION_DAYS', wholeNumber(90, 'a whole number of days')),
+  /** A web session ends after this long without a request… */
+  webSessionIdleSeconds: setting('WEB_SESSION_IDLE_SECONDS', seconds(7 * 24 * 3600)),
+  /** …and this long after sign-in, whatever happens. */
+  webSessionMaxSeconds: setting('WEB_SESSION_MAX_SECONDS', seconds(30 * 24 * 3600)),
+};
+
+type Settings = typeof SETTINGS;
+type SettingValues = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
+type EnvShape = { [K in keyof Settings as Settings[K]['env']]: Settings[K]['schema'] };
+
+export const EnvSchema = z
+  .object(Object.fromEntries(Object.values(SETTINGS).map((s) => [s.env, s.schema])) as EnvShape)
   .superRefine((env, ctx) => {
     if (env.ACCESS_TOKEN_TTL_SECONDS > env.ACCESS_TOKEN_MAX_TTL_SECONDS) {
       ctx.addIssue({
@@ -156,52 +206,15 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/** Every setting of the table, read-only, on AppConfig (declaration merging: one declaration of each). */
+export interface AppConfig extends Readonly<Omit<SettingValues, 'publicUrl' | 'adminEmail' | 'adminPassword'>> {}
+
 /** The validated configuration, injected wherever settings are needed. */
 export class AppConfig {
-  readonly nodeEnv!: 'development' | 'production' | 'test';
-  readonly port!: number;
-  readonly host!: string;
-  /** Unset: the embedded Postgres in `dataDir`. */
-  readonly databaseUrl?: string;
-  readonly dataDir!: string;
-  /** Base of verification URLs and links in pages, without a trailing slash. */
+  /** PUBLIC_URL, or http://localhost:PORT. */
   readonly publicUrl!: string;
-  readonly deviceLoginTtlSeconds!: number;
-  readonly devicePollIntervalSeconds!: number;
-  /** Lifetime of an access token that comes with a refresh token (device login, OAuth). */
-  readonly accessTokenTtlSeconds!: number;
-  /** Default lifetime of a long-lived token without refresh (POST /api/cli/auth/token). */
-  readonly cliTokenTtlSeconds!: number;
-  /** The most a caller may ask for a long-lived token. */
-  readonly accessTokenMaxTtlSeconds!: number;
-  /** A refresh token unused this long expires; each rotation starts it again (sliding)… */
-  readonly refreshTokenTtlSeconds!: number;
-  /** …but no session outlives this, counted from its device login (absolute cap). */
-  readonly refreshTokenMaxLifetimeSeconds!: number;
-  readonly deviceLoginEnabled!: boolean;
-  readonly allowSignup!: boolean;
-  readonly logLevel!: string;
+  /** PROSPECT_ADMIN_EMAIL and _PASSWORD, which come together. */
   readonly admin?: { email: string; password: string };
-  /** Express's `trust proxy` setting. */
-  readonly trustProxy!: boolean | number | string;
-  /** The longest any wait on the database lasts: connecting, waiting for a pooled connection, one statement. */
-  readonly databaseTimeoutMs!: number;
-  /** A request (headers and body) must arrive within this; a slower one gets 408 and its connection closed. */
-  readonly httpRequestTimeoutSeconds!: number;
-  /** On SIGTERM, how long in-flight requests get to finish before their connections are closed. */
-  readonly shutdownGraceSeconds!: number;
-  /** Failed sign-ins one address may make in an hour. */
-  readonly signinPerIpPerHour!: number;
-  /** Accounts one address may create in an hour. */
-  readonly signupPerIpPerHour!: number;
-  /** Device logins one address may start in a minute. */
-  readonly deviceStartPerIpPerMinute!: number;
-  /** Audit events older than this many days are deleted. */
-  readonly auditRetentionDays!: number;
-  /** A web session ends after this long without a request… */
-  readonly webSessionIdleSeconds!: number;
-  /** …and this long after sign-in, whatever happens. */
-  readonly webSessionMaxSeconds!: number;
 
   /** Secure cookies only make sense when people reach us over https. */
   get secureCookies(): boolean {
@@ -212,38 +225,12 @@ export class AppConfig {
     return AppConfig.fromValidEnv(validateEnv(env));
   }
 
-  static fromValidEnv(e: Env): AppConfig {
-    return Object.assign(new AppConfig(), {
-      nodeEnv: e.NODE_ENV,
-      port: e.PORT,
-      host: e.HOST,
-      databaseUrl: e.DATABASE_URL,
-      dataDir: e.PROSPECT_DATA_DIR,
-      publicUrl: e.PUBLIC_URL ?? `http://localhost:${e.PORT}`,
-      deviceLoginTtlSeconds: e.DEVICE_LOGIN_TTL_SECONDS,
-      devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
-      accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
-      cliTokenTtlSeconds: e.CLI_TOKEN_TTL_SECONDS,
-      accessTokenMaxTtlSeconds: e.ACCESS_TOKEN_MAX_TTL_SECONDS,
-      refreshTokenTtlSeconds: e.REFRESH_TOKEN_TTL_SECONDS,
-      refreshTokenMaxLifetimeSeconds: e.REFRESH_TOKEN_MAX_LIFETIME_SECONDS,
-      deviceLoginEnabled: e.DEVICE_LOGIN_ENABLED,
-      allowSignup: e.ALLOW_SIGNUP,
-      logLevel: e.LOG_LEVEL,
-      trustProxy: e.TRUST_PROXY,
-      databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
-      httpRequestTimeoutSeconds: e.HTTP_REQUEST_TIMEOUT_SECONDS,
-      shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
-      auditRetentionDays: e.PROSPECT_AUDIT_RETENTION_DAYS,
-      deviceStartPerIpPerMinute: e.DEVICE_START_PER_IP_PER_MINUTE,
-      signupPerIpPerHour: e.SIGNUP_PER_IP_PER_HOUR,
-      signinPerIpPerHour: e.SIGNIN_PER_IP_PER_HOUR,
-      webSessionIdleSeconds: e.WEB_SESSION_IDLE_SECONDS,
-      webSessionMaxSeconds: e.WEB_SESSION_MAX_SECONDS,
-      admin:
-        e.PROSPECT_ADMIN_EMAIL && e.PROSPECT_ADMIN_PASSWORD
-          ? { email: e.PROSPECT_ADMIN_EMAIL, password: e.PROSPECT_ADMIN_PASSWORD }
-          : undefined,
+  static fromValidEnv(env: Env): AppConfig {
+    const values = Object.fromEntries(Object.entries(SETTINGS).map(([name, { env: variable }]) => [name, env[variable as keyof Env]])) as SettingValues;
+    const { adminEmail, adminPassword, publicUrl, ...rest } = values;
+    return Object.assign(new AppConfig(), rest, {
+      publicUrl: publicUrl ?? `http://localhost:${values.port}`,
+      admin: adminEmail && adminPassword ? { email: adminEmail, password: adminPassword } : undefined,
     });
   }
 

@@ -1,6 +1,6 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { BackgroundWrites } from '../common/background-writes.js';
+import { DATABASE_TIMEOUT_MS } from '../database/database-info.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig, type Env, EnvSchema, validateEnv } from './app-config.js';
 
@@ -8,7 +8,7 @@ const ENV_NAMES = Object.keys(EnvSchema.shape) as Array<keyof Env>;
 
 /**
  * The validated configuration (through @nestjs/config, whose `validate` runs our zod
- * schema), the clock and background writes, injectable everywhere.
+ * schema) and the clock, injectable everywhere.
  *
  * The environment is the caller's: main.ts passes process.env, a test its own record,
  * so one process can run several apps with different settings. Code reads settings
@@ -31,9 +31,9 @@ export class AppConfigModule {
             AppConfig.fromValidEnv(Object.fromEntries(ENV_NAMES.map((name) => [name, settings.get(name, { infer: true })])) as Env),
         },
         { provide: Clock, useValue: clock },
-        BackgroundWrites,
+        { provide: DATABASE_TIMEOUT_MS, inject: [AppConfig], useFactory: (config: AppConfig) => config.databaseTimeoutMs },
       ],
-      exports: [AppConfig, Clock, BackgroundWrites],
+      exports: [AppConfig, Clock, DATABASE_TIMEOUT_MS],
     };
   }
 }

@@ -1,8 +1,8 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { AppConfig } from '../config/app-config.js';
 import { DatabaseAvailability } from './database-availability.js';
-import { DatabaseInfo } from './database-info.js';
+import { BackgroundWrites } from './background-writes.js';
+import { DATABASE_TIMEOUT_MS, DatabaseInfo } from './database-info.js';
 import { Sql } from './sql.js';
 import { typeOrmOptions } from './typeorm-options.js';
 
@@ -15,12 +15,12 @@ export class DatabaseModule {
       module: DatabaseModule,
       imports: [
         TypeOrmModule.forRootAsync({
-          inject: [AppConfig],
-          useFactory: (config: AppConfig) => ({ ...typeOrmOptions(database.url, poolSize, config.databaseTimeoutMs), retryAttempts: 2, retryDelay: 1000 }),
+          inject: [DATABASE_TIMEOUT_MS],
+          useFactory: (timeoutMs: number) => ({ ...typeOrmOptions(database.url, poolSize, timeoutMs), autoLoadEntities: true, retryAttempts: 2, retryDelay: 1000 }),
         }),
       ],
-      providers: [{ provide: DatabaseInfo, useValue: database }, Sql, DatabaseAvailability],
-      exports: [DatabaseInfo, Sql, DatabaseAvailability],
+      providers: [{ provide: DatabaseInfo, useValue: database }, Sql, DatabaseAvailability, BackgroundWrites],
+      exports: [DatabaseInfo, Sql, DatabaseAvailability, BackgroundWrites],
     };
   }
 }

@@ -61,6 +61,23 @@ export class Sql {
     return (await this.pool.query(query)).rows as T[];
   }
 
+  /** How many rows the statement touched (a DELETE's or UPDATE's count). Same parameters as `rows`. */
+  async count(text: string, values: unknown[], manager?: EntityManager): Promise<number> {
+    if (manager?.queryRunner) return (await manager.queryRunner.query(text, values, true)).affected ?? 0;
+    const query: pg.QueryConfig = { text, values };
+    if (this.prepare) query.name = this.nameOf(text);
+    return (await this.pool.query(query)).rowCount ?? 0;
+  }
+
+  /**
+   * A transaction-level advisory lock (`pg_try_advisory_xact_lock`): true if this transaction
+   * holds `key` now, false if another one does; released at commit or rollback.
+   */
+  async tryTransactionLock(tx: EntityManager, key: number): Promise<boolean> {
+    const [row] = await this.rows<{ locked: boolean }>(`SELECT pg_try_advisory_xact_lock($1) AS locked`, [key], tx);
+    return row!.locked;
+  }
+
   private nameOf(text: string): string {
     let name = this.names.get(text);
     if (name === undefined) {

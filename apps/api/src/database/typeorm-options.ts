@@ -1,6 +1,5 @@
 import type { DataSourceOptions } from 'typeorm';
 import { BrokenConnectionDiscarder } from './broken-connection-discarder.js';
-import { ENTITIES } from './entities.js';
 import { MIGRATIONS } from './migrations/index.js';
 
 /**
@@ -19,7 +18,6 @@ export function typeOrmOptions(url: string, poolSize: number, timeoutMs = 5_000)
   return {
     type: 'postgres',
     url,
-    entities: ENTITIES,
     migrations: MIGRATIONS,
     migrationsRun: true,
     migrationsTransactionMode: 'each',

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { Interval } from '@nestjs/schedule';
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
   type AuthorizedResponse,
@@ -13,7 +12,6 @@ import {
 import type { DataSource } from 'typeorm';
 import { AccessTokenVerifier, InvalidTokenError } from '../auth/access-token-verifier.js';
 import { AuditService } from '../audit/audit.service.js';
-import { BackgroundWrites } from '../common/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { generateSecret, generateUserCode, looksLikeSecret, sha256 } from '../common/secrets.js';
@@ -69,21 +67,10 @@ export class DeviceLoginService {
     private readonly verifier: AccessTokenVerifier,
     private readonly refreshTokens: RefreshTokensService,
     private readonly audit: AuditService,
-    private readonly background: BackgroundWrites,
   ) {}
 
   get enabled(): boolean {
     return this.config.deviceLoginEnabled;
-  }
-
-  /** Sealed replies are erased once their window ends (on every replica; the UPDATE is idempotent). */
-  @Interval((REPLY_WINDOW_SECONDS * 1000) / 2)
-  scheduledErase(): void {
-    this.background.run('erase sealed poll replies', () => this.eraseEndedReplies());
-  }
-
-  async eraseEndedReplies(): Promise<void> {
-    await this.deviceLogins.eraseSealedRepliesRedeemedBefore(new Date(this.clock.now().getTime() - REPLY_WINDOW_SECONDS * 1000));
   }
 
   /**

@@ -3,6 +3,7 @@ import { ERROR_CODES } from '@prospect/contract';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { ApiException } from '../common/api-exception.js';
 import { BODY_LIMIT } from '../common/body-limit.js';
+import { hasBody } from '../common/http-body.js';
 import { refuseMalformedForms } from '../common/well-formed-text.js';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
 import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js';
@@ -21,8 +22,7 @@ const FORM = 'application/x-www-form-urlencoded';
  * body is refused by name rather than read as no parameters at all.
  */
 function requireForm(req: Request, _res: Response, next: NextFunction): void {
-  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  next(hasBody && !req.is(FORM) ? new ApiException(400, ERROR_CODES.invalidRequest, `Send the parameters form-encoded (Content-Type: ${FORM}).`) : undefined);
+  next(hasBody(req) && !req.is(FORM) ? new ApiException(400, ERROR_CODES.invalidRequest, `Send the parameters form-encoded (Content-Type: ${FORM}).`) : undefined);
 }
 
 /** The form parser for the OAuth endpoints only, as the pages have theirs (web.module.ts). */

@@ -1,9 +1,10 @@
 import { Global, Module } from '@nestjs/common';
 import { RateLimits } from './rate-limits.js';
+import { RateLimitsRepository } from './rate-limits.repository.js';
 
 @Global()
 @Module({
-  providers: [RateLimits],
-  exports: [RateLimits],
+  providers: [RateLimits, RateLimitsRepository],
+  exports: [RateLimits, RateLimitsRepository],
 })
 export class RateLimitsModule {}

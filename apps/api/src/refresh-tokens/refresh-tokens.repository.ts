@@ -118,4 +118,9 @@ export class RefreshTokensRepository {
     );
     return row;
   }
+
+  /** Tokens expired or revoked before `before` (retention); how many. */
+  deleteEndedBefore(tx: EntityManager, before: Date): Promise<number> {
+    return this.sql.count(`DELETE FROM refresh_tokens WHERE expires_at < $1 OR revoked_at < $1`, [before], tx);
+  }
 }

@@ -1,10 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { Interval } from '@nestjs/schedule';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { REFRESH_TOKEN_PREFIX, type User } from '@prospect/contract';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
-import { BackgroundWrites } from '../common/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
@@ -13,9 +11,6 @@ import { TokensService } from '../tokens/tokens.service.js';
 import { type FamilyRow, type PresentedRow, type RefreshTokenDescription, RefreshTokensRepository } from './refresh-tokens.repository.js';
 
 export type { RefreshTokenDescription } from './refresh-tokens.repository.js';
-
-/** How often sealed successors of expired refresh tokens are erased, on every replica (idempotent). */
-const EXPIRED_SUCCESSOR_SWEEP_SECONDS = 60;
 
 /** Why a refresh token was refused; every one is `invalid_grant` on the wire. */
 export type InvalidGrantReason = 'unknown' | 'expired' | 'revoked' | 'reused' | 'other_client';
@@ -108,21 +103,7 @@ export class RefreshTokensService {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly audit: AuditService,
-    private readonly background: BackgroundWrites,
   ) {}
-
-  /**
-   * A sealed successor is erased when the successor is used or the family revoked (in that
-   * transaction); what is left is the pair of a token that expired with its successor unused.
-   */
-  @Interval(EXPIRED_SUCCESSOR_SWEEP_SECONDS * 1000)
-  scheduledErase(): void {
-    this.background.run('erase sealed refresh successors', () => this.eraseExpiredSuccessors());
-  }
-
-  eraseExpiredSuccessors(): Promise<void> {
-    return this.refreshTokens.eraseExpiredSealedSuccessors(this.clock.now());
-  }
 
   /** The first pair of a family, in the transaction that redeems its device login. */
   async issueFirstPair(tx: EntityManager, family: Omit<Family, 'familyExpiresAt'>): Promise<TokenPair> {

@@ -226,4 +226,9 @@ export class AccessTokensRepository {
       [userId],
     );
   }
+
+  /** Tokens expired or revoked before `before` (retention); how many. */
+  deleteEndedBefore(tx: EntityManager, before: Date): Promise<number> {
+    return this.sql.count(`DELETE FROM access_tokens WHERE expires_at < $1 OR revoked_at < $1`, [before], tx);
+  }
 }

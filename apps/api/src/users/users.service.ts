@@ -1,12 +1,13 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { EntityManager, Repository } from 'typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../database/sql.js';
 import { conflict } from '../common/api-exception.js';
 import { AppConfig } from '../config/app-config.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password.js';
 import { AdminSetupCodes, InvalidSetupCodeError } from './admin-setup-codes.js';
-import { User } from './user.entity.js';
+import type { User } from './user.entity.js';
+import { UsersRepository } from './users.repository.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
 
@@ -17,7 +18,8 @@ export class UsersService implements OnApplicationBootstrap {
   private readonly logger = new Logger(UsersService.name);
 
   constructor(
-    @InjectRepository(User) private readonly users: Repository<User>,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly users: UsersRepository,
     private readonly config: AppConfig,
     private readonly adminSetup: AdminSetupCodes,
   ) {}
@@ -49,11 +51,11 @@ export class UsersService implements OnApplicationBootstrap {
   }
 
   findById(id: string): Promise<User | null> {
-    return this.users.findOneBy({ id });
+    return this.users.findById(id);
   }
 
   findByEmail(email: string): Promise<User | null> {
-    return this.users.findOneBy({ email: normalizeEmail(email) });
+    return this.users.findByEmail(normalizeEmail(email));
   }
 
   /**
@@ -62,7 +64,7 @@ export class UsersService implements OnApplicationBootstrap {
    */
   async create(input: { email: string; name: string; password?: string; role?: User['role'] }): Promise<User> {
     const passwordHash = input.password ? await hashPassword(input.password) : null;
-    const id = await this.insert(this.users.manager, { ...input, passwordHash, role: input.role ?? 'user' });
+    const id = await this.insert({ ...input, passwordHash, role: input.role ?? 'user' });
     return (await this.findById(id))!;
   }
 
@@ -73,23 +75,17 @@ export class UsersService implements OnApplicationBootstrap {
    */
   async createFirstAdmin(input: { email: string; name: string; password: string }, setupCode: string): Promise<User> {
     const passwordHash = await hashPassword(input.password);
-    const id = await this.users.manager.transaction(async (tx) => {
+    const id = await this.db.transaction(async (tx) => {
       if (!(await this.adminSetup.consume(setupCode, tx))) throw new InvalidSetupCodeError();
-      return this.insert(tx, { ...input, passwordHash, role: 'admin' });
+      return this.insert({ ...input, passwordHash, role: 'admin' }, tx);
     });
     this.logger.log(`${normalizeEmail(input.email)} signed up with the setup code and is the administrator`);
     return (await this.findById(id))!;
   }
 
-  private async insert(manager: EntityManager, input: { email: string; name: string; passwordHash: string | null; role: User['role'] }): Promise<string> {
+  private async insert(input: { email: string; name: string; passwordHash: string | null; role: User['role'] }, manager?: EntityManager): Promise<string> {
     try {
-      const [row] = (await manager.query(`INSERT INTO users (email, name, password_hash, role) VALUES ($1, $2, $3, $4) RETURNING id`, [
-        normalizeEmail(input.email),
-        input.name.trim(),
-        input.passwordHash,
-        input.role,
-      ])) as Array<{ id: string }>;
-      return row!.id;
+      return await this.users.insert({ email: normalizeEmail(input.email), name: input.name.trim(), passwordHash: input.passwordHash, role: input.role }, manager);
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict('An account with this e-mail address already exists.');
       throw err;
@@ -98,10 +94,7 @@ export class UsersService implements OnApplicationBootstrap {
 
   /** The user for these credentials, or null; takes the same time whether the e-mail exists or not. */
   async authenticate(email: string, password: string): Promise<User | null> {
-    const user = await this.users.findOne({
-      where: { email: normalizeEmail(email) },
-      select: { id: true, email: true, name: true, role: true, passwordHash: true, createdAt: true, updatedAt: true },
-    });
+    const user = await this.users.findWithPasswordHash(normalizeEmail(email));
     const check = await verifyPassword(password, user?.passwordHash ?? (await DUMMY_HASH_PROMISE));
     if (!user?.passwordHash || !check.ok) return null;
     if (check.rehash) {

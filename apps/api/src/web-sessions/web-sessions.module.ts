@@ -5,6 +5,7 @@ import { UsersModule } from '../users/users.module.js';
 import { CsrfService } from './csrf.service.js';
 import { SessionSerializer } from './session.serializer.js';
 import { WebSessions } from './web-sessions.js';
+import { WebSessionsRepository } from './web-sessions.repository.js';
 
 /** Nest's handle on the session chain, for `consumer.apply(...)`. */
 @Injectable()
@@ -22,7 +23,7 @@ export class WebSessionMiddleware implements NestMiddleware {
  */
 @Module({
   imports: [PassportModule, UsersModule],
-  providers: [WebSessions, SessionSerializer, CsrfService, WebSessionMiddleware],
-  exports: [WebSessions, CsrfService, WebSessionMiddleware],
+  providers: [WebSessions, SessionSerializer, CsrfService, WebSessionMiddleware, WebSessionsRepository],
+  exports: [WebSessions, CsrfService, WebSessionMiddleware, WebSessionsRepository],
 })
 export class WebSessionsModule {}

@@ -7,6 +7,7 @@ import { generateSecret } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { Sql } from '../database/sql.js';
 import { HashedSessionStore } from './hashed-session-store.js';
+import { WebSessionsRepository } from './web-sessions.repository.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
 import { WEB_USER_PROPERTY } from './web-account.js';
 
@@ -32,6 +33,7 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly secrets: ServerSecrets,
+    private readonly sessions: WebSessionsRepository,
   ) {}
 
   get cookieName(): string {
@@ -79,8 +81,8 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Ends every browser session of this person, on every device; returns how many. */
-  async endAllFor(userId: string): Promise<number> {
-    return (await this.sql.rows(`DELETE FROM web_sessions WHERE user_id = $1 RETURNING sid`, [userId])).length;
+  endAllFor(userId: string): Promise<number> {
+    return this.sessions.deleteAllOf(userId);
   }
 
   /** Runs the session chain for one request. */

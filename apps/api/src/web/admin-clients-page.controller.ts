@@ -1,6 +1,6 @@
 import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { ClientIdSchema, hasUnsafeText, OAUTH_ROUTES } from '@prospect/contract';
+import { ClientIdSchema, hasUnsafeText, OAUTH_ROUTES, utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { ApiException } from '../common/api-exception.js';
 import { Public } from '../auth/public.decorator.js';
@@ -13,7 +13,6 @@ import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard } fr
 
 const MAX_NAME_LENGTH = 100;
 
-const utc = (d: Date) => d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
 
 /** What the form held, kept when it is shown again with an error. */
 interface Typed {
@@ -70,7 +69,7 @@ export class AdminClientsPageController {
       name: c.name,
       builtIn: c.builtIn,
       registeredBy: c.createdByUserId ? (admins.get(c.createdByUserId) ?? 'a deleted account') : undefined,
-      registeredAt: utc(c.createdAt),
+      registeredAt: utcMinute(c.createdAt),
     }));
     return {
       title: 'OAuth clients',

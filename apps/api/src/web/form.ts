@@ -1,3 +1,4 @@
+import { hasUnsafeText } from '@prospect/contract';
 import type { Request } from 'express';
 
 /** A form field as a string; missing, repeated or non-string values read as ''. */
@@ -22,7 +23,7 @@ const AFTER_SIGN_IN = '/settings/tokens';
  * `/\t/host` and their encodings all land on the default page.
  */
 export function safeNext(value: string, publicUrl: string): string {
-  if (!value.startsWith('/') || value.length > 500 || /[\u0000-\u001f\u007f-\u009f\\]/.test(value)) return AFTER_SIGN_IN;
+  if (!value.startsWith('/') || value.length > 500 || hasUnsafeText(value) || value.includes('\\')) return AFTER_SIGN_IN;
   const site = new URL(publicUrl);
   let target: URL;
   try {

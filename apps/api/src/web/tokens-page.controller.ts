@@ -1,18 +1,19 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Render, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { hasUnsafeText } from '@prospect/contract';
+import { hasUnsafeText, utcMinute } from '@prospect/contract';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { Public } from '../auth/public.decorator.js';
 import { open, seal } from '../common/sealed.js';
 import { AppConfig } from '../config/app-config.js';
+import { sessionLabel } from '../refresh-tokens/refresh-tokens.service.js';
 import { type TokenListing, TokensService } from '../tokens/tokens.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
 
-const when = (d: Date | null) => (d ? d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : 'never');
+const when = (d: Date | null) => (d ? utcMinute(d) : 'never');
 
 const DAY = 24 * 3600;
 const DEFAULT_DAYS = 30;
@@ -128,4 +129,4 @@ export class TokensPageController {
   }
 }
 
-const nameOf = (t: TokenListing) => t.label ?? ([t.clientName, t.hostname].filter(Boolean).join(' on ') || 'Unnamed token');
+const nameOf = (t: TokenListing) => t.label ?? sessionLabel(t.clientName, t.hostname) ?? 'Unnamed token';

@@ -1,12 +1,14 @@
-import { ENV, ErrorBodySchema, ROUTES, type User, UserSchema } from '@prospect/contract';
+import { DEFAULT_API_BASE_URL, ENV, ErrorBodySchema, ROUTES, type User, UserSchema } from '@prospect/contract';
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
-import { DEFAULT_API_BASE_URL } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { VERSION } from '../version.js';
 import { stripControls, stripControlsDeep } from './untrusted-text.js';
 
 /** An HTTP answer that is not 2xx, with the server's error body when it sent one. */
+/** Why the server refused a bearer token (RFC 6750's error_description, as the API words it). */
+export type TokenProblem = 'expired' | 'revoked' | 'unknown';
+
 export class ApiHttpError extends CliError {
   constructor(
     readonly status: number,
@@ -23,7 +25,7 @@ export class ApiHttpError extends CliError {
    * Why a bearer token was refused, from the RFC 6750 challenge
    * (`WWW-Authenticate: Bearer error="invalid_token", error_description="token expired"`).
    */
-  get tokenProblem(): 'expired' | 'revoked' | 'unknown' | undefined {
+  get tokenProblem(): TokenProblem | undefined {
     if (this.status !== 401) return undefined;
     const description = /error_description="([^"]*)"/i.exec(this.headers.get('www-authenticate') ?? '')?.[1] ?? '';
     if (/expired/i.test(description)) return 'expired';

@@ -1,3 +1,4 @@
+import { UNSAFE_TEXT_CLASS } from '@prospect/contract';
 /** Complete ANSI sequences: CSI (`ESC [ … final`, or its one-byte form U+009B) and OSC (`ESC ] … BEL` or `… ESC \`). */
 const ANSI_SEQUENCE = /\u001b\[[0-?]*[ -/]*[@-~]|\u009b[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?/g;
 /**
@@ -6,7 +7,7 @@ const ANSI_SEQUENCE = /\u001b\[[0-?]*[ -/]*[@-~]|\u009b[0-?]*[ -/]*[@-~]|\u001b\
  * which reorder what follows so one name or host reads as another ("Trojan Source"), and the
  * direction marks (LRM, RLM, ALM), which move the punctuation around what we print.
  */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL = new RegExp(`[${UNSAFE_TEXT_CLASS}\\u061c\\u200e\\u200f]`, 'g');
 
 /**
  * A string from the server, made safe to print: a hostile server could otherwise

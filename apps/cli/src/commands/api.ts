@@ -1,7 +1,8 @@
+import { DEFAULT_API_BASE_URL } from '@prospect/contract';
 import { readFile } from 'node:fs/promises';
-import { ApiClient, ApiHttpError, sessionTokenRejected } from '../api-client/api-client.js';
+import { ApiHttpError, sessionTokenRejected } from '../api-client/api-client.js';
 import { stripControls } from '../api-client/untrusted-text.js';
-import { type CommandContext, DEFAULT_API_BASE_URL, requestedApiUrl, writeLine } from '../context.js';
+import { apiClientFor, type CommandContext, requestedApiUrl, writeLine } from '../context.js';
 import { CliError, usageError } from '../errors.js';
 import { apiUrlFlag, type Command } from './command.js';
 
@@ -56,7 +57,7 @@ export const apiCommand: Command = {
     const credentials = ctx.credentials;
     // Only PROSPECT_SKIP_AUTH=1 gets here without credentials.
     const baseUrl = credentials?.apiBaseUrl ?? requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL;
-    const api = new ApiClient({ baseUrl, fetch: ctx.fetch });
+    const api = apiClientFor(ctx, baseUrl);
     let res;
     try {
       res = await api.request(method, path, { body, headers, token: credentials?.accessToken, signal: ctx.signal });
@@ -65,7 +66,8 @@ export const apiCommand: Command = {
       if (err instanceof ApiHttpError && ctx.flags.include) writeHead(ctx, err.status, err.statusText, err.headers);
       if (err instanceof ApiHttpError && err.status === 401 && credentials) throw sessionTokenRejected(err, api.baseUrl, { env: ctx.env, fromEnv: credentials.source === 'env' });
       // The status is what a script or a person debugging a call needs first.
-      if (err instanceof ApiHttpError) throw new CliError(`HTTP ${err.status}${err.code ? ` ${err.code}` : ''}: ${err.message}`);
+      // A redirect's message names its status already (api-client.ts).
+      if (err instanceof ApiHttpError) throw new CliError(err.message.includes(`(HTTP ${err.status})`) ? err.message : `HTTP ${err.status}${err.code ? ` ${err.code}` : ''}: ${err.message}`);
       throw err;
     }
     if (ctx.flags.include) writeHead(ctx, res.status, res.statusText, res.headers);

@@ -1,6 +1,6 @@
-import { ENV, ROUTES, type SessionFile } from '@prospect/contract';
-import { ApiClient, ApiHttpError, normalizeBaseUrl } from '../api-client/api-client.js';
-import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
+import { DEFAULT_API_BASE_URL, ENV, ROUTES, type SessionFile } from '@prospect/contract';
+import { type ApiClient, ApiHttpError, normalizeBaseUrl } from '../api-client/api-client.js';
+import { apiClientFor, type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
 import type { DeviceLoginResult } from '../device-login/device-login-client.js';
 import { CliError, FileSystemError, usageError } from '../errors.js';
 import { humanDuration } from '../format.js';
@@ -38,7 +38,7 @@ export const loginCommand: Command = {
       writeLine(ctx.stderr, 'Warning: PROSPECT_TOKEN is set, and commands use it instead of the session you are logging in to. Unset it to use this session.');
     }
     const baseUrl = normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL);
-    const api = new ApiClient({ baseUrl, fetch: ctx.fetch });
+    const api = apiClientFor(ctx, baseUrl);
     const timeoutSeconds = parseTimeout(ctx.flags.timeoutSeconds);
     // Before the server is asked anything: a login it redeems that cannot be saved here
     // would be a live session nobody holds.
@@ -60,14 +60,14 @@ export const loginCommand: Command = {
       // The directory failed since the check (the disk filled up): a device login is ended on
       // the server rather than left alive there; a --token token is the person's own to keep.
       if (typeof ctx.flags.token === 'string' || !(err instanceof CliError)) throw err;
-      const ended = await revokeSession(new ApiClient({ baseUrl, fetch: ctx.fetch, timeoutMs: 3_000 }), session);
+      const ended = await revokeSession(apiClientFor(ctx, baseUrl, 3_000), session);
       throw new CliError(err.message, 1, ended ? 'The new session was signed out on the server again; log in once this is fixed.' : err.hint);
     }
     if (previous.kind === 'session' && previous.session.accessToken !== session.accessToken) {
       const { user, apiBaseUrl } = previous.session;
       // The replaced session ends on its server too (best effort, same server only): a refresh
       // token left behind would keep a session alive nobody uses.
-      const ended = apiBaseUrl === session.apiBaseUrl && (await revokeSession(new ApiClient({ baseUrl: apiBaseUrl, fetch: ctx.fetch, timeoutMs: 3_000 }), previous.session));
+      const ended = apiBaseUrl === session.apiBaseUrl && (await revokeSession(apiClientFor(ctx, apiBaseUrl, 3_000), previous.session));
       writeLine(ctx.stderr, `${ctx.interactive ? ' ' : ''}Replaced the session of ${user.name} <${user.email}> on ${apiBaseUrl}${ended ? ' (signed out on the server)' : ''}.`);
     }
     if (!ctx.interactive || typeof ctx.flags.token === 'string') {
@@ -104,7 +104,7 @@ function toSession(apiBaseUrl: string, result: Omit<DeviceLoginResult, 'refreshT
 
 /** Device login. Its code, and Ink, load only here, so the other commands start fast. */
 async function loginWithDevice(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined): Promise<SessionFile> {
-  const { runDeviceLogin } = await import('../device-login/run-device-login.js');
+  const { runDeviceLogin } = await import('./auth-login-device.js');
   return toSession(api.baseUrl, await runDeviceLogin(ctx, api, timeoutSeconds));
 }
 

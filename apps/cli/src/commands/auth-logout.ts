@@ -1,5 +1,4 @@
-import { ApiClient } from '../api-client/api-client.js';
-import { type CommandContext, writeLine } from '../context.js';
+import { apiClientFor, type CommandContext, writeLine } from '../context.js';
 import { revokeSession } from '../session/refresh.js';
 import { withSessionLock } from '../session/session-lock.js';
 import type { Command } from './command.js';
@@ -25,7 +24,7 @@ export const logoutCommand: Command = {
     const { read, revoked, removed } = await withSessionLock(ctx.store, async () => {
       const read = await ctx.store.read();
       const revoked =
-        read.kind === 'session' && (await revokeSession(new ApiClient({ baseUrl: read.session.apiBaseUrl, fetch: ctx.fetch, timeoutMs: REVOKE_TIMEOUT_MS }), read.session));
+        read.kind === 'session' && (await revokeSession(apiClientFor(ctx, read.session.apiBaseUrl, REVOKE_TIMEOUT_MS), read.session));
       return { read, revoked, removed: await ctx.store.remove() };
     });
     if (read.kind === 'session') {

@@ -1,26 +1,18 @@
-import { ENV } from '@prospect/contract';
-import { ApiClient, ApiHttpError, loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
-import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
+import { DEFAULT_API_BASE_URL, ENV } from '@prospect/contract';
+import { loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
+import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
 import { expiryMoment } from '../format.js';
-import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
 import { refreshSession } from '../session/refresh.js';
-import { apiUrlFlag, type Command } from './command.js';
+import type { Command } from './command.js';
+import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, sessionReportFlags } from './session-report.js';
 
 /** `prospect auth:status`, like `gh auth status`: what the CLI would authenticate with, and where it comes from. */
 export const statusCommand: Command = {
   name: 'auth:status',
   description: 'Show the server, the user, where the token comes from and when it expires',
-  usage: `
-  Usage
-    $ prospect auth:status [--verify] [--json] [--api-url <url>]
-
-  Options
-    --verify   Also ask the server what it says of the token
-    --json     Print it as JSON, for scripts
-    --api-url  Check that the session is for this server
-`,
-  flags: { ...apiUrlFlag, verify: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
+  usage: SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token'),
+  flags: sessionReportFlags,
   requiresAuth: false,
   async run(ctx: CommandContext) {
     const fromEnv = envToken(ctx);
@@ -28,10 +20,7 @@ export const statusCommand: Command = {
     if (fromEnv) {
       status = { server: normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL), tokenSource: 'PROSPECT_TOKEN', token: fromEnv };
     } else {
-      const read = await ctx.store.read();
-      if (read.kind !== 'session') throw notLoggedIn(read, ctx);
-      refuseOtherBackend(ctx, read.session);
-      let { session } = read;
+      let session = await readReportedSession(ctx);
       // --verify asks the server about the token a command would use: renewed first, if due.
       if (ctx.flags.verify) session = (await refreshSession(ctx, session)).session;
       status = {
@@ -44,23 +33,18 @@ export const statusCommand: Command = {
       };
     }
     if (ctx.flags.verify) {
-      try {
-        const me = await new ApiClient({ baseUrl: status.server, fetch: ctx.fetch }).me(status.token);
-        status = { ...status, user: me.user, expiresAt: me.expiresAt, serverSays: 'valid' };
-      } catch (err) {
-        if (!(err instanceof ApiHttpError && err.status === 401)) throw err;
-        status = { ...status, serverSays: err.tokenProblem ?? 'unknown' };
-      }
+      const said = await askServer(ctx, status.server, status.token);
+      status = said.valid ? { ...status, user: said.user, expiresAt: said.expiresAt, serverSays: 'valid' } : { ...status, serverSays: said.problem };
     }
     const expired = status.expiresAt !== undefined && Date.parse(status.expiresAt) <= Date.now();
     // An expired access token with a refresh token is renewed by the next command.
     const usable = (!expired || status.refreshToken === true) && (status.serverSays === undefined || status.serverSays === 'valid');
     const { token: _secret, ...shown } = status;
     if (ctx.flags.json) {
-      writeLine(ctx.stdout, JSON.stringify({ ...shown, expired, usable }, null, 2));
+      printJson(ctx, { ...shown, expired, usable });
     } else {
       writeLine(ctx.stdout, `Server:   ${status.server}`);
-      writeLine(ctx.stdout, `User:     ${status.user ? `${status.user.name} <${status.user.email}>` : 'not known until --verify'}`);
+      writeLine(ctx.stdout, `User:     ${status.user ? person(status.user) : 'not known until --verify'}`);
       writeLine(ctx.stdout, `Token:    from ${status.tokenSource === 'PROSPECT_TOKEN' ? 'the PROSPECT_TOKEN environment variable' : status.tokenSource}`);
       if (status.expiresAt) writeLine(ctx.stdout, `Expires:  ${expired ? 'expired ' : ''}${expiryMoment(status.expiresAt)}`);
       if (status.refreshToken !== undefined) {

@@ -1,62 +1,43 @@
-import { ApiClient, ApiHttpError, loginCommandLine, sessionTokenRejected } from '../api-client/api-client.js';
+import { loginCommandLine, sessionTokenRejected } from '../api-client/api-client.js';
 import { type CommandContext, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
-import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
-import { refreshSession } from '../session/refresh.js';
 import { describeExpiry } from '../format.js';
-import { apiUrlFlag, type Command } from './command.js';
+import { refreshSession } from '../session/refresh.js';
+import type { Command } from './command.js';
+import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, sessionReportFlags } from './session-report.js';
 
 export const whoamiCommand: Command = {
   name: 'auth:whoami',
   description: 'Show who you are logged in as',
-  usage: `
-  Usage
-    $ prospect auth:whoami [--verify] [--json] [--api-url <url>]
-
-  Options
-    --api-url  Check that the session is for this server
-    --verify   Check the session with the server (GET /api/cli/auth/me) and update it
-    --json     Print the session as JSON, for scripts
-
+  usage: `${SESSION_REPORT_USAGE('auth:whoami', 'Check the session with the server (GET /api/cli/auth/me) and update it')}
   An access token about to expire (within a quarter of its lifetime, at most a minute) is
   first renewed with the session's refresh token, as every command does.
 `,
-  flags: { ...apiUrlFlag, verify: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
+  flags: sessionReportFlags,
   requiresAuth: false,
   async run(ctx: CommandContext) {
-    const read = await ctx.store.read();
-    // whoami reports on the session itself, so it reads it rather than going through the guard,
-    // but with the guard's check that the session belongs to the backend asked for.
-    if (read.kind !== 'session') throw notLoggedIn(read, ctx);
-    let session = read.session;
-    refuseOtherBackend(ctx, session);
+    let session = await readReportedSession(ctx);
     let verified = false;
     let refreshed = false;
     ({ session, refreshed } = await refreshSession(ctx, session));
 
     if (ctx.flags.verify) {
-      const api = new ApiClient({ baseUrl: session.apiBaseUrl, fetch: ctx.fetch });
-      try {
-        const me = await api.me(session.accessToken);
-        session = { ...session, user: me.user, expiresAt: me.expiresAt };
-        await ctx.store.write(session);
-        verified = true;
-      } catch (err) {
-        if (!(err instanceof ApiHttpError && err.status === 401)) throw err;
+      const said = await askServer(ctx, session.apiBaseUrl, session.accessToken);
+      if (!said.valid) {
         // The server says the token is dead: so is the local session.
         await ctx.store.remove();
-        throw sessionTokenRejected(err, session.apiBaseUrl, { done: 'removed the local session', env: ctx.env });
+        throw sessionTokenRejected(said.error, session.apiBaseUrl, { done: 'removed the local session', env: ctx.env });
       }
+      session = { ...session, user: said.user, expiresAt: said.expiresAt };
+      await ctx.store.write(session);
+      verified = true;
     }
 
     const expired = Date.parse(session.expiresAt) <= Date.now();
     if (ctx.flags.json) {
-      writeLine(
-        ctx.stdout,
-        JSON.stringify({ user: session.user, apiBaseUrl: session.apiBaseUrl, expiresAt: session.expiresAt, expired, verified, refreshed, refreshable: Boolean(session.refreshToken) }, null, 2),
-      );
+      printJson(ctx, { user: session.user, apiBaseUrl: session.apiBaseUrl, expiresAt: session.expiresAt, expired, verified, refreshed, refreshable: Boolean(session.refreshToken) });
     } else if (!expired) {
-      writeLine(ctx.stdout, `Logged in to ${session.apiBaseUrl} as ${session.user.name} <${session.user.email}>${verified ? ' (verified)' : ''}`);
+      writeLine(ctx.stdout, `Logged in to ${session.apiBaseUrl} as ${person(session.user)}${verified ? ' (verified)' : ''}`);
       if (refreshed) writeLine(ctx.stdout, 'Refreshed the session: a new access token and refresh token are saved.');
       writeLine(
         ctx.stdout,

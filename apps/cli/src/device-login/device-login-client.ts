@@ -1,4 +1,4 @@
-import { DevicePollResponseSchema, ROUTES, type User } from '@prospect/contract';
+import { DevicePollResponseSchema, MAX_DEVICE_LOGIN_SECONDS, ROUTES, type User } from '@prospect/contract';
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
 import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine } from '../api-client/api-client.js';
@@ -36,7 +36,6 @@ export const RECONNECT_RETRY_MS = 5_000;
  */
 const MAX_POLL_INTERVAL_MS = 60_000;
 const MIN_POLL_INTERVAL_MS = 1_000;
-const MAX_DEVICE_LOGIN_SECONDS = 3_600;
 const clampPollWait = (ms: number) => Math.min(Math.max(ms, MIN_POLL_INTERVAL_MS), MAX_POLL_INTERVAL_MS);
 
 /** Retry-After in milliseconds, when it is a number of seconds (RFC 9110 §10.2.3); clamped like any wait. */

@@ -1,6 +1,6 @@
-import { ENV, type SessionFile } from '@prospect/contract';
+import { DEFAULT_API_BASE_URL, ENV, type SessionFile } from '@prospect/contract';
 import { loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
-import { type CommandContext, DEFAULT_API_BASE_URL, envToken, requestedApiUrl, writeLine } from '../context.js';
+import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { authRequired, type CliError } from '../errors.js';
 import { refreshSession } from './refresh.js';
 import type { SessionRead } from './session-store.js';

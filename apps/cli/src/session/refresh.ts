@@ -1,6 +1,6 @@
 import { AuthorizedResponseSchema, CLI_CLIENT_ID, OAUTH_ROUTES, ROUTES, type SessionFile } from '@prospect/contract';
-import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine } from '../api-client/api-client.js';
-import type { CommandContext } from '../context.js';
+import { type ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine } from '../api-client/api-client.js';
+import { apiClientFor, type CommandContext } from '../context.js';
 import { authRequired, CliError, FileSystemError } from '../errors.js';
 import { withSessionLock } from './session-lock.js';
 
@@ -50,7 +50,7 @@ export async function refreshSession(ctx: Pick<CommandContext, 'store' | 'fetch'
 }
 
 async function exchange(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 'signal'>, session: SessionFile, now: () => number): Promise<SessionFile> {
-  const api = new ApiClient({ baseUrl: session.apiBaseUrl, fetch: ctx.fetch });
+  const api = apiClientFor(ctx, session.apiBaseUrl);
   const ask = () => api.request('POST', ROUTES.refresh, { body: { refreshToken: session.refreshToken }, signal: ctx.signal });
   let body: unknown;
   try {

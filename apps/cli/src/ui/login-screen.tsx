@@ -1,4 +1,5 @@
 import { render, useInput } from 'ink';
+import { useEffect, useState } from 'react';
 import qrcode from 'qrcode-terminal';
 import { type BrowserDecision, openBrowser } from '../device-login/browser.js';
 import type { DeviceLoginResult, DeviceLoginStart, WaitEvent } from '../device-login/device-login-client.js';
@@ -58,67 +59,91 @@ export function qrFor(url: string, size: { columns?: number; rows?: number }): L
   return undefined;
 }
 
-/** Runs the wait with the live view, and leaves the final frame on screen. */
-export async function runLoginScreen(options: LoginScreenOptions): Promise<LoginScreenOutcome> {
+type ScreenState = Omit<LoginViewProps, 'msLeft'> & { deadline: number };
+
+/**
+ * The live view of one device login: its state is React's. It runs the wait once mounted,
+ * moves the countdown every second, and reports how it ended through `onDone` after the
+ * final frame is committed, so that frame is what stays on screen.
+ */
+function LoginScreen({ options, signal, cancel, onDone }: { options: LoginScreenOptions; signal: AbortSignal; cancel: () => void; onDone: (outcome: LoginScreenOutcome) => void }) {
   const { start, stdout, stdin } = options;
-  const cancel = new AbortController();
-  const signal = AbortSignal.any([options.signal, cancel.signal]);
-  let deadline = options.deadline;
-  const state: LoginViewProps = {
+  const [state, setState] = useState<ScreenState>(() => ({
     verificationUrl: start.verificationUrl,
     userCode: start.userCode,
     phase: 'waiting',
-    msLeft: deadline - Date.now(),
+    deadline: options.deadline,
     qr: options.showQr ? qrFor(start.verificationUrl, stdout) : undefined,
     // Known before the first frame, so the first frame is already complete.
     browserNote: options.browser.open ? 'Opening your browser…' : options.browser.reason ? `Not opening a browser (${options.browser.reason}).` : undefined,
-  };
-  const view = () => (
+  }));
+  const [outcome, setOutcome] = useState<LoginScreenOutcome>();
+  const [, setTick] = useState(0);
+  const update = (changes: Partial<ScreenState>) => setState((current) => ({ ...current, ...changes }));
+
+  useEffect(() => {
+    const ticker = setInterval(() => setTick((n) => n + 1), 1000);
+    return () => clearInterval(ticker);
+  }, []);
+
+  useEffect(() => {
+    // The code and link are on screen before the browser is tried; a failure is a hint.
+    if (options.browser.open) {
+      void openBrowser(start.verificationUrl, options.browser).then((error) =>
+        update({ browserNote: error ? `Could not open a browser (${error}): open the link yourself.` : 'Opened the link in your browser.' }),
+      );
+    }
+    const onEvent = (event: WaitEvent) => {
+      if (event.kind === 'waiting') update({ phase: 'waiting', deadline: event.deadline, notice: undefined });
+      else if (event.kind === 'slowed-down') update({ notice: `The server asked to poll less often: every ${event.intervalMs / 1000} s.` });
+      else update({ phase: 'reconnecting', notice: event.message });
+    };
+    options.wait(signal, onEvent).then(
+      (result) => {
+        update({ phase: 'success', outcome: `Logged in as ${result.user.name} <${result.user.email}>`, notice: undefined });
+        setOutcome({ kind: 'authorized', result });
+      },
+      (error: unknown) => {
+        if (signal.aborted) {
+          update({ phase: 'cancelled', outcome: 'Cancelled. Nothing was saved.', notice: undefined });
+          setOutcome({ kind: 'cancelled' });
+          return;
+        }
+        const explained = options.explain(error);
+        if (explained) update({ phase: 'failed', outcome: explained.message, hint: explained.hint, notice: undefined });
+        setOutcome({ kind: 'failed', error, shown: Boolean(explained) });
+      },
+    );
+  }, []);
+
+  useEffect(() => {
+    if (outcome) onDone(outcome);
+  }, [outcome]);
+
+  const { deadline, ...view } = state;
+  return (
     <>
-      <LoginView {...state} msLeft={deadline - Date.now()} />
-      {stdin.isTTY ? <CancelOnCtrlC onCancel={() => cancel.abort()} /> : null}
+      <LoginView {...view} msLeft={deadline - Date.now()} />
+      {stdin.isTTY ? <CancelOnCtrlC onCancel={cancel} /> : null}
     </>
   );
-  const update = (changes: Partial<LoginViewProps>) => {
-    Object.assign(state, changes);
-    app.rerender(view());
-  };
+}
 
-  const app = render(view(), { stdout, stdin, exitOnCtrlC: false, patchConsole: false });
-  const ticker = setInterval(() => app.rerender(view()), 1000);
-
-  // The code and link are on screen before the browser is tried; a failure is a hint.
-  if (options.browser.open) {
-    void openBrowser(start.verificationUrl, options.browser).then((error) =>
-      update({ browserNote: error ? `Could not open a browser (${error}): open the link yourself.` : 'Opened the link in your browser.' }),
-    );
-  }
-
-  const onEvent = (event: WaitEvent) => {
-    if (event.kind === 'waiting') {
-      deadline = event.deadline;
-      update({ phase: 'waiting', notice: undefined });
-    } else if (event.kind === 'slowed-down') {
-      update({ notice: `The server asked to poll less often: every ${event.intervalMs / 1000} s.` });
-    } else {
-      update({ phase: 'reconnecting', notice: event.message });
-    }
-  };
-
+/** Runs the wait with the live view, and leaves the final frame on screen. */
+export async function runLoginScreen(options: LoginScreenOptions): Promise<LoginScreenOutcome> {
+  const cancel = new AbortController();
+  const signal = AbortSignal.any([options.signal, cancel.signal]);
+  let done!: (outcome: LoginScreenOutcome) => void;
+  const ended = new Promise<LoginScreenOutcome>((resolve) => (done = resolve));
+  const app = render(<LoginScreen options={options} signal={signal} cancel={() => cancel.abort()} onDone={done} />, {
+    stdout: options.stdout,
+    stdin: options.stdin,
+    exitOnCtrlC: false,
+    patchConsole: false,
+  });
   try {
-    const result = await options.wait(signal, onEvent);
-    update({ phase: 'success', outcome: `Logged in as ${result.user.name} <${result.user.email}>`, notice: undefined });
-    return { kind: 'authorized', result };
-  } catch (error) {
-    if (signal.aborted) {
-      update({ phase: 'cancelled', outcome: 'Cancelled. Nothing was saved.', notice: undefined });
-      return { kind: 'cancelled' };
-    }
-    const explained = options.explain(error);
-    if (explained) update({ phase: 'failed', outcome: explained.message, hint: explained.hint, notice: undefined });
-    return { kind: 'failed', error, shown: Boolean(explained) };
+    return await ended;
   } finally {
-    clearInterval(ticker);
     app.unmount();
     await app.waitUntilExit().catch(() => undefined);
   }

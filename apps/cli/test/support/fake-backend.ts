@@ -35,3 +35,13 @@ export function json(res: http.ServerResponse, status: number, body: unknown, he
 
 export const user = { id: 'u-1', email: 'ada@example.com', name: 'Ada Lovelace' };
 export const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
+
+/** A device-login start as a backend answers it, pointing its link at `url`; `extra` overrides fields. */
+export const deviceStart = (url: string, extra: object = {}) => ({
+  deviceCode: 'prsd_device',
+  userCode: 'BCDF-GHJK',
+  verificationUrl: `${url}/device?user_code=BCDF-GHJK`,
+  intervalSeconds: 1,
+  expiresInSeconds: 600,
+  ...extra,
+});

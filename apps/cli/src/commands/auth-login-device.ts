@@ -4,13 +4,14 @@ import { type CommandContext, writeLine } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { clock } from '../format.js';
 import { VERSION } from '../version.js';
-import { decideBrowser } from './browser.js';
-import { DeviceLoginClient, DeviceLoginDeniedError, type DeviceLoginResult, type DeviceLoginStart, type WaitEvent } from './device-login-client.js';
+import { decideBrowser } from '../device-login/browser.js';
+import { DeviceLoginClient, DeviceLoginDeniedError, type DeviceLoginResult, type DeviceLoginStart, type WaitEvent } from '../device-login/device-login-client.js';
 
 /**
  * `prospect auth:login` without --token (RFC 8628): code and link first,
  * browser second, then wait. A person at a terminal gets the Ink view;
- * pipes and CI get plain lines without spinner or escape codes.
+ * pipes and CI get plain lines without spinner or escape codes. The flow
+ * itself (device-login/) prints nothing: this is where it is shown.
  */
 export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined): Promise<DeviceLoginResult> {
   const device = new DeviceLoginClient(api, undefined, ctx.env);

@@ -1,5 +1,5 @@
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
-import { DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
+import { DatabaseAvailability, isDatabaseUnavailable } from './database-availability.js';
 
 /**
  * Writes a request does not wait for (last-used times), so the hot path

@@ -1,0 +1,44 @@
+import { Injectable } from '@nestjs/common';
+import { type EntityManager, LessThan } from 'typeorm';
+import { Sql } from '../database/sql.js';
+import { AuthEvent, type AuthEventType } from './auth-event.entity.js';
+
+export interface NewAuthEvent {
+  type: AuthEventType;
+  userId: string | null;
+  ip: string | null;
+  detail: Record<string, unknown>;
+  createdAt: Date;
+}
+
+/** Every statement on `auth_events` we write alone (a few others insert theirs in the statement of the change they record). */
+@Injectable()
+export class AuditEventsRepository {
+  constructor(private readonly sql: Sql) {}
+
+  /**
+   * Plain SQL, prepared on the pool: it runs on hot paths (every device-login start), where
+   * building the statement through TypeORM's repository cost more CPU than the database spent on it.
+   */
+  async insert(event: NewAuthEvent, manager?: EntityManager): Promise<void> {
+    await this.sql.rows(
+      `INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ($1, $2, $3, $4, $5)`,
+      [event.type, event.userId, event.ip, JSON.stringify(event.detail), event.createdAt],
+      manager,
+    );
+  }
+
+  /** Many events of one type at once, in one statement: a database that is down costs one timeout, not one per event. */
+  async insertMany(type: AuthEventType, events: ReadonlyArray<{ ip: string | null; detail: Record<string, unknown> }>, createdAt: Date): Promise<void> {
+    await this.sql.rows(
+      `INSERT INTO auth_events (type, ip, detail, created_at)
+       SELECT $3, x.ip, x.detail, $2 FROM jsonb_to_recordset($1::jsonb) AS x(ip text, detail jsonb)`,
+      [JSON.stringify(events), createdAt, type],
+    );
+  }
+
+  /** Events older than `before` (retention); how many. */
+  async deleteOlderThan(tx: EntityManager, before: Date): Promise<number> {
+    return (await tx.delete(AuthEvent, { createdAt: LessThan(before) })).affected ?? 0;
+  }
+}

@@ -1,0 +1,14 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { Sql } from '../database/sql.js';
+
+/** rate-limiter-flexible writes and reads `rate_limits` itself; this is the cleanup it leaves to us. */
+@Injectable()
+export class RateLimitsRepository {
+  constructor(private readonly sql: Sql) {}
+
+  /** Counters past their window (the library keeps `expire` in ms); how many. */
+  deleteExpired(tx: EntityManager, now: Date): Promise<number> {
+    return this.sql.count(`DELETE FROM rate_limits WHERE expire < $1`, [now.getTime()], tx);
+  }
+}

@@ -1,0 +1,22 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { Sql } from '../database/sql.js';
+
+/**
+ * Our statements on `web_sessions`. The row of each session is written and read by
+ * connect-pg-simple itself (hashed-session-store.ts); these are the two it has no call for.
+ */
+@Injectable()
+export class WebSessionsRepository {
+  constructor(private readonly sql: Sql) {}
+
+  /** Every session of this person; how many. */
+  deleteAllOf(userId: string): Promise<number> {
+    return this.sql.count(`DELETE FROM web_sessions WHERE user_id = $1`, [userId]);
+  }
+
+  /** Sessions past their expiry (retention; the library's own pruning is off); how many. */
+  deleteExpired(tx: EntityManager, now: Date): Promise<number> {
+    return this.sql.count(`DELETE FROM web_sessions WHERE expire < $1`, [now], tx);
+  }
+}

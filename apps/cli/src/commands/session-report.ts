@@ -1,0 +1,55 @@
+import type { SessionFile, User } from '@prospect/contract';
+import { ApiHttpError, type TokenProblem } from '../api-client/api-client.js';
+import { apiClientFor, type CommandContext, writeLine } from '../context.js';
+import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
+import { apiUrlFlag, type FlagSpec } from './command.js';
+
+/**
+ * What `auth:whoami` and `auth:status` share: both report on a session rather than use it,
+ * with the same flags, the same reading of the session file and the same question to the server.
+ */
+export const sessionReportFlags: Record<string, FlagSpec> = {
+  ...apiUrlFlag,
+  verify: { type: 'boolean', default: false },
+  json: { type: 'boolean', default: false },
+};
+
+export const SESSION_REPORT_USAGE = (name: string, verify: string) => `
+  Usage
+    $ prospect ${name} [--verify] [--json] [--api-url <url>]
+
+  Options
+    --api-url  Check that the session is for this server
+    --verify   ${verify}
+    --json     Print it as JSON, for scripts
+`;
+
+/**
+ * The session file's session, read directly (not through the guard, which would refresh or
+ * refuse it), with the guard's check that it belongs to the backend asked for.
+ */
+export async function readReportedSession(ctx: CommandContext): Promise<SessionFile> {
+  const read = await ctx.store.read();
+  if (read.kind !== 'session') throw notLoggedIn(read, ctx);
+  refuseOtherBackend(ctx, read.session);
+  return read.session;
+}
+
+/** GET /api/cli/auth/me: who the server says the token is, or why it refuses it (a 401); anything else throws. */
+export async function askServer(
+  ctx: CommandContext,
+  baseUrl: string,
+  token: string,
+): Promise<{ valid: true; user: User; expiresAt: string } | { valid: false; problem: TokenProblem; error: ApiHttpError }> {
+  try {
+    const me = await apiClientFor(ctx, baseUrl).me(token);
+    return { valid: true, user: me.user, expiresAt: me.expiresAt };
+  } catch (err) {
+    if (!(err instanceof ApiHttpError && err.status === 401)) throw err;
+    return { valid: false, problem: err.tokenProblem ?? 'unknown', error: err };
+  }
+}
+
+export const person = (user: Pick<User, 'name' | 'email'>) => `${user.name} <${user.email}>`;
+
+export const printJson = (ctx: CommandContext, value: unknown) => writeLine(ctx.stdout, JSON.stringify(value, null, 2));

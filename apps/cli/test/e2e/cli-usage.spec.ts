@@ -1,0 +1,73 @@
+/**
+ * The built binary at its simplest: startup, usage errors and help, exit codes.
+ * The built binary as a person or a script runs it (see ../support/run-cli.ts).
+ */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { assertBuilt, BUNDLE, makeSandbox, type Sandbox } from '../support/run-cli.js';
+import { json } from '../support/fake-backend.js';
+
+let box: Sandbox;
+beforeAll(assertBuilt);
+beforeEach(async () => (box = await makeSandbox()));
+afterEach(() => box.cleanup());
+
+describe('startup', () => {
+  it('whoami, logout and api do not load Ink or React: the binary holds neither, only an import() of the login screen', async () => {
+    const binary = await readFile(BUNDLE, 'utf8');
+    expect(binary).not.toMatch(/react\.(transitional\.)?element|useInput|yoga/);
+    expect(binary).toContain('import("./login-screen.mjs")');
+  });
+});
+
+describe('usage', () => {
+  it('prints help for every command and the version, exit 0', async () => {
+    for (const command of ['auth:login', 'auth:whoami', 'auth:status', 'auth:token', 'auth:logout', 'api']) {
+      for (const flag of ['--help', '-h']) {
+        const run = await box.run([command, flag]);
+        expect(run.code).toBe(0);
+        expect(run.stdout).toContain(`$ prospect ${command}`);
+      }
+    }
+    for (const args of [['--help'], [], ['help']]) {
+      const help = await box.run(args);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(/auth:login .*\n.*auth:whoami/);
+    }
+    const helpFor = await box.run(['help', 'auth:login']);
+    expect(helpFor).toMatchObject({ code: 0, stderr: '' });
+    expect(helpFor.stdout).toContain('$ prospect auth:login');
+    for (const shell of ['bash', 'zsh', 'fish']) {
+      const completion = await box.run(['completion', shell]);
+      expect(completion.code).toBe(0);
+      expect(completion.stdout).toContain('auth:whoami');
+      expect(completion.stdout).toContain('--verify');
+    }
+    expect(await box.run(['--version'])).toMatchObject({ code: 0, stdout: '0.1.0\n' });
+  });
+
+  it('runs as `npx prospect` from the repository root, as the README and `npm start` say', async () => {
+    const root = fileURLToPath(new URL('../../../..', import.meta.url));
+    const { stdout } = await promisify(execFile)('npm', ['exec', '--offline', '--', 'prospect', '--version'], { cwd: root });
+    expect(stdout).toBe('0.1.0\n');
+  });
+
+  it.each([
+    [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:status, auth:token, auth:logout, api\n$/],
+    [['auth:whomai'], /^Error: Unknown command: auth:whomai \(did you mean `prospect auth:whoami`\?\)\n/],
+    [['auth:whoami', '--bogus'], /^Error: Unknown option for auth:whoami: --bogus\nUsage: prospect auth:whoami \[--verify\] \[--json\]/],
+    [['auth:whoami', '--verfy'], /^Error: Unknown option for auth:whoami: --verfy \(did you mean --verify\?\)\n/],
+    [['auth:whoami', 'extra'], /^Error: auth:whoami takes no arguments, not "extra"\nUsage: prospect auth:whoami/],
+    [['completion', 'tcsh'], /^Error: Say which shell: `prospect completion bash`, `zsh` or `fish`\./],
+    [['help', 'nope'], /^Error: Unknown command: nope/],
+    [['auth:login', '--timeout-seconds', 'soon'], /--timeout-seconds must be a whole number of seconds, got "soon"\.\nUsage: prospect auth:login/],
+    [['auth:login', '--api-url', 'ftp://example.com'], /The backend must be an http\(s\) URL/],
+  ])('refuses %j with a usage line, exit 2', async (args, stderr) => {
+    const run = await box.run(args);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(stderr);
+    expect(run.stdout).toBe('');
+  });
+});
