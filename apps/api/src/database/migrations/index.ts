@@ -11,6 +11,7 @@ import { DeviceLoginUserAgent1795400000014 } from './1795400000014-device-login-
 import { DeviceLoginCancelled1795400000015 } from './1795400000015-device-login-cancelled.js';
 import { RefreshTokensAndOAuthClients1795400000016 } from './1795400000016-refresh-tokens-and-oauth-clients.js';
 import { RefreshTokenSuccessors1795400000017 } from './1795400000017-refresh-token-successors.js';
+import { DropCodeFailedIndex1795400000018 } from './1795400000018-drop-code-failed-index.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -22,4 +23,5 @@ export const MIGRATIONS = [
   DeviceLoginCancelled1795400000015,
   RefreshTokensAndOAuthClients1795400000016,
   RefreshTokenSuccessors1795400000017,
+  DropCodeFailedIndex1795400000018,
 ];
