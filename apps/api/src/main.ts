@@ -1,6 +1,7 @@
 import { createLogger } from './logging/logger.js';
 import { AppConfig, ConfigError } from './config/app-config.js';
 import { createApp } from './bootstrap.js';
+import { migrateDatabase } from './database/migrations-runner.js';
 import { HttpDrain } from './http-drain.js';
 import { AdminSetupCodes } from './users/admin-setup-codes.js';
 import type { EmbeddedPostgres } from './database/embedded-postgres.js';
@@ -8,7 +9,15 @@ import type { EmbeddedPostgres } from './database/embedded-postgres.js';
 /** Connections to a Postgres server: enough to keep 2 cores busy, few enough for many replicas. */
 const SERVER_POOL_SIZE = 10;
 
+/** `main.js` serves; `main.js migrate` applies pending migrations and exits. */
+const COMMANDS = ['migrate'];
+
 async function main(): Promise<void> {
+  const command = process.argv[2];
+  if (command !== undefined && !COMMANDS.includes(command)) {
+    process.stderr.write(`Unknown command: ${command}. Run without one to serve, or \`migrate\` to apply pending migrations.\n`);
+    process.exit(2);
+  }
   let config: AppConfig;
   try {
     config = AppConfig.fromEnv(process.env);
@@ -30,6 +39,15 @@ async function main(): Promise<void> {
     poolSize = EMBEDDED_POOL_SIZE;
   }
   const databaseUrl = config.databaseUrl ?? embedded!.url;
+  if (command === 'migrate') {
+    try {
+      const applied = await migrateDatabase(databaseUrl, { embedded: Boolean(embedded), timeoutMs: config.databaseTimeoutMs });
+      process.stdout.write(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'The database is up to date.\n');
+      return;
+    } finally {
+      await embedded?.stop().catch(() => undefined);
+    }
+  }
 
   let app: Awaited<ReturnType<typeof createApp>>;
   try {

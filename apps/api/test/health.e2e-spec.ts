@@ -43,4 +43,35 @@ describe('GET /api/health', () => {
     for (let i = 0; i < 10 && again.status !== 200; i++) again = await health();
     expect(again.status).toBe(200);
   });
+
+  it('live is 200 without touching the database; ready is 200 with each part up, and a 503 naming what is down', async () => {
+    // The test before cut the database: the listener may still be on its way back.
+    const ready = await readyWithin(20_000);
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({ status: 'ok', info: { database: { status: 'up' }, migrations: { status: 'up' }, revocationListener: { status: 'up' } } });
+
+    await proxy.cut();
+    const live = await client(api).get(ROUTES.healthLive);
+    expect(live.status).toBe(200);
+    expect(live.body).toEqual({ status: 'ok' });
+    const notReady = await client(api).get(ROUTES.healthReady);
+    expect(notReady.status).toBe(503);
+    expect(notReady.headers['retry-after']).toBeDefined();
+    expect(notReady.body).toEqual({ statusCode: 503, error: 'service_unavailable', message: expect.stringMatching(/^Not ready: .*database.* down\.$/) });
+
+    await proxy.start();
+    // The pool comes back on the next checkout, the listener after its backoff (at most 10 s).
+    expect((await readyWithin(20_000)).status).toBe(200);
+  });
+
+  /** Asks until ready or `ms` have passed: a bound on a condition, not a wait on a timer. */
+  async function readyWithin(ms: number) {
+    const deadline = Date.now() + ms;
+    let res = await client(api).get(ROUTES.healthReady);
+    while (res.status !== 200 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      res = await client(api).get(ROUTES.healthReady);
+    }
+    return res;
+  }
 });

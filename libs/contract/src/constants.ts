@@ -25,6 +25,10 @@ export const ROUTES = {
   /** Admins: lift an account's sign-in block (rate-limits.ts). */
   adminClearSignInBlock: '/api/admin/sign-in-blocks/clear',
   health: '/api/health',
+  /** Liveness: never touches the database. */
+  healthLive: '/api/health/live',
+  /** Readiness: database, migrations, revocation listener. */
+  healthReady: '/api/health/ready',
   device: '/device',
   tokensPage: '/settings/tokens',
   signup: '/signup',

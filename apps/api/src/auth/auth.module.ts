@@ -26,6 +26,6 @@ import { VerifiedTokenCache } from './verified-token-cache.js';
     RevocationListener,
     { provide: APP_GUARD, useClass: BearerAuthGuard },
   ],
-  exports: [AccessTokenVerifier],
+  exports: [AccessTokenVerifier, RevocationListener],
 })
 export class AuthModule {}

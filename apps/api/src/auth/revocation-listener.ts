@@ -22,6 +22,7 @@ export const TOKEN_EVENTS_CHANNEL = 'prospect_token_events';
 export class RevocationListener implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RevocationListener.name);
   private readonly listener: NotificationListener;
+  private up = false;
 
   constructor(
     private readonly cache: VerifiedTokenCache,
@@ -34,8 +35,12 @@ export class RevocationListener implements OnModuleInit, OnApplicationShutdown {
       applicationName: 'prospect-revocation-listener',
       onNotice: (payload) => this.onNotice(payload),
       // Notices sent while we were not listening are lost: start from an empty cache.
-      onUp: () => (cache.enabled = true),
+      onUp: () => {
+        this.up = true;
+        cache.enabled = true;
+      },
       onDown: (err, firstSince) => {
+        this.up = false;
         cache.enabled = false;
         if (isDatabaseUnavailable(err)) availability.report(err);
         else if (firstSince) {
@@ -43,6 +48,11 @@ export class RevocationListener implements OnModuleInit, OnApplicationShutdown {
         }
       },
     });
+  }
+
+  /** Revocations reach this instance: listening, or on the embedded database, which needs no listener. */
+  get listening(): boolean {
+    return this.database.embedded || this.up;
   }
 
   onModuleInit(): void {

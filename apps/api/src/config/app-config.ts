@@ -122,6 +122,8 @@ const SETTINGS = {
       .min(100, 'must be at least 100')
       .default(5_000),
   ),
+  /** Apply pending migrations at start (under an advisory lock); false: `npm run migrate` does, and a start with any pending refuses. */
+  migrateOnStart: setting('MIGRATE_ON_START', booleanFlag.default(true)),
   /** A request (headers and body) must arrive within this; a slower one gets 408 and its connection closed. */
   httpRequestTimeoutSeconds: setting('HTTP_REQUEST_TIMEOUT_SECONDS', seconds(30)),
   /** On SIGTERM, how long in-flight requests get to finish before their connections are closed. */

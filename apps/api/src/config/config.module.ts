@@ -1,6 +1,6 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { DATABASE_TIMEOUT_MS } from '../database/database-info.js';
+import { DATABASE_SETTINGS, type DatabaseSettings } from '../database/database-info.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig, type Env, EnvSchema, validateEnv } from './app-config.js';
 
@@ -31,9 +31,13 @@ export class AppConfigModule {
             AppConfig.fromValidEnv(Object.fromEntries(ENV_NAMES.map((name) => [name, settings.get(name, { infer: true })])) as Env),
         },
         { provide: Clock, useValue: clock },
-        { provide: DATABASE_TIMEOUT_MS, inject: [AppConfig], useFactory: (config: AppConfig) => config.databaseTimeoutMs },
+        {
+          provide: DATABASE_SETTINGS,
+          inject: [AppConfig],
+          useFactory: (config: AppConfig): DatabaseSettings => ({ timeoutMs: config.databaseTimeoutMs, migrateOnStart: config.migrateOnStart }),
+        },
       ],
-      exports: [AppConfig, Clock, DATABASE_TIMEOUT_MS],
+      exports: [AppConfig, Clock, DATABASE_SETTINGS],
     };
   }
 }

@@ -7,8 +7,13 @@ export class DatabaseInfo {
   ) {}
 }
 
-/**
- * The most any wait on the database may take, in ms (DATABASE_TIMEOUT_MS): provided by the
- * configuration module, so database/ needs to know nothing of how settings are read.
- */
-export const DATABASE_TIMEOUT_MS = Symbol('DATABASE_TIMEOUT_MS');
+/** What the database layer is told by the configuration. */
+export interface DatabaseSettings {
+  /** The most any wait on the database may take, in ms (DATABASE_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Apply pending migrations at start (MIGRATE_ON_START); else refuse to start while any is pending. */
+  migrateOnStart: boolean;
+}
+
+/** Provided by the configuration module, so database/ needs to know nothing of how settings are read. */
+export const DATABASE_SETTINGS = Symbol('DATABASE_SETTINGS');

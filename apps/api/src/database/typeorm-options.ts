@@ -19,7 +19,8 @@ export function typeOrmOptions(url: string, poolSize: number, timeoutMs = 5_000)
     type: 'postgres',
     url,
     migrations: MIGRATIONS,
-    migrationsRun: true,
+    // Applied under an advisory lock (migrations-runner.ts), not by TypeORM's unlocked run.
+    migrationsRun: false,
     migrationsTransactionMode: 'each',
     synchronize: false,
     subscribers: [BrokenConnectionDiscarder],

@@ -1,7 +1,10 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import { HealthCheck, HealthCheckService } from '@nestjs/terminus';
+import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import { InjectDataSource } from '@nestjs/typeorm';
 import { ERROR_CODES } from '@prospect/contract';
+import type { DataSource } from 'typeorm';
+import { RevocationListener } from '../auth/revocation-listener.js';
 import { ApiException } from '../common/api-exception.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../common/error-body.filter.js';
 import { ApiErrors } from '../common/openapi.js';
@@ -17,21 +20,60 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly database: DatabaseHealthIndicator,
+    private readonly indicators: HealthIndicatorService,
+    private readonly revocations: RevocationListener,
+    @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
+
+  @Get('live')
+  @Public()
+  @ApiOperation({ summary: 'Liveness: the process serves requests. Never touches the database, so an outage does not get healthy processes killed.' })
+  live() {
+    return { status: 'ok' };
+  }
+
+  @Get('ready')
+  @Public()
+  @HealthCheck()
+  @ApiOperation({
+    summary: 'Readiness: the database answers within its timeout, no migration is pending, and revocations reach this instance (its listener is connected).',
+  })
+  @ApiErrors([503, 'Not ready; the message names the failing part.'])
+  ready() {
+    return this.answer([
+      () => this.database.pingCheck('database', { timeout: PING_TIMEOUT_MS }),
+      async () => {
+        const migrations = this.indicators.check('migrations');
+        try {
+          return (await this.dataSource.showMigrations()) ? migrations.down({ message: 'pending' }) : migrations.up();
+        } catch {
+          return migrations.down({ message: 'cannot be read' });
+        }
+      },
+      () => {
+        const listener = this.indicators.check('revocationListener');
+        return this.revocations.listening ? listener.up() : listener.down({ message: 'not connected' });
+      },
+    ], (failing) => `Not ready: ${failing} down.`);
+  }
 
   @Get()
   @Public()
   @HealthCheck()
   @ApiOperation({ summary: 'Liveness and database reachability.' })
   @ApiErrors([503, 'The database is unreachable.'])
-  async check() {
+  check() {
+    return this.answer([() => this.database.pingCheck('database', { timeout: PING_TIMEOUT_MS })], (failing) => `Unhealthy: ${failing} unreachable.`);
+  }
+
+  /** Terminus's checks, with a 503 in our error body that names what is down (terminus's own body differs). */
+  private async answer(checks: Parameters<HealthCheckService['check']>[0], refusal: (failing: string) => string) {
     try {
-      return await this.health.check([() => this.database.pingCheck('database', { timeout: PING_TIMEOUT_MS })]);
+      return await this.health.check(checks);
     } catch (err) {
       if (!(err instanceof ServiceUnavailableException)) throw err;
-      // Terminus's own 503 body differs from ours; name what is down in our error body.
       const failing = Object.keys((err.getResponse() as { error?: object }).error ?? {});
-      throw new ApiException(503, ERROR_CODES.unavailable, `Unhealthy: ${failing.join(', ') || 'a dependency'} unreachable.`, {
+      throw new ApiException(503, ERROR_CODES.unavailable, refusal(failing.join(', ') || 'a dependency'), {
         'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS),
       });
     }

@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
 import { ROUTES } from '@prospect/contract';
 import type { NextFunction, Request, Response } from 'express';
@@ -24,7 +26,16 @@ export const REDACTED_PATHS = [
  *   `main.ts` flushes it on shutdown. Tests pass a stream to read lines back.
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  const options = { level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { service: 'prospect-api' } };
+  const options = {
+    level,
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    base: { service: 'prospect-api' },
+    // Every line written while a request is handled names it (see requestLogger).
+    mixin: () => {
+      const request = requestContext.getStore();
+      return request ? { reqId: request.id } : {};
+    },
+  };
   if (destination) return pino(options, destination);
   const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096 });
   // A quiet server must not hold a line back until 4 KiB have gathered: flush every second.
@@ -56,13 +67,16 @@ export function requestLogger(logger: Logger) {
   const requestLog = logger.child({}, { redact: [] });
   return (req: Request, res: Response, next: NextFunction): void => {
     const started = performance.now();
+    const id = requestIdOf(req);
+    res.setHeader(REQUEST_ID_HEADER, id);
     res.once('finish', () => {
       // Health probes every few seconds would drown out real traffic.
-      if (req.originalUrl === ROUTES.health) return;
+      if (req.originalUrl.startsWith(ROUTES.health)) return;
       const status = res.statusCode;
       // A 503 is the database being away, said once by itself; a line per request is enough.
       requestLog[status >= 500 && status !== 503 ? 'error' : status >= 400 ? 'warn' : 'info'](
         {
+          reqId: id,
           req: { method: req.method, url: pathOf(req.originalUrl), userAgent: req.headers['user-agent'], remoteAddress: req.ip },
           res: { statusCode: status },
           responseTime: Math.round(performance.now() - started),
@@ -70,9 +84,25 @@ export function requestLogger(logger: Logger) {
         'request completed',
       );
     });
-    next();
+    requestContext.run({ id }, next);
   };
 }
+
+export const REQUEST_ID_HEADER = 'X-Request-Id';
+/** What a proxy or a client may send as its request id: short, and nothing that could forge a log line. */
+const WELL_FORMED_REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
+
+/** The request's id: the caller's `X-Request-Id` when well-formed (a proxy's, to follow one request across hops), else a new UUID. */
+function requestIdOf(req: Request): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && WELL_FORMED_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/**
+ * The request being handled, for every log line written while it is (pino's mixin above): Node's
+ * own AsyncLocalStorage follows it through awaits and callbacks, with no request-scoped providers.
+ */
+const requestContext = new AsyncLocalStorage<{ id: string }>();
 
 const NEST_STARTUP_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
 

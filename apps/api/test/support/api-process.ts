@@ -56,9 +56,9 @@ export async function startApiProcess(env: Record<string, string>, timeoutMs = 3
 }
 
 /** Runs main.js to completion (for configurations that must refuse to start). */
-export function runApiProcess(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runApiProcess(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN_JS], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -1,0 +1,57 @@
+import { DataSource } from 'typeorm';
+
+/** Key of the session-level advisory lock every migration run takes ('prmg'). */
+const MIGRATION_LOCK = 0x70726d67;
+
+/** Migrations are pending and this instance may not apply them (MIGRATE_ON_START=false). */
+export class MigrationsPendingError extends Error {
+  constructor() {
+    super('the database needs migrations and MIGRATE_ON_START=false: run `npm run migrate` (or `node apps/api/dist/main.js migrate`) first');
+  }
+}
+
+/**
+ * Applies the pending migrations, each in its own transaction, while holding a Postgres
+ * advisory lock on a connection of its own: any number of instances (and `migrate` jobs)
+ * starting at once on one database run them one after another, and all but the first find
+ * nothing left to do. TypeORM's own `migrationsRun` takes no lock, so two instances on an
+ * empty database raced ("relation … already exists").
+ * @param lock false on the embedded database: one process by construction (its data
+ *   directory is locked), and a pool of one connection, which the lock would take.
+ * @returns the names of the migrations applied.
+ */
+export async function runMigrationsLocked(dataSource: DataSource, lock = true): Promise<string[]> {
+  if (!lock) return (await dataSource.runMigrations({ transaction: 'each' })).map((m) => m.name);
+  const holder = dataSource.createQueryRunner();
+  await holder.connect();
+  try {
+    await holder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    try {
+      return (await dataSource.runMigrations({ transaction: 'each' })).map((m) => m.name);
+    } finally {
+      await holder.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+    }
+  } finally {
+    await holder.release();
+  }
+}
+
+/** Brings a freshly opened data source's schema up to date, or refuses to start without it. */
+export async function prepareSchema(dataSource: DataSource, options: { migrateOnStart: boolean; embedded: boolean }): Promise<void> {
+  if (options.migrateOnStart) await runMigrationsLocked(dataSource, !options.embedded);
+  else if (await dataSource.showMigrations()) throw new MigrationsPendingError();
+}
+
+/**
+ * `node apps/api/dist/main.js migrate` (`npm run migrate`): a step of its own before a rollout,
+ * on a connection pool of two (one holds the lock, one migrates).
+ */
+export async function migrateDatabase(url: string, options: { embedded: boolean; timeoutMs: number }): Promise<string[]> {
+  const { typeOrmOptions } = await import('./typeorm-options.js');
+  const dataSource = await new DataSource(typeOrmOptions(url, 2, options.timeoutMs)).initialize();
+  try {
+    return await runMigrationsLocked(dataSource, !options.embedded);
+  } finally {
+    await dataSource.destroy();
+  }
+}
