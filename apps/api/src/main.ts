@@ -1,7 +1,10 @@
 import { createLogger } from './logging/logger.js';
 import { AppConfig, ConfigError } from './config/app-config.js';
 import { createApp } from './bootstrap.js';
-import { migrateDatabase } from './database/migrations-runner.js';
+import { DatabaseInfo } from './database/database-info.js';
+import { migrateDatabase, prepareSchema, withDataSource } from './database/migrations-runner.js';
+import { Sql } from './database/sql.js';
+import { ServerSecretsRepository } from './server-secrets/server-secrets.repository.js';
 import { HttpDrain } from './http-drain.js';
 import { AdminSetupCodes } from './users/admin-setup-codes.js';
 import type { EmbeddedPostgres } from './database/embedded-postgres.js';
@@ -9,13 +12,13 @@ import type { EmbeddedPostgres } from './database/embedded-postgres.js';
 /** Connections to a Postgres server: enough to keep 2 cores busy, few enough for many replicas. */
 const SERVER_POOL_SIZE = 10;
 
-/** `main.js` serves; `main.js migrate` applies pending migrations and exits. */
-const COMMANDS = ['migrate'];
+/** `main.js` serves; `main.js migrate` applies pending migrations, `main.js setup-code` prints a new admin setup code, and both exit. */
+const COMMANDS = ['migrate', 'setup-code'];
 
 async function main(): Promise<void> {
   const command = process.argv[2];
   if (command !== undefined && !COMMANDS.includes(command)) {
-    process.stderr.write(`Unknown command: ${command}. Run without one to serve, or \`migrate\` to apply pending migrations.\n`);
+    process.stderr.write(`Unknown command: ${command}. Run without one to serve, \`migrate\` to apply pending migrations, or \`setup-code\` for a new admin setup code.\n`);
     process.exit(2);
   }
   let config: AppConfig;
@@ -39,10 +42,9 @@ async function main(): Promise<void> {
     poolSize = EMBEDDED_POOL_SIZE;
   }
   const databaseUrl = config.databaseUrl ?? embedded!.url;
-  if (command === 'migrate') {
+  if (command) {
     try {
-      const applied = await migrateDatabase(databaseUrl, { embedded: Boolean(embedded), timeoutMs: config.databaseTimeoutMs });
-      process.stdout.write(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'The database is up to date.\n');
+      process.stdout.write(`${await runCommand(command, databaseUrl, Boolean(embedded), config)}\n`);
       return;
     } finally {
       await embedded?.stop().catch(() => undefined);
@@ -101,6 +103,22 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
+}
+
+/** A one-off command on the database, without serving; returns what it prints. */
+async function runCommand(command: string, databaseUrl: string, embedded: boolean, config: AppConfig): Promise<string> {
+  if (command === 'migrate') {
+    const applied = await migrateDatabase(databaseUrl, { embedded, timeoutMs: config.databaseTimeoutMs });
+    return applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}` : 'The database is up to date.';
+  }
+  // setup-code: a new code in place of one whose log line was lost.
+  const code = await withDataSource(databaseUrl, config.databaseTimeoutMs, async (dataSource) => {
+    await prepareSchema(dataSource, { migrateOnStart: config.migrateOnStart, embedded });
+    return new AdminSetupCodes(new ServerSecretsRepository(new Sql(dataSource, new DatabaseInfo(databaseUrl, embedded)))).replace();
+  });
+  return code
+    ? `New admin setup code (the earlier one no longer works): ${config.publicUrl}/signup?setup_code=${code}`
+    : 'An administrator exists already: no setup code is needed.';
 }
 
 main().catch((err: unknown) => {

@@ -1,17 +1,7 @@
 import pg from 'pg';
 import { MIGRATIONS } from '../src/database/migrations/index.js';
 import { type ApiProcess, runApiProcess, startApiProcess } from './support/api-process.js';
-import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { ThrowawayPostgres } from './support/throwaway-postgres.js';
-
-/** A Postgres server: a fresh database on TEST_DATABASE_URL's, or a cluster of this test's own. */
-async function emptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const candidate: TestDatabase = await createTestDatabase();
-  if (candidate.kind === 'server') return candidate;
-  await candidate.drop();
-  const cluster = await ThrowawayPostgres.create();
-  return { url: cluster.url, drop: () => cluster.destroy() };
-}
+import { emptyServerDatabase as emptyDatabase } from './support/server-database.js';
 
 async function appliedMigrations(url: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: url });
@@ -72,6 +62,6 @@ describe('migrations with many instances', () => {
 
   it('an unknown command is a usage error, before anything is opened', async () => {
     const run = await runApiProcess({ DATABASE_URL: database.url }, ['migrat']);
-    expect(run).toEqual({ code: 2, stdout: '', stderr: 'Unknown command: migrat. Run without one to serve, or `migrate` to apply pending migrations.\n' });
+    expect(run).toEqual({ code: 2, stdout: '', stderr: 'Unknown command: migrat. Run without one to serve, `migrate` to apply pending migrations, or `setup-code` for a new admin setup code.\n' });
   });
 });

@@ -46,11 +46,16 @@ export async function prepareSchema(dataSource: DataSource, options: { migrateOn
  * `node apps/api/dist/main.js migrate` (`npm run migrate`): a step of its own before a rollout,
  * on a connection pool of two (one holds the lock, one migrates).
  */
-export async function migrateDatabase(url: string, options: { embedded: boolean; timeoutMs: number }): Promise<string[]> {
+export function migrateDatabase(url: string, options: { embedded: boolean; timeoutMs: number }): Promise<string[]> {
+  return withDataSource(url, options.timeoutMs, (dataSource) => runMigrationsLocked(dataSource, !options.embedded));
+}
+
+/** A data source of its own for a one-off command (pool of two: one may hold the migration lock), closed after `use`. */
+export async function withDataSource<T>(url: string, timeoutMs: number, use: (dataSource: DataSource) => Promise<T>): Promise<T> {
   const { typeOrmOptions } = await import('./typeorm-options.js');
-  const dataSource = await new DataSource(typeOrmOptions(url, 2, options.timeoutMs)).initialize();
+  const dataSource = await new DataSource(typeOrmOptions(url, 2, timeoutMs)).initialize();
   try {
-    return await runMigrationsLocked(dataSource, !options.embedded);
+    return await use(dataSource);
   } finally {
     await dataSource.destroy();
   }

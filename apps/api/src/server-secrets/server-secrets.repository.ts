@@ -17,6 +17,25 @@ export class ServerSecretsRepository {
     return row!.value;
   }
 
+  /** Stores `value` under `name` unless one is there already or an admin exists; whether it did. */
+  async createUnlessPresentOrAdmin(name: string, value: string): Promise<boolean> {
+    const rows = await this.sql.rows(
+      `INSERT INTO server_secrets (name, value) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM users WHERE role = 'admin')
+       ON CONFLICT (name) DO NOTHING RETURNING name`,
+      [name, value],
+    );
+    return rows.length > 0;
+  }
+
+  /** When `name` was stored, if it is and no admin exists. */
+  async createdAtUnlessAdmin(name: string): Promise<Date | undefined> {
+    const [row] = await this.sql.rows<{ created_at: Date }>(
+      `SELECT created_at FROM server_secrets WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM users WHERE role = 'admin')`,
+      [name],
+    );
+    return row?.created_at;
+  }
+
   /** Stores (or replaces) `value` under `name` unless an admin exists; whether it did. */
   async putUnlessAdminExists(name: string, value: string): Promise<boolean> {
     const rows = await this.sql.rows(

@@ -13,10 +13,15 @@ export class InvalidSetupCodeError extends Error {
 const NAME = 'admin-setup-code';
 const hashOf = (code: string) => sha256(code).toString('base64url');
 
+/** What a start found: a code it made now (print it), or one another instance made (and printed) earlier. */
+export type SetupCodeIssue = { code: string } | { issuedAt: Date };
+
 /**
  * The one-time code that makes a sign-up the first administrator, kept as its SHA-256
  * in `server_secrets`. It exists only while there is no admin: whoever reaches a fresh
- * deployment first cannot make themselves admin without it.
+ * deployment first cannot make themselves admin without it. One code per deployment: the
+ * instance that makes it prints it, and it stays valid until used, whichever instance serves
+ * the sign-up; `main.js setup-code` replaces one whose log line was lost.
  */
 @Injectable()
 export class AdminSetupCodes {
@@ -25,11 +30,21 @@ export class AdminSetupCodes {
 
   constructor(private readonly secrets: ServerSecretsRepository) {}
 
-  /** A new code (replacing any earlier one) when no admin exists, else none. */
-  async issueIfNoAdmin(): Promise<string | null> {
+  /** While no admin exists: a new code if there is none yet (racing instances make one), else when the current one was made. */
+  async issueIfNoAdmin(): Promise<SetupCodeIssue | null> {
     const code = generateSecret('prss_');
-    this.issued = (await this.secrets.putUnlessAdminExists(NAME, hashOf(code))) ? code : undefined;
-    return this.issued ?? null;
+    if (await this.secrets.createUnlessPresentOrAdmin(NAME, hashOf(code))) {
+      this.issued = code;
+      return { code };
+    }
+    const issuedAt = await this.secrets.createdAtUnlessAdmin(NAME);
+    return issuedAt ? { issuedAt } : null;
+  }
+
+  /** A new code in place of the current one (`main.js setup-code`); null once an admin exists. */
+  async replace(): Promise<string | null> {
+    const code = generateSecret('prss_');
+    return (await this.secrets.putUnlessAdminExists(NAME, hashOf(code))) ? code : null;
   }
 
   /** Uses the code up, inside the caller's transaction; false when it is not the current one or an admin exists. */

@@ -46,6 +46,21 @@ export class UsersRepository {
     return row!.id;
   }
 
+  /**
+   * Makes `email` an administrator in one statement, idempotent when several instances start at
+   * once with the same PROSPECT_ADMIN_*: creates the account, or promotes the existing one
+   * (keeping its password), or finds it an admin already.
+   */
+  async ensureAdmin(user: Omit<NewUser, 'role'>): Promise<'created' | 'promoted' | 'unchanged'> {
+    const [row] = await this.sql.rows<{ created: boolean }>(
+      `INSERT INTO users (email, name, password_hash, role) VALUES ($1, $2, $3, 'admin')
+       ON CONFLICT (email) DO UPDATE SET role = 'admin' WHERE users.role <> 'admin'
+       RETURNING (xmax = 0) AS created`,
+      [user.email, user.name, user.passwordHash],
+    );
+    return !row ? 'unchanged' : row.created ? 'created' : 'promoted';
+  }
+
   async update(id: string, changes: Partial<Pick<User, 'role' | 'passwordHash'>>): Promise<void> {
     await this.users.update(id, changes);
   }

@@ -25,29 +25,28 @@ export class UsersService implements OnApplicationBootstrap {
   ) {}
 
   /**
-   * Headless deployments get their admin from PROSPECT_ADMIN_EMAIL / _PASSWORD. Without
-   * them, as long as there is no admin, each start prints a new one-time setup code.
+   * Headless deployments get their admin from PROSPECT_ADMIN_EMAIL / _PASSWORD, idempotently
+   * however many instances start at once. Without them, as long as there is no admin, one
+   * setup code per deployment: printed by the instance that makes it, valid until used.
    */
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.admin) {
-      const code = await this.adminSetup.issueIfNoAdmin();
-      if (code) {
+      const issue = await this.adminSetup.issueIfNoAdmin();
+      if (issue && 'code' in issue) {
         this.logger.warn(
-          `No administrator yet. To become it, sign up at ${this.config.publicUrl}/signup?setup_code=${code} (the code works once; a restart replaces it).`,
+          `No administrator yet. To become it, sign up at ${this.config.publicUrl}/signup?setup_code=${issue.code} (the code works once, on any instance, until used).`,
+        );
+      } else if (issue) {
+        this.logger.warn(
+          `No administrator yet. A setup code was printed at ${issue.issuedAt.toISOString()} by the instance that made it, and works until used; lost it? \`node apps/api/dist/main.js setup-code\` prints a new one.`,
         );
       }
       return;
     }
     await this.adminSetup.withdraw();
     const { email, password } = this.config.admin;
-    const existing = await this.findByEmail(email);
-    if (!existing) {
-      await this.create({ email, name: email.split('@')[0]!, password, role: 'admin' });
-      this.logger.log(`created admin ${normalizeEmail(email)}`);
-    } else if (existing.role !== 'admin') {
-      await this.users.update(existing.id, { role: 'admin' });
-      this.logger.log(`promoted ${existing.email} to admin`);
-    }
+    const done = await this.users.ensureAdmin({ email: normalizeEmail(email), name: normalizeEmail(email).split('@')[0]!, passwordHash: await hashPassword(password) });
+    if (done !== 'unchanged') this.logger.log(`${done} admin ${normalizeEmail(email)}`);
   }
 
   findById(id: string): Promise<User | null> {
