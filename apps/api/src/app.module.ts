@@ -7,6 +7,7 @@ import { AdminModule } from './admin/admin.module.js';
 import { AuditModule } from './audit/audit.module.js';
 import { DeviceLoginModule } from './device-login/device-login.module.js';
 import { HealthModule } from './health/health.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 import { OAuthModule } from './oauth/oauth.module.js';
 import { RateLimitsModule } from './rate-limits/rate-limits.module.js';
 import { RetentionModule } from './retention/retention.module.js';
@@ -39,6 +40,7 @@ export class AppModule {
         AppConfigModule.forRoot(env, clock),
         DatabaseModule.forRoot(new DatabaseInfo(databaseUrl, embedded), poolSize),
         AuditModule,
+        MetricsModule,
         ServerSecretsModule,
         RateLimitsModule,
         HealthModule,

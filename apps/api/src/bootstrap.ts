@@ -18,6 +18,7 @@ import { AppConfig } from './config/app-config.js';
 import { DatabaseAvailability } from './database/database-availability.js';
 import { HttpDrain } from './http-drain.js';
 import { PinoNestLogger, requestLogger } from './logging/logger.js';
+import { Metrics } from './metrics/metrics.js';
 import { configureViews } from './web/views.js';
 
 /** Where the JSON API lives: the contract's routes and the health check. */
@@ -43,7 +44,15 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
   // JSON answers are small and never cached; hashing each one for an ETag is wasted work.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
-  app.use(requestLogger(logger));
+  const metrics = app.get(Metrics);
+  app.use(
+    requestLogger(logger, (req, status, seconds) => {
+      // The route's template ('/api/cli/auth/device/poll'), never the path a client typed: bounded labels.
+      const labels = { method: req.method, route: (req.route as { path?: string } | undefined)?.path ?? 'unmatched', status: String(status) };
+      metrics.httpRequests.inc(labels);
+      metrics.httpDuration.observe(labels, seconds);
+    }),
+  );
   // OWASP's REST set on every answer: no sniffing, no framing, HSTS on https. Pages add the
   // document set (web/page-headers.ts); helmet's full set on every JSON answer cost /me a
   // tenth of its throughput and protects nothing a browser renders.

@@ -3,6 +3,7 @@ import { ACCESS_TOKEN_PREFIX } from '@prospect/contract';
 import { BackgroundWrites } from '../database/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { looksLikeSecret, sha256 } from '../common/secrets.js';
+import { Metrics } from '../metrics/metrics.js';
 import { AccessTokensRepository } from '../tokens/access-tokens.repository.js';
 import { TokenRevocations } from '../tokens/token-revocations.js';
 import type { AuthPrincipal } from './auth-principal.js';
@@ -29,6 +30,7 @@ export class AccessTokenVerifier {
     private readonly background: BackgroundWrites,
     private readonly cache: VerifiedTokenCache,
     revocations: TokenRevocations,
+    private readonly metrics: Metrics,
   ) {
     // This instance's own revocations reach its cache at once; the listener brings the others'.
     revocations.subscribe(cache);
@@ -46,6 +48,7 @@ export class AccessTokenVerifier {
     const cacheKey = this.cache.enabled ? hash.toString('base64') : undefined;
     if (cacheKey) {
       const hit = this.cache.get(cacheKey);
+      this.metrics.tokenCache.inc({ result: hit ? 'hit' : 'miss' });
       if (hit) {
         if (hit.principal.expiresAt.getTime() <= now.getTime()) throw new InvalidTokenError('expired');
         if (this.isStale(hit.lastUsedAt, now)) {

@@ -2,6 +2,7 @@ import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } fro
 import { DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
 import { DatabaseInfo } from '../database/database-info.js';
 import { NotificationListener } from '../database/notification-listener.js';
+import { Metrics } from '../metrics/metrics.js';
 import { VerifiedTokenCache } from './verified-token-cache.js';
 
 /** Where the database triggers (migration 010) announce every revocation: `t:<token id>`, `u:<user id>`, or anything else for "all". */
@@ -28,7 +29,9 @@ export class RevocationListener implements OnModuleInit, OnApplicationShutdown {
     private readonly cache: VerifiedTokenCache,
     private readonly database: DatabaseInfo,
     availability: DatabaseAvailability,
+    metrics: Metrics,
   ) {
+    metrics.gauge('prospect_revocation_listener_connected', 'Whether revocations reach this instance (1: listening, or the embedded database, which needs no listener).', () => Number(this.listening));
     this.listener = new NotificationListener({
       url: database.url,
       channel: TOKEN_EVENTS_CHANNEL,

@@ -122,6 +122,11 @@ const SETTINGS = {
       .min(100, 'must be at least 100')
       .default(5_000),
   ),
+  /** Prometheus metrics on GET /metrics of this port (0: any free one); unset: no metrics server. */
+  metricsPort: setting(
+    'METRICS_PORT',
+    z.coerce.number({ error: 'must be a port number' }).int('must be a port number').min(0, 'must be between 0 and 65535').max(65535, 'must be between 0 and 65535').optional(),
+  ),
   /** Apply pending migrations at start (under an advisory lock); false: `npm run migrate` does, and a start with any pending refuses. */
   migrateOnStart: setting('MIGRATE_ON_START', booleanFlag.default(true)),
   /** A request (headers and body) must arrive within this; a slower one gets 408 and its connection closed. */

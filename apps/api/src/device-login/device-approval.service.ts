@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { formatUserCode, normalizeUserCode } from '@prospect/contract';
 import { Clock } from '../common/clock.js';
+import { Metrics } from '../metrics/metrics.js';
 import { DeviceLoginsRepository } from './device-logins.repository.js';
 
 /** Why a person cannot decide a device login; each gets its own page. */
@@ -32,6 +33,7 @@ export class DeviceApprovalService {
   constructor(
     private readonly deviceLogins: DeviceLoginsRepository,
     private readonly clock: Clock,
+    private readonly metrics: Metrics,
   ) {}
 
   /** A pending, unexpired login by the code a person typed or followed; throws why not otherwise. */
@@ -76,5 +78,6 @@ export class DeviceApprovalService {
       await this.findForApproval(userCode); // throws the precise reason
       throw new UndecidableDeviceLoginError('decided');
     }
+    this.metrics.deviceLogin(decision);
   }
 }

@@ -16,6 +16,7 @@ import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { generateSecret, generateUserCode, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
+import { Metrics } from '../metrics/metrics.js';
 import { isUniqueViolation } from '../database/sql.js';
 import { RefreshTokensService, sessionLabel } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
@@ -67,6 +68,7 @@ export class DeviceLoginService {
     private readonly verifier: AccessTokenVerifier,
     private readonly refreshTokens: RefreshTokensService,
     private readonly audit: AuditService,
+    private readonly metrics: Metrics,
   ) {}
 
   get enabled(): boolean {
@@ -103,6 +105,7 @@ export class DeviceLoginService {
           clientId: client.id,
           scope: client.scope ?? null,
         });
+        this.metrics.deviceLogin('started');
         const shownCode = formatUserCode(userCode);
         return {
           deviceCode,
@@ -130,13 +133,15 @@ export class DeviceLoginService {
     if (!login) return { kind: 'unknown' };
 
     const expired = login.expires_at.getTime() <= now.getTime();
+    if (expired && (login.status === 'pending' || login.status === 'approved')) {
+      this.metrics.deviceLogin('expired');
+      return { kind: 'expired' };
+    }
     switch (login.status) {
       case 'pending':
-        if (expired) return { kind: 'expired' };
-        if (!login.accepted) return { kind: 'slow_down' };
-        return { kind: 'pending' };
+        return login.accepted ? { kind: 'pending' } : { kind: 'slow_down' };
       case 'approved':
-        return expired ? { kind: 'expired' } : this.redeem(login, deviceCode, ip);
+        return this.redeem(login, deviceCode, ip);
       case 'redeemed':
         return this.replyAgain(login, deviceCode, ip);
       case 'denied':
@@ -173,6 +178,7 @@ export class DeviceLoginService {
       return { kind: now?.status === 'cancelled' ? 'cancelled' : 'expired' };
     }
     const { issued, user } = result;
+    this.metrics.deviceLogin('redeemed');
     return {
       kind: 'authorized',
       reply: { status: 'authorized', accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresAt: issued.expiresAt.toISOString(), user },

@@ -5,6 +5,7 @@ import { ApiException } from '../common/api-exception.js';
 import { sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { Sql } from '../database/sql.js';
+import { Metrics } from '../metrics/metrics.js';
 
 /** The key of an account's counter: the SHA-256 of its normalized e-mail, so the table holds no address (or a password typed into the wrong field). */
 export const accountKey = (email: string) => sha256(email).toString('base64url');
@@ -59,7 +60,11 @@ export class RateLimits {
   private readonly userCodesByUser: RateLimiterPostgres;
   private readonly userCodesByIp: RateLimiterPostgres;
 
-  constructor(sql: Sql, config: AppConfig) {
+  constructor(
+    sql: Sql,
+    config: AppConfig,
+    private readonly metrics: Metrics,
+  ) {
     const store = (keyPrefix: string, points: number, duration: number, blockDuration = 0) =>
       new RateLimiterPostgres({
         storeClient: sql.poolForLibraries,
@@ -90,10 +95,10 @@ export class RateLimits {
    * before (15 min, 30 min, 1 h, … at most a day). A success gives the account its points back.
    */
   async attemptSignIn(email: string, ip: string, deviceCookie: string | null): Promise<void> {
-    if (deviceCookie) return consume(this.loginByDevice, deviceCookie, 'Too many failed sign-ins. Please wait before trying again.');
+    if (deviceCookie) return this.consume(this.loginByDevice, deviceCookie, 'Too many failed sign-ins. Please wait before trying again.');
     const account = accountKey(email);
     const results = await Promise.allSettled([this.loginByAccount.consume(account), this.loginByIp.consume(ip)]);
-    const refused = refusals(results);
+    const refused = this.refusals(results, [this.loginByAccount, this.loginByIp]);
     const [accountResult] = results;
     if (accountResult.status === 'fulfilled' && accountResult.value.remainingPoints === 0) {
       // This attempt used the account's last point: whatever its password, the next ones wait.
@@ -118,11 +123,11 @@ export class RateLimits {
   }
 
   signUp(ip: string): Promise<void> {
-    return consume(this.signupByIp, ip, 'Too many new accounts from your address. Please try again later.');
+    return this.consume(this.signupByIp, ip, 'Too many new accounts from your address. Please try again later.');
   }
 
   deviceStart(ip: string): Promise<void> {
-    return consume(this.startByIp, ip, 'Too many device logins started from your address. Please wait a minute.');
+    return this.consume(this.startByIp, ip, 'Too many device logins started from your address. Please wait a minute.');
   }
 
   /**
@@ -131,7 +136,7 @@ export class RateLimits {
    * used up, so guessing cannot tell. Call userCodeFound when the code turned out to exist.
    */
   async attemptUserCode(userId: string, ip: string): Promise<void> {
-    const refused = refusals(await Promise.allSettled([this.userCodesByUser.consume(userId), this.userCodesByIp.consume(ip)]));
+    const refused = this.refusals(await Promise.allSettled([this.userCodesByUser.consume(userId), this.userCodesByIp.consume(ip)]), [this.userCodesByUser, this.userCodesByIp]);
     if (refused.length) throw tooMany('Too many wrong codes. Please wait a minute before trying again.', refused);
   }
 
@@ -139,21 +144,23 @@ export class RateLimits {
   async userCodeFound(userId: string, ip: string): Promise<void> {
     await Promise.all([this.userCodesByUser.reward(userId, 1), this.userCodesByIp.reward(ip, 1)]);
   }
-}
 
-/** The limits that refused, from consuming several at once; any other failure (the database) is thrown. */
-function refusals(results: PromiseSettledResult<RateLimiterRes>[]): RateLimiterRes[] {
-  const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
-  for (const reason of refused) if (!(reason instanceof RateLimiterRes)) throw reason;
-  return refused as RateLimiterRes[];
-}
+  /** The limits that refused, from consuming `limiters` at once (counted by limit); any other failure (the database) is thrown. */
+  private refusals(results: PromiseSettledResult<RateLimiterRes>[], limiters: RateLimiterPostgres[]): RateLimiterRes[] {
+    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+    for (const reason of refused) if (!(reason instanceof RateLimiterRes)) throw reason;
+    results.forEach((r, i) => r.status === 'rejected' && this.metrics.rateLimited.inc({ limit: limiters[i]!.keyPrefix }));
+    return refused as RateLimiterRes[];
+  }
 
-async function consume(limiter: RateLimiterPostgres, key: string, message: string): Promise<void> {
-  try {
-    await limiter.consume(key);
-  } catch (res) {
-    if (res instanceof RateLimiterRes) throw tooMany(message, [res]);
-    throw res;
+  private async consume(limiter: RateLimiterPostgres, key: string, message: string): Promise<void> {
+    try {
+      await limiter.consume(key);
+    } catch (res) {
+      if (!(res instanceof RateLimiterRes)) throw res;
+      this.metrics.rateLimited.inc({ limit: limiter.keyPrefix });
+      throw tooMany(message, [res]);
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
+import { Metrics } from '../metrics/metrics.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { type FamilyRow, type PresentedRow, type RefreshTokenDescription, RefreshTokensRepository } from './refresh-tokens.repository.js';
 
@@ -103,6 +104,7 @@ export class RefreshTokensService {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly audit: AuditService,
+    private readonly metrics: Metrics,
   ) {}
 
   /** The first pair of a family, in the transaction that redeems its device login. */
@@ -162,7 +164,11 @@ export class RefreshTokensService {
       const claimed = await this.refreshTokens.claim(tx, hash, this.clock.now(), clientId);
       return claimed ? { session: await this.rotate(tx, claimed, rawToken, ip) } : this.presentedAgain(tx, rawToken, hash, clientId, ip);
     });
-    if ('session' in outcome) return outcome.session;
+    if ('session' in outcome) {
+      this.metrics.token('refreshed');
+      return outcome.session;
+    }
+    if (outcome.refused === 'reused') this.metrics.token('reuse_detected');
     if (outcome.refused === 'reused') this.logger.warn(`refresh token reused: revoked the family of device login ${outcome.familyId}`);
     throw new InvalidGrantError(outcome.refused);
   }

@@ -125,9 +125,9 @@ export class AccessTokensRepository {
     return (await this.db.getRepository(AccessToken).findOne({ select: { id: true, deviceLoginId: true }, where: { id: tokenId, userId } })) ?? undefined;
   }
 
-  /** Revokes one token and records it, in one statement; of racing revocations only the first does (and is audited). */
-  async revokeOne(tokenId: string, userId: string, now: Date, ip: string | null): Promise<void> {
-    await this.sql.rows(
+  /** Revokes one token and records it, in one statement; of racing revocations only the first does (and is audited): 1 for that one, else 0. */
+  revokeOne(tokenId: string, userId: string, now: Date, ip: string | null): Promise<number> {
+    return this.sql.count(
       `WITH revoked AS (
          UPDATE access_tokens SET revoked_at = $3 WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING id
        )

@@ -7,6 +7,7 @@ import { notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
+import { Metrics } from '../metrics/metrics.js';
 import type { TokenOrigin } from './access-token.entity.js';
 import { type AccessTokenDescription, AccessTokensRepository, type TokenListing } from './access-tokens.repository.js';
 import { TokenRevocations } from './token-revocations.js';
@@ -41,6 +42,7 @@ export class TokensService {
     private readonly clock: Clock,
     private readonly audit: AuditService,
     private readonly revocations: TokenRevocations,
+    private readonly metrics: Metrics,
   ) {}
 
   /** Issues a token and records it, in `manager`'s transaction or in one of its own. */
@@ -65,6 +67,7 @@ export class TokensService {
     });
     const detail = { tokenId: id, origin: input.origin, ...(input.issuedBy ? { issuedBy: input.issuedBy } : {}) };
     await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, detail }, manager);
+    this.metrics.token('issued');
     return { accessToken, id, expiresAt };
   }
 
@@ -86,7 +89,7 @@ export class TokensService {
       await this.revokeFamily(token.deviceLoginId, 'revoked', ip);
       return;
     }
-    await this.accessTokens.revokeOne(tokenId, userId, this.clock.now(), ip ?? null);
+    this.metrics.token('revoked', await this.accessTokens.revokeOne(tokenId, userId, this.clock.now(), ip ?? null));
     this.revocations.tokensRevoked([tokenId]);
   }
 
@@ -102,6 +105,7 @@ export class TokensService {
     await this.accessTokens.lockFamily(manager, deviceLoginId);
     const ids = await this.accessTokens.revokeFamily(manager, deviceLoginId, this.clock.now(), ip ?? null, reason);
     this.revocations.tokensRevoked(ids);
+    this.metrics.token('revoked', ids.length);
     return ids.length;
   }
 
@@ -116,6 +120,7 @@ export class TokensService {
       return this.accessTokens.revokeAllOfUser(tx, userId, this.clock.now(), ip ?? null);
     });
     this.revocations.userRevoked(userId);
+    this.metrics.token('revoked', ended);
     return ended;
   }
 
