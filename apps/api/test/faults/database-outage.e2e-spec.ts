@@ -127,6 +127,12 @@ describe('a database that goes away', () => {
     await api?.stop();
     await database?.destroy();
   });
+  // A test that fails because the API process died says why (this suite once lost its API under full-suite load).
+  afterEach(() => {
+    if (api.child.exitCode !== null || api.child.signalCode !== null) {
+      throw new Error(`the API exited (${api.child.exitCode ?? api.child.signalCode}):\n${(api.stdout() + api.stderr()).slice(-3000)}`);
+    }
+  });
 
   it('stopped 5 s: answers 503 with Retry-After, says so once, loses nothing acknowledged, and recovers within 2 s of its return; a revoked token stays refused', async () => {
     const token = await seedToken(database.url);
