@@ -6,6 +6,7 @@ import { migrateDatabase, prepareSchema, withDataSource } from './database/migra
 import { Sql } from './database/sql.js';
 import { ServerSecretsRepository } from './server-secrets/server-secrets.repository.js';
 import { HttpDrain } from './http-drain.js';
+import { ShutdownState } from './health/shutdown-state.js';
 import { AdminSetupCodes } from './users/admin-setup-codes.js';
 import type { EmbeddedPostgres } from './database/embedded-postgres.js';
 
@@ -65,9 +66,14 @@ async function main(): Promise<void> {
   const shutdown = async (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
     let code = 0;
     try {
+      app.get(ShutdownState).stopping = true;
+      if (config.shutdownDelaySeconds > 0) {
+        logger.info({ signal }, `shutting down: not ready any more, serving ${config.shutdownDelaySeconds} s more while load balancers notice`);
+        await new Promise((resolve) => setTimeout(resolve, config.shutdownDelaySeconds * 1000));
+      }
+      logger.info({ signal }, 'shutting down: finishing in-flight requests');
       const { cut } = await HttpDrain.of(app.getHttpServer()).drain(config.shutdownGraceSeconds * 1000);
       if (cut) logger.warn({ cut }, `closed ${cut} request(s) still open after ${config.shutdownGraceSeconds} s`);
       // Then Nest's shutdown hooks: background writes, the revocation listener, the pool.
@@ -98,7 +104,8 @@ async function main(): Promise<void> {
       `  Sign in the CLI:    npx prospect auth:login --api-url ${publicUrl}`,
       `  API docs:           ${publicUrl}/api/docs`,
       ...(setupCode ? [`  First admin:        ${publicUrl}/signup?setup_code=${setupCode}  (no administrator yet; the code works once)`] : []),
-      `  Database:           ${embedded ? `embedded Postgres in ${embedded.dataDir} (set DATABASE_URL for a server)` : 'DATABASE_URL'}`,
+      `  Mail:               ${config.smtpUrl ? `through ${new URL(config.smtpUrl).host} from ${config.mailFrom}` : 'written to the log, one line per mail (set SMTP_URL to send it)'}`,
+      `  Database:           ${embedded ? `embedded Postgres in ${embedded.dataDir} (set DATABASE_URL for a server)` : config.databaseDirectUrl ? 'DATABASE_URL through a pooler (LISTEN and migrations on DATABASE_DIRECT_URL)' : 'DATABASE_URL'}`,
       '',
       '',
     ].join('\n'),
@@ -106,15 +113,18 @@ async function main(): Promise<void> {
 }
 
 /** A one-off command on the database, without serving; returns what it prints. */
-async function runCommand(command: string, databaseUrl: string, embedded: boolean, config: AppConfig): Promise<string> {
+async function runCommand(command: string, poolUrl: string, embedded: boolean, config: AppConfig): Promise<string> {
+  // A one-off command holds a session (the migrations' advisory lock): never through a pooler.
+  const databaseUrl = config.databaseDirectUrl ?? poolUrl;
   if (command === 'migrate') {
     const applied = await migrateDatabase(databaseUrl, { embedded, timeoutMs: config.databaseTimeoutMs });
     return applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}` : 'The database is up to date.';
   }
   // setup-code: a new code in place of one whose log line was lost.
   const code = await withDataSource(databaseUrl, config.databaseTimeoutMs, async (dataSource) => {
-    await prepareSchema(dataSource, { migrateOnStart: config.migrateOnStart, embedded });
-    return new AdminSetupCodes(new ServerSecretsRepository(new Sql(dataSource, new DatabaseInfo(databaseUrl, embedded)))).replace();
+    const database = new DatabaseInfo(databaseUrl, embedded);
+    await prepareSchema(dataSource, database, { migrateOnStart: config.migrateOnStart, timeoutMs: config.databaseTimeoutMs });
+    return new AdminSetupCodes(new ServerSecretsRepository(new Sql(dataSource, database))).replace();
   });
   return code
     ? `New admin setup code (the earlier one no longer works): ${config.publicUrl}/signup?setup_code=${code}`

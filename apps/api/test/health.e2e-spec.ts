@@ -1,4 +1,5 @@
 import { ROUTES } from '@prospect/contract';
+import { ShutdownState } from '../src/health/shutdown-state.js';
 import { client } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -48,7 +49,10 @@ describe('GET /api/health', () => {
     // The test before cut the database: the listener may still be on its way back.
     const ready = await readyWithin(20_000);
     expect(ready.status).toBe(200);
-    expect(ready.body).toMatchObject({ status: 'ok', info: { database: { status: 'up' }, migrations: { status: 'up' }, revocationListener: { status: 'up' } } });
+    expect(ready.body).toMatchObject({
+      status: 'ok',
+      info: { serving: { status: 'up' }, database: { status: 'up' }, migrations: { status: 'up' }, revocationListener: { status: 'up' } },
+    });
 
     await proxy.cut();
     const live = await client(api).get(ROUTES.healthLive);
@@ -62,6 +66,19 @@ describe('GET /api/health', () => {
     await proxy.start();
     // The pool comes back on the next checkout, the listener after its backoff (at most 10 s).
     expect((await readyWithin(20_000)).status).toBe(200);
+  });
+
+  it('ready is 503 from the moment the instance is shutting down, while it goes on serving', async () => {
+    expect((await readyWithin(20_000)).status).toBe(200);
+    api.app.get(ShutdownState).stopping = true;
+    try {
+      const notReady = await client(api).get(ROUTES.healthReady);
+      expect(notReady.status).toBe(503);
+      expect(notReady.body.message).toBe('Not ready: serving down.');
+      expect((await health()).status).toBe(200);
+    } finally {
+      api.app.get(ShutdownState).stopping = false;
+    }
   });
 
   /** Asks until ready or `ms` have passed: a bound on a condition, not a wait on a timer. */

@@ -26,13 +26,42 @@ describe('migrations', () => {
     expect(await tables()).toEqual([]);
     const applied = await db.runMigrations({ transaction: 'each' });
     expect(applied.length).toBe(db.migrations.length);
-    expect(await tables()).toEqual(['access_tokens', 'auth_events', 'device_logins', 'oauth_clients', 'rate_limits', 'refresh_tokens', 'server_secrets', 'users', 'web_sessions']);
+    expect(await tables()).toEqual(['access_tokens', 'account_tokens', 'auth_events', 'device_logins', 'oauth_clients', 'rate_limits', 'refresh_tokens', 'server_secrets', 'users', 'web_sessions']);
 
     for (let i = 0; i < applied.length; i++) await db.undoLastMigration({ transaction: 'each' });
     expect(await tables()).toEqual([]);
 
     await db.runMigrations({ transaction: 'each' });
-    expect(await tables()).toEqual(['access_tokens', 'auth_events', 'device_logins', 'oauth_clients', 'rate_limits', 'refresh_tokens', 'server_secrets', 'users', 'web_sessions']);
+    expect(await tables()).toEqual(['access_tokens', 'account_tokens', 'auth_events', 'device_logins', 'oauth_clients', 'rate_limits', 'refresh_tokens', 'server_secrets', 'users', 'web_sessions']);
     expect(await db.showMigrations()).toBe(false); // nothing pending
+  });
+
+  it('Scopes (019) cuts every earlier grant down to what its client is allowed: the CLI everything, any other client profile', async () => {
+    // Back to just before it (later migrations first).
+    const applied = async () => ((await db.query(`SELECT name FROM migrations`)) as Array<{ name: string }>).map((m) => m.name);
+    while ((await applied()).includes('Scopes1795400000019')) await db.undoLastMigration({ transaction: 'each' });
+    await db.query(`INSERT INTO oauth_clients (id, name, created_at) VALUES ('acme-sync', 'Acme Sync', now())`);
+    const login = (code: string, clientId: string, scope: string | null) =>
+      db.query(
+        `INSERT INTO device_logins (device_code_hash, user_code, created_at, expires_at, client_id, scope)
+         VALUES (sha256(convert_to($1::text, 'UTF8')), $1, now(), now() + interval '10 minutes', $2, $3)`,
+        [code, clientId, scope],
+      );
+    await login('BCDFGHJK', 'prospect-cli', null);
+    await login('BCDFGHJL', 'acme-sync', 'admin billing:write profile');
+    await login('BCDFGHJM', 'acme-sync', null);
+    await login('BCDFGHJN', 'acme-sync', 'admin');
+    await db.runMigrations({ transaction: 'each' });
+    const rows = (await db.query(`SELECT user_code, scope FROM device_logins ORDER BY user_code`)) as Array<{ user_code: string; scope: string }>;
+    expect(rows.map((r) => [r.user_code, r.scope])).toEqual([
+      ['BCDFGHJK', 'profile tokens admin'],
+      ['BCDFGHJL', 'profile'],
+      ['BCDFGHJM', 'profile'],
+      ['BCDFGHJN', ''],
+    ]);
+    expect(await db.query(`SELECT id, allowed_scopes FROM oauth_clients ORDER BY id`)).toEqual([
+      { id: 'acme-sync', allowed_scopes: 'profile' },
+      { id: 'prospect-cli', allowed_scopes: 'profile tokens admin' },
+    ]);
   });
 });

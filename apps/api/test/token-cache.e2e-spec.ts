@@ -1,20 +1,11 @@
 import { ROUTES } from '@prospect/contract';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { VerifiedTokenCache } from '../src/auth/verified-token-cache.js';
+import { eventually } from './support/eventually.js';
 import { FakeClock } from './support/fake-clock.js';
 import { authorizedPoll, createUser } from './support/fixtures.js';
 import { get, post } from './support/http.js';
 import { type Replica, startReplica, startTestApp, type TestApp } from './support/test-app.js';
-
-/** Waits (bounded) until `check` holds; the bound is the staleness we promise and more. */
-async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 3_000): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return check();
-}
 
 /**
  * The verified-token cache must never make /me accept a revoked or expired

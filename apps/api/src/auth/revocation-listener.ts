@@ -33,7 +33,8 @@ export class RevocationListener implements OnModuleInit, OnApplicationShutdown {
   ) {
     metrics.gauge('prospect_revocation_listener_connected', 'Whether revocations reach this instance (1: listening, or the embedded database, which needs no listener).', () => Number(this.listening));
     this.listener = new NotificationListener({
-      url: database.url,
+      // A LISTEN is a session's: on the server itself, never through a pooler.
+      url: database.directUrl,
       channel: TOKEN_EVENTS_CHANNEL,
       applicationName: 'prospect-revocation-listener',
       onNotice: (payload) => this.onNotice(payload),

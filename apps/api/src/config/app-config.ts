@@ -82,6 +82,13 @@ const SETTINGS = {
   host: setting('HOST', z.string().trim().min(1).default('0.0.0.0')),
   /** Unset: the embedded Postgres in `dataDir`. */
   databaseUrl: setting('DATABASE_URL', postgresUrl.optional()),
+  /**
+   * The Postgres server itself when DATABASE_URL leads to a transaction pooler (PgBouncer): the
+   * revocation listener's LISTEN and the migrations' advisory lock need a session of their own.
+   */
+  databaseDirectUrl: setting('DATABASE_DIRECT_URL', postgresUrl.optional()),
+  /** Named prepared statements on the hot paths; false behind a pooler that cannot keep them (PgBouncer before 1.21). */
+  databasePreparedStatements: setting('DATABASE_PREPARED_STATEMENTS', booleanFlag.default(true)),
   dataDir: setting('PROSPECT_DATA_DIR', z.string().trim().min(1, 'must not be empty').default('./.data')),
   /** Base of verification URLs and links in pages, without a trailing slash; unset: http://localhost:PORT. */
   publicUrl: setting('PUBLIC_URL', httpUrl.optional()),
@@ -131,12 +138,33 @@ const SETTINGS = {
   migrateOnStart: setting('MIGRATE_ON_START', booleanFlag.default(true)),
   /** A request (headers and body) must arrive within this; a slower one gets 408 and its connection closed. */
   httpRequestTimeoutSeconds: setting('HTTP_REQUEST_TIMEOUT_SECONDS', seconds(30)),
+  /**
+   * On SIGTERM, how long to go on serving while /api/health/ready answers 503, before the drain: a
+   * load balancer's readiness checks take the instance out first (longer than its checks' fall × interval).
+   */
+  shutdownDelaySeconds: setting(
+    'SHUTDOWN_DELAY_SECONDS',
+    z.coerce.number({ error: 'must be a whole number of seconds' }).int('must be a whole number of seconds').min(0, 'must be 0 or more').max(60, 'must be at most 60').default(0),
+  ),
   /** On SIGTERM, how long in-flight requests get to finish before their connections are closed. */
   shutdownGraceSeconds: setting('SHUTDOWN_GRACE_SECONDS', seconds(10)),
+  /** Where mail goes out: `smtp://user:password@host:587` or `smtps://…:465`; unset, each mail is a log line. */
+  smtpUrl: setting(
+    'SMTP_URL',
+    z
+      .string()
+      .trim()
+      .refine((v) => /^smtps?:\/\/[^/]/.test(v) && URL.canParse(v), 'must be an smtp:// or smtps:// URL')
+      .optional(),
+  ),
+  /** The sender of every mail, e.g. `Prospect <no-reply@example.com>`; unset: no-reply at PUBLIC_URL's host. */
+  mailFrom: setting('MAIL_FROM', z.string().trim().min(3, 'must be an address, e.g. "Prospect <no-reply@example.com>"').max(200).optional()),
   /** Failed sign-ins one address may make in an hour. */
   signinPerIpPerHour: setting('SIGNIN_PER_IP_PER_HOUR', wholeNumber(50)),
   /** Accounts one address may create in an hour. */
   signupPerIpPerHour: setting('SIGNUP_PER_IP_PER_HOUR', wholeNumber(10)),
+  /** Password-reset links one address may ask for in an hour. */
+  passwordResetsPerIpPerHour: setting('PASSWORD_RESETS_PER_IP_PER_HOUR', wholeNumber(10)),
   /** Device logins one address may start in a minute. */
   deviceStartPerIpPerMinute: setting('DEVICE_START_PER_IP_PER_MINUTE', wholeNumber(30)),
   /** Audit events older than this many days are deleted. */
@@ -179,6 +207,9 @@ export const EnvSchema = z
     if (env.WEB_SESSION_IDLE_SECONDS > env.WEB_SESSION_MAX_SECONDS) {
       ctx.addIssue({ code: 'custom', path: ['WEB_SESSION_IDLE_SECONDS'], message: 'must not exceed WEB_SESSION_MAX_SECONDS' });
     }
+    if (env.DATABASE_DIRECT_URL && !env.DATABASE_URL) {
+      ctx.addIssue({ code: 'custom', path: ['DATABASE_DIRECT_URL'], message: 'needs DATABASE_URL (the pooler in front of that server)' });
+    }
     if (Boolean(env.PROSPECT_ADMIN_EMAIL) !== Boolean(env.PROSPECT_ADMIN_PASSWORD)) {
       ctx.addIssue({
         code: 'custom',
@@ -214,12 +245,16 @@ export class ConfigError extends Error {
 }
 
 /** Every setting of the table, read-only, on AppConfig (declaration merging: one declaration of each). */
-export interface AppConfig extends Readonly<Omit<SettingValues, 'publicUrl' | 'adminEmail' | 'adminPassword'>> {}
+export interface AppConfig extends Readonly<Omit<SettingValues, 'publicUrl' | 'adminEmail' | 'adminPassword' | 'mailFrom'>> {}
 
 /** The validated configuration, injected wherever settings are needed. */
 export class AppConfig {
   /** PUBLIC_URL, or http://localhost:PORT. */
   readonly publicUrl!: string;
+  /** PUBLIC_URL was set: links use it whatever address a request came to. */
+  readonly publicUrlSet!: boolean;
+  /** MAIL_FROM, or `Prospect <no-reply@…>` at PUBLIC_URL's host. */
+  readonly mailFrom!: string;
   /** PROSPECT_ADMIN_EMAIL and _PASSWORD, which come together. */
   readonly admin?: { email: string; password: string };
 
@@ -234,9 +269,12 @@ export class AppConfig {
 
   static fromValidEnv(env: Env): AppConfig {
     const values = Object.fromEntries(Object.entries(SETTINGS).map(([name, { env: variable }]) => [name, env[variable as keyof Env]])) as SettingValues;
-    const { adminEmail, adminPassword, publicUrl, ...rest } = values;
+    const { adminEmail, adminPassword, publicUrl, mailFrom, ...rest } = values;
+    const site = publicUrl ?? `http://localhost:${values.port}`;
     return Object.assign(new AppConfig(), rest, {
-      publicUrl: publicUrl ?? `http://localhost:${values.port}`,
+      publicUrl: site,
+      publicUrlSet: publicUrl !== undefined,
+      mailFrom: mailFrom ?? `Prospect <no-reply@${new URL(site).hostname}>`,
       admin: adminEmail && adminPassword ? { email: adminEmail, password: adminPassword } : undefined,
     });
   }

@@ -34,7 +34,12 @@ export class AppConfigModule {
         {
           provide: DATABASE_SETTINGS,
           inject: [AppConfig],
-          useFactory: (config: AppConfig): DatabaseSettings => ({ timeoutMs: config.databaseTimeoutMs, migrateOnStart: config.migrateOnStart }),
+          useFactory: (config: AppConfig): DatabaseSettings => ({
+            timeoutMs: config.databaseTimeoutMs,
+            migrateOnStart: config.migrateOnStart,
+            directUrl: config.databaseDirectUrl,
+            preparedStatements: config.databasePreparedStatements,
+          }),
         },
       ],
       exports: [AppConfig, Clock, DATABASE_SETTINGS],

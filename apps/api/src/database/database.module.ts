@@ -5,36 +5,45 @@ import { DatabaseAvailability } from './database-availability.js';
 import { BackgroundWrites } from './background-writes.js';
 import { DATABASE_SETTINGS, DatabaseInfo, type DatabaseSettings } from './database-info.js';
 import { MigrationsPendingError, prepareSchema } from './migrations-runner.js';
+import { asPoolerSetupError, checkServerStatementTimeout, PoolerSetupError } from './pooler.js';
 import { Sql } from './sql.js';
 import { typeOrmOptions } from './typeorm-options.js';
 
 @Global()
 @Module({})
 export class DatabaseModule {
-  /** @param url the Postgres server, real or embedded, resolved before Nest starts. */
-  static forRoot(database: DatabaseInfo, poolSize: number): DynamicModule {
+  /**
+   * @param url the Postgres server, real or embedded, resolved before Nest starts (or the
+   *   pooler in front of a server: DATABASE_DIRECT_URL then names the server).
+   */
+  static forRoot(url: string, embedded: boolean, poolSize: number): DynamicModule {
+    const infoFrom = (settings: DatabaseSettings) => new DatabaseInfo(url, embedded, settings);
     // useFactory sees the settings, dataSourceFactory only the options it returned: this carries the rest across.
-    let migrateOnStart = true;
+    let settings: DatabaseSettings;
     return {
       module: DatabaseModule,
       imports: [
         TypeOrmModule.forRootAsync({
           inject: [DATABASE_SETTINGS],
-          useFactory: (settings: DatabaseSettings) => {
-            migrateOnStart = settings.migrateOnStart;
+          useFactory: (given: DatabaseSettings) => {
+            settings = given;
             return {
-              ...typeOrmOptions(database.url, poolSize, settings.timeoutMs),
+              ...typeOrmOptions(url, poolSize, settings.timeoutMs, infoFrom(settings).behindPooler),
               autoLoadEntities: true,
               retryAttempts: 2,
               retryDelay: 1000,
-              // Pending migrations are a decision to make, not a database to wait for.
-              toRetry: (err: unknown) => !(err instanceof MigrationsPendingError),
+              // A decision to make, not a database to wait for.
+              toRetry: (err: unknown) => !(err instanceof MigrationsPendingError || err instanceof PoolerSetupError),
             };
           },
           dataSourceFactory: async (options) => {
-            const dataSource = await new DataSource(options!).initialize();
+            const database = infoFrom(settings);
+            const dataSource = await new DataSource(options!).initialize().catch((err: unknown) => {
+              throw asPoolerSetupError(err, database) ?? err;
+            });
             try {
-              await prepareSchema(dataSource, { migrateOnStart, embedded: database.embedded });
+              await prepareSchema(dataSource, database, settings);
+              await checkServerStatementTimeout(dataSource, database, settings.timeoutMs);
             } catch (err) {
               await dataSource.destroy();
               throw err;
@@ -43,7 +52,7 @@ export class DatabaseModule {
           },
         }),
       ],
-      providers: [{ provide: DatabaseInfo, useValue: database }, Sql, DatabaseAvailability, BackgroundWrites],
+      providers: [{ provide: DatabaseInfo, inject: [DATABASE_SETTINGS], useFactory: infoFrom }, Sql, DatabaseAvailability, BackgroundWrites],
       exports: [DatabaseInfo, Sql, DatabaseAvailability, BackgroundWrites],
     };
   }

@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import type { DatabaseInfo } from './database-info.js';
 
 /** Key of the session-level advisory lock every migration run takes ('prmg'). */
 const MIGRATION_LOCK = 0x70726d67;
@@ -36,10 +37,19 @@ export async function runMigrationsLocked(dataSource: DataSource, lock = true): 
   }
 }
 
-/** Brings a freshly opened data source's schema up to date, or refuses to start without it. */
-export async function prepareSchema(dataSource: DataSource, options: { migrateOnStart: boolean; embedded: boolean }): Promise<void> {
-  if (options.migrateOnStart) await runMigrationsLocked(dataSource, !options.embedded);
-  else if (await dataSource.showMigrations()) throw new MigrationsPendingError();
+/**
+ * Brings a freshly opened data source's schema up to date, or refuses to start without it.
+ * Behind a pooler the migrations run on a connection to the server itself (DATABASE_DIRECT_URL):
+ * the advisory lock is a session's.
+ */
+export async function prepareSchema(dataSource: DataSource, database: DatabaseInfo, settings: { migrateOnStart: boolean; timeoutMs: number }): Promise<void> {
+  if (!settings.migrateOnStart) {
+    if (await dataSource.showMigrations()) throw new MigrationsPendingError();
+  } else if (database.behindPooler) {
+    await migrateDatabase(database.directUrl, { embedded: false, timeoutMs: settings.timeoutMs });
+  } else {
+    await runMigrationsLocked(dataSource, !database.embedded);
+  }
 }
 
 /**

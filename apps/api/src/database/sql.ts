@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
 import { DatabaseInfo } from './database-info.js';
+import { explainPreparedStatementClash } from './pooler.js';
 
 /** Postgres's code for a unique-constraint violation. */
 const UNIQUE_VIOLATION = '23505';
@@ -24,8 +25,9 @@ const UNIQUE_VIOLATION = '23505';
  * columns they return, so a new column never changes their result type.
  * Not on the embedded PGlite, whose socket server shares one backend among
  * its connections, so a name prepared by one connection would clash with the
- * next. (Behind PgBouncer in transaction mode, named statements need its
- * prepared-statement support: 1.21 or later, `max_prepared_statements` > 0.)
+ * next. Nor with DATABASE_PREPARED_STATEMENTS=false: behind PgBouncer in
+ * transaction mode, named statements need its prepared-statement support
+ * (1.21 or later, `max_prepared_statements` > 0); see pooler.ts.
  */
 @Injectable()
 export class Sql {
@@ -43,7 +45,7 @@ export class Sql {
 
   constructor(@InjectDataSource() dataSource: DataSource, database: DatabaseInfo) {
     this.pool = (dataSource.driver as PostgresDriver).master as pg.Pool;
-    this.prepare = !database.embedded;
+    this.prepare = database.preparedStatements;
     this.poolForLibraries = this.prepare ? this.pool : { query: ({ text, values }: pg.QueryConfig) => this.pool.query({ text, values }) };
   }
 
@@ -56,17 +58,13 @@ export class Sql {
    */
   async rows<T>(text: string, values: unknown[], manager?: EntityManager): Promise<T[]> {
     if (manager?.queryRunner) return (await manager.queryRunner.query(text, values, true)).records as T[];
-    const query: pg.QueryConfig = { text, values };
-    if (this.prepare) query.name = this.nameOf(text);
-    return (await this.pool.query(query)).rows as T[];
+    return (await this.poolQuery(text, values)).rows as T[];
   }
 
   /** How many rows the statement touched (a DELETE's or UPDATE's count). Same parameters as `rows`. */
   async count(text: string, values: unknown[], manager?: EntityManager): Promise<number> {
     if (manager?.queryRunner) return (await manager.queryRunner.query(text, values, true)).affected ?? 0;
-    const query: pg.QueryConfig = { text, values };
-    if (this.prepare) query.name = this.nameOf(text);
-    return (await this.pool.query(query)).rowCount ?? 0;
+    return (await this.poolQuery(text, values)).rowCount ?? 0;
   }
 
   /**
@@ -76,6 +74,14 @@ export class Sql {
   async tryTransactionLock(tx: EntityManager, key: number): Promise<boolean> {
     const [row] = await this.rows<{ locked: boolean }>(`SELECT pg_try_advisory_xact_lock($1) AS locked`, [key], tx);
     return row!.locked;
+  }
+
+  private poolQuery(text: string, values: unknown[]): Promise<pg.QueryResult> {
+    if (!this.prepare) return this.pool.query({ text, values });
+    return this.pool.query({ text, values, name: this.nameOf(text) }).catch((err: unknown) => {
+      explainPreparedStatementClash(err);
+      throw err;
+    });
   }
 
   private nameOf(text: string): string {

@@ -14,7 +14,11 @@ import { MIGRATIONS } from './migrations/index.js';
  *   A connection that timed out or broke is thrown away, never rolled back in line
  *   (BrokenConnectionDiscarder), so no request waits on the database longer than that.
  */
-export function typeOrmOptions(url: string, poolSize: number, timeoutMs = 5_000): DataSourceOptions {
+/**
+ * @param behindPooler the url leads to a transaction pooler (pooler.ts), which refuses
+ *   `statement_timeout` as a startup parameter: the server's own setting applies instead.
+ */
+export function typeOrmOptions(url: string, poolSize: number, timeoutMs = 5_000, behindPooler = false): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -30,7 +34,7 @@ export function typeOrmOptions(url: string, poolSize: number, timeoutMs = 5_000)
     extra: {
       max: poolSize,
       connectionTimeoutMillis: timeoutMs,
-      statement_timeout: timeoutMs,
+      ...(behindPooler ? {} : { statement_timeout: timeoutMs }),
       // A little later than the server's own limit, which answers with a clearer error.
       query_timeout: timeoutMs + 500,
       keepAlive: true,

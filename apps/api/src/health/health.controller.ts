@@ -10,6 +10,7 @@ import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../common/error-body.filter.js'
 import { ApiErrors } from '../common/openapi.js';
 import { Public } from '../auth/public.decorator.js';
 import { DatabaseHealthIndicator } from './database-health.indicator.js';
+import { ShutdownState } from './shutdown-state.js';
 
 /** A database that takes longer than this to answer `SELECT 1` counts as down. */
 const PING_TIMEOUT_MS = 1_500;
@@ -22,6 +23,7 @@ export class HealthController {
     private readonly database: DatabaseHealthIndicator,
     private readonly indicators: HealthIndicatorService,
     private readonly revocations: RevocationListener,
+    private readonly shutdown: ShutdownState,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
@@ -36,11 +38,16 @@ export class HealthController {
   @Public()
   @HealthCheck()
   @ApiOperation({
-    summary: 'Readiness: the database answers within its timeout, no migration is pending, and revocations reach this instance (its listener is connected).',
+    summary:
+      'Readiness: the instance is not shutting down, the database answers within its timeout, no migration is pending, and revocations reach this instance (its listener is connected).',
   })
   @ApiErrors([503, 'Not ready; the message names the failing part.'])
   ready() {
     return this.answer([
+      () => {
+        const serving = this.indicators.check('serving');
+        return this.shutdown.stopping ? serving.down({ message: 'shutting down' }) : serving.up();
+      },
       () => this.database.pingCheck('database', { timeout: PING_TIMEOUT_MS }),
       async () => {
         const migrations = this.indicators.check('migrations');

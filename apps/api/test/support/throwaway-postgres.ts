@@ -13,7 +13,8 @@ async function binDir(): Promise<string> {
   return `/usr/lib/postgresql/${majors[0]}/bin`;
 }
 
-async function freePort(): Promise<number> {
+/** A port nobody listens on right now, for a server a test starts. */
+export async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;

@@ -1,0 +1,9 @@
+/** Waits (bounded) until `check` holds; the bound is the staleness a test allows and more. Answers whether it held. */
+export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 3_000): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return check();
+}
