@@ -1,10 +1,10 @@
-import { DevicePollResponseSchema, DeviceStartResponseSchema, ROUTES, USER_CODE_ALPHABET } from '@prospect/contract';
+import { CLI_CLIENT_ID, DevicePollResponseSchema, DeviceStartResponseSchema, OAUTH_ROUTES, ROUTES, USER_CODE_ALPHABET } from '@prospect/contract';
 import { DeviceApprovalService, UndecidableDeviceLoginError } from '../src/device-login/device-approval.service.js';
 import { REPLY_WINDOW_SECONDS } from '../src/device-login/device-login.service.js';
 import { RetentionService } from '../src/retention/retention.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { approve, createUser, deny, poll, startDeviceLogin } from './support/fixtures.js';
-import { client, errorBody, get, post } from './support/http.js';
+import { client, errorBody, get, post, request } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 describe('device login (seed §3.1)', () => {
@@ -25,6 +25,30 @@ describe('device login (seed §3.1)', () => {
       expect(body.verificationUrl).toBe(`${api.baseUrl}/device?user_code=${body.userCode}`);
       expect(body.deviceCode).toMatch(/^prsd_[A-Za-z0-9_-]{43}$/);
       expect(body).toMatchObject({ intervalSeconds: 5, expiresInSeconds: 600 });
+    });
+
+    it('without PUBLIC_URL, sends people to the address the client used (127.0.0.1 or localhost), never to a malformed Host', async () => {
+      const port = new URL(api.baseUrl).port;
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) {
+        const res = await request(api, 'POST', ROUTES.deviceStart, { json: {}, headers: { host } });
+        expect(res.body.verificationUrl).toBe(`http://${host}/device?user_code=${res.body.userCode}`);
+      }
+      for (const host of ['evil.example/path', 'a b', `x@127.0.0.1:${port}`]) {
+        const res = await request(api, 'POST', ROUTES.deviceStart, { json: {}, headers: { host } });
+        expect(res.body.verificationUrl).toBe(`${api.config.publicUrl}/device?user_code=${res.body.userCode}`);
+      }
+      const oauth = await client(api).post(OAUTH_ROUTES.deviceAuthorization).set('host', `localhost:${port}`).type('form').send({ client_id: CLI_CLIENT_ID });
+      expect(oauth.body).toMatchObject({ verification_uri: `http://localhost:${port}/device`, verification_uri_complete: expect.stringMatching(`^http://localhost:${port}/device\\?user_code=`) });
+
+      // With PUBLIC_URL set, it is the address, whatever Host a request carries.
+      const saved = { publicUrl: api.config.publicUrl, publicUrlSet: api.config.publicUrlSet };
+      Object.assign(api.config, { publicUrl: 'https://id.example.com', publicUrlSet: true });
+      try {
+        const res = await request(api, 'POST', ROUTES.deviceStart, { json: {}, headers: { host: `localhost:${port}` } });
+        expect(res.body.verificationUrl).toBe(`https://id.example.com/device?user_code=${res.body.userCode}`);
+      } finally {
+        Object.assign(api.config, saved);
+      }
     });
 
     it('accepts no body at all', async () => {

@@ -5,7 +5,7 @@ import { Clock } from '../src/common/clock.js';
 import { DeviceApprovalService } from '../src/device-login/device-approval.service.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { approve, createUser, deny } from './support/fixtures.js';
-import { get, request, type JsonResponse } from './support/http.js';
+import { get, post, request, type JsonResponse } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { launchBrowser, SCREENSHOTS } from './web/browser.js';
 
@@ -64,11 +64,11 @@ describe('OAuth 2.0 surface', () => {
       }
       await page.screenshot({ path: `${SCREENSHOTS}oauth-approve.png`, fullPage: true });
       await page.getByRole('button', { name: 'Approve' }).click();
-      await expect(page.textContent('main')).resolves.toContain('You can close this tab');
+      await expect(page.textContent('main')).resolves.toContain('You can close this page');
     }
 
     async function deviceFlow() {
-      const device = await oidc.initiateDeviceAuthorization(config, { scope: 'prospect' });
+      const device = await oidc.initiateDeviceAuthorization(config, { scope: 'profile' });
       expect(device.verification_uri_complete).toBe(`${api.baseUrl}/device?user_code=${device.user_code}`);
       const polling = oidc.pollDeviceAuthorizationGrant(config, device);
       await approveInBrowser(device.verification_uri_complete!);
@@ -84,7 +84,7 @@ describe('OAuth 2.0 surface', () => {
 
     it('signs in with the device flow approved in the browser, refreshes, detects a reuse that revokes the family, and revokes', async () => {
       const tokens = await deviceFlow();
-      expect(tokens).toMatchObject({ token_type: 'bearer', access_token: expect.stringMatching(/^prs_/), refresh_token: expect.stringMatching(/^prsr_/), scope: 'prospect' });
+      expect(tokens).toMatchObject({ token_type: 'bearer', access_token: expect.stringMatching(/^prs_/), refresh_token: expect.stringMatching(/^prsr_/), scope: 'profile' });
       expect(tokens.expiresIn()).toBeGreaterThan(3590);
       const me = await get(api, ROUTES.me, tokens.access_token);
       expect(me.body.user.email).toBe('grace@example.com');
@@ -168,7 +168,7 @@ describe('OAuth 2.0 surface', () => {
       expect(ok.status).toBe(200);
       expect(ok.headers.get('cache-control')).toBe('no-store');
       expect(ok.headers.get('pragma')).toBe('no-cache');
-      expect(ok.body).toEqual({ access_token: expect.stringMatching(/^prs_/), token_type: 'Bearer', expires_in: 3600, refresh_token: expect.stringMatching(/^prsr_/) });
+      expect(ok.body).toEqual({ access_token: expect.stringMatching(/^prs_/), token_type: 'Bearer', expires_in: 3600, refresh_token: expect.stringMatching(/^prsr_/), scope: 'profile tokens admin' });
       clock.offsetMs += 61_000; // past the reply window: a replay
       expectOAuthError(await redeem(approved.device_code), 'invalid_grant');
 
@@ -210,11 +210,41 @@ describe('OAuth 2.0 surface', () => {
       form(api, OAUTH_ROUTES.introspect, { token }, bearer ? { authorization: `Bearer ${bearer}` } : {});
     const signIn = async () => {
       const user = await createUser(api);
-      const device = (await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'prospect-cli', scope: 'read' })).body;
+      const device = (await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'prospect-cli', scope: 'profile' })).body;
       await approve(api, device.user_code, user);
       const tokens = (await form(api, OAUTH_ROUTES.token, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: device.device_code, client_id: 'prospect-cli' })).body;
       return { user, tokens };
     };
+
+    it('scopes mean something: unknown or unallowed ones are invalid_scope; a token does what it was granted, and says so', async () => {
+      // The issue's example: nothing of it is a scope here.
+      const bogus = await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'prospect-cli', scope: 'admin billing:write users:delete' });
+      expectOAuthError(bogus, 'invalid_scope');
+      expect(bogus.body.error_description).toBe('Unknown scope: billing:write users:delete (scopes_supported lists them).');
+      // other-tool may ask for `profile` only (a client's allowed scopes unless an admin chose more).
+      await api.dataSource.query(`INSERT INTO oauth_clients (id, name) VALUES ('other-tool', 'Other tool') ON CONFLICT DO NOTHING`);
+      expectOAuthError(await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'other-tool', scope: 'profile tokens' }), 'invalid_scope');
+      const user = await createUser(api);
+      const device = (await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'other-tool' })).body;
+      const approvalPage = await api.app.get(DeviceApprovalService).findForApproval(device.user_code);
+      expect(approvalPage.scopes).toEqual([{ name: 'profile', words: 'See your name and e-mail address' }]);
+      await approve(api, device.user_code, user);
+      const tokens = (await form(api, OAUTH_ROUTES.token, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: device.device_code, client_id: 'other-tool' })).body;
+      expect(tokens.scope).toBe('profile');
+      const me = await get(api, ROUTES.me, tokens.access_token);
+      expect(me.status).toBe(200);
+      expect(me.headers.get('x-oauth-scopes')).toBe('profile');
+      // Creating a token needs `tokens`: 403 with the RFC 6750 challenge naming it, and nothing issued.
+      const issue = await post(api, ROUTES.issueToken, { label: 'from other-tool' }, tokens.access_token);
+      expect(issue.status).toBe(403);
+      expect(issue.body).toMatchObject({ error: 'insufficient_scope', message: expect.stringContaining('“tokens”') });
+      expect(issue.headers.get('www-authenticate')).toBe('Bearer realm="prospect", error="insufficient_scope", scope="tokens"');
+      expect((await introspect(tokens.access_token, adminToken)).body).toMatchObject({ client_id: 'other-tool', scope: 'profile' });
+      expect((await form(api, OAUTH_ROUTES.introspect, { token: tokens.access_token }, { authorization: `Bearer ${tokens.access_token}` })).status).toBe(403);
+      expect(await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE label = 'from other-tool'`)).toEqual([{ n: 0 }]);
+      // Published for clients to read.
+      expect((await get(api, OAUTH_ROUTES.metadata)).body.scopes_supported).toEqual(['profile', 'tokens', 'admin']);
+    });
 
     it('revoking an unknown token is a 200, as the RFC says', async () => {
       expect((await form(api, OAUTH_ROUTES.revoke, { token: 'prs_unknown' })).status).toBe(200);
@@ -242,10 +272,10 @@ describe('OAuth 2.0 surface', () => {
       const { tokens } = await signIn();
       const refresh = (refreshToken: string, scope: string) =>
         form(api, OAUTH_ROUTES.token, { grant_type: 'refresh_token', client_id: 'prospect-cli', refresh_token: refreshToken, scope });
-      expectOAuthError(await refresh(tokens.refresh_token, 'read admin'), 'invalid_scope');
-      const same = await refresh(tokens.refresh_token, 'read');
+      expectOAuthError(await refresh(tokens.refresh_token, 'profile admin'), 'invalid_scope');
+      const same = await refresh(tokens.refresh_token, 'profile');
       expect(same.status).toBe(200);
-      expect(same.body.scope).toBe('read');
+      expect(same.body.scope).toBe('profile');
       expect((await form(api, OAUTH_ROUTES.revoke, { token: same.body.refresh_token, token_type_hint: 'something_else' })).status).toBe(200);
       expect((await get(api, ROUTES.me, same.body.access_token)).status).toBe(401);
     });
@@ -256,11 +286,12 @@ describe('OAuth 2.0 surface', () => {
       const access = await introspect(tokens.access_token, adminToken);
       expect(access.status).toBe(200);
       expect(access.headers.get('cache-control')).toBe('no-store');
-      expect(access.body).toEqual({ active: true, sub: user.id, username: user.email, client_id: 'prospect-cli', token_type: 'Bearer', scope: 'read', iat: expect.any(Number), exp: expect.any(Number) });
+      expect(access.body).toEqual({ active: true, sub: user.id, username: user.email, client_id: 'prospect-cli', token_type: 'Bearer', scope: 'profile', iat: expect.any(Number), exp: expect.any(Number) });
       expect(access.body.iat).toBeGreaterThanOrEqual(now - 1);
       expect(access.body.exp - access.body.iat).toBe(3600);
       expect((await introspect(tokens.refresh_token, adminToken)).body).toMatchObject({ active: true, token_type: 'refresh_token', sub: user.id });
-      expect((await introspect(userToken, adminToken)).body).toMatchObject({ active: true, client_id: 'prospect-cli', token_type: 'Bearer' });
+      // A token created directly has the CLI's scopes, and says so.
+      expect((await introspect(userToken, adminToken)).body).toMatchObject({ active: true, client_id: 'prospect-cli', token_type: 'Bearer', scope: 'profile tokens admin' });
       // …and labels the session on the tokens page, refreshed or not.
       const refreshed = (await form(api, OAUTH_ROUTES.token, { grant_type: 'refresh_token', client_id: 'prospect-cli', refresh_token: tokens.refresh_token })).body;
       const [session] = (await api.app.get(TokensService).listForUser(user.id)).filter((t) => t.origin === 'device');

@@ -229,7 +229,7 @@ describe('refresh tokens with rotation (issue #14)', () => {
   it('the custom route refreshes only tokens of the prospect-cli client', async () => {
     await api.dataSource.query(`INSERT INTO oauth_clients (id, name) VALUES ('other-tool', 'Other tool') ON CONFLICT DO NOTHING`);
     const user = await createUser(api);
-    const start = await api.app.get(DeviceLoginService).start({}, null, null, { id: 'other-tool' });
+    const start = await api.app.get(DeviceLoginService).start({}, null, null, { id: 'other-tool', scope: 'profile' });
     await approve(api, start.userCode, user);
     const outcome = await api.app.get(DeviceLoginService).pollGrant(start.deviceCode, 'other-tool', null);
     expect(outcome.kind).toBe('authorized');

@@ -193,7 +193,8 @@ describe('the first administrator, without PROSPECT_ADMIN_*', () => {
     const form = await browser.get(`/signup?setup_code=${setupCode}`);
     const csrf = /name="_csrf" value="([^"]+)"/.exec(form.text)![1]!;
     expect(form.text).toContain(`name="setup_code" value="${setupCode}"`);
-    return browser.post('/signup').type('form').send({ _csrf: csrf, name: 'First', email, password: 'correct horse battery', setup_code: setupCode });
+    const res = await browser.post('/signup').type('form').send({ _csrf: csrf, name: 'First', email, password: 'correct horse battery', setup_code: setupCode });
+    return Object.assign(res, { browser });
   }
 
   const roleOf = async (email: string) => (await api.app.get(UsersService).findByEmail(email))?.role;
@@ -208,6 +209,11 @@ describe('the first administrator, without PROSPECT_ADMIN_*', () => {
     expect((await signUp(`${code}x`, 'wrong@example.com')).status).toBe(400);
     const [a, b] = await Promise.all([signUp(code!, 'first@example.com'), signUp(code!, 'second@example.com')]);
     expect([a.status, b.status].sort()).toEqual([303, 400]);
+    // The winner's next page says what the code made them, once.
+    const winner = a.status === 303 ? a : b;
+    const welcome = await winner.browser.get(winner.headers.location!).redirects(2);
+    expect(welcome.text).toContain('<p class="success" role="status">Your account is ready, and you are the administrator of this Prospect');
+    expect((await winner.browser.get('/settings/tokens')).text).not.toContain('you are the administrator');
     const roles = [await roleOf('first@example.com'), await roleOf('second@example.com')].filter(Boolean);
     expect(roles).toEqual(['admin']);
     const again = await signUp(code!, 'third@example.com');

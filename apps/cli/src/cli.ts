@@ -1,6 +1,6 @@
 import leven from 'leven';
 import meow from 'meow';
-import { completionScript } from './completion.js';
+import { COMPLETION_USAGE, completionScript } from './completion.js';
 import { CliError, EXIT, FileSystemError, usageError } from './errors.js';
 import type { CommandContext } from './context.js';
 import type { Command } from './commands/command.js';
@@ -52,14 +52,22 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (name === 'help') {
       // `prospect help auth:login` is `prospect auth:login --help`.
       const [topic, ...extra] = rest;
+      if (topic === 'completion' && !extra.length) {
+        io.stdout.write(`${COMPLETION_USAGE}\n`);
+        return EXIT.ok;
+      }
       const helped = COMMANDS.get(topic!);
-      if (!helped || extra.length) throw unknownCommand(topic!);
+      if (!helped || extra.length) throw unknownCommand(topic!, extra);
       io.stdout.write(`\n  ${helped.description}\n${helped.usage}\n`);
       return EXIT.ok;
     }
     if (name === 'completion') {
+      if (rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')) {
+        io.stdout.write(`${COMPLETION_USAGE}\n`);
+        return EXIT.ok;
+      }
       const script = rest.length === 1 ? completionScript(rest[0]!, [...COMMANDS.values()]) : undefined;
-      if (!script) throw usageError('Say which shell: `prospect completion bash`, `zsh` or `fish`.');
+      if (!script) throw new CliError('Say which shell: `prospect completion bash`, `zsh` or `fish`.', EXIT.usage, 'Usage: prospect completion bash|zsh|fish (see `prospect completion --help`)');
       io.stdout.write(script);
       return EXIT.ok;
     }
@@ -68,7 +76,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return EXIT.ok;
     }
     command = COMMANDS.get(name);
-    if (!command) throw unknownCommand(name);
+    if (!command) throw unknownCommand(name, rest);
 
     // meow prints the help and exits 0 on --help. Unknown flags are ours to
     // report (meow would exit without the usage line).
@@ -132,12 +140,25 @@ function closest(typed: string, known: string[]): string | undefined {
   return best;
 }
 
-function unknownCommand(name: string): CliError {
+/**
+ * An unknown command, with the command meant when it can be told: gh's spellings (`auth login`,
+ * `whoami`, `status`) are this CLI's `auth:*` commands, and a typo is near a known name.
+ */
+function unknownCommand(name: string, rest: string[] = []): CliError {
+  const usage = `Usage: prospect <command> [options]; commands: ${[...COMMANDS.keys()].join(', ')}`;
+  const [sub, ...args] = rest;
+  if (name === 'auth') {
+    if (sub !== undefined && COMMANDS.has(`auth:${sub}`)) return didYouMean(`auth ${sub}`, [`auth:${sub}`, ...args]);
+    return usageError(`\`prospect auth\` needs a command: ${[...COMMANDS.keys()].filter((c) => c.startsWith('auth:')).join(', ')}`, usage);
+  }
+  if (COMMANDS.has(`auth:${name}`)) return didYouMean(name, [`auth:${name}`, ...rest]);
   const guess = closest(name, [...COMMANDS.keys()]);
-  return usageError(
-    `Unknown command: ${name}${guess ? ` (did you mean \`prospect ${guess}\`?)` : ''}`,
-    `Usage: prospect <command> [options]; commands: ${[...COMMANDS.keys()].join(', ')}`,
-  );
+  return usageError(`Unknown command: ${name}${guess ? ` (did you mean \`prospect ${guess}\`?)` : ''}`, usage);
+}
+
+function didYouMean(typed: string, meant: string[]): CliError {
+  const line = ['prospect', ...meant.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`))].join(' ');
+  return usageError(`Unknown command: ${typed}. Did you mean \`${line}\`?`, `Commands are written with a colon here: ${meant[0]} (see \`prospect --help\`).`);
 }
 
 /** CI=true, CI=1 … but not CI=false or CI=0. */

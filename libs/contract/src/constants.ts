@@ -45,6 +45,28 @@ export const DEVICE_CODE_PREFIX = 'prsd_';
 /** The OAuth client the custom /api/cli/auth/device/* routes act as (and the CLI's client_id). */
 export const CLI_CLIENT_ID = 'prospect-cli';
 
+/**
+ * Every scope this service defines, with the sentence the approval page shows for it. A token
+ * carries the scopes its sign-in was granted, and the service's routes ask for theirs
+ * (`403 insufficient_scope` otherwise); nothing else is a scope here (`invalid_scope`).
+ */
+export const SCOPES = {
+  profile: 'See your name and e-mail address',
+  tokens: 'Create tokens that act as you',
+  admin: 'Use the administration API, if you are an administrator',
+} as const;
+export type Scope = keyof typeof SCOPES;
+
+/** What the CLI's sign-ins are granted (its device login, its tokens): everything it does for a person. */
+export const CLI_SCOPES: readonly Scope[] = ['profile', 'tokens', 'admin'];
+
+/** The scopes of a space-separated `scope` value, in the registry's order; undefined if one is not a scope here. */
+export function parseScopes(value: string): Scope[] | undefined {
+  const names = value.split(' ').filter(Boolean);
+  if (!names.every((name): name is Scope => Object.hasOwn(SCOPES, name))) return undefined;
+  return (Object.keys(SCOPES) as Scope[]).filter((scope) => names.includes(scope));
+}
+
 /** The OAuth 2.0 surface (RFC 8414, 8628, 6749, 7009, 7662), beside the contract's own routes. */
 export const OAUTH_ROUTES = {
   metadata: '/.well-known/oauth-authorization-server',
@@ -82,6 +104,8 @@ export const ERROR_CODES = {
   unauthorizedClient: 'unauthorized_client',
   unsupportedGrantType: 'unsupported_grant_type',
   invalidScope: 'invalid_scope',
+  // RFC 6750 §3.1: the token is valid but lacks the scope the route needs.
+  insufficientScope: 'insufficient_scope',
   authorizationPending: 'authorization_pending',
   accessDenied: 'access_denied',
   expiredToken: 'expired_token',

@@ -100,6 +100,7 @@ export const AuthorizationServerMetadataSchema = z.object({
   grant_types_supported: z.array(z.string()),
   response_types_supported: z.array(z.string()),
   token_endpoint_auth_methods_supported: z.array(z.string()),
+  scopes_supported: z.array(z.string()),
   revocation_endpoint_auth_methods_supported: z.array(z.string()),
   service_documentation: z.url(),
 });

@@ -1,5 +1,7 @@
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
+import { type Scope, SCOPES } from './constants.js';
+import { ClientIdSchema } from './oauth.js';
 import { hasUnsafeText, UNSAFE_TEXT_MESSAGE } from './text.js';
 
 /**
@@ -128,3 +130,38 @@ export type ClearSignInBlockRequest = z.infer<typeof ClearSignInBlockRequestSche
 /** Its answer: whether the account had failed sign-ins counted (and so a block, or one coming). */
 export const ClearSignInBlockResponseSchema = z.object({ cleared: z.boolean() });
 export type ClearSignInBlockResponse = z.infer<typeof ClearSignInBlockResponseSchema>;
+
+/** A scope of the registry (constants.ts SCOPES), as the admin API names them. */
+const scopeName = z.enum(Object.keys(SCOPES) as [Scope, ...Scope[]]);
+const clientName = shortText(100);
+
+/** An OAuth client as the admin API shows it (GET /api/admin/clients). */
+export const AdminClientSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  /** What it may ask for; a sign-in that asks for nothing gets all of them. */
+  allowedScopes: z.array(scopeName),
+  /** `prospect-cli`: cannot be disabled or deleted, and its scopes are fixed. */
+  builtIn: z.boolean(),
+  disabled: z.boolean(),
+  createdAt: isoTimestamp,
+});
+export type AdminClient = z.infer<typeof AdminClientSchema>;
+
+/** POST /api/admin/clients: register a public client. */
+export const RegisterClientRequestSchema = z.strictObject({
+  id: ClientIdSchema,
+  name: clientName,
+  allowedScopes: z.array(scopeName).check(z.minLength(1), z.maxLength(Object.keys(SCOPES).length)),
+});
+export type RegisterClientRequest = z.infer<typeof RegisterClientRequestSchema>;
+
+/** PATCH /api/admin/clients/{id}: any of a new name, new allowed scopes, disabled or not. */
+export const UpdateClientRequestSchema = z
+  .strictObject({
+    name: z.optional(clientName),
+    allowedScopes: z.optional(z.array(scopeName).check(z.minLength(1), z.maxLength(Object.keys(SCOPES).length))),
+    disabled: z.optional(z.boolean()),
+  })
+  .check(z.refine((body) => Object.keys(body).length > 0, 'must change something: name, allowedScopes or disabled'));
+export type UpdateClientRequest = z.infer<typeof UpdateClientRequestSchema>;

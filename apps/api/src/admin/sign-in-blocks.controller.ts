@@ -11,10 +11,12 @@ import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { SignInBlocksService } from './sign-in-blocks.service.js';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
+import { RequireScope } from '../auth/require-scope.decorator.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
 @Controller('api/admin/sign-in-blocks')
+@RequireScope('admin')
 export class SignInBlocksController {
   constructor(private readonly blocks: SignInBlocksService) {}
 
@@ -27,7 +29,7 @@ export class SignInBlocksController {
   })
   @ApiJsonBody(ClearSignInBlockRequestSchema)
   @ApiJsonResponse(200, '`cleared` is true when there were failures to clear.', ClearSignInBlockResponseSchema)
-  @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'The bearer is not an admin.'])
+  @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'The bearer is not an admin, or insufficient_scope: the token lacks `admin`.'])
   async clear(
     @Principal() caller: AuthPrincipal,
     @Body(new ZodBodyPipe(ClearSignInBlockRequestSchema)) body: ClearSignInBlockRequest,

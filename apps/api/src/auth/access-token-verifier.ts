@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ACCESS_TOKEN_PREFIX } from '@prospect/contract';
+import { ACCESS_TOKEN_PREFIX, CLI_SCOPES, parseScopes, type Scope } from '@prospect/contract';
 import { BackgroundWrites } from '../database/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { looksLikeSecret, sha256 } from '../common/secrets.js';
@@ -16,6 +16,11 @@ export class InvalidTokenError extends Error {
   constructor(readonly reason: InvalidTokenReason) {
     super(`token ${reason}`);
   }
+}
+
+/** A token's scopes: its sign-in's grant, or the CLI's for a token created directly (no sign-in of a client). */
+export function grantedScopes(scope: string | null): readonly Scope[] {
+  return scope === null ? CLI_SCOPES : (parseScopes(scope) ?? []);
 }
 
 /** `lastUsedAt` is refreshed at most this often, so verification stays a read. */
@@ -68,7 +73,7 @@ export class AccessTokenVerifier {
       lastUsedAt = now.getTime();
       this.touch(token.tokenId, now);
     }
-    const principal: AuthPrincipal = { user: token.user, tokenId: token.tokenId, expiresAt: token.expiresAt, via: 'bearer' };
+    const principal: AuthPrincipal = { user: token.user, tokenId: token.tokenId, expiresAt: token.expiresAt, via: 'bearer', scopes: grantedScopes(token.scope) };
     if (cacheKey) this.cache.set(cacheKey, principal, lastUsedAt, readEpoch);
     return principal;
   }

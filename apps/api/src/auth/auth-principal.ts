@@ -1,4 +1,5 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { Scope } from '@prospect/contract';
 import type { UserRole } from '../users/user.entity.js';
 
 /** Who is calling, as established by the bearer guard (or a web session). */
@@ -8,6 +9,8 @@ export interface AuthPrincipal {
   tokenId?: string;
   /** When the credential stops being valid. */
   expiresAt: Date;
+  /** What it may do (SCOPES): a token's granted scopes; a signed-in browser may do everything. */
+  scopes: readonly Scope[];
   via: 'bearer' | 'web-session';
 }
 

@@ -1,22 +1,28 @@
 import { type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
-import { ERROR_CODES, SERVICE_NAME } from '@prospect/contract';
-import type { Request } from 'express';
+import { ERROR_CODES, type Scope, SCOPES, SERVICE_NAME } from '@prospect/contract';
+import type { Request, Response } from 'express';
 import { ApiException } from '../common/api-exception.js';
 import { IS_PUBLIC } from './public.decorator.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { ALLOWS_WEB_SESSION } from './allow-web-session.decorator.js';
+import { REQUIRED_SCOPE } from './require-scope.decorator.js';
 import type { AuthPrincipal } from './auth-principal.js';
 import { RefusedTokens } from './refused-tokens.js';
 import { InvalidTokenError, type InvalidTokenReason } from './access-token-verifier.js';
 
 const REALM_CHALLENGE = `Bearer realm="${SERVICE_NAME}"`;
 
+/** A signed-in browser acts as the person in full. */
+const ALL_SCOPES = Object.keys(SCOPES) as Scope[];
+
 const REFUSALS: Record<InvalidTokenReason, string> = {
-  expired: 'Your token has expired. Run `prospect auth:login` to sign in again.',
-  revoked: 'Your token has been revoked. Run `prospect auth:login` to sign in again.',
-  unknown: 'This token is not valid. Run `prospect auth:login` to sign in.',
+  // Any client's token comes here (the CLI's, or another OAuth client's), and each client says
+  // itself how to sign in again (the CLI names its command): the words fit them all.
+  expired: 'Your token has expired: sign in again to get a new one.',
+  revoked: 'Your token has been revoked: sign in again to get a new one.',
+  unknown: 'This token is not valid: sign in to get one.',
 };
 
 /**
@@ -57,7 +63,22 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
         'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_request"`,
       });
     }
-    return (await super.canActivate(context)) as boolean;
+    await super.canActivate(context);
+    this.checkScope(req.user!, this.reflector.getAllAndOverride<Scope | undefined>(REQUIRED_SCOPE, targets), context);
+    return true;
+  }
+
+  /**
+   * The route's scope, if it names one, must be among the token's: else `403 insufficient_scope`
+   * with the RFC 6750 challenge naming it. Every bearer answer says what the token may do in
+   * `X-OAuth-Scopes`, as GitHub's API does, so a client can tell without introspection.
+   */
+  private checkScope(principal: AuthPrincipal, required: Scope | undefined, context: ExecutionContext): void {
+    context.switchToHttp().getResponse<Response>().setHeader('X-OAuth-Scopes', principal.scopes.join(', '));
+    if (!required || principal.scopes.includes(required)) return;
+    throw new ApiException(403, ERROR_CODES.insufficientScope, `This token was not granted the “${required}” scope (${SCOPES[required]}), which this needs.`, {
+      'WWW-Authenticate': `${REALM_CHALLENGE}, error="insufficient_scope", scope="${required}"`,
+    });
   }
 
   /**
@@ -86,6 +107,6 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
 
   private webSessionPrincipal(req: Request): AuthPrincipal | null {
     if (!req.webUser || !this.csrf.isValid(req)) return null;
-    return { user: req.webUser, expiresAt: req.session.cookie.expires ?? new Date(Date.now()), via: 'web-session' };
+    return { user: req.webUser, expiresAt: req.session.cookie.expires ?? new Date(Date.now()), via: 'web-session', scopes: ALL_SCOPES };
   }
 }

@@ -6,6 +6,7 @@ const principal = (tokenId: string, userId = 'u1'): AuthPrincipal => ({
   tokenId,
   expiresAt: new Date(10_000_000),
   via: 'bearer',
+  scopes: ['profile'],
 });
 
 describe('VerifiedTokenCache', () => {

@@ -1,3 +1,4 @@
+import { RequestOrigin } from '../common/request-origin.js';
 import { Body, type CanActivate, Controller, Header, Headers, HttpCode, Injectable, Ip, Post, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
@@ -52,10 +53,11 @@ export class DeviceLoginController {
   async start(
     @Body(new ZodBodyPipe(DeviceStartRequestSchema)) body: DeviceStartRequest,
     @Ip() ip: string,
+    @RequestOrigin() origin: string | undefined,
     @Headers('user-agent') userAgent?: string,
   ): Promise<DeviceStartResponse> {
     await this.limits.deviceStart(ip);
-    return this.deviceLogins.start(body, ip, userAgent ?? null);
+    return this.deviceLogins.start(body, ip, userAgent ?? null, undefined, origin);
   }
 
   @Post('cancel')

@@ -23,6 +23,7 @@ import { InvalidGrantError, RefreshTokensService } from '../refresh-tokens/refre
 import { TokenIssuanceService } from './token-issuance.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { refreshRefused } from './cli-auth-answers.js';
+import { RequireScope } from '../auth/require-scope.decorator.js';
 
 @ApiTags('cli auth')
 @ApiBearerAuth()
@@ -35,16 +36,18 @@ export class TokensController {
   ) {}
 
   @Get('me')
+  @RequireScope('profile')
   @Header('Cache-Control', 'no-store')
   @ApiOperation({ summary: 'Verify the bearer token and return its user and expiry.' })
   @ApiJsonResponse(200, 'The token is valid.', MeResponseSchema)
-  @ApiErrors([401, 'Missing, unknown, expired or revoked token (see WWW-Authenticate).'])
+  @ApiErrors([401, 'Missing, unknown, expired or revoked token (see WWW-Authenticate).'], [403, 'insufficient_scope: the token lacks `profile`.'])
   me(@Principal() principal: AuthPrincipal): MeResponse {
     return { user: toPublicUser(principal.user), expiresAt: principal.expiresAt.toISOString() };
   }
 
   @Post('token')
   @AllowWebSession()
+  @RequireScope('tokens')
   @HttpCode(201)
   @Header('Cache-Control', 'no-store')
   @ApiOperation({
@@ -53,7 +56,7 @@ export class TokensController {
   })
   @ApiJsonBody(IssueTokenRequestSchema, false)
   @ApiJsonResponse(201, 'The token; its secret is shown only in this response.', IssuedTokenResponseSchema)
-  @ApiErrors([400, 'Invalid body.'], [401, 'No valid credentials.'], [403, 'Not allowed to issue for that user.'], [404, 'No such user.'])
+  @ApiErrors([400, 'Invalid body.'], [401, 'No valid credentials.'], [403, 'Not allowed to issue for that user, or insufficient_scope: the token lacks `tokens`.'], [404, 'No such user.'])
   issue(
     @Principal() principal: AuthPrincipal,
     @Body(new ZodBodyPipe(IssueTokenRequestSchema)) body: IssueTokenRequest,

@@ -41,9 +41,9 @@ export class DeviceLogin {
   @Column({ name: 'client_id', type: 'text', default: 'prospect-cli' })
   clientId!: string;
 
-  /** The scope an OAuth client asked for (space-separated), if any. */
-  @Column({ type: 'text', nullable: true })
-  scope!: string | null;
+  /** The scope its tokens are granted (space-separated, from SCOPES): what the client asked for and may have. */
+  @Column({ type: 'text', default: '' })
+  scope!: string;
 
   @Column({ name: 'requested_ip', type: 'text', nullable: true })
   requestedIp!: string | null;

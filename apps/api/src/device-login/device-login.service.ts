@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import {
   type AuthorizedResponse,
   CLI_CLIENT_ID,
+  CLI_SCOPES,
   DEVICE_CODE_PREFIX,
   type DeviceStartRequest,
   type DeviceStartResponse,
@@ -40,7 +41,7 @@ export type PollOutcome =
   | { kind: 'replayed' }
   /** No such code, or a code of another client. */
   | { kind: 'unknown' }
-  | { kind: 'authorized'; reply: AuthorizedResponse & { refreshToken: string }; scope: string | null };
+  | { kind: 'authorized'; reply: AuthorizedResponse & { refreshToken: string }; scope: string };
 
 /**
  * For this long after a device code is redeemed, polling it again answers the same
@@ -76,14 +77,26 @@ export class DeviceLoginService {
   }
 
   /**
+   * Where people approve: PUBLIC_URL when it is set; else (its default is only a guess,
+   * http://localhost:PORT) the address the client itself used, so that a CLI given
+   * 127.0.0.1 is not sent to localhost, where the browser's cookies differ.
+   */
+  publicBase(requestOrigin?: string): string {
+    return this.config.publicUrlSet || !requestOrigin ? this.config.publicUrl : requestOrigin;
+  }
+
+  /**
    * @param userAgent the starting program's User-Agent, shown to the person who approves.
-   * @param client the OAuth client starting it (already known to exist) and the scope it asks for.
+   * @param client the OAuth client starting it (already known to exist) and the scope it is granted
+   *   if the person approves (the contract's routes: the CLI's).
+   * @param requestOrigin the address the client reached us at (RequestOrigin), for the verification URL.
    */
   async start(
     request: DeviceStartRequest,
     ip: string | null,
     userAgent: string | null = null,
-    client: { id: string; scope?: string | null } = { id: CLI_CLIENT_ID },
+    client: { id: string; scope: string } = { id: CLI_CLIENT_ID, scope: CLI_SCOPES.join(' ') },
+    requestOrigin?: string,
   ): Promise<DeviceStartResponse> {
     const deviceCode = generateSecret(DEVICE_CODE_PREFIX);
     const now = this.clock.now();
@@ -103,14 +116,14 @@ export class DeviceLoginService {
           expiresAt,
           userAgent: userAgent?.slice(0, 200) ?? null,
           clientId: client.id,
-          scope: client.scope ?? null,
+          scope: client.scope,
         });
         this.metrics.deviceLogin('started');
         const shownCode = formatUserCode(userCode);
         return {
           deviceCode,
           userCode: shownCode,
-          verificationUrl: `${this.config.publicUrl}${ROUTES.device}?user_code=${shownCode}`,
+          verificationUrl: `${this.publicBase(requestOrigin)}${ROUTES.device}?user_code=${shownCode}`,
           intervalSeconds: this.config.devicePollIntervalSeconds,
           expiresInSeconds: this.config.deviceLoginTtlSeconds,
         };
@@ -173,9 +186,11 @@ export class DeviceLoginService {
     if (!result) {
       // Another poll with this code redeemed it between our read and our update.
       const now = await this.deviceLogins.findForPoll(login.id);
-      // Not redeemed by another poll but expired, or cancelled, meanwhile: just over.
+      // Not redeemed by another poll but expired, or cancelled, meanwhile: just over. Still
+      // approved and unexpired, its client was disabled meanwhile: as good as cancelled.
       if (now?.status === 'redeemed') return this.replyAgain(now, deviceCode, ip);
-      return { kind: now?.status === 'cancelled' ? 'cancelled' : 'expired' };
+      const stillApproved = now?.status === 'approved' && now.expires_at.getTime() > this.clock.now().getTime();
+      return { kind: now?.status === 'cancelled' || stillApproved ? 'cancelled' : 'expired' };
     }
     const { issued, user } = result;
     this.metrics.deviceLogin('redeemed');

@@ -15,7 +15,7 @@ export interface PollRow {
   client_name: string | null;
   hostname: string | null;
   client_id: string;
-  scope: string | null;
+  scope: string;
   accepted: boolean;
 }
 
@@ -29,13 +29,14 @@ export interface NewDeviceLogin {
   expiresAt: Date;
   userAgent: string | null;
   clientId: string;
-  scope: string | null;
+  /** What its tokens are granted, space-separated (SCOPES). */
+  scope: string;
 }
 
 /** A device login found by its user code, with the registered name of its client. */
 export type DeviceLoginByUserCode = Pick<
   DeviceLogin,
-  'id' | 'userCode' | 'status' | 'clientName' | 'hostname' | 'requestedIp' | 'userAgent' | 'createdAt' | 'expiresAt'
+  'id' | 'userCode' | 'status' | 'clientId' | 'scope' | 'clientName' | 'hostname' | 'requestedIp' | 'userAgent' | 'createdAt' | 'expiresAt'
 > & { clientDisplayName: string };
 
 const POLL_COLUMNS = 'id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, client_id, scope';
@@ -110,6 +111,7 @@ export class DeviceLoginsRepository {
       `UPDATE device_logins d SET status = 'redeemed', redeemed_at = $2
          FROM users u, oauth_clients c
         WHERE d.id = $1 AND d.status = 'approved' AND d.expires_at > $2 AND u.id = d.decided_by_user_id AND c.id = d.client_id
+          AND c.disabled_at IS NULL
         RETURNING u.id, u.email, u.name, c.name AS client_display_name`,
       [id, now],
       tx,
@@ -163,19 +165,45 @@ export class DeviceLoginsRepository {
     userId: string,
     now: Date,
     ip: string | null,
-  ): Promise<string | undefined> {
-    const [decided] = await this.sql.rows<{ id: string }>(
+  ): Promise<{ id: string; clientId: string; clientDisplayName: string } | undefined> {
+    // The audit INSERT runs whether or not the final SELECT reads it (a data-modifying WITH always does).
+    const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(
       `WITH decided AS (
          UPDATE device_logins SET status = $2, decided_by_user_id = $3, decided_at = $4
           WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
-          RETURNING id
+          RETURNING id, client_id
+       ), audited AS (
+         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+         SELECT $5, $3, $6, jsonb_build_object('deviceLoginId', decided.id), $4 FROM decided
        )
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT $5, $3, $6, jsonb_build_object('deviceLoginId', decided.id), $4 FROM decided
-       RETURNING detail ->> 'deviceLoginId' AS id`,
+       SELECT decided.id, decided.client_id AS "clientId", c.name AS "clientDisplayName"
+         FROM decided JOIN oauth_clients c ON c.id = decided.client_id`,
       [userCode, decision, userId, now, decision === 'approved' ? 'device.approve' : 'device.deny', ip],
     );
-    return decided?.id;
+    return decided;
+  }
+
+  /** Cancels every login of a client not redeemed yet (its admin disabled it); how many. */
+  cancelUnredeemedOfClient(tx: EntityManager, clientId: string): Promise<number> {
+    return this.sql.count(`UPDATE device_logins SET status = 'cancelled' WHERE client_id = $1 AND status IN ('pending', 'approved')`, [clientId], tx);
+  }
+
+  /** The logins of a client that still have a live token: the families to revoke when it is disabled. */
+  async familiesWithLiveTokens(tx: EntityManager, clientId: string): Promise<string[]> {
+    const rows = await this.sql.rows<{ id: string }>(
+      `SELECT d.id FROM device_logins d
+        WHERE d.client_id = $1
+          AND (EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id AND t.revoked_at IS NULL)
+               OR EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id AND r.revoked_at IS NULL))`,
+      [clientId],
+      tx,
+    );
+    return rows.map((row) => row.id);
+  }
+
+  /** Every login of a client (its refresh tokens go with them; its access tokens, revoked, stay unlinked). */
+  deleteAllOfClient(tx: EntityManager, clientId: string): Promise<number> {
+    return this.sql.count(`DELETE FROM device_logins WHERE client_id = $1`, [clientId], tx);
   }
 
   /** Logins expired before `now` that no token still descends from: a login is its tokens' family, kept while any of them is. */

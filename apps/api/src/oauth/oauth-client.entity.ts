@@ -10,6 +10,10 @@ export class OAuthClient {
   @Column({ type: 'text' })
   name!: string;
 
+  /** The scopes it may request (space-separated, from SCOPES); what it gets when it asks for none. */
+  @Column({ name: 'allowed_scopes', type: 'text', default: 'profile' })
+  allowedScopes!: string;
+
   /** `prospect-cli`: the custom device routes act as it; it cannot be removed. */
   @Column({ name: 'built_in', type: 'boolean', default: false })
   builtIn!: boolean;
@@ -19,4 +23,8 @@ export class OAuthClient {
 
   @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
+
+  /** Set by an admin: it starts no device login, and its tokens were revoked then. */
+  @Column({ name: 'disabled_at', type: 'timestamptz', nullable: true })
+  disabledAt!: Date | null;
 }

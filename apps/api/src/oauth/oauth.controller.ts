@@ -1,3 +1,4 @@
+import { RequestOrigin } from '../common/request-origin.js';
 import { Body, Controller, Get, Header, Headers, HttpCode, Ip, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
@@ -25,6 +26,7 @@ import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { OAuthService, oauthError } from './oauth.service.js';
+import { RequireScope } from '../auth/require-scope.decorator.js';
 
 const deviceCodeGrant = new ZodBodyPipe(DeviceCodeTokenRequestSchema);
 const refreshTokenGrant = new ZodBodyPipe(RefreshTokenRequestSchema);
@@ -57,10 +59,11 @@ export class OAuthController {
   async deviceAuthorization(
     @Body(new ZodBodyPipe(DeviceAuthorizationRequestSchema)) body: { client_id: string; scope?: string },
     @Ip() ip: string,
+    @RequestOrigin() origin: string | undefined,
     @Headers('user-agent') userAgent?: string,
   ): Promise<DeviceAuthorizationResponse> {
     await this.limits.deviceStart(ip);
-    return this.oauth.authorizeDevice(body, ip, userAgent ?? null);
+    return this.oauth.authorizeDevice(body, ip, userAgent ?? null, origin);
   }
 
   @Post(OAUTH_ROUTES.token)
@@ -102,6 +105,7 @@ export class OAuthController {
   }
 
   @Post(OAUTH_ROUTES.introspect)
+  @RequireScope('admin')
   @ApiBearerAuth()
   @HttpCode(200)
   @Header('Cache-Control', 'no-store')
@@ -111,7 +115,7 @@ export class OAuthController {
   })
   @ApiFormBody(IntrospectionRequestSchema)
   @ApiJsonResponse(200, 'What is known of the token; `{"active": false}` alone for an unknown, expired or revoked one.', IntrospectionResponseSchema)
-  @ApiErrors([400, 'invalid_request.'], [401, 'No valid bearer token.'], [403, 'The bearer is not an admin.'])
+  @ApiErrors([400, 'invalid_request.'], [401, 'No valid bearer token.'], [403, 'The bearer is not an admin, or insufficient_scope: the token lacks `admin`.'])
   introspect(@Principal() caller: AuthPrincipal, @Body(new ZodBodyPipe(IntrospectionRequestSchema)) body: { token: string }): Promise<IntrospectionResponse> {
     if (caller.user.role !== 'admin') throw forbidden('Only an admin token may introspect tokens.');
     return this.oauth.introspect(body.token);

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import {
   type AuthorizationServerMetadata,
   CLI_CLIENT_ID,
+  CLI_SCOPES,
   DEVICE_CODE_GRANT_TYPE,
   type DeviceAuthorizationRequest,
   type DeviceAuthorizationResponse,
@@ -9,9 +10,11 @@ import {
   type ErrorCode,
   type IntrospectionResponse,
   OAUTH_ROUTES,
+  parseScopes,
   REFRESH_TOKEN_PREFIX,
   type RevocationRequest,
   ROUTES,
+  SCOPES,
   type TokenResponse,
 } from '@prospect/contract';
 import { ApiException } from '../common/api-exception.js';
@@ -20,6 +23,7 @@ import { AppConfig } from '../config/app-config.js';
 import { DeviceLoginService, type PollOutcome } from '../device-login/device-login.service.js';
 import { InvalidGrantError, RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
+import type { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
 
 /** An RFC 6749 §5.2 error: 400 with its code; the filter adds `error_description` and no-store. */
@@ -36,7 +40,26 @@ const POLL_ERRORS: Record<Exclude<PollOutcome['kind'], 'authorized'>, [ErrorCode
   unknown: [ERROR_CODES.invalidGrant, 'Unknown device code, or one issued to another client.'],
 };
 
+/** A token's granted scope as introspection reports it (a direct token has no sign-in, and the CLI's scopes). */
+const scopeOf = (token: { scope: string | null }) => token.scope ?? CLI_SCOPES.join(' ');
+
 const toEpoch = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/**
+ * What a device authorization may be granted: the scopes asked for, each one defined here
+ * (SCOPES) and allowed to the client; without a `scope`, all the client is allowed (RFC 6749 §3.3).
+ * @throws invalid_scope naming what is unknown or not allowed.
+ */
+function grantableScope(requested: string | undefined, client: OAuthClient): string {
+  if (requested === undefined || requested.trim() === '') return client.allowedScopes;
+  const asked = requested.split(' ').filter(Boolean);
+  const unknown = asked.filter((scope) => !Object.hasOwn(SCOPES, scope));
+  if (unknown.length) throw oauthError(ERROR_CODES.invalidScope, `Unknown scope: ${unknown.join(' ')} (scopes_supported lists them).`);
+  const allowed = new Set(client.allowedScopes.split(' '));
+  const refused = asked.filter((scope) => !allowed.has(scope));
+  if (refused.length) throw oauthError(ERROR_CODES.invalidScope, `Not allowed to ${client.id}: ${refused.join(' ')}.`);
+  return parseScopes(requested)!.join(' ');
+}
 
 /**
  * The OAuth 2.0 authorization server over the same tables and rules as the contract's routes:
@@ -66,26 +89,31 @@ export class OAuthService {
       // No authorization endpoint: the device flow is the only way in.
       response_types_supported: [],
       token_endpoint_auth_methods_supported: ['none'],
+      scopes_supported: Object.keys(SCOPES),
       revocation_endpoint_auth_methods_supported: ['none'],
       service_documentation: `${base}/api/docs`,
     };
   }
 
-  private async requireClient(clientId: string): Promise<void> {
-    if (!(await this.clients.find(clientId))) throw oauthError(ERROR_CODES.invalidClient, `Unknown client_id: ${clientId}.`);
+  private async requireClient(clientId: string): Promise<OAuthClient> {
+    const client = await this.clients.find(clientId);
+    if (!client) throw oauthError(ERROR_CODES.invalidClient, `Unknown client_id: ${clientId}.`);
+    if (client.disabledAt) throw oauthError(ERROR_CODES.invalidClient, `The client ${clientId} is disabled on this server: ask its administrator.`);
+    return client;
   }
 
   /** RFC 8628 §3.1–3.2, on the same device logins as POST /api/cli/auth/device/start. */
-  async authorizeDevice(request: DeviceAuthorizationRequest, ip: string | null, userAgent: string | null): Promise<DeviceAuthorizationResponse> {
+  async authorizeDevice(request: DeviceAuthorizationRequest, ip: string | null, userAgent: string | null, requestOrigin?: string): Promise<DeviceAuthorizationResponse> {
     if (!this.deviceLogins.enabled) throw oauthError(ERROR_CODES.unsupportedGrantType, 'Device login is turned off on this server.');
-    await this.requireClient(request.client_id);
+    const client = await this.requireClient(request.client_id);
+    const scope = grantableScope(request.scope, client);
     // It says nothing of itself (no clientName): the approval page and the session's label
     // use the client's registered name.
-    const started = await this.deviceLogins.start({}, ip, userAgent, { id: request.client_id, scope: request.scope ?? null });
+    const started = await this.deviceLogins.start({}, ip, userAgent, { id: client.id, scope }, requestOrigin);
     return {
       device_code: started.deviceCode,
       user_code: started.userCode,
-      verification_uri: this.config.publicUrl + ROUTES.device,
+      verification_uri: this.deviceLogins.publicBase(requestOrigin) + ROUTES.device,
       verification_uri_complete: started.verificationUrl,
       expires_in: started.expiresInSeconds,
       interval: started.intervalSeconds,
@@ -163,7 +191,8 @@ export class OAuthService {
       token_type: isRefresh ? 'refresh_token' : 'Bearer',
       iat: toEpoch(found.createdAt),
       exp: toEpoch(found.expiresAt),
-      ...(found.scope ? { scope: found.scope } : {}),
+      // Exactly what was granted: a token created directly has the CLI's scopes.
+      ...(scopeOf(found) ? { scope: scopeOf(found) } : {}),
     };
   }
 }

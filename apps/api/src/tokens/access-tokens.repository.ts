@@ -12,6 +12,8 @@ export interface TokenForVerification {
   revokedAt: Date | null;
   lastUsedAt: Date | null;
   user: { id: string; email: string; name: string; role: UserRole };
+  /** The scope its sign-in was granted (its device login's); null for a token created directly, which has the CLI's. */
+  scope: string | null;
 }
 
 /** An access token as introspection and revocation see it (RFC 7662, RFC 7009). */
@@ -83,10 +85,12 @@ export class AccessTokensRepository {
       email: string;
       name: string;
       role: UserRole;
+      scope: string | null;
     }>(
       `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
-              u.id AS user_id, u.email, u.name, u.role
+              u.id AS user_id, u.email, u.name, u.role, d.scope
          FROM access_tokens t JOIN users u ON u.id = t.user_id
+         LEFT JOIN device_logins d ON d.id = t.device_login_id
         WHERE t.token_hash = $1`,
       [hash],
     );
@@ -97,6 +101,7 @@ export class AccessTokensRepository {
       revokedAt: row.revoked_at,
       lastUsedAt: row.last_used_at,
       user: { id: row.user_id, email: row.email, name: row.name, role: row.role },
+      scope: row.scope,
     };
   }
 

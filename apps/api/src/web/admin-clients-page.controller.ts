@@ -1,6 +1,6 @@
 import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { ClientIdSchema, hasUnsafeText, OAUTH_ROUTES, utcMinute } from '@prospect/contract';
+import { ClientIdSchema, OAUTH_ROUTES, utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { ApiException } from '../common/api-exception.js';
 import { Public } from '../auth/public.decorator.js';
@@ -8,17 +8,9 @@ import { AppConfig } from '../config/app-config.js';
 import { OAuthClientsService } from '../oauth/oauth-clients.service.js';
 import { UsersService } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
-import { field, queryParam } from './form.js';
+import { checkNameAndScopes, type ClientForm, MAX_CLIENT_NAME_LENGTH, readClientForm, scopeChoices } from './client-form.js';
+import { queryParam } from './form.js';
 import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
-
-const MAX_NAME_LENGTH = 100;
-
-
-/** What the form held, kept when it is shown again with an error. */
-interface Typed {
-  id: string;
-  name: string;
-}
 
 /** Admins list the public OAuth clients and register new ones (the approval page shows their names). */
 @ApiExcludeController()
@@ -43,15 +35,14 @@ export class AdminClientsPageController {
   @Post()
   @UseGuards(CsrfGuard)
   async register(@Req() req: Request, @Res() res: Response) {
-    const typed: Typed = { id: field(req, 'id').trim(), name: field(req, 'name').trim() };
+    const typed = readClientForm(req);
     const refuse = async (status: number, error: string) => res.status(status).render('admin-clients', await this.page(req, { error, typed }));
     const id = ClientIdSchema.safeParse(typed.id);
     if (!id.success) return refuse(400, `The client id ${id.error.issues[0]?.message ?? 'is not valid'}, the first one a letter or digit.`);
-    if (!typed.name || typed.name.length > MAX_NAME_LENGTH) return refuse(400, `Please enter a display name (at most ${MAX_NAME_LENGTH} characters).`);
-    // Shown on approval pages and in terminals: no control characters (escape sequences, newlines).
-    if (hasUnsafeText(typed.name)) return refuse(400, 'A display name cannot contain control characters or bidirectional text controls.');
+    const checked = checkNameAndScopes(typed);
+    if ('error' in checked) return refuse(400, checked.error);
     try {
-      await this.clients.register({ id: id.data, name: typed.name }, req.webUser!.id, req.ip ?? null);
+      await this.clients.register({ id: id.data, ...checked }, req.webUser!.id, req.ip ?? null);
     } catch (err) {
       if (err instanceof ApiException && err.getStatus() === 409) return refuse(409, `A client with the id “${id.data}” already exists. Please choose another id.`);
       throw err;
@@ -60,7 +51,7 @@ export class AdminClientsPageController {
   }
 
   /** The page's view model: every client (built-in first), who registered each, and what just happened. */
-  private async page(req: Request, notice: { registered?: string; error?: string; typed?: Typed } = {}) {
+  private async page(req: Request, notice: { registered?: string; error?: string; typed?: ClientForm } = {}) {
     const all = await this.clients.list();
     const adminIds = [...new Set(all.map((c) => c.createdByUserId).filter((id): id is string => id !== null))];
     const admins = new Map((await Promise.all(adminIds.map((id) => this.users.findById(id)))).flatMap((u) => (u ? [[u.id, u.email] as const] : [])));
@@ -68,17 +59,25 @@ export class AdminClientsPageController {
       id: c.id,
       name: c.name,
       builtIn: c.builtIn,
+      scopes: c.allowedScopes.split(' ').filter(Boolean),
+      disabled: c.disabledAt !== null,
       registeredBy: c.createdByUserId ? (admins.get(c.createdByUserId) ?? 'a deleted account') : undefined,
       registeredAt: utcMinute(c.createdAt),
     }));
     return {
       title: 'OAuth clients',
+      wide: true,
+      onClients: true,
       account: accountOf(req, this.csrf),
       clients,
       registered: notice.registered ? clients.find((c) => c.id === notice.registered) : undefined,
+      // After a delete on the client's own page.
+      deleted: queryParam(req, 'deleted') || undefined,
       error: notice.error,
       typed: notice.typed,
-      maxNameLength: MAX_NAME_LENGTH,
+      maxNameLength: MAX_CLIENT_NAME_LENGTH,
+      // A new client may ask for `profile` unless the admin chooses otherwise.
+      scopeChoices: scopeChoices(notice.typed?.scopes ?? ['profile']),
       // As the metadata's own endpoints are written: the public URL, then the path.
       metadataUrl: this.config.publicUrl + OAUTH_ROUTES.metadata,
     };

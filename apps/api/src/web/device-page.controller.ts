@@ -1,25 +1,41 @@
 import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { formatUserCode, normalizeUserCode } from '@prospect/contract';
+import { CLI_CLIENT_ID, formatUserCode, normalizeUserCode } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { Public } from '../auth/public.decorator.js';
-import { DeviceApprovalService, UndecidableDeviceLoginError, type UndecidableReason } from '../device-login/device-approval.service.js';
+import { DeviceApprovalService, type DeviceLoginClient, UndecidableDeviceLoginError, type UndecidableReason } from '../device-login/device-approval.service.js';
 import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
 
-const UNDECIDABLE: Record<UndecidableReason, [number, string, string]> = {
-  unknown: [404, 'Code not found', 'That code does not match any sign-in request. Check the code in your terminal and try again.'],
-  // A code may come from any registered OAuth client: the hint names the CLI's command as an example only.
-  expired: [410, 'This code has expired', 'Start signing in again where you got the code (for the Prospect CLI: `prospect auth:login`) to get a new one.'],
-  cancelled: [410, 'The terminal cancelled this sign-in', 'It stopped waiting (Ctrl-C, or a timeout), so this code can no longer be approved. Start signing in again (`prospect auth:login` for the Prospect CLI) if you still need to.'],
-  decided: [409, 'This code was already used', 'This sign-in request was already approved or denied. Start signing in again (`prospect auth:login` for the Prospect CLI) if you still need to.'],
+/**
+ * Why a code cannot be decided, in words for whoever holds it: a code may come from any registered
+ * OAuth client, so the page names the client that started it (when the code matched one) and
+ * shows the CLI's command only when that client is the CLI.
+ */
+const UNDECIDABLE: Record<UndecidableReason, { status: number; title: string; text: (client: string) => string }> = {
+  unknown: { status: 404, title: 'Code not found', text: () => 'That code does not match any sign-in request. Check the code where you got it and try again.' },
+  expired: { status: 410, title: 'This code has expired', text: (client) => `Start signing in to ${client} again to get a new code.` },
+  cancelled: {
+    status: 410,
+    title: 'This sign-in was cancelled',
+    text: (client) =>
+      `${client} stopped waiting for it (closed, or timed out), or an administrator disabled ${client}, so this code can no longer be approved. Start signing in again if you still need to.`,
+  },
+  decided: {
+    status: 409,
+    title: 'This code was already used',
+    text: (client) => `This request from ${client} was already approved or denied. Start signing in again if you still need to.`,
+  },
 };
 
-/** The verification URL: a signed-in person checks the code and approves or denies the CLI. */
+/** The command that starts a new sign-in, for pages about a login the CLI started. */
+const cliCommandFor = (client?: DeviceLoginClient) => (client?.id === CLI_CLIENT_ID ? 'prospect auth:login' : undefined);
+
+/** The verification URL: a signed-in person checks the code and approves or denies the client that shows it. */
 @ApiExcludeController()
 @Public()
 @UseGuards(SignedInGuard)
@@ -38,7 +54,7 @@ export class DevicePageController {
   async show(@Req() req: Request, @Res() res: Response) {
     const account = accountOf(req, this.csrf);
     const typed = queryParam(req, 'user_code');
-    if (!typed) return res.render('device-code', { title: 'Enter code', account });
+    if (!typed) return res.render('device-code', { title: 'Enter the code', account });
     try {
       const login = await this.withCodeAttempt(req, () => this.deviceLogins.findForApproval(typed));
       const minutes = Math.max(0, Math.round((this.clock.now().getTime() - login.createdAt.getTime()) / 60_000));
@@ -64,15 +80,22 @@ export class DevicePageController {
   private async decide(req: Request, res: Response, decision: 'approve' | 'deny') {
     const code = field(req, 'user_code');
     const userId = req.webUser!.id;
+    let client: DeviceLoginClient;
     try {
       // Guessing through the buttons is limited like guessing through the lookup.
-      await this.withCodeAttempt(req, () =>
+      client = await this.withCodeAttempt(req, () =>
         decision === 'approve' ? this.deviceLogins.approve(code, userId, req.ip ?? null) : this.deviceLogins.deny(code, userId, req.ip ?? null),
       );
     } catch (err) {
       return this.renderRefusal(req, res, err, code);
     }
-    res.status(200).render('device-decided', { title: decision === 'approve' ? 'Approved' : 'Denied', approved: decision === 'approve', account: accountOf(req, this.csrf) });
+    res.status(200).render('device-decided', {
+      title: decision === 'approve' ? `${client.displayName} is signed in` : 'Sign-in denied',
+      approved: decision === 'approve',
+      client: client.displayName,
+      inTerminal: cliCommandFor(client) !== undefined,
+      account: accountOf(req, this.csrf),
+    });
   }
 
   /**
@@ -108,12 +131,14 @@ export class DevicePageController {
         .render('too-many-codes', { title: 'Too many attempts', account: accountOf(req, this.csrf) });
     }
     if (!(err instanceof UndecidableDeviceLoginError)) throw err;
-    this.renderUndecidable(req, res, err.reason, typed);
-  }
-
-  private renderUndecidable(req: Request, res: Response, reason: UndecidableReason, typed: string) {
-    const [status, title, text] = UNDECIDABLE[reason];
+    const { status, title, text } = UNDECIDABLE[err.reason];
     const normalized = normalizeUserCode(typed);
-    res.status(status).render('device-undecidable', { title, text, code: normalized ? formatUserCode(normalized) : undefined, account: accountOf(req, this.csrf) });
+    res.status(status).render('device-undecidable', {
+      title,
+      text: text(err.client?.displayName ?? 'the application'),
+      command: err.reason === 'unknown' ? undefined : cliCommandFor(err.client),
+      code: normalized ? formatUserCode(normalized) : undefined,
+      account: accountOf(req, this.csrf),
+    });
   }
 }

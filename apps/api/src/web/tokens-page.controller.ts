@@ -114,6 +114,8 @@ export class TokensPageController {
     const revoked = notice.revoked ? all.find((t) => t.id === notice.revoked && t.revokedAt) : undefined;
     return {
       title: 'CLI tokens',
+      wide: true,
+      onTokens: true,
       account: accountOf(req, this.csrf),
       tokens,
       publicUrl: this.config.publicUrl,

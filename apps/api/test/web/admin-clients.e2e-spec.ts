@@ -22,16 +22,18 @@ describe('OAuth clients pages', () => {
   const clientIds = async () => ((await api.dataSource.query(`SELECT id FROM oauth_clients ORDER BY id`)) as Array<{ id: string }>).map((r) => r.id);
 
   /** Posts the registration form with the CSRF token of a fresh copy of the page. */
-  async function register(web: WebClient, form: Record<string, string>) {
+  async function register(web: WebClient, form: Record<string, string | string[]>) {
     const page = await web.send('GET', '/admin/clients');
-    return web.send('POST', '/admin/clients', { _csrf: web.csrfFrom(page.text), ...form });
+    return web.send('POST', '/admin/clients', { _csrf: web.csrfFrom(page.text), scopes: 'profile', ...form });
   }
 
   describe('GET /admin/clients', () => {
     it('lists the built-in client, says what a public client is and where the discovery document is', async () => {
       const res = await (await asAdmin()).send('GET', '/admin/clients');
       expect(res.status).toBe(200);
-      expect(res.text).toMatch(/<td data-label="Name"><strong>Prospect CLI<\/strong><br><code>prospect-cli<\/code><\/td><td data-label="Registered">Built in<\/td>/);
+      expect(res.text).toMatch(
+        /<td data-label="Name"><a href="\/admin\/clients\/prospect-cli"><strong>Prospect CLI<\/strong><\/a><br><code>prospect-cli<\/code><\/td><td data-label="Scopes"><code>profile<\/code> <code>tokens<\/code> <code>admin<\/code> <\/td><td data-label="Registered">Built in<\/td>/,
+      );
       expect(res.text).toContain('signs people in with the OAuth device flow');
       expect(res.text).toContain('it has no secret');
       expect(res.text).toContain(`<code>${api.config.publicUrl}/.well-known/oauth-authorization-server</code>`);
@@ -71,7 +73,7 @@ describe('OAuth clients pages', () => {
       expect(res.location).toBe('/admin/clients?registered=acme-sync');
       const after = await web.send('GET', res.location!);
       expect(after.text).toContain('Registered “Acme Sync” with the id <code>acme-sync</code>; it can start device logins now.');
-      expect(after.text).toMatch(new RegExp(`<strong>Acme Sync</strong><br><code>acme-sync</code></td><td data-label="Registered">by ${admin.email}<br><span class="muted">\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC</span></td>`));
+      expect(after.text).toMatch(new RegExp(`<a href="/admin/clients/acme-sync"><strong>Acme Sync</strong></a><br><code>acme-sync</code></td><td data-label="Scopes"><code>profile</code> </td><td data-label="Registered">by ${admin.email}<br><span class="muted">\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC</span></td>`));
       expect(after.text.indexOf('prospect-cli')).toBeLessThan(after.text.indexOf('<code>acme-sync</code></td>')); // built-in first
       expect((await web.send('GET', '/admin/clients')).text).not.toContain('Registered “Acme Sync”');
 
@@ -114,6 +116,18 @@ describe('OAuth clients pages', () => {
       expect(await clientIds()).not.toContain('named-badly');
     });
 
+    it('registers the scopes a client may ask for, and refuses none or one it does not define', async () => {
+      expect((await register(await asAdmin(), { id: 'scoped-tool', name: 'Scoped', scopes: ['tokens', 'profile'] })).status).toBe(303);
+      const [row] = await api.dataSource.query(`SELECT allowed_scopes FROM oauth_clients WHERE id = 'scoped-tool'`);
+      expect(row.allowed_scopes).toBe('profile tokens');
+      for (const scopes of [[], ['billing:write'], ['profile', 'users:delete']]) {
+        const res = await register(await asAdmin(), { id: 'unscoped-tool', name: 'Unscoped', scopes });
+        expect(res.status).toBe(400);
+        expect(res.text).toContain('Please choose at least one of the scopes offered');
+      }
+      expect(await clientIds()).not.toContain('unscoped-tool');
+    });
+
     it('refuses a registration without the CSRF token, or with another session’s', async () => {
       const web = await asAdmin();
       const without = await web.send('POST', '/admin/clients', { id: 'forged-client', name: 'Forged' });
@@ -123,6 +137,62 @@ describe('OAuth clients pages', () => {
       const otherPage = await other.send('GET', '/admin/clients');
       expect((await web.send('POST', '/admin/clients', { _csrf: other.csrfFrom(otherPage.text), id: 'forged-client', name: 'Forged' })).status).toBe(403);
       expect(await clientIds()).not.toContain('forged-client');
+    });
+  });
+
+  describe('/admin/clients/{id}', () => {
+    const edit = async (web: WebClient, id: string, path = '', form: Record<string, string | string[]> = {}) => {
+      const page = await web.send('GET', `/admin/clients/${id}`);
+      return web.send('POST', `/admin/clients/${id}${path}`, { _csrf: web.csrfFrom(page.text), ...form });
+    };
+
+    it('renames a client and changes its scopes, refusing bad input without changing anything', async () => {
+      const web = await asAdmin();
+      expect((await register(web, { id: 'edit-me', name: 'Edit me' })).status).toBe(303);
+      const saved = await edit(web, 'edit-me', '', { name: 'Edited', scopes: ['profile', 'tokens'] });
+      expect(saved).toMatchObject({ status: 303, location: '/admin/clients/edit-me?done=saved' });
+      const page = await web.send('GET', saved.location!);
+      expect(page.text).toContain('<h1>Edited</h1>');
+      expect(page.text).toContain('Saved. New sign-ins ask within these scopes');
+      expect(page.text).toMatch(/value="tokens" checked/);
+      const refusals: Array<[Record<string, string | string[]>, string]> = [
+        [{ name: 'Edited again', scopes: [] }, 'Please choose at least one of the scopes offered'],
+        [{ name: 'Bad\u0007', scopes: ['profile'] }, 'A display name cannot contain control characters'],
+        [{ name: '', scopes: ['profile'] }, 'Please enter a display name'],
+      ];
+      for (const [form, message] of refusals) {
+        const refused = await edit(web, 'edit-me', '', form);
+        expect(refused.status).toBe(400);
+        expect(refused.text).toContain(message);
+      }
+      const [row] = await api.dataSource.query(`SELECT name, allowed_scopes FROM oauth_clients WHERE id = 'edit-me'`);
+      expect(row).toEqual({ name: 'Edited', allowed_scopes: 'profile tokens' });
+      // The built-in client is renamed only: its scopes are not on its form, and no post changes them.
+      await edit(web, 'prospect-cli', '', { name: 'Prospect CLI', scopes: ['profile'] });
+      const [cli] = await api.dataSource.query(`SELECT allowed_scopes FROM oauth_clients WHERE id = 'prospect-cli'`);
+      expect(cli.allowed_scopes).toBe('profile tokens admin');
+      expect((await web.send('GET', '/admin/clients/prospect-cli')).text).not.toContain('Disable');
+    });
+
+    it('disables and enables a client, deletes it after asking, and is for admins only', async () => {
+      const web = await asAdmin();
+      await register(web, { id: 'toggle-me', name: 'Toggle me' });
+      expect((await edit(web, 'toggle-me', '/disable')).location).toBe('/admin/clients/toggle-me?done=disabled');
+      expect((await web.send('GET', '/admin/clients/toggle-me')).text).toContain('Disabled since');
+      expect((await web.send('GET', '/admin/clients')).text).toMatch(/Toggle me<\/strong><\/a> <span class="badge">disabled<\/span>/);
+      expect((await edit(web, 'toggle-me', '/enable')).location).toBe('/admin/clients/toggle-me?done=enabled');
+      const confirm = await web.send('GET', '/admin/clients/toggle-me/delete');
+      expect(confirm.text).toContain('Delete “Toggle me”?');
+      const deleted = await web.send('POST', '/admin/clients/toggle-me/delete', { _csrf: web.csrfFrom(confirm.text) });
+      expect(deleted.location).toBe('/admin/clients?deleted=toggle-me');
+      expect((await web.send('GET', deleted.location!)).text).toContain('Deleted the client <code>toggle-me</code>');
+      expect((await web.send('GET', '/admin/clients/toggle-me')).status).toBe(404);
+      expect((await web.send('POST', '/admin/clients/prospect-cli/delete', { _csrf: web.csrfFrom(confirm.text) })).status).toBe(400);
+      // Not an admin, or no CSRF token: nothing happens.
+      await register(web, { id: 'kept-client', name: 'Kept' });
+      expect((await (await asPerson()).send('GET', '/admin/clients/kept-client')).status).toBe(403);
+      expect((await web.send('POST', '/admin/clients/kept-client/disable', {})).status).toBe(403);
+      expect(await api.dataSource.query(`SELECT disabled_at FROM oauth_clients WHERE id = 'kept-client'`)).toEqual([{ disabled_at: null }]);
     });
   });
 
@@ -138,7 +208,7 @@ describe('OAuth clients pages', () => {
 
     it('names a registered client by its registered name, escaped, however it describes itself', async () => {
       expect((await register(await asAdmin(), { id: 'my-client', name: 'Acme <Sync>' })).status).toBe(303);
-      const start = await api.app.get(DeviceLoginService).start({ clientName: 'Prospect CLI', hostname: 'box' }, null, null, { id: 'my-client' });
+      const start = await api.app.get(DeviceLoginService).start({ clientName: 'Prospect CLI', hostname: 'box' }, null, null, { id: 'my-client', scope: 'profile' });
       const page = await (await asPerson()).send('GET', `/device?user_code=${start.userCode}`);
       expect(page.status).toBe(200);
       expect(page.text).toContain('<strong>Acme &lt;Sync&gt;</strong> wants to sign in as you');
@@ -190,6 +260,7 @@ describe('OAuth clients pages', () => {
 
       const start = await api.app.get(DeviceLoginService).start({ clientName: 'warehouse-sync 2.3.1', hostname: 'etl-runner-07.internal.example.com' }, '10.0.0.7', 'warehouse-sync/2.3.1 (linux)', {
         id: 'warehouse-sync',
+        scope: 'profile tokens',
       });
       // A taken id comes back as the page with the error above the form, what was typed kept.
       await page.getByLabel('Client id').fill('prospect-cli');
@@ -202,6 +273,21 @@ describe('OAuth clients pages', () => {
       await page.goto(start.verificationUrl);
       await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Warehouse Sync for the Northern European Sales Team (nightly jobs) wants to sign in as you');
       await page.screenshot({ path: `${SCREENSHOTS}approve-registered-client-phone.png`, fullPage: true });
+      await expectNoSidewaysScroll(page);
+      // Approved, the page names the client and speaks of no terminal: it is not the CLI.
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Warehouse Sync for the Northern European Sales Team (nightly jobs) is signed in');
+      await expect(page.getByRole('status').textContent()).resolves.toBe('You approved the sign-in. You can close this page.');
+      await page.screenshot({ path: `${SCREENSHOTS}approved-registered-client-phone.png`, fullPage: true });
+      await expectNoSidewaysScroll(page);
+      // Its used code's page names it too, without the CLI's command.
+      await page.goto(start.verificationUrl);
+      await expect(page.locator('main').textContent()).resolves.toContain('This request from Warehouse Sync for the Northern European Sales Team (nightly jobs) was already approved or denied.');
+      await expect(page.locator('main').textContent()).resolves.not.toContain('prospect auth:login');
+      // Its own page: name, scopes, disable and delete, readable on a phone.
+      await page.goto(`${api.baseUrl}/admin/clients/warehouse-sync`);
+      await expect(page.getByRole('button', { name: /^Disable / }).count()).resolves.toBe(1);
+      await page.screenshot({ path: `${SCREENSHOTS}admin-client-phone.png`, fullPage: true });
       await expectNoSidewaysScroll(page);
       expect(violations).toEqual([]);
       await page.close();

@@ -56,7 +56,8 @@ describe('web pages in a real browser', () => {
     await page.screenshot({ path: `${SCREENSHOTS}approve.png`, fullPage: true });
 
     await page.getByRole('button', { name: 'Approve' }).click();
-    await expect(page.textContent('main')).resolves.toContain('You can close this tab and return to your terminal.');
+    await expect(page.textContent('main')).resolves.toContain('Prospect CLI is signed in');
+    await expect(page.textContent('main')).resolves.toContain('You can close this page and return to your terminal.');
     await page.screenshot({ path: `${SCREENSHOTS}approved.png` });
 
     const res = await poll(api, start.deviceCode);
@@ -113,6 +114,22 @@ describe('web pages in a real browser', () => {
     await page.screenshot({ path: `${SCREENSHOTS}tokens-phone.png`, fullPage: true });
     await page.setViewportSize({ width: 1280, height: 720 });
     await page.screenshot({ path: `${SCREENSHOTS}tokens.png`, fullPage: true });
+    // At desktop width the table has room: every date on one line, the login command whole in its field.
+    // (In the page's own JavaScript: these tests are compiled without the DOM's types.)
+    const dateLines = await page.evaluate<number[]>(`[...document.querySelectorAll('td.when')].map((cell) => {
+      const range = document.createRange();
+      range.selectNodeContents(cell);
+      return range.getClientRects().length;
+    })`);
+    expect(dateLines).toEqual([1, 1, 1]);
+    expect(await page.evaluate<boolean>(`(() => { const field = document.getElementById('login-command'); return field.scrollWidth <= field.clientWidth; })()`)).toBe(true);
+    // The header's links look alike but for the page you are on.
+    const navStyles = await page.evaluate<Array<{ current: boolean; look: string }>>(`[...document.querySelectorAll('header nav a, header nav button')].map((item) => ({
+      current: item.getAttribute('aria-current') === 'page',
+      look: getComputedStyle(item).color + ' ' + getComputedStyle(item).textDecorationLine + ' ' + getComputedStyle(item).fontSize,
+    }))`);
+    expect(navStyles.filter((style) => style.current)).toHaveLength(1);
+    expect(new Set(navStyles.filter((style) => !style.current).map((style) => style.look)).size).toBe(1);
     expect((await get(api, ROUTES.me, token)).status).toBe(200);
 
     await page.goto(`${api.baseUrl}/settings/tokens`);

@@ -239,9 +239,11 @@ export class ApiClient {
   }
 
   /** GET /api/cli/auth/me, normalized from any of the seed's three variants (§4.3). */
-  async me(token: string): Promise<{ user: User; expiresAt: string }> {
-    const { body } = await this.request('GET', ROUTES.me, { token });
-    return normalizeMeResponse(body);
+  /** Who the token is, and what it may do when the server says (`X-OAuth-Scopes`, as GitHub's API does). */
+  async me(token: string): Promise<{ user: User; expiresAt: string; scopes?: string[] }> {
+    const { body, headers } = await this.request('GET', ROUTES.me, { token });
+    const scopes = headers.get('x-oauth-scopes');
+    return { ...normalizeMeResponse(body), ...(scopes === null ? {} : { scopes: stripControls(scopes).split(',').map((s) => s.trim()).filter(Boolean) }) };
   }
 }
 

@@ -16,12 +16,14 @@ import { DeviceLoginClient, DeviceLoginDeniedError, type DeviceLoginResult, type
 export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined): Promise<DeviceLoginResult> {
   const device = new DeviceLoginClient(api, undefined, ctx.env);
   const start = await device.start({ clientName: `prospect CLI ${VERSION}`, hostname: hostname() }, ctx.signal);
+  const hostNote = otherHostNote(api.baseUrl, start.verificationUrl);
   const browser = decideBrowser({ interactive: ctx.interactive, requested: ctx.flags.browser !== false, env: ctx.env, platform: process.platform });
 
   if (ctx.interactive) {
     const { runLoginScreen } = await import('../ui/login-screen.js');
     const outcome = await runLoginScreen({
       start,
+      hostNote,
       browser,
       showQr: ctx.flags.qr !== false,
       deadline: Date.now() + Math.min(timeoutSeconds ?? Infinity, start.expiresInSeconds) * 1000,
@@ -37,7 +39,7 @@ export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeou
     if (outcome.kind === 'cancelled') throw new CliError('Cancelled. Nothing was saved.', EXIT.interrupted).markShown();
     throw outcome.shown && outcome.error instanceof CliError ? outcome.error.markShown() : outcome.error;
   }
-  printPlainInstructions(ctx, start);
+  printPlainInstructions(ctx, start, hostNote);
   try {
     return await device.waitForAuthorization(start, { signal: ctx.signal, timeoutSeconds, onEvent: (event) => printPlainEvent(ctx, event) });
   } catch (err) {
@@ -51,10 +53,22 @@ async function cancelUnlessDenied(device: DeviceLoginClient, start: DeviceLoginS
   if (!(error instanceof DeviceLoginDeniedError)) await device.cancel(start);
 }
 
-function printPlainInstructions(ctx: CommandContext, start: DeviceLoginStart): void {
+function printPlainInstructions(ctx: CommandContext, start: DeviceLoginStart, hostNote: string | undefined): void {
   writeLine(ctx.stdout, `To log in, open ${start.verificationUrl}`);
   writeLine(ctx.stdout, `and check that it shows the code ${start.userCode}`);
   writeLine(ctx.stdout, `(you are signing in to ${new URL(start.verificationUrl).host})`);
+  if (hostNote) writeLine(ctx.stdout, hostNote);
+}
+
+/**
+ * The CLI never rewrites the server's verification URL (a server may well keep its pages on
+ * another name than its API); when the names differ, it says so, since a browser signed in on
+ * one name is not signed in on the other.
+ */
+export function otherHostNote(apiBaseUrl: string, verificationUrl: string): string | undefined {
+  const [api, page] = [new URL(apiBaseUrl), new URL(verificationUrl)];
+  if (api.origin === page.origin) return undefined;
+  return `Note: the server sends you to ${page.host} to approve, not ${api.host} as given (its PUBLIC_URL); your browser signs in there.`;
 }
 
 function printPlainEvent(ctx: CommandContext, event: WaitEvent): void {

@@ -63,21 +63,22 @@ export const loginCommand: Command = {
       const ended = await revokeSession(apiClientFor(ctx, baseUrl, 3_000), session);
       throw new CliError(err.message, 1, ended ? 'The new session was signed out on the server again; log in once this is fixed.' : err.hint);
     }
+    // Indented like the Ink view above them, when there is one (a device login at a terminal).
+    const indent = ctx.interactive && typeof ctx.flags.token !== 'string' ? ' ' : '';
     if (previous.kind === 'session' && previous.session.accessToken !== session.accessToken) {
       const { user, apiBaseUrl } = previous.session;
       // The replaced session ends on its server too (best effort, same server only): a refresh
       // token left behind would keep a session alive nobody uses.
       const ended = apiBaseUrl === session.apiBaseUrl && (await revokeSession(apiClientFor(ctx, apiBaseUrl, 3_000), previous.session));
-      writeLine(ctx.stderr, `${ctx.interactive ? ' ' : ''}Replaced the session of ${user.name} <${user.email}> on ${apiBaseUrl}${ended ? ' (signed out on the server)' : ''}.`);
+      writeLine(ctx.stderr, `${indent}Replaced the session of ${user.name} <${user.email}> on ${apiBaseUrl}${ended ? ' (signed out on the server)' : ''}.`);
     }
     if (!ctx.interactive || typeof ctx.flags.token === 'string') {
       writeLine(ctx.stdout, `Logged in as ${session.user.name} <${session.user.email}> on ${session.apiBaseUrl}.`);
     }
-    // Indented like the Ink view above it, when there is one.
     const lifetime = humanDuration(Date.parse(session.expiresAt) - Date.now());
     writeLine(
       ctx.stderr,
-      `${ctx.interactive ? ' ' : ''}Session saved to ${ctx.store.path} (${session.refreshToken ? `the access token lasts ${lifetime} and is renewed automatically` : `expires in ${lifetime}`}).`,
+      `${indent}Session saved to ${ctx.store.path} (${session.refreshToken ? `the access token lasts ${lifetime} and is renewed automatically` : `expires in ${lifetime}`}).`,
     );
   },
 };

@@ -11,8 +11,8 @@ import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE
 export const statusCommand: Command = {
   name: 'auth:status',
   description: 'Show the server, the user, where the token comes from and when it expires',
-  usage: SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token'),
-  flags: sessionReportFlags,
+  usage: SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token', [['--show-token', 'Print the token itself instead of its masked form']]),
+  flags: { ...sessionReportFlags, showToken: { type: 'boolean', default: false } },
   requiresAuth: false,
   async run(ctx: CommandContext) {
     const fromEnv = envToken(ctx);
@@ -34,7 +34,7 @@ export const statusCommand: Command = {
     }
     if (ctx.flags.verify) {
       const said = await askServer(ctx, status.server, status.token);
-      status = said.valid ? { ...status, user: said.user, expiresAt: said.expiresAt, serverSays: 'valid' } : { ...status, serverSays: said.problem };
+      status = said.valid ? { ...status, user: said.user, expiresAt: said.expiresAt, scopes: said.scopes, serverSays: 'valid' } : { ...status, serverSays: said.problem };
     }
     const expired = status.expiresAt !== undefined && Date.parse(status.expiresAt) <= Date.now();
     // An expired access token with a refresh token is renewed by the next command.
@@ -43,14 +43,18 @@ export const statusCommand: Command = {
     if (ctx.flags.json) {
       printJson(ctx, { ...shown, expired, usable });
     } else {
-      writeLine(ctx.stdout, `Server:   ${status.server}`);
-      writeLine(ctx.stdout, `User:     ${status.user ? person(status.user) : 'not known until --verify'}`);
-      writeLine(ctx.stdout, `Token:    from ${status.tokenSource === 'PROSPECT_TOKEN' ? 'the PROSPECT_TOKEN environment variable' : status.tokenSource}`);
-      if (status.expiresAt) writeLine(ctx.stdout, `Expires:  ${expired ? 'expired ' : ''}${expiryMoment(status.expiresAt)}`);
+      const line = (label: string, value: string) => writeLine(ctx.stdout, `${`${label}:`.padEnd(13)} ${value}`);
+      line('Server', status.server);
+      line('User', status.user ? person(status.user) : 'not known until --verify');
+      line('Token', ctx.flags.showToken ? status.token : maskToken(status.token));
+      line('Token from', status.tokenSource === 'PROSPECT_TOKEN' ? 'the PROSPECT_TOKEN environment variable' : status.tokenSource);
+      // Only the server knows them: shown with --verify, as gh shows `Token scopes`.
+      if (status.scopes) line('Token scopes', status.scopes.length ? status.scopes.map((scope) => `'${scope}'`).join(', ') : 'none');
+      if (status.expiresAt) line('Expires', `${expired ? 'expired ' : ''}${expiryMoment(status.expiresAt)}`);
       if (status.refreshToken !== undefined) {
-        writeLine(ctx.stdout, `Refresh:  ${status.refreshToken ? 'a refresh token is stored; the access token is renewed when it expires' : 'none'}`);
+        line('Refresh', status.refreshToken ? 'a refresh token is stored; the access token is renewed when it expires' : 'none');
       }
-      if (status.serverSays) writeLine(ctx.stdout, `Server says: ${status.serverSays === 'valid' ? 'the token is valid' : `the token is ${status.serverSays}`}`);
+      if (status.serverSays) line('Server says', status.serverSays === 'valid' ? 'the token is valid' : `the token is ${status.serverSays}`);
     }
     if (!usable) {
       const fix = fromEnv ? `set ${ENV.token} to a valid token, or unset it to use your session` : `run \`${loginCommandLine(status.server, { env: ctx.env })}\``;
@@ -59,6 +63,12 @@ export const statusCommand: Command = {
   },
 };
 
+/** Its prefix and a star for every other character, as `gh auth status` shows one: which kind of token, none of the secret. */
+function maskToken(token: string): string {
+  const prefix = /^[a-z]+_/.exec(token)?.[0] ?? '';
+  return prefix + '*'.repeat(Math.min(token.length - prefix.length, 40));
+}
+
 interface Status {
   server: string;
   tokenSource: string;
@@ -66,5 +76,6 @@ interface Status {
   user?: { id: string; email: string; name: string };
   expiresAt?: string;
   refreshToken?: boolean;
+  scopes?: string[];
   serverSays?: string;
 }

@@ -14,15 +14,18 @@ export const sessionReportFlags: Record<string, FlagSpec> = {
   json: { type: 'boolean', default: false },
 };
 
-export const SESSION_REPORT_USAGE = (name: string, verify: string) => `
+/** The usage of a reporting command; `extra` adds options of its own (flag, what it does). */
+export function SESSION_REPORT_USAGE(name: string, verify: string, extra: Array<[string, string]> = []): string {
+  const options: Array<[string, string]> = [['--api-url', 'Check that the session is for this server'], ['--verify', verify], ['--json', 'Print it as JSON, for scripts'], ...extra];
+  const width = Math.max(...options.map(([flag]) => flag.length)) + 2;
+  return `
   Usage
-    $ prospect ${name} [--verify] [--json] [--api-url <url>]
+    $ prospect ${name} [--verify] [--json] [--api-url <url>]${extra.map(([flag]) => ` [${flag}]`).join('')}
 
   Options
-    --api-url  Check that the session is for this server
-    --verify   ${verify}
-    --json     Print it as JSON, for scripts
+${options.map(([flag, text]) => `    ${flag.padEnd(width)}${text}`).join('\n')}
 `;
+}
 
 /**
  * The session file's session, read directly (not through the guard, which would refresh or
@@ -40,10 +43,10 @@ export async function askServer(
   ctx: CommandContext,
   baseUrl: string,
   token: string,
-): Promise<{ valid: true; user: User; expiresAt: string } | { valid: false; problem: TokenProblem; error: ApiHttpError }> {
+): Promise<{ valid: true; user: User; expiresAt: string; scopes?: string[] } | { valid: false; problem: TokenProblem; error: ApiHttpError }> {
   try {
     const me = await apiClientFor(ctx, baseUrl).me(token);
-    return { valid: true, user: me.user, expiresAt: me.expiresAt };
+    return { valid: true, user: me.user, expiresAt: me.expiresAt, scopes: me.scopes };
   } catch (err) {
     if (!(err instanceof ApiHttpError && err.status === 401)) throw err;
     return { valid: false, problem: err.tokenProblem ?? 'unknown', error: err };

@@ -12,6 +12,8 @@ import { LoginView, type LoginViewProps } from './login-view.js';
  */
 export interface LoginScreenOptions {
   start: DeviceLoginStart;
+  /** Shown under the link when the approval page is on another host than the API given. */
+  hostNote?: string;
   browser: BrowserDecision;
   showQr: boolean;
   /** When the wait ends at the latest, for the countdown until the wait reports its own deadline. */
@@ -71,6 +73,7 @@ function LoginScreen({ options, signal, cancel, onDone }: { options: LoginScreen
   const [state, setState] = useState<ScreenState>(() => ({
     verificationUrl: start.verificationUrl,
     userCode: start.userCode,
+    hostNote: options.hostNote,
     phase: 'waiting',
     deadline: options.deadline,
     qr: options.showQr ? qrFor(start.verificationUrl, stdout) : undefined,

@@ -8,6 +8,8 @@ export type LoginPhase = 'waiting' | 'reconnecting' | 'success' | 'failed' | 'ca
 export interface LoginViewProps {
   verificationUrl: string;
   userCode: string;
+  /** The approval page is on another host than the API the CLI was given (otherHostNote). */
+  hostNote?: string;
   phase: LoginPhase;
   /** Milliseconds until the wait ends (code expiry or --timeout-seconds). */
   msLeft: number;
@@ -46,6 +48,7 @@ export function LoginView(props: LoginViewProps) {
         <Text>
           You are signing in to <Text bold>{host}</Text>
         </Text>
+        {props.hostNote ? <Text color="yellow">{props.hostNote}</Text> : null}
       </Box>
     </Box>
   );

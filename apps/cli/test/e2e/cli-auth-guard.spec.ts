@@ -29,8 +29,8 @@ describe('PROSPECT_TOKEN, auth:status and auth:token', () => {
       expect(await box.run(['auth:token'], { env })).toMatchObject({ code: 0, stdout: 'prs_from_env\n' });
       const status = await box.run(['auth:status', '--verify'], { env });
       expect(status.code).toBe(0);
-      expect(status.stdout).toContain('Token:    from the PROSPECT_TOKEN environment variable');
-      expect(status.stdout).toContain(`User:     ${user.name} <${user.email}>`);
+      expect(status.stdout).toContain('Token from:   the PROSPECT_TOKEN environment variable');
+      expect(status.stdout).toContain(`User:         ${user.name} <${user.email}>`);
       expect((await box.readSession()).accessToken).toBe('prs_from_file');
       const login = await box.run(['auth:login', '--token', 'prs_from_env'], { env });
       expect(login.stderr).toContain('Warning: PROSPECT_TOKEN is set');
@@ -54,15 +54,18 @@ describe('PROSPECT_TOKEN, auth:status and auth:token', () => {
       await box.writeSession(validSession(backend.url, { accessToken: 'prs_revoked' }));
       const local = await box.run(['auth:status']);
       expect(local.code).toBe(0);
-      expect(local.stdout).toContain(`Server:   ${backend.url}`);
-      expect(local.stdout).toMatch(/Token: +from .*auth-session\.json/);
-      expect(local.stdout).toContain('Refresh:  none');
+      expect(local.stdout).toContain(`Server:       ${backend.url}`);
+      // Masked like `gh auth status`: the kind of token, none of the secret; --show-token shows it.
+      expect(local.stdout).toContain('Token:        prs_*******\n');
+      expect(local.stdout).toMatch(/Token from: +.*auth-session\.json/);
+      expect(local.stdout).toContain('Refresh:      none');
+      expect((await box.run(['auth:status', '--show-token'])).stdout).toContain('Token:        prs_revoked\n');
       const json = JSON.parse((await box.run(['auth:status', '--json'])).stdout);
       expect(json).toMatchObject({ server: backend.url, expired: false, usable: true, refreshToken: false });
       expect(JSON.stringify(json)).not.toContain('prs_revoked');
       const verified = await box.run(['auth:status', '--verify']);
       expect(verified.code).toBe(4);
-      expect(verified.stdout).toContain('Server says: the token is revoked');
+      expect(verified.stdout).toContain('Server says:  the token is revoked');
       expect(verified.stderr).toBe(`Error: The server says the token is revoked — run \`prospect auth:login --api-url ${backend.url}\`.\n`);
       expect(await box.run(['auth:token'])).toMatchObject({ code: 0, stdout: 'prs_revoked\n', stderr: '' });
       await box.run(['auth:logout']);

@@ -38,6 +38,23 @@ describe('auth:login against backend variants', () => {
     }
   });
 
+  it("keeps the server's verification URL on another name than the API given, and says so", async () => {
+    const backend = await fakeBackend({
+      'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, 200, start(backend.url.replace('127.0.0.1', 'localhost'))),
+      'POST /api/cli/auth/device/poll': (_q, _b, res) => json(res, 200, { status: 'denied' }),
+    });
+    try {
+      const given = new URL(backend.url);
+      const run = await box.run(['auth:login', '--api-url', backend.url]);
+      expect(run.stdout).toBe(
+        `To log in, open http://localhost:${given.port}/device?user_code=BCDF-GHJK\nand check that it shows the code BCDF-GHJK\n(you are signing in to localhost:${given.port})\n` +
+          `Note: the server sends you to localhost:${given.port} to approve, not ${given.host} as given (its PUBLIC_URL); your browser signs in there.\n`,
+      );
+    } finally {
+      await backend.close();
+    }
+  });
+
   it('accepts verificationUri for verificationUrl', async () => {
     const backend = await fakeBackend({
       'POST /api/cli/auth/device/start': (_q, _b, res) => {

@@ -73,12 +73,24 @@ describe('auth:logout', () => {
   it('removes the session even when the server cannot be told, and is idempotent', async () => {
     const backend = await fakeBackend({});
     await backend.close();
-    await box.writeSession(validSession(backend.url));
+    // A device login's session (it holds a refresh token): the CLI tries to revoke it.
+    await box.writeSession(validSession(backend.url, { refreshToken: `prsr_${'b'.repeat(43)}` }));
     const run = await box.run(['auth:logout']);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(`Logged out of ${backend.url} (the server could not be told; the local session is removed).\n`);
     expect(box.hasSession()).toBe(false);
     expect(await box.run(['auth:logout'])).toMatchObject({ code: 0, stdout: 'Not logged in.\n' });
+  });
+
+  it('with PROSPECT_TOKEN set, says the variable is in use, keeps the session file and exits 1', async () => {
+    await box.writeSession(validSession('http://127.0.0.1:9'));
+    const run = await box.run(['auth:logout'], { env: { PROSPECT_TOKEN: `prs_${'c'.repeat(43)}` } });
+    expect(run).toMatchObject({ code: 1, stdout: '' });
+    expect(run.stderr).toBe(
+      'Error: PROSPECT_TOKEN is set: the CLI uses that token, and logging out cannot forget it.\n' +
+        "Unset PROSPECT_TOKEN to stop using it (revoke it on the server's tokens page if it should stop working everywhere).\n",
+    );
+    expect(box.hasSession()).toBe(true);
   });
 });
 

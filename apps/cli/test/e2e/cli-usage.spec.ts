@@ -45,6 +45,12 @@ describe('usage', () => {
       expect(completion.stdout).toContain('auth:whoami');
       expect(completion.stdout).toContain('--verify');
     }
+    for (const args of [['completion', '--help'], ['completion', '-h'], ['help', 'completion']]) {
+      const help = await box.run(args);
+      expect(help).toMatchObject({ code: 0, stderr: '' });
+      expect(help.stdout).toContain('$ prospect completion bash|zsh|fish');
+      expect(help.stdout).toContain('eval "$(prospect completion bash)"');
+    }
     expect(await box.run(['--version'])).toMatchObject({ code: 0, stdout: '0.1.0\n' });
   });
 
@@ -61,6 +67,14 @@ describe('usage', () => {
     [['auth:whoami', '--verfy'], /^Error: Unknown option for auth:whoami: --verfy \(did you mean --verify\?\)\n/],
     [['auth:whoami', 'extra'], /^Error: auth:whoami takes no arguments, not "extra"\nUsage: prospect auth:whoami/],
     [['completion', 'tcsh'], /^Error: Say which shell: `prospect completion bash`, `zsh` or `fish`\./],
+    [['completion'], /^Error: Say which shell: `prospect completion bash`, `zsh` or `fish`\.\nUsage: prospect completion bash\|zsh\|fish/],
+    // gh's spellings get the command meant here, with what followed them.
+    [['auth', 'login'], /^Error: Unknown command: auth login\. Did you mean `prospect auth:login`\?\nCommands are written with a colon here: auth:login/],
+    [['auth', 'status', '--verify'], /^Error: Unknown command: auth status\. Did you mean `prospect auth:status --verify`\?\n/],
+    [['auth', 'login', '--api-url', 'https://x.example'], /Did you mean `prospect auth:login --api-url https:\/\/x\.example`\?/],
+    [['whoami'], /^Error: Unknown command: whoami\. Did you mean `prospect auth:whoami`\?\n/],
+    [['logout'], /^Error: Unknown command: logout\. Did you mean `prospect auth:logout`\?\n/],
+    [['auth'], /^Error: `prospect auth` needs a command: auth:login, auth:whoami, auth:status, auth:token, auth:logout\n/],
     [['help', 'nope'], /^Error: Unknown command: nope/],
     [['auth:login', '--timeout-seconds', 'soon'], /--timeout-seconds must be a whole number of seconds, got "soon"\.\nUsage: prospect auth:login/],
     [['auth:login', '--api-url', 'ftp://example.com'], /The backend must be an http\(s\) URL/],

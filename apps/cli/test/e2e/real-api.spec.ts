@@ -104,13 +104,22 @@ describe('auth:whoami', () => {
 });
 
 describe('auth:logout', () => {
-  it('revokes the token on the server and removes the session file', async () => {
+  it('forgets a pasted token without revoking it (it may be in use elsewhere), and says how to; --revoke revokes it', async () => {
     const token = await cliToken(api, person);
     await box.run(['auth:login', '--api-url', api.baseUrl, '--token', token]);
-    expect(await meStatus(token)).toBe(200);
     const run = await box.run(['auth:logout']);
-    expect(run).toMatchObject({ code: 0, stdout: `Logged out of ${api.baseUrl}.\n` });
+    expect(run).toMatchObject({
+      code: 0,
+      stdout:
+        `Logged out of ${api.baseUrl}. The token you pasted was only forgotten here and still works wherever else it is used:\n` +
+        `revoke it at ${api.baseUrl}/settings/tokens, or log in with it again and run \`prospect auth:logout --revoke\`.\n`,
+    });
     expect(box.hasSession()).toBe(false);
+    expect(await meStatus(token)).toBe(200);
+
+    await box.run(['auth:login', '--api-url', api.baseUrl, '--token', token]);
+    const revoking = await box.run(['auth:logout', '--revoke']);
+    expect(revoking).toMatchObject({ code: 0, stdout: `Logged out of ${api.baseUrl} and revoked the token on the server.\n` });
     expect(await meStatus(token)).toBe(401);
   });
 });
@@ -266,8 +275,9 @@ describe('refreshing the session (issue #14)', () => {
     expect(JSON.parse(offline.stdout)).toMatchObject({ expired: true, usable: true, refreshToken: true });
     const verified = await box.run(['auth:status', '--verify']);
     expect(verified.code).toBe(0);
-    expect(verified.stdout).toContain('Server says: the token is valid');
-    expect(verified.stdout).toMatch(/Expires: {2}\d{4}-.* \(in 60 minutes\)/);
+    expect(verified.stdout).toContain('Server says:  the token is valid');
+    expect(verified.stdout).toContain("Token scopes: 'profile', 'tokens', 'admin'\n");
+    expect(verified.stdout).toMatch(/Expires: {6}\d{4}-.* \(in 60 minutes\)/);
   });
 
   it('a revoked family: the session is removed and the command exits 4 with the login hint', async () => {
@@ -306,7 +316,7 @@ describe('refreshing the session (issue #14)', () => {
   it('auth:logout revokes the whole family on the server, even with the access token expired', async () => {
     const old = await expiredSession();
     const run = await box.run(['auth:logout']);
-    expect(run.stdout).toBe(`Logged out of ${api.baseUrl}.\n`);
+    expect(run.stdout).toBe(`Logged out of ${api.baseUrl} and revoked the token on the server.\n`);
     const refresh = await fetch(api.baseUrl + ROUTES.refresh, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refreshToken: old.refreshToken }) });
     expect(refresh.status).toBe(401);
     expect(await meStatus(old.accessToken)).toBe(401);

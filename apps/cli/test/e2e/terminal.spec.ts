@@ -3,42 +3,25 @@
  * a person sees. tmux is installed by .ci/run; without it this test fails
  * saying so, rather than passing silently.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { assertBuilt, makeSandbox, PROSPECT_JS, type Sandbox } from '../support/run-cli.js';
 import { approve, authorizedPoll, cliToken, createUser, startRealApi, type TestApp } from '../support/real-api.js';
+import { Tmux } from '../support/tmux.js';
 
-const TMUX = ['/usr/bin/tmux', '/usr/local/bin/tmux', '/opt/homebrew/bin/tmux'].find((path) => existsSync(path));
-const server = `prospect-cli-test-${process.pid}`;
-const tmux = (...args: string[]) => execFileSync(TMUX!, ['-L', server, ...args], { encoding: 'utf8' });
-const screen = (session = 'login') => tmux('capture-pane', '-p', '-t', session);
-
-/** Waits (bounded) until the screen matches; returns the screen and the match's groups. */
-async function waitForScreen(pattern: RegExp, session = 'login', timeoutMs = 20_000): Promise<[string, ...Array<string | undefined>]> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const shown = screen(session);
-    const match = pattern.exec(shown);
-    if (match) return [shown, ...match.slice(1)];
-    if (Date.now() > until) throw new Error(`the screen never showed ${pattern}:\n${screen(session)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+let terminal: Tmux;
+const tmux = (...args: string[]) => terminal.run(...args);
+const screen = (session = 'login') => terminal.screen(session);
+const waitForScreen = (pattern: RegExp, session = 'login', timeoutMs = 20_000) => terminal.waitForScreen(pattern, session, timeoutMs);
 
 let api: TestApp;
 let box: Sandbox;
 beforeAll(async () => {
-  if (!TMUX) throw new Error('tmux is needed for this test (apt-get install tmux; .ci/run installs it).');
+  terminal = new Tmux();
   assertBuilt();
   api = await startRealApi();
   box = await makeSandbox();
 });
 afterAll(async () => {
-  try {
-    tmux('kill-server');
-  } catch {
-    // already gone
-  }
+  terminal?.kill();
   await box?.cleanup();
   await api?.close();
 });

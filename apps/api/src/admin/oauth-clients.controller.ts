@@ -1,0 +1,92 @@
+import { Body, Controller, Delete, Get, HttpCode, Ip, Param, Patch, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  type AdminClient,
+  AdminClientSchema,
+  type RegisterClientRequest,
+  RegisterClientRequestSchema,
+  type Scope,
+  type UpdateClientRequest,
+  UpdateClientRequestSchema,
+} from '@prospect/contract';
+import * as z from 'zod/mini';
+import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
+import { RequireScope } from '../auth/require-scope.decorator.js';
+import { forbidden } from '../common/api-exception.js';
+import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
+import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import type { OAuthClient } from '../oauth/oauth-client.entity.js';
+import { OAuthClientsService } from '../oauth/oauth-clients.service.js';
+
+const toAdminClient = (client: OAuthClient): AdminClient => ({
+  id: client.id,
+  name: client.name,
+  allowedScopes: client.allowedScopes.split(' ').filter(Boolean) as Scope[],
+  builtIn: client.builtIn,
+  disabled: client.disabledAt !== null,
+  createdAt: client.createdAt.toISOString(),
+});
+
+const requireAdmin = (caller: AuthPrincipal) => {
+  if (caller.user.role !== 'admin') throw forbidden('Only an admin may manage OAuth clients.');
+};
+
+/** The OAuth clients as admins manage them on /admin/clients, as a JSON API (an admin's bearer token). */
+@ApiTags('admin')
+@ApiBearerAuth()
+@Controller('api/admin/clients')
+@RequireScope('admin')
+export class OAuthClientsController {
+  constructor(private readonly clients: OAuthClientsService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Every OAuth client, built-in first (admins).' })
+  @ApiJsonResponse(200, 'The clients.', z.array(AdminClientSchema))
+  @ApiErrors([401, 'No valid bearer token.'], [403, 'The bearer is not an admin, or the token lacks `admin`.'])
+  async list(@Principal() caller: AuthPrincipal): Promise<AdminClient[]> {
+    requireAdmin(caller);
+    return (await this.clients.list()).map(toAdminClient);
+  }
+
+  @Post()
+  @HttpCode(201)
+  @ApiOperation({ summary: 'Register a public client with the scopes it may ask for (admins).' })
+  @ApiJsonBody(RegisterClientRequestSchema)
+  @ApiJsonResponse(201, 'Registered.', AdminClientSchema)
+  @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [409, 'The id is taken.'])
+  async register(@Principal() caller: AuthPrincipal, @Body(new ZodBodyPipe(RegisterClientRequestSchema)) body: RegisterClientRequest, @Ip() ip: string): Promise<AdminClient> {
+    requireAdmin(caller);
+    return toAdminClient(await this.clients.register(body, caller.user.id, ip));
+  }
+
+  @Patch(':id')
+  @ApiOperation({
+    summary: 'Rename a client, change what it may ask for, or disable or enable it (admins).',
+    description:
+      'Disabling refuses its new device logins (`invalid_client`), cancels those not redeemed and revokes every live token and refresh family it holds, in one transaction. The built-in client can be renamed only.',
+  })
+  @ApiJsonBody(UpdateClientRequestSchema)
+  @ApiJsonResponse(200, 'The client as it is now.', AdminClientSchema)
+  @ApiErrors([400, 'Invalid body, or a change the built-in client does not take.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such client.'])
+  async update(
+    @Principal() caller: AuthPrincipal,
+    @Param('id') id: string,
+    @Body(new ZodBodyPipe(UpdateClientRequestSchema)) body: UpdateClientRequest,
+    @Ip() ip: string,
+  ): Promise<AdminClient> {
+    requireAdmin(caller);
+    let client = body.name !== undefined || body.allowedScopes !== undefined ? await this.clients.update(id, body, caller.user.id, ip) : undefined;
+    if (body.disabled === true) client = (await this.clients.disable(id, caller.user.id, ip)).client;
+    if (body.disabled === false) client = await this.clients.enable(id, caller.user.id, ip);
+    return toAdminClient(client!);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Delete a client: its tokens revoked, its device logins and itself removed (admins). The built-in client cannot be.' })
+  @ApiErrors([400, 'The built-in client.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such client.'])
+  async remove(@Principal() caller: AuthPrincipal, @Param('id') id: string, @Ip() ip: string): Promise<void> {
+    requireAdmin(caller);
+    await this.clients.remove(id, caller.user.id, ip);
+  }
+}
