@@ -1,12 +1,12 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import type { Clock } from './common/clock.js';
 import { AppConfigModule } from './config/config.module.js';
-import { DatabaseInfo } from './database/database-info.js';
 import { DatabaseModule } from './database/database.module.js';
 import { AdminModule } from './admin/admin.module.js';
 import { AuditModule } from './audit/audit.module.js';
 import { DeviceLoginModule } from './device-login/device-login.module.js';
 import { HealthModule } from './health/health.module.js';
+import { MailModule } from './mail/mail.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OAuthModule } from './oauth/oauth.module.js';
 import { RateLimitsModule } from './rate-limits/rate-limits.module.js';
@@ -22,7 +22,7 @@ import { WebModule } from './web/web.module.js';
 export interface AppModuleOptions {
   /** The environment to configure from (validated by AppConfigModule): process.env, or a test's own. */
   env: Record<string, string | undefined>;
-  /** The Postgres to use: DATABASE_URL, or the embedded server started before Nest. */
+  /** The Postgres to use: DATABASE_URL (a server, or a pooler with DATABASE_DIRECT_URL), or the embedded server started before Nest. */
   databaseUrl: string;
   /** True for the embedded PGlite server. */
   embedded: boolean;
@@ -38,9 +38,10 @@ export class AppModule {
       module: AppModule,
       imports: [
         AppConfigModule.forRoot(env, clock),
-        DatabaseModule.forRoot(new DatabaseInfo(databaseUrl, embedded), poolSize),
+        DatabaseModule.forRoot(databaseUrl, embedded, poolSize),
         AuditModule,
         MetricsModule,
+        MailModule,
         ServerSecretsModule,
         RateLimitsModule,
         HealthModule,

@@ -28,6 +28,8 @@ const LOGIN_FAILURES = 5;
 const LOGIN_BLOCK_SECONDS = 15 * MINUTE;
 /** User codes a person, and an address, may look up in a minute (a right one gives its point back). */
 export const USER_CODE_TRIES_PER_MINUTE = 5;
+/** Password-reset mails one account may be sent in an hour (PASSWORD_RESETS_PER_IP_PER_HOUR sets the address's). */
+export const RESETS_PER_ACCOUNT_PER_HOUR = 3;
 
 /**
  * Limits on whatever a person can guess or an anonymous client can create, with their
@@ -42,6 +44,7 @@ export const USER_CODE_TRIES_PER_MINUTE = 5;
  *   browsers for 15 minutes, the next block that day 30, then an hour, and so on up to a
  *   day; a success clears the failures; an admin can clear a block. Per IP:
  *   SIGNIN_PER_IP_PER_HOUR failed sign-ins an hour (a success gives its point back).
+ * - Password-reset mails: 3 an hour per account (known or not), PASSWORD_RESETS_PER_IP_PER_HOUR per IP.
  * - Sign-up: SIGNUP_PER_IP_PER_HOUR per IP. Device-login start: DEVICE_START_PER_IP_PER_MINUTE per IP.
  * - User codes typed on the approval page (lookup, Approve, Deny): 5 a minute per person and
  *   per IP, each counted before the code is looked up; a code that exists gives its point back.
@@ -59,6 +62,8 @@ export class RateLimits {
   private readonly startByIp: RateLimiterPostgres;
   private readonly userCodesByUser: RateLimiterPostgres;
   private readonly userCodesByIp: RateLimiterPostgres;
+  private readonly resetsByIp: RateLimiterPostgres;
+  private readonly resetsByAccount: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -85,6 +90,8 @@ export class RateLimits {
     this.startByIp = store('start:ip', config.deviceStartPerIpPerMinute, MINUTE);
     this.userCodesByUser = store('code:user', USER_CODE_TRIES_PER_MINUTE, MINUTE);
     this.userCodesByIp = store('code:ip', USER_CODE_TRIES_PER_MINUTE, MINUTE);
+    this.resetsByIp = store('reset:ip', config.passwordResetsPerIpPerHour, HOUR);
+    this.resetsByAccount = store('reset:account', RESETS_PER_ACCOUNT_PER_HOUR, HOUR);
   }
 
   /**
@@ -143,6 +150,16 @@ export class RateLimits {
   /** A code that exists is no guess: its point goes back, so a person approving their logins never runs out. */
   async userCodeFound(userId: string, ip: string): Promise<void> {
     await Promise.all([this.userCodesByUser.reward(userId, 1), this.userCodesByIp.reward(ip, 1)]);
+  }
+
+  /**
+   * Counts a password-reset request against the address and the account (the normalized
+   * e-mail, known or not: the answer tells nothing) before anything is looked up.
+   */
+  async requestPasswordReset(email: string, ip: string): Promise<void> {
+    const limiters = [this.resetsByAccount, this.resetsByIp];
+    const refused = this.refusals(await Promise.allSettled([this.resetsByAccount.consume(accountKey(email)), this.resetsByIp.consume(ip)]), limiters);
+    if (refused.length) throw tooMany('Too many password reset requests. Please wait before asking again.', refused);
   }
 
   /** The limits that refused, from consuming `limiters` at once (counted by limit); any other failure (the database) is thrown. */

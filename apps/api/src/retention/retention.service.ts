@@ -9,6 +9,7 @@ import { AppConfig } from '../config/app-config.js';
 import { Sql } from '../database/sql.js';
 import { REPLY_WINDOW_SECONDS } from '../device-login/device-login.service.js';
 import { DeviceLoginsRepository } from '../device-login/device-logins.repository.js';
+import { PasswordResetsRepository } from '../password-reset/password-resets.repository.js';
 import { RateLimitsRepository } from '../rate-limits/rate-limits.repository.js';
 import { RefreshTokensRepository } from '../refresh-tokens/refresh-tokens.repository.js';
 import { AccessTokensRepository } from '../tokens/access-tokens.repository.js';
@@ -59,6 +60,7 @@ export class RetentionService {
     private readonly webSessions: WebSessionsRepository,
     private readonly auditEvents: AuditEventsRepository,
     private readonly rateLimits: RateLimitsRepository,
+    private readonly passwordResets: PasswordResetsRepository,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })
@@ -94,6 +96,7 @@ export class RetentionService {
       const webSessions = await this.webSessions.deleteExpired(tx, now);
       const auditEvents = await this.auditEvents.deleteOlderThan(tx, auditBefore);
       await this.rateLimits.deleteExpired(tx, now);
+      await this.passwordResets.deleteExpired(tx, now);
       return { tokens, refreshTokens, deviceLogins, webSessions, auditEvents };
     });
   }

@@ -64,4 +64,41 @@ export class UsersRepository {
   async update(id: string, changes: Partial<Pick<User, 'role' | 'passwordHash'>>): Promise<void> {
     await this.users.update(id, changes);
   }
+
+  /** A new name or password with its audit event, in one statement; false when there is no such user. */
+  async changeWithAudit(
+    id: string,
+    change: { name: string } | { passwordHash: string },
+    event: 'account.rename' | 'password.change',
+    now: Date,
+    ip: string | null,
+  ): Promise<boolean> {
+    const [column, value] = 'name' in change ? ['name', change.name] : ['password_hash', change.passwordHash];
+    const rows = await this.sql.rows(
+      `WITH changed AS (UPDATE users SET ${column} = $2, updated_at = $3 WHERE id = $1 RETURNING id)
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT $4, id, $5, '{}'::jsonb, $3 FROM changed RETURNING id`,
+      [id, value, now, event, ip],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Deletes an account in `tx`, unless it is the last administrator (the admins are locked first,
+   * so two admins deleting themselves at once cannot leave none). Its tokens, refresh tokens,
+   * sessions and links go with it (foreign keys); its audit events stay, without it, its addresses
+   * or details, and one `account.delete` event without personal data is added.
+   * @returns 'deleted', 'last-admin', or 'unknown'.
+   */
+  async deleteAccount(tx: EntityManager, id: string, now: Date): Promise<'deleted' | 'last-admin' | 'unknown'> {
+    const admins = await this.sql.rows<{ id: string }>(`SELECT id FROM users WHERE role = 'admin' FOR UPDATE`, [], tx);
+    if (admins.length === 1 && admins[0]!.id === id) return 'last-admin';
+    await this.sql.rows(`UPDATE auth_events SET ip = NULL, detail = '{}'::jsonb WHERE user_id = $1`, [id], tx);
+    const deleted = await this.sql.rows(
+      `WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING id)
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT 'account.delete', NULL, NULL, '{}'::jsonb, $2 FROM gone RETURNING id`,
+      [id, now],
+      tx,
+    );
+    return deleted.length ? 'deleted' : 'unknown';
+  }
 }

@@ -14,6 +14,8 @@ declare module 'express-session' {
     signedInAt?: number;
     /** A token just created on the tokens page, sealed under the session id until the page shows it once. */
     newToken?: string;
+    /** A message for the next page the person sees after a redirect (accountOf shows it once). */
+    notice?: string;
   }
 }
 

@@ -12,12 +12,11 @@ import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
-import { field, queryParam, safeNext } from './form.js';
+import { field, queryParam, safeNext, looksLikeEmail } from './form.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
 import { DeviceCookies } from './device-cookies.js';
 import { SignInService } from './sign-in.service.js';
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** "15 minutes", "40 seconds": how long a person must wait. */
 const waitText = (seconds: number) => (seconds >= 90 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} seconds`);
@@ -95,7 +94,7 @@ export class AuthPagesController {
     if (!name || name.length > 100) return this.renderSignup(req, res, 400, 'Please enter your name (at most 100 characters).');
     // A name and an address are shown in terminals and pages: no control characters (escape sequences, newlines) or bidi controls.
     if (hasUnsafeText(name)) return this.renderSignup(req, res, 400, 'Your name cannot contain control characters or bidirectional text controls.');
-    if (!EMAIL.test(email) || email.length > 320 || hasUnsafeText(email)) return this.renderSignup(req, res, 400, 'Please enter a valid e-mail address.');
+    if (!looksLikeEmail(email) || email.length > 320 || hasUnsafeText(email)) return this.renderSignup(req, res, 400, 'Please enter a valid e-mail address.');
     if (password.length < MIN_PASSWORD_LENGTH || password.length > 1024) {
       return this.renderSignup(req, res, 400, `Your password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
     }
@@ -105,6 +104,9 @@ export class AuthPagesController {
       const user = setupCode ? await this.users.createFirstAdmin({ name, email, password }, setupCode) : await this.users.create({ name, email, password });
       this.deviceCookies.issue(res, user.email);
       await this.signIn.logIn(req, user);
+      if (setupCode) {
+        req.session.notice = 'Your account is ready, and you are the administrator of this Prospect: you can register OAuth clients and manage what others use. The setup code no longer works.';
+      }
       await this.audit.record('web.signup', { userId: user.id, ip: req.ip });
       res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));
     } catch (err) {
@@ -150,16 +152,10 @@ export class AuthPagesController {
   /** The sign-in form, keeping what was typed (never the password) and where to go next. */
   private renderLogin(req: Request, res: Response, status: number, error?: string) {
     const next = safeNext(field(req, 'next') || queryParam(req, 'next'), this.config.publicUrl);
-    const signedOut = queryParam(req, 'signed_out');
     res.status(status).render('login', {
       title: 'Sign in',
       error,
-      notice:
-        signedOut === 'everywhere-and-tokens'
-          ? 'You are signed out on every device, and every CLI token of yours is revoked.'
-          : signedOut === 'everywhere'
-            ? 'You are signed out on every device.'
-            : undefined,
+      notice: loginNotice(req),
       email: field(req, 'email').trim(),
       next,
       encodedNext: encodeURIComponent(next),
@@ -185,4 +181,20 @@ export class AuthPagesController {
       setupCode: field(req, 'setup_code') || queryParam(req, 'setup_code'),
     });
   }
+}
+
+/** What the sign-in page says after a redirect that ended the session. */
+const LOGIN_NOTICES: Record<string, string> = {
+  'signed_out=everywhere-and-tokens': 'You are signed out on every device, and every CLI token of yours is revoked.',
+  'signed_out=everywhere': 'You are signed out on every device.',
+  'password=reset': 'Your password is changed, and every browser signed out. Sign in with the new one.',
+  'account=deleted': 'Your account is deleted, with every CLI token and session it had.',
+};
+
+function loginNotice(req: Request): string | undefined {
+  for (const key of ['signed_out', 'password', 'account']) {
+    const notice = LOGIN_NOTICES[`${key}=${queryParam(req, key)}`];
+    if (notice) return notice;
+  }
+  return undefined;
 }

@@ -7,6 +7,16 @@ export function field(req: Request, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
+/** A plausible e-mail address (sign-up, password reset): a typo is named rather than mailed to nobody. */
+export const looksLikeEmail = (text: string) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(text);
+
+/** A field that may repeat (checkboxes of one name): its string values, in order; anything else is dropped. */
+export function fields(req: Request, name: string): string[] {
+  const value = (req.body as Record<string, unknown> | undefined)?.[name];
+  const values = Array.isArray(value) ? value : [value];
+  return values.filter((v): v is string => typeof v === 'string');
+}
+
 /** A query-string parameter as a string; missing or repeated ones read as ''. */
 export function queryParam(req: Request, name: string): string {
   const value = (req.query as Record<string, unknown>)[name];

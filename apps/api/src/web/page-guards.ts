@@ -10,6 +10,8 @@ export interface WebAccount {
   csrfToken: string;
   /** The layout links the admin pages for admins only. */
   isAdmin: boolean;
+  /** A message for the first page after a redirect (the session's `notice`), shown once. */
+  notice?: string;
 }
 
 /** A page for signed-in people only was asked for without a session. */
@@ -71,7 +73,10 @@ export class CsrfGuard implements CanActivate {
 
 /** The signed-in person for the layout, or undefined. */
 export function accountOf(req: Request, csrf: CsrfService): WebAccount | undefined {
-  return req.webUser ? { user: req.webUser, csrfToken: csrf.tokenFor(req), isAdmin: req.webUser.role === 'admin' } : undefined;
+  if (!req.webUser) return undefined;
+  const notice = req.session.notice;
+  if (notice !== undefined) delete req.session.notice;
+  return { user: req.webUser, csrfToken: csrf.tokenFor(req), isAdmin: req.webUser.role === 'admin', notice };
 }
 
 /** Turns the refusals above into what a browser should see. */

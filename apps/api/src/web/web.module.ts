@@ -9,6 +9,10 @@ import { TokensModule } from '../tokens/tokens.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { WebSessionMiddleware, WebSessionsModule } from '../web-sessions/web-sessions.module.js';
+import { PasswordResetModule } from '../password-reset/password-reset.module.js';
+import { AdminClientPageController } from './admin-client-page.controller.js';
+import { PasswordPagesController } from './password-pages.controller.js';
+import { AccountPageController } from './account-page.controller.js';
 import { AdminClientsPageController } from './admin-clients-page.controller.js';
 import { AuthPagesController } from './auth-pages.controller.js';
 import { DeviceCookies } from './device-cookies.js';
@@ -39,8 +43,8 @@ class PageMiddleware implements NestMiddleware {
 
 /** Server-rendered pages: sign-up, sign-in, device approval, CLI tokens, OAuth clients (admins). */
 @Module({
-  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule],
-  controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController],
+  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, PasswordResetModule],
+  controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController],
   providers: [LocalStrategy, SignInService, DeviceCookies],
 })
 export class WebModule implements NestModule {

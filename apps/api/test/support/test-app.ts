@@ -11,7 +11,12 @@ import type { Target } from './http.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 /** Per-address limits high enough for a test file's traffic, all from 127.0.0.1. */
-export const UNLIMITED_ADDRESS = { SIGNIN_PER_IP_PER_HOUR: '100000', SIGNUP_PER_IP_PER_HOUR: '100000', DEVICE_START_PER_IP_PER_MINUTE: '100000' };
+export const UNLIMITED_ADDRESS = {
+  SIGNIN_PER_IP_PER_HOUR: '100000',
+  SIGNUP_PER_IP_PER_HOUR: '100000',
+  DEVICE_START_PER_IP_PER_MINUTE: '100000',
+  PASSWORD_RESETS_PER_IP_PER_HOUR: '100000',
+};
 
 export interface TestApp {
   app: NestExpressApplication;
@@ -44,13 +49,15 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const database = options.database ?? (await createTestDatabase());
   const ownsDatabase = !options.database;
   // Every test client is 127.0.0.1: the per-address limits are lifted unless a test sets them.
-  const env = { NODE_ENV: 'test', LOG_LEVEL: 'debug', PORT: '0', ...UNLIMITED_ADDRESS, ...options.env };
+  const databaseUrl = options.databaseUrl ?? database.url;
+  // DATABASE_URL as the process would have it (settings such as DATABASE_DIRECT_URL are checked against it).
+  const env = { NODE_ENV: 'test', LOG_LEVEL: 'debug', PORT: '0', DATABASE_URL: databaseUrl, ...UNLIMITED_ADDRESS, ...options.env };
   const logStream = new PassThrough();
   const lines: string[] = [];
   logStream.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
 
   const app = await createApp(
-    { env, databaseUrl: options.databaseUrl ?? database.url, embedded: database.kind === 'embedded', poolSize: database.kind === 'embedded' ? EMBEDDED_POOL_SIZE : 4, clock: options.clock },
+    { env, databaseUrl, embedded: database.kind === 'embedded', poolSize: database.kind === 'embedded' ? EMBEDDED_POOL_SIZE : 4, clock: options.clock },
     createLogger(env.LOG_LEVEL, logStream),
   );
   const config = app.get(AppConfig);

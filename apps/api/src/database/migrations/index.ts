@@ -12,6 +12,9 @@ import { DeviceLoginCancelled1795400000015 } from './1795400000015-device-login-
 import { RefreshTokensAndOAuthClients1795400000016 } from './1795400000016-refresh-tokens-and-oauth-clients.js';
 import { RefreshTokenSuccessors1795400000017 } from './1795400000017-refresh-token-successors.js';
 import { DropCodeFailedIndex1795400000018 } from './1795400000018-drop-code-failed-index.js';
+import { Scopes1795400000019 } from './1795400000019-scopes.js';
+import { ClientDisabled1795400000020 } from './1795400000020-client-disabled.js';
+import { AccountTokens1795400000021 } from './1795400000021-account-tokens.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -24,4 +27,7 @@ export const MIGRATIONS = [
   RefreshTokensAndOAuthClients1795400000016,
   RefreshTokenSuccessors1795400000017,
   DropCodeFailedIndex1795400000018,
+  Scopes1795400000019,
+  ClientDisabled1795400000020,
+  AccountTokens1795400000021,
 ];

@@ -1,0 +1,74 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { TokenRevocations } from '../tokens/token-revocations.js';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { Mailer } from '../mail/mailer.js';
+import { RateLimits } from '../rate-limits/rate-limits.js';
+import { hashPassword } from '../users/password.js';
+import { UsersRepository } from '../users/users.repository.js';
+import { UsersService } from '../users/users.service.js';
+import { WebSessions } from '../web-sessions/web-sessions.js';
+import { accountDeletedMail, passwordChangedMail } from './account-mails.js';
+
+/** The current password given to change it was wrong. */
+export class WrongPasswordError extends Error {}
+
+/** The account is the only administrator's: another admin must exist first. */
+export class LastAdminError extends Error {}
+
+/** What a signed-in person changes about their own account on /settings/account. */
+@Injectable()
+export class AccountService {
+  constructor(
+    private readonly users: UsersService,
+    private readonly usersRepository: UsersRepository,
+    private readonly limits: RateLimits,
+    private readonly webSessions: WebSessions,
+    private readonly mailer: Mailer,
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly revocations: TokenRevocations,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
+
+  /** A new display name (validated by the caller), audited. */
+  async rename(userId: string, name: string, ip: string | null): Promise<void> {
+    await this.usersRepository.changeWithAudit(userId, { name }, 'account.rename', this.clock.now(), ip);
+  }
+
+  /**
+   * A new password, given the current one: a wrong current password is counted like a failed
+   * sign-in (a stolen session must not become a way to guess the password). Every web session of
+   * the account ends (the caller signs this browser in again), and the owner is told by mail.
+   * @throws WrongPasswordError, TooManyRequests
+   */
+  async changePassword(user: { id: string; email: string; name: string }, current: string, next: string, ip: string | null): Promise<void> {
+    await this.checkPassword(user.email, current, ip);
+    await this.usersRepository.changeWithAudit(user.id, { passwordHash: await hashPassword(next) }, 'password.change', this.clock.now(), ip);
+    await this.webSessions.endAllFor(user.id);
+    this.mailer.send(passwordChangedMail(user, this.config.publicUrl, { how: 'on its account page', ip, cliTokensRevoked: false }));
+  }
+
+  /**
+   * Deletes the account, given its password (counted like a sign-in): every token, refresh
+   * family, web session and link ends with it, and every replica forgets its tokens at once (the
+   * users trigger announces it); its audit events are kept without personal data, and the
+   * address gets one last mail. Not the last administrator's account.
+   * @throws WrongPasswordError, LastAdminError, TooManyRequests
+   */
+  async deleteAccount(user: { id: string; email: string; name: string }, password: string, ip: string | null): Promise<void> {
+    await this.checkPassword(user.email, password, ip);
+    const outcome = await this.db.transaction((tx) => this.usersRepository.deleteAccount(tx, user.id, this.clock.now()));
+    if (outcome === 'last-admin') throw new LastAdminError();
+    this.revocations.userRevoked(user.id);
+    this.mailer.send(accountDeletedMail(user, this.config.publicUrl, ip));
+  }
+
+  private async checkPassword(email: string, password: string, ip: string | null): Promise<void> {
+    await this.limits.attemptSignIn(email, ip ?? '', null);
+    if (!(await this.users.authenticate(email, password))) throw new WrongPasswordError();
+    await this.limits.signInSucceeded(email, ip ?? '', null);
+  }
+}

@@ -1,0 +1,79 @@
+import { Injectable } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
+import { AppConfig } from '../config/app-config.js';
+import { composeMail, Mailer } from '../mail/mailer.js';
+import { RateLimits } from '../rate-limits/rate-limits.js';
+import { TokensService } from '../tokens/tokens.service.js';
+import { hashPassword } from '../users/password.js';
+import { normalizeEmail } from '../users/users.service.js';
+import { WebSessions } from '../web-sessions/web-sessions.js';
+import { passwordChangedMail } from './account-mails.js';
+import { PasswordResetsRepository } from './password-resets.repository.js';
+
+/** Prefix of a password-reset link's token (256 random bits), so a leaked one is recognised. */
+export const RESET_TOKEN_PREFIX = 'prsp_';
+/** How long a reset link works. */
+export const RESET_LINK_MINUTES = 30;
+
+/** The link is unknown, used or expired. */
+export class UnusableResetLinkError extends Error {}
+
+/**
+ * "Forgot your password?": a mailed single-use link (only its hash stored, 30 minutes) that sets a
+ * new password. The request's answer is the same whether or not the address has an account.
+ */
+@Injectable()
+export class PasswordResetService {
+  constructor(
+    private readonly resets: PasswordResetsRepository,
+    private readonly limits: RateLimits,
+    private readonly mailer: Mailer,
+    private readonly webSessions: WebSessions,
+    private readonly tokens: TokensService,
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Mails a reset link if an account uses `email`. Counted first (per account and per address),
+   * so guessing cannot tell either; the same work and answer for an unknown address, but the mail.
+   * @throws TooManyRequests
+   */
+  async request(emailInput: string, ip: string | null): Promise<void> {
+    const email = normalizeEmail(emailInput);
+    await this.limits.requestPasswordReset(email, ip ?? '');
+    const token = generateSecret(RESET_TOKEN_PREFIX);
+    const now = this.clock.now();
+    const account = await this.resets.insertForEmail(email, sha256(token), now, new Date(now.getTime() + RESET_LINK_MINUTES * 60_000), ip);
+    if (!account) return;
+    const link = `${this.config.publicUrl}/password/reset?token=${token}`;
+    this.mailer.send(
+      composeMail(account.email, 'Reset your Prospect password', {
+        paragraphs: [`Hello ${account.name},`, `Someone (we hope you) asked to reset the password of your Prospect account at ${this.config.publicUrl}. The link works once, for ${RESET_LINK_MINUTES} minutes.`],
+        link: { url: link, label: 'Choose a new password' },
+        footer: 'If it was not you, ignore this mail: your password stays as it is.',
+      }),
+    );
+  }
+
+  /** Whether a link still works, for the page that shows the new-password form. */
+  isUsable(token: string): Promise<boolean> {
+    if (!looksLikeSecret(token, RESET_TOKEN_PREFIX)) return Promise.resolve(false);
+    return this.resets.isUsable(sha256(token), this.clock.now());
+  }
+
+  /**
+   * Sets the new password through a link, once: every web session of the account ends (this
+   * browser's too), its CLI tokens are revoked when asked, and the owner is told by mail.
+   * @throws UnusableResetLinkError for a link that is unknown, used or expired.
+   */
+  async reset(token: string, newPassword: string, revokeCliTokens: boolean, ip: string | null): Promise<void> {
+    if (!(await this.isUsable(token))) throw new UnusableResetLinkError();
+    const account = await this.resets.redeem(sha256(token), await hashPassword(newPassword), this.clock.now(), ip);
+    if (!account) throw new UnusableResetLinkError(); // used by a racing request meanwhile
+    await this.webSessions.endAllFor(account.userId);
+    if (revokeCliTokens) await this.tokens.revokeAllForUser(account.userId, ip);
+    this.mailer.send(passwordChangedMail(account, this.config.publicUrl, { how: 'with a reset link', ip, cliTokensRevoked: revokeCliTokens }));
+  }
+}

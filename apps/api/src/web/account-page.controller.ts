@@ -1,0 +1,108 @@
+import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import { hasUnsafeText } from '@prospect/contract';
+import type { Request, Response } from 'express';
+import { Public } from '../auth/public.decorator.js';
+import { AccountService, LastAdminError, WrongPasswordError } from '../password-reset/account.service.js';
+import { TooManyRequests } from '../rate-limits/rate-limits.js';
+import { MIN_PASSWORD_LENGTH } from '../users/users.service.js';
+import { CsrfService } from '../web-sessions/csrf.service.js';
+import { field, queryParam } from './form.js';
+import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
+import { SignInService } from './sign-in.service.js';
+
+const DONE: Record<string, string> = {
+  name: 'Your name is changed.',
+  password: 'Your password is changed. Every other browser was signed out; this one stays signed in.',
+};
+
+/** /settings/account: the signed-in person changes their name or password, or deletes the account. */
+@ApiExcludeController()
+@Public()
+@UseGuards(SignedInGuard)
+@UseFilters(PageRefusalFilter)
+@Controller('settings/account')
+export class AccountPageController {
+  constructor(
+    private readonly account: AccountService,
+    private readonly signIn: SignInService,
+    private readonly csrf: CsrfService,
+  ) {}
+
+  @Get()
+  show(@Req() req: Request, @Res() res: Response) {
+    this.render(req, res, 200, { done: DONE[queryParam(req, 'done')] });
+  }
+
+  @Post('name')
+  @HttpCode(200)
+  @UseGuards(CsrfGuard)
+  async rename(@Req() req: Request, @Res() res: Response) {
+    const name = field(req, 'name').trim();
+    if (!name || name.length > 100) return this.render(req, res, 400, { nameError: 'Please enter your name (at most 100 characters).', typedName: name });
+    if (hasUnsafeText(name)) return this.render(req, res, 400, { nameError: 'Your name cannot contain control characters or bidirectional text controls.', typedName: name });
+    await this.account.rename(req.webUser!.id, name, req.ip ?? null);
+    res.redirect(303, '/settings/account?done=name');
+  }
+
+  @Post('password')
+  @HttpCode(200)
+  @UseGuards(CsrfGuard)
+  async changePassword(@Req() req: Request, @Res() res: Response) {
+    const next = field(req, 'password');
+    if (next.length < MIN_PASSWORD_LENGTH || next.length > 1024) {
+      return this.render(req, res, 400, { passwordError: `Your new password needs at least ${MIN_PASSWORD_LENGTH} characters.` });
+    }
+    if (next !== field(req, 'password_again')) return this.render(req, res, 400, { passwordError: 'The two new passwords are not the same.' });
+    const user = req.webUser!;
+    const refused = await this.refusal(req, res, 'passwordError', () => this.account.changePassword(user, field(req, 'current_password'), next, req.ip ?? null));
+    if (refused) return;
+    // Every session of the account ended, this one too: this browser signs in again at once.
+    await this.signIn.logIn(req, user);
+    res.redirect(303, '/settings/account?done=password');
+  }
+
+  @Post('delete')
+  @HttpCode(200)
+  @UseGuards(CsrfGuard)
+  async deleteAccount(@Req() req: Request, @Res() res: Response) {
+    const user = req.webUser!;
+    const refused = await this.refusal(req, res, 'deleteError', () => this.account.deleteAccount(user, field(req, 'password'), req.ip ?? null));
+    if (refused) return;
+    // The session's row went with the account; this clears the browser's copy.
+    await this.signIn.logOut(req);
+    res.redirect(303, '/login?account=deleted');
+  }
+
+  /** Runs a change that needs the password; on a refusal, renders the page with its reason under `slot` and returns true. */
+  private async refusal(req: Request, res: Response, slot: 'passwordError' | 'deleteError', change: () => Promise<void>): Promise<boolean> {
+    try {
+      await change();
+      return false;
+    } catch (err) {
+      if (err instanceof WrongPasswordError) {
+        this.render(req, res, 400, { [slot]: slot === 'passwordError' ? 'Your current password is not right.' : 'That password is not right.' });
+      } else if (err instanceof LastAdminError) {
+        this.render(req, res, 409, { [slot]: 'You are the only administrator. Make someone else an administrator first, so that this service keeps one.' });
+      } else if (err instanceof TooManyRequests) {
+        res.set('Retry-After', String(err.retryAfterSeconds));
+        this.render(req, res, 429, { [slot]: 'Too many wrong passwords. Please wait before trying again.' });
+      } else {
+        throw err;
+      }
+      return true;
+    }
+  }
+
+  private render(req: Request, res: Response, status: number, notice: { done?: string; nameError?: string; passwordError?: string; deleteError?: string; typedName?: string }) {
+    const account = accountOf(req, this.csrf)!;
+    res.status(status).render('account', {
+      title: 'Your account',
+      onAccount: true,
+      account,
+      name: notice.typedName ?? account.user.name,
+      minLength: MIN_PASSWORD_LENGTH,
+      ...notice,
+    });
+  }
+}
