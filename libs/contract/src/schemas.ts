@@ -2,7 +2,7 @@
 import * as z from 'zod/mini';
 import { type Scope, SCOPES } from './constants.js';
 import { ClientIdSchema } from './oauth.js';
-import { hasUnsafeText, UNSAFE_TEXT_MESSAGE } from './text.js';
+import { hasUnsafeText, looksLikeEmail, UNSAFE_TEXT_MESSAGE } from './text.js';
 
 /**
  * Every wire shape of the contract, defined once. The API validates requests
@@ -165,3 +165,47 @@ export const UpdateClientRequestSchema = z
   })
   .check(z.refine((body) => Object.keys(body).length > 0, 'must change something: name, allowedScopes or disabled'));
 export type UpdateClientRequest = z.infer<typeof UpdateClientRequestSchema>;
+
+/** A person as the admin API shows them (GET /api/admin/users). */
+export const AdminUserSchema = z.object({
+  id: z.string(),
+  email: z.string(),
+  name: z.string(),
+  admin: z.boolean(),
+  disabled: z.boolean(),
+  /** Whether the owner followed a mailed link (verification, invitation or reset). */
+  emailVerified: z.boolean(),
+  /** An invitation not yet accepted: the account has no password. */
+  invited: z.boolean(),
+  createdAt: isoTimestamp,
+  lastSignInAt: z.nullable(isoTimestamp),
+  /** Device sessions and long-lived tokens still live. */
+  activeCliSessions: z.int(),
+});
+export type AdminUser = z.infer<typeof AdminUserSchema>;
+
+/** GET /api/admin/users: one page of people, newest first. */
+export const AdminUserPageSchema = z.object({
+  users: z.array(AdminUserSchema),
+  /** How many match the search in all. */
+  total: z.int(),
+  page: z.int(),
+  perPage: z.int(),
+});
+export type AdminUserPage = z.infer<typeof AdminUserPageSchema>;
+
+/** PATCH /api/admin/users/{id}: disable or enable, make or remove admin. */
+export const UpdateUserRequestSchema = z
+  .strictObject({
+    disabled: z.optional(z.boolean()),
+    admin: z.optional(z.boolean()),
+  })
+  .check(z.refine((body) => Object.keys(body).length > 0, 'must change something: disabled or admin'));
+export type UpdateUserRequest = z.infer<typeof UpdateUserRequestSchema>;
+
+/** POST /api/admin/users: invite a person by e-mail (they choose their password from the mail). */
+export const InviteUserRequestSchema = z.strictObject({
+  email: z.string().check(z.trim(), z.maxLength(320), z.refine((text) => looksLikeEmail(text) && !hasUnsafeText(text), 'must be an e-mail address')),
+  name: shortText(100),
+});
+export type InviteUserRequest = z.infer<typeof InviteUserRequestSchema>;

@@ -17,3 +17,6 @@ export const utcMinute = (date: Date | string | number): string => new Date(date
 
 /** The sentence that refuses such text, after the field's name: "Invalid clientName: …". */
 export const UNSAFE_TEXT_MESSAGE = 'it contains control characters or bidirectional text controls';
+
+/** Enough of an e-mail address to send to: something@host.tld, no spaces (the mail itself proves the rest). */
+export const looksLikeEmail = (text: string) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(text);

@@ -10,11 +10,11 @@ import type { AuthPrincipal } from './auth-principal.js';
 import { VerifiedTokenCache } from './verified-token-cache.js';
 
 /** Why a token was refused; told to the client in `error_description` (RFC 6750 §3). */
-export type InvalidTokenReason = 'unknown' | 'expired' | 'revoked';
+export type InvalidTokenReason = 'unknown' | 'expired' | 'revoked' | 'disabled';
 
 export class InvalidTokenError extends Error {
   constructor(readonly reason: InvalidTokenReason) {
-    super(`token ${reason}`);
+    super(reason === 'disabled' ? 'account disabled' : `token ${reason}`);
   }
 }
 
@@ -66,6 +66,8 @@ export class AccessTokenVerifier {
     const readEpoch = this.cache.epoch;
     const token = await this.accessTokens.findForVerification(hash);
     if (!token) throw new InvalidTokenError('unknown');
+    // Before "revoked": disabling revoked it too, and signing in again would not help.
+    if (token.userDisabled) throw new InvalidTokenError('disabled');
     if (token.revokedAt) throw new InvalidTokenError('revoked');
     if (token.expiresAt.getTime() <= now.getTime()) throw new InvalidTokenError('expired');
     let lastUsedAt = token.lastUsedAt?.getTime() ?? null;

@@ -4,7 +4,7 @@ import type { UserRole } from '../users/user.entity.js';
 
 /** Who is calling, as established by the bearer guard (or a web session). */
 export interface AuthPrincipal {
-  user: { id: string; email: string; name: string; role: UserRole };
+  user: { id: string; email: string; name: string; role: UserRole; emailVerified?: boolean };
   /** The access token used, when the caller presented one. */
   tokenId?: string;
   /** When the credential stops being valid. */

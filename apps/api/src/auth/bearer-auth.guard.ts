@@ -23,6 +23,7 @@ const REFUSALS: Record<InvalidTokenReason, string> = {
   expired: 'Your token has expired: sign in again to get a new one.',
   revoked: 'Your token has been revoked: sign in again to get a new one.',
   unknown: 'This token is not valid: sign in to get one.',
+  disabled: 'This account is disabled: ask an administrator of this service to enable it.',
 };
 
 /**

@@ -1,3 +1,4 @@
+import { AccountsModule } from '../accounts/accounts.module.js';
 import { Module } from '@nestjs/common';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
 import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js';
@@ -9,7 +10,7 @@ import { TokensController } from './tokens.controller.js';
 
 /** The contract's routes, `/api/cli/auth/*` (seed §4): HTTP only; the rules are the modules below. */
 @Module({
-  imports: [DeviceLoginModule, TokensModule, RefreshTokensModule, UsersModule],
+  imports: [DeviceLoginModule, TokensModule, RefreshTokensModule, UsersModule, AccountsModule],
   controllers: [TokensController, DeviceLoginController],
   providers: [TokenIssuanceService],
 })

@@ -6,6 +6,7 @@ import { toPublicUser } from '../users/user.entity.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
 import type { AuthPrincipal } from '../auth/auth-principal.js';
 import { TokensService } from '../tokens/tokens.service.js';
+import { EmailVerificationService } from '../accounts/email-verification.service.js';
 
 /** POST /api/cli/auth/token: anyone may issue for themselves, admins for anyone. */
 @Injectable()
@@ -14,6 +15,7 @@ export class TokenIssuanceService {
     private readonly tokens: TokensService,
     private readonly users: UsersService,
     private readonly config: AppConfig,
+    private readonly verification: EmailVerificationService,
   ) {}
 
   async issueFor(caller: AuthPrincipal, request: IssueTokenRequest, ip: string | null): Promise<IssuedTokenResponse> {
@@ -25,6 +27,11 @@ export class TokenIssuanceService {
     if (forOther && caller.user.role !== 'admin') throw forbidden('Only an admin may issue a token for another user.');
     const target = forOther ? await this.users.findByEmail(request.userEmail!) : caller.user;
     if (!target) throw notFound('No user with that e-mail address.');
+    if ('disabledAt' in target && target.disabledAt) throw forbidden('That account is disabled: enable it on /admin/users first.');
+    // A person signed in on the web but not yet verified (REQUIRE_EMAIL_VERIFICATION) makes no tokens.
+    if (!forOther && caller.via === 'web-session' && this.verification.blocks(caller.user)) {
+      throw forbidden('Confirm your e-mail address first: follow the link in the mail we sent you.');
+    }
     const issued = await this.tokens.issue({
       userId: target.id,
       origin: forOther ? 'admin' : 'direct',

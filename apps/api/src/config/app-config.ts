@@ -159,6 +159,11 @@ const SETTINGS = {
   ),
   /** The sender of every mail, e.g. `Prospect <no-reply@example.com>`; unset: no-reply at PUBLIC_URL's host. */
   mailFrom: setting('MAIL_FROM', z.string().trim().min(3, 'must be an address, e.g. "Prospect <no-reply@example.com>"').max(200).optional()),
+  /**
+   * New accounts must follow a mailed link before they approve a device login or create a token,
+   * and sign-up no longer tells whether an address is registered. Unset: on when SMTP_URL is set.
+   */
+  requireEmailVerification: setting('REQUIRE_EMAIL_VERIFICATION', booleanFlag.optional()),
   /** Failed sign-ins one address may make in an hour. */
   signinPerIpPerHour: setting('SIGNIN_PER_IP_PER_HOUR', wholeNumber(50)),
   /** Accounts one address may create in an hour. */
@@ -245,7 +250,7 @@ export class ConfigError extends Error {
 }
 
 /** Every setting of the table, read-only, on AppConfig (declaration merging: one declaration of each). */
-export interface AppConfig extends Readonly<Omit<SettingValues, 'publicUrl' | 'adminEmail' | 'adminPassword' | 'mailFrom'>> {}
+export interface AppConfig extends Readonly<Omit<SettingValues, 'publicUrl' | 'adminEmail' | 'adminPassword' | 'mailFrom' | 'requireEmailVerification'>> {}
 
 /** The validated configuration, injected wherever settings are needed. */
 export class AppConfig {
@@ -255,6 +260,8 @@ export class AppConfig {
   readonly publicUrlSet!: boolean;
   /** MAIL_FROM, or `Prospect <no-reply@…>` at PUBLIC_URL's host. */
   readonly mailFrom!: string;
+  /** REQUIRE_EMAIL_VERIFICATION, or whether mail really goes out (SMTP_URL). */
+  readonly requireEmailVerification!: boolean;
   /** PROSPECT_ADMIN_EMAIL and _PASSWORD, which come together. */
   readonly admin?: { email: string; password: string };
 
@@ -269,12 +276,13 @@ export class AppConfig {
 
   static fromValidEnv(env: Env): AppConfig {
     const values = Object.fromEntries(Object.entries(SETTINGS).map(([name, { env: variable }]) => [name, env[variable as keyof Env]])) as SettingValues;
-    const { adminEmail, adminPassword, publicUrl, mailFrom, ...rest } = values;
+    const { adminEmail, adminPassword, publicUrl, mailFrom, requireEmailVerification, ...rest } = values;
     const site = publicUrl ?? `http://localhost:${values.port}`;
     return Object.assign(new AppConfig(), rest, {
       publicUrl: site,
       publicUrlSet: publicUrl !== undefined,
       mailFrom: mailFrom ?? `Prospect <no-reply@${new URL(site).hostname}>`,
+      requireEmailVerification: requireEmailVerification ?? rest.smtpUrl !== undefined,
       admin: adminEmail && adminPassword ? { email: adminEmail, password: adminPassword } : undefined,
     });
   }

@@ -30,6 +30,8 @@ const LOGIN_BLOCK_SECONDS = 15 * MINUTE;
 export const USER_CODE_TRIES_PER_MINUTE = 5;
 /** Password-reset mails one account may be sent in an hour (PASSWORD_RESETS_PER_IP_PER_HOUR sets the address's). */
 export const RESETS_PER_ACCOUNT_PER_HOUR = 3;
+/** Verification mails one account may ask for again in an hour (the one sent at sign-up is not counted). */
+export const VERIFICATION_MAILS_PER_HOUR = 3;
 
 /**
  * Limits on whatever a person can guess or an anonymous client can create, with their
@@ -45,6 +47,7 @@ export const RESETS_PER_ACCOUNT_PER_HOUR = 3;
  *   day; a success clears the failures; an admin can clear a block. Per IP:
  *   SIGNIN_PER_IP_PER_HOUR failed sign-ins an hour (a success gives its point back).
  * - Password-reset mails: 3 an hour per account (known or not), PASSWORD_RESETS_PER_IP_PER_HOUR per IP.
+ *   Verification mails sent again: 3 an hour per account.
  * - Sign-up: SIGNUP_PER_IP_PER_HOUR per IP. Device-login start: DEVICE_START_PER_IP_PER_MINUTE per IP.
  * - User codes typed on the approval page (lookup, Approve, Deny): 5 a minute per person and
  *   per IP, each counted before the code is looked up; a code that exists gives its point back.
@@ -64,6 +67,7 @@ export class RateLimits {
   private readonly userCodesByIp: RateLimiterPostgres;
   private readonly resetsByIp: RateLimiterPostgres;
   private readonly resetsByAccount: RateLimiterPostgres;
+  private readonly verificationMails: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -92,6 +96,7 @@ export class RateLimits {
     this.userCodesByIp = store('code:ip', USER_CODE_TRIES_PER_MINUTE, MINUTE);
     this.resetsByIp = store('reset:ip', config.passwordResetsPerIpPerHour, HOUR);
     this.resetsByAccount = store('reset:account', RESETS_PER_ACCOUNT_PER_HOUR, HOUR);
+    this.verificationMails = store('verify:account', VERIFICATION_MAILS_PER_HOUR, HOUR);
   }
 
   /**
@@ -160,6 +165,11 @@ export class RateLimits {
     const limiters = [this.resetsByAccount, this.resetsByIp];
     const refused = this.refusals(await Promise.allSettled([this.resetsByAccount.consume(accountKey(email)), this.resetsByIp.consume(ip)]), limiters);
     if (refused.length) throw tooMany('Too many password reset requests. Please wait before asking again.', refused);
+  }
+
+  /** Counts a request to send the verification mail again, per account, before it is sent. */
+  resendVerification(userId: string): Promise<void> {
+    return this.consume(this.verificationMails, userId, 'Too many verification mails. Please wait before asking for another.');
   }
 
   /** The limits that refused, from consuming `limiters` at once (counted by limit); any other failure (the database) is thrown. */

@@ -5,10 +5,10 @@ import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js'
 import { TokensModule } from '../tokens/tokens.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { RetentionService } from './retention.service.js';
-import { PasswordResetModule } from '../password-reset/password-reset.module.js';
+import { AccountsModule } from '../accounts/accounts.module.js';
 
 @Module({
-  imports: [ScheduleModule.forRoot(), TokensModule, RefreshTokensModule, DeviceLoginModule, WebSessionsModule, PasswordResetModule],
+  imports: [ScheduleModule.forRoot(), TokensModule, RefreshTokensModule, DeviceLoginModule, WebSessionsModule, AccountsModule],
   providers: [RetentionService],
 })
 export class RetentionModule {}

@@ -9,7 +9,7 @@ import { AppConfig } from '../config/app-config.js';
 import { Sql } from '../database/sql.js';
 import { REPLY_WINDOW_SECONDS } from '../device-login/device-login.service.js';
 import { DeviceLoginsRepository } from '../device-login/device-logins.repository.js';
-import { PasswordResetsRepository } from '../password-reset/password-resets.repository.js';
+import { AccountTokensRepository } from '../accounts/account-tokens.repository.js';
 import { RateLimitsRepository } from '../rate-limits/rate-limits.repository.js';
 import { RefreshTokensRepository } from '../refresh-tokens/refresh-tokens.repository.js';
 import { AccessTokensRepository } from '../tokens/access-tokens.repository.js';
@@ -60,7 +60,7 @@ export class RetentionService {
     private readonly webSessions: WebSessionsRepository,
     private readonly auditEvents: AuditEventsRepository,
     private readonly rateLimits: RateLimitsRepository,
-    private readonly passwordResets: PasswordResetsRepository,
+    private readonly passwordResets: AccountTokensRepository,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })

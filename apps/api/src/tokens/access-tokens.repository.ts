@@ -14,6 +14,8 @@ export interface TokenForVerification {
   user: { id: string; email: string; name: string; role: UserRole };
   /** The scope its sign-in was granted (its device login's); null for a token created directly, which has the CLI's. */
   scope: string | null;
+  /** An administrator disabled its user. */
+  userDisabled: boolean;
 }
 
 /** An access token as introspection and revocation see it (RFC 7662, RFC 7009). */
@@ -86,9 +88,10 @@ export class AccessTokensRepository {
       name: string;
       role: UserRole;
       scope: string | null;
+      disabled: boolean;
     }>(
       `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
-              u.id AS user_id, u.email, u.name, u.role, d.scope
+              u.id AS user_id, u.email, u.name, u.role, d.scope, u.disabled_at IS NOT NULL AS disabled
          FROM access_tokens t JOIN users u ON u.id = t.user_id
          LEFT JOIN device_logins d ON d.id = t.device_login_id
         WHERE t.token_hash = $1`,
@@ -102,6 +105,7 @@ export class AccessTokensRepository {
       lastUsedAt: row.last_used_at,
       user: { id: row.user_id, email: row.email, name: row.name, role: row.role },
       scope: row.scope,
+      userDisabled: row.disabled,
     };
   }
 

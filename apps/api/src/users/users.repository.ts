@@ -10,6 +10,8 @@ export interface NewUser {
   name: string;
   passwordHash: string | null;
   role: User['role'];
+  /** Set for an address already proven (the operator's PROSPECT_ADMIN_EMAIL). */
+  emailVerifiedAt?: Date | null;
 }
 
 /** Every statement on `users`: TypeORM's entity repository, and one INSERT that may run in a caller's transaction. */
@@ -32,18 +34,20 @@ export class UsersRepository {
   findWithPasswordHash(email: string): Promise<User | null> {
     return this.users.findOne({
       where: { email },
-      select: { id: true, email: true, name: true, role: true, passwordHash: true, createdAt: true, updatedAt: true },
+      select: { id: true, email: true, name: true, role: true, passwordHash: true, disabledAt: true, emailVerifiedAt: true, lastSignInAt: true, createdAt: true, updatedAt: true },
     });
   }
 
-  /** The new user's id; throws a unique violation (isUniqueViolation) when the e-mail is taken. */
-  async insert(user: NewUser, manager?: EntityManager): Promise<string> {
-    const [row] = await this.sql.rows<{ id: string }>(
-      `INSERT INTO users (email, name, password_hash, role) VALUES ($1, $2, $3, $4) RETURNING id`,
-      [user.email, user.name, user.passwordHash, user.role],
+  /** The new user; throws a unique violation (isUniqueViolation) when the e-mail is taken. */
+  async insert(user: NewUser, manager?: EntityManager): Promise<User> {
+    const [row] = await this.sql.rows<User>(
+      `INSERT INTO users (email, name, password_hash, role, email_verified_at) VALUES ($1, $2, $3, $4, $5)
+       RETURNING id, email, name, role, disabled_at AS "disabledAt", email_verified_at AS "emailVerifiedAt",
+                 last_sign_in_at AS "lastSignInAt", created_at AS "createdAt", updated_at AS "updatedAt"`,
+      [user.email, user.name, user.passwordHash, user.role, user.emailVerifiedAt ?? null],
       manager,
     );
-    return row!.id;
+    return row!;
   }
 
   /**
@@ -53,7 +57,7 @@ export class UsersRepository {
    */
   async ensureAdmin(user: Omit<NewUser, 'role'>): Promise<'created' | 'promoted' | 'unchanged'> {
     const [row] = await this.sql.rows<{ created: boolean }>(
-      `INSERT INTO users (email, name, password_hash, role) VALUES ($1, $2, $3, 'admin')
+      `INSERT INTO users (email, name, password_hash, role, email_verified_at) VALUES ($1, $2, $3, 'admin', now())
        ON CONFLICT (email) DO UPDATE SET role = 'admin' WHERE users.role <> 'admin'
        RETURNING (xmax = 0) AS created`,
       [user.email, user.name, user.passwordHash],
@@ -90,8 +94,8 @@ export class UsersRepository {
    * @returns 'deleted', 'last-admin', or 'unknown'.
    */
   async deleteAccount(tx: EntityManager, id: string, now: Date): Promise<'deleted' | 'last-admin' | 'unknown'> {
-    const admins = await this.sql.rows<{ id: string }>(`SELECT id FROM users WHERE role = 'admin' FOR UPDATE`, [], tx);
-    if (admins.length === 1 && admins[0]!.id === id) return 'last-admin';
+    const admins = await this.lockAdmins(tx);
+    if (admins.length === 1 && admins[0] === id) return 'last-admin';
     await this.sql.rows(`UPDATE auth_events SET ip = NULL, detail = '{}'::jsonb WHERE user_id = $1`, [id], tx);
     const deleted = await this.sql.rows(
       `WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING id)
@@ -101,4 +105,87 @@ export class UsersRepository {
     );
     return deleted.length ? 'deleted' : 'unknown';
   }
+
+  /**
+   * One page of people for the admin list, newest first, with what the list shows: whether they
+   * have a password yet (an invitation not accepted has none) and how many CLI sessions are live
+   * (a device session counts once however often it was refreshed; a long-lived token counts alone).
+   * `search` matches name or e-mail, case-insensitively; `id` picks one person.
+   */
+  async listForAdmin(search: string, limit: number, offset: number, now: Date, id?: string): Promise<{ rows: AdminUserRow[]; total: number }> {
+    const pattern = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const rows = await this.sql.rows<AdminUserRow & { total: number }>(
+      `SELECT u.id, u.email, u.name, u.role, u.disabled_at AS "disabledAt", u.email_verified_at AS "emailVerifiedAt",
+              u.password_hash IS NULL AS invited, u.created_at AS "createdAt", u.last_sign_in_at AS "lastSignInAt",
+              (SELECT count(DISTINCT COALESCE(t.device_login_id, t.id))::int FROM access_tokens t
+                 WHERE t.user_id = u.id AND t.revoked_at IS NULL AND t.expires_at > $4)
+              + (SELECT count(DISTINCT r.device_login_id)::int FROM refresh_tokens r
+                 WHERE r.user_id = u.id AND r.revoked_at IS NULL AND r.expires_at > $4
+                   AND NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = r.device_login_id AND t.revoked_at IS NULL AND t.expires_at > $4)
+                ) AS "activeCliSessions",
+              count(*) OVER ()::int AS total
+         FROM users u
+        WHERE ($1 = '%%' OR u.email ILIKE $1 OR u.name ILIKE $1) AND ($5::uuid IS NULL OR u.id = $5)
+        ORDER BY u.created_at DESC, u.id
+        LIMIT $2 OFFSET $3`,
+      [pattern, limit, offset, now, id ?? null],
+    );
+    return { rows, total: rows[0]?.total ?? (offset > 0 ? await this.countMatching(pattern) : 0) };
+  }
+
+  private async countMatching(pattern: string): Promise<number> {
+    const [row] = await this.sql.rows<{ n: number }>(`SELECT count(*)::int AS n FROM users u WHERE $1 = '%%' OR u.email ILIKE $1 OR u.name ILIKE $1`, [pattern]);
+    return row!.n;
+  }
+
+  /** Locks every enabled administrator's row in `tx` (so "not the last admin" holds until commit); their ids. */
+  async lockAdmins(tx: EntityManager): Promise<string[]> {
+    const rows = await this.sql.rows<{ id: string }>(`SELECT id FROM users WHERE role = 'admin' AND disabled_at IS NULL ORDER BY id FOR UPDATE`, [], tx);
+    return rows.map((row) => row.id);
+  }
+
+  /** Disables or enables, in `tx`, with its audit event naming the acting admin; false when nothing changed (unknown, or already so). */
+  async setDisabled(tx: EntityManager, id: string, disabled: boolean, now: Date, adminId: string, ip: string | null): Promise<boolean> {
+    const rows = await this.sql.rows(
+      `WITH changed AS (
+         UPDATE users SET disabled_at = $2, updated_at = $3 WHERE id = $1 AND (disabled_at IS NULL) = ($2::timestamptz IS NOT NULL) RETURNING id
+       )
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+       SELECT $4, $5, $6, jsonb_build_object('accountId', id), $3 FROM changed RETURNING id`,
+      [id, disabled ? now : null, now, disabled ? 'admin.user_disable' : 'admin.user_enable', adminId, ip],
+      tx,
+    );
+    return rows.length > 0;
+  }
+
+  /** Makes an admin or a user, in `tx`, audited with the acting admin; false when nothing changed. */
+  async setRole(tx: EntityManager, id: string, role: User['role'], now: Date, adminId: string, ip: string | null): Promise<boolean> {
+    const rows = await this.sql.rows(
+      `WITH changed AS (UPDATE users SET role = $2, updated_at = $3 WHERE id = $1 AND role <> $2 RETURNING id)
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+       SELECT 'admin.user_role', $4, $5, jsonb_build_object('accountId', id, 'role', $2::text), $3 FROM changed RETURNING id`,
+      [id, role, now, adminId, ip],
+      tx,
+    );
+    return rows.length > 0;
+  }
+
+  /** When someone signs in with a password: for the admin list. */
+  async recordSignIn(id: string, now: Date): Promise<void> {
+    await this.sql.rows(`UPDATE users SET last_sign_in_at = $2 WHERE id = $1`, [id, now]);
+  }
+}
+
+/** A row of the admin list (listForAdmin). */
+export interface AdminUserRow {
+  id: string;
+  email: string;
+  name: string;
+  role: User['role'];
+  disabledAt: Date | null;
+  emailVerifiedAt: Date | null;
+  invited: boolean;
+  createdAt: Date;
+  lastSignInAt: Date | null;
+  activeCliSessions: number;
 }

@@ -58,13 +58,14 @@ export class UsersService implements OnApplicationBootstrap {
   }
 
   /**
-   * Creates a person, a user unless `role` says otherwise. Nobody becomes an admin by
-   * signing up first: an admin comes from PROSPECT_ADMIN_* or the one-time setup code.
+   * Creates a person, a user unless `role` says otherwise (in `manager`'s transaction when given).
+   * Nobody becomes an admin by signing up first: an admin comes from PROSPECT_ADMIN_* or the
+   * one-time setup code.
+   * @throws ApiException 409 when the address has an account.
    */
-  async create(input: { email: string; name: string; password?: string; role?: User['role'] }): Promise<User> {
+  async create(input: { email: string; name: string; password?: string; role?: User['role']; emailVerified?: boolean }, manager?: EntityManager): Promise<User> {
     const passwordHash = input.password ? await hashPassword(input.password) : null;
-    const id = await this.insert({ ...input, passwordHash, role: input.role ?? 'user' });
-    return (await this.findById(id))!;
+    return this.insert({ ...input, passwordHash, role: input.role ?? 'user', emailVerifiedAt: input.emailVerified ? new Date() : null }, manager);
   }
 
   /**
@@ -74,21 +75,26 @@ export class UsersService implements OnApplicationBootstrap {
    */
   async createFirstAdmin(input: { email: string; name: string; password: string }, setupCode: string): Promise<User> {
     const passwordHash = await hashPassword(input.password);
-    const id = await this.db.transaction(async (tx) => {
+    const user = await this.db.transaction(async (tx) => {
       if (!(await this.adminSetup.consume(setupCode, tx))) throw new InvalidSetupCodeError();
       return this.insert({ ...input, passwordHash, role: 'admin' }, tx);
     });
     this.logger.log(`${normalizeEmail(input.email)} signed up with the setup code and is the administrator`);
-    return (await this.findById(id))!;
+    return user;
   }
 
-  private async insert(input: { email: string; name: string; passwordHash: string | null; role: User['role'] }, manager?: EntityManager): Promise<string> {
+  private async insert(input: { email: string; name: string; passwordHash: string | null; role: User['role']; emailVerifiedAt?: Date | null }, manager?: EntityManager): Promise<User> {
     try {
-      return await this.users.insert({ email: normalizeEmail(input.email), name: input.name.trim(), passwordHash: input.passwordHash, role: input.role }, manager);
+      return await this.users.insert({ ...input, email: normalizeEmail(input.email), name: input.name.trim() }, manager);
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict('An account with this e-mail address already exists.');
       throw err;
     }
+  }
+
+  /** A password sign-in succeeded (the admin list shows when). */
+  recordSignIn(id: string): Promise<void> {
+    return this.users.recordSignIn(id, new Date());
   }
 
   /** The user for these credentials, or null; takes the same time whether the e-mail exists or not. */

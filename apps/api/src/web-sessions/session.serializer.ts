@@ -1,7 +1,7 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import passport from 'passport';
 import { UsersService } from '../users/users.service.js';
-import type { WebUser } from './web-account.js';
+import { toWebUser, type WebUser } from './web-account.js';
 
 type Serialize = (user: Express.User, done: (err: unknown, id?: string) => void) => void;
 type Deserialize = (id: unknown, done: (err: unknown, user?: WebUser | false) => void) => void;
@@ -23,8 +23,9 @@ export class SessionSerializer implements OnApplicationShutdown {
   private readonly deserialize: Deserialize = (id, done) => {
     if (typeof id !== 'string') return done(null, false);
     this.users.findById(id).then(
-      // false: the user is gone, and passport drops them from the session.
-      (user) => done(null, user ? { id: user.id, email: user.email, name: user.name, role: user.role } : false),
+      // false: the user is gone or disabled, and passport drops them from the session (a request
+      // in flight when an admin disabled them may have written its session back).
+      (user) => done(null, user && !user.disabledAt ? toWebUser(user) : false),
       (err: unknown) => done(err),
     );
   };

@@ -1,4 +1,4 @@
-import type { UserRole } from '../users/user.entity.js';
+import type { User, UserRole } from '../users/user.entity.js';
 
 /** The person a browser session is signed in as (passport's deserialized user). */
 export interface WebUser {
@@ -6,7 +6,18 @@ export interface WebUser {
   email: string;
   name: string;
   role: UserRole;
+  /** Whether the owner followed a mailed link; REQUIRE_EMAIL_VERIFICATION gates approvals and tokens on it. */
+  emailVerified: boolean;
 }
+
+/** What a session keeps of a person. */
+export const toWebUser = (user: Pick<User, 'id' | 'email' | 'name' | 'role' | 'emailVerifiedAt'>): WebUser => ({
+  id: user.id,
+  email: user.email,
+  name: user.name,
+  role: user.role,
+  emailVerified: user.emailVerifiedAt !== null,
+});
 
 declare module 'express-session' {
   interface SessionData {

@@ -10,9 +10,9 @@ import { Sql } from '../database/sql.js';
 export class WebSessionsRepository {
   constructor(private readonly sql: Sql) {}
 
-  /** Every session of this person; how many. */
-  deleteAllOf(userId: string): Promise<number> {
-    return this.sql.count(`DELETE FROM web_sessions WHERE user_id = $1`, [userId]);
+  /** Every session of this person (in `tx` when given); how many. */
+  deleteAllOf(userId: string, tx?: EntityManager): Promise<number> {
+    return this.sql.count(`DELETE FROM web_sessions WHERE user_id = $1`, [userId], tx);
   }
 
   /** Sessions past their expiry (retention; the library's own pruning is off); how many. */

@@ -3,7 +3,7 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import { hasUnsafeText } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/public.decorator.js';
-import { AccountService, LastAdminError, WrongPasswordError } from '../password-reset/account.service.js';
+import { AccountService, LastAdminError, WrongPasswordError } from '../accounts/account.service.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { MIN_PASSWORD_LENGTH } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';

@@ -16,6 +16,10 @@ import { field, queryParam, safeNext, looksLikeEmail } from './form.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
 import { DeviceCookies } from './device-cookies.js';
 import { SignInService } from './sign-in.service.js';
+import { AccountDisabledError } from './local.strategy.js';
+import { SignUpService } from '../accounts/sign-up.service.js';
+import { VERIFY_LINK_HOURS } from '../accounts/email-verification.service.js';
+import { toWebUser, type WebUser } from '../web-sessions/web-account.js';
 
 
 /** "15 minutes", "40 seconds": how long a person must wait. */
@@ -35,6 +39,7 @@ export class AuthPagesController {
     private readonly tokens: TokensService,
     private readonly csrf: CsrfService,
     private readonly users: UsersService,
+    private readonly signUps: SignUpService,
     private readonly audit: AuditService,
     private readonly config: AppConfig,
   ) {}
@@ -65,7 +70,16 @@ export class AuthPagesController {
       // Only browsers new to the account are blocked: say how its owner gets in now.
       return this.renderLogin(req, res, 429, deviceCookie ? `${wait}.` : `${wait}, sign in from a browser you have used for this account before, or ask an administrator to lift the block.`);
     }
-    const user = await this.signIn.checkCredentials(req, res);
+    let user: WebUser | null;
+    try {
+      user = await this.signIn.checkCredentials(req, res);
+    } catch (err) {
+      if (!(err instanceof AccountDisabledError)) throw err;
+      // The password was right: saying so tells its owner nothing new, and what to do.
+      await this.audit.record('web.login_failed', { ip: req.ip, detail: { reason: 'account disabled' } });
+      const heading = 'This account is disabled';
+      return res.status(403).render('error', { title: heading, heading, message: 'An administrator of this Prospect disabled your account, so it cannot sign in. Ask them to enable it again.' });
+    }
     if (!user) {
       await this.audit.record('web.login_failed', { ip: req.ip, detail: { reason: 'bad credentials' } });
       return this.renderLogin(req, res, 401, 'That e-mail and password do not match an account.');
@@ -74,6 +88,7 @@ export class AuthPagesController {
     this.deviceCookies.issue(res, account);
     await this.signIn.logIn(req, user);
     await this.audit.record('web.login', { userId: user.id, ip: req.ip });
+    await this.users.recordSignIn(user.id);
     res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));
   }
 
@@ -99,16 +114,19 @@ export class AuthPagesController {
       return this.renderSignup(req, res, 400, `Your password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
     }
     const setupCode = field(req, 'setup_code');
+    const next = safeNext(field(req, 'next'), this.config.publicUrl);
     try {
       await this.limits.signUp(req.ip ?? '');
-      const user = setupCode ? await this.users.createFirstAdmin({ name, email, password }, setupCode) : await this.users.create({ name, email, password });
-      this.deviceCookies.issue(res, user.email);
-      await this.signIn.logIn(req, user);
+      const outcome = await this.signUps.signUp({ name, email, password }, { next, setupCode: setupCode || undefined, ip: req.ip ?? null });
+      if (outcome === 'check-email') {
+        return res.render('signup-check-email', { title: 'Check your e-mail', email: normalizeEmail(email), hours: VERIFY_LINK_HOURS });
+      }
+      this.deviceCookies.issue(res, outcome.email);
+      await this.signIn.logIn(req, toWebUser(outcome));
       if (setupCode) {
         req.session.notice = 'Your account is ready, and you are the administrator of this Prospect: you can register OAuth clients and manage what others use. The setup code no longer works.';
       }
-      await this.audit.record('web.signup', { userId: user.id, ip: req.ip });
-      res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));
+      res.redirect(303, next);
     } catch (err) {
       if (err instanceof ApiException && err.getStatus() === 409) {
         return this.renderSignup(req, res, 409, 'An account with this e-mail address already exists. Sign in instead.');

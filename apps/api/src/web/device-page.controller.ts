@@ -9,7 +9,7 @@ import { DeviceApprovalService, type DeviceLoginClient, UndecidableDeviceLoginEr
 import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
+import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard, VerifiedEmailGuard } from './page-guards.js';
 
 /**
  * Why a code cannot be decided, in words for whoever holds it: a code may come from any registered
@@ -38,7 +38,7 @@ const cliCommandFor = (client?: DeviceLoginClient) => (client?.id === CLI_CLIENT
 /** The verification URL: a signed-in person checks the code and approves or denies the client that shows it. */
 @ApiExcludeController()
 @Public()
-@UseGuards(SignedInGuard)
+@UseGuards(SignedInGuard, VerifiedEmailGuard)
 @UseFilters(PageRefusalFilter)
 @Controller('device')
 export class DevicePageController {

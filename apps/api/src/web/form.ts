@@ -8,7 +8,7 @@ export function field(req: Request, name: string): string {
 }
 
 /** A plausible e-mail address (sign-up, password reset): a typo is named rather than mailed to nobody. */
-export const looksLikeEmail = (text: string) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(text);
+export { looksLikeEmail } from '@prospect/contract';
 
 /** A field that may repeat (checkboxes of one name): its string values, in order; anything else is dropped. */
 export function fields(req: Request, name: string): string[] {

@@ -1,6 +1,7 @@
 import { type ArgumentsHost, type CanActivate, Catch, type ExceptionFilter, type ExecutionContext, Injectable } from '@nestjs/common';
 import { PATH_METADATA } from '@nestjs/common/constants.js';
 import type { Request, Response } from 'express';
+import { EmailVerificationService } from '../accounts/email-verification.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import type { WebUser } from '../web-sessions/web-account.js';
 
@@ -35,6 +36,13 @@ export class AdminRequired extends Error {
   }
 }
 
+/** REQUIRE_EMAIL_VERIFICATION: a person who has not followed their verification link asked to approve or create a token. */
+export class EmailUnverified extends Error {
+  constructor(readonly returnTo: string) {
+    super('e-mail not verified');
+  }
+}
+
 /** The page a request belongs to: itself for a GET, else its controller's page (`/device` for `/device/approve`). */
 function pageOf(context: ExecutionContext): string {
   const req = context.switchToHttp().getRequest<Request>();
@@ -61,6 +69,16 @@ export class AdminGuard implements CanActivate {
   }
 }
 
+/** After SignedInGuard: with REQUIRE_EMAIL_VERIFICATION, only a verified address approves device logins or creates tokens. */
+@Injectable()
+export class VerifiedEmailGuard implements CanActivate {
+  constructor(private readonly verification: EmailVerificationService) {}
+  canActivate(context: ExecutionContext): boolean {
+    if (!this.verification.blocks(context.switchToHttp().getRequest<Request>().webUser!)) return true;
+    throw new EmailUnverified(pageOf(context));
+  }
+}
+
 /** Every form post carries the session's CSRF token (csrf-sync); a missing or wrong one is refused before anything runs. */
 @Injectable()
 export class CsrfGuard implements CanActivate {
@@ -80,11 +98,11 @@ export function accountOf(req: Request, csrf: CsrfService): WebAccount | undefin
 }
 
 /** Turns the refusals above into what a browser should see. */
-@Catch(SignInRequired, FormRefused, AdminRequired)
+@Catch(SignInRequired, FormRefused, AdminRequired, EmailUnverified)
 export class PageRefusalFilter implements ExceptionFilter {
   constructor(private readonly csrf: CsrfService) {}
 
-  catch(refusal: SignInRequired | FormRefused | AdminRequired, host: ArgumentsHost): void {
+  catch(refusal: SignInRequired | FormRefused | AdminRequired | EmailUnverified, host: ArgumentsHost): void {
     const req = host.switchToHttp().getRequest<Request>();
     const res = host.switchToHttp().getResponse<Response>();
     if (refusal instanceof SignInRequired) return res.redirect(303, `/login?next=${encodeURIComponent(refusal.returnTo)}`);
@@ -92,6 +110,9 @@ export class PageRefusalFilter implements ExceptionFilter {
       const heading = 'Administrators only';
       const message = 'This page is for Prospect administrators. If you need something changed here, ask one of them.';
       return res.status(403).render('error', { title: heading, heading, message, account: accountOf(req, this.csrf) });
+    }
+    if (refusal instanceof EmailUnverified) {
+      return res.status(403).render('verify-email-needed', { title: 'Confirm your e-mail address', next: refusal.returnTo, account: accountOf(req, this.csrf) });
     }
     res.status(403).render('form-refused', { title: 'Request refused', back: refusal.returnTo, account: accountOf(req, this.csrf) });
   }

@@ -2,7 +2,7 @@ import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/public.decorator.js';
-import { PasswordResetService, RESET_LINK_MINUTES, UnusableResetLinkError } from '../password-reset/password-reset.service.js';
+import { PasswordResetService, RESET_LINK_MINUTES, UnusableResetLinkError } from '../accounts/password-reset.service.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { MIN_PASSWORD_LENGTH } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';

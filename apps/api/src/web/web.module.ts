@@ -9,7 +9,11 @@ import { TokensModule } from '../tokens/tokens.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { WebSessionMiddleware, WebSessionsModule } from '../web-sessions/web-sessions.module.js';
-import { PasswordResetModule } from '../password-reset/password-reset.module.js';
+import { AccountsModule } from '../accounts/accounts.module.js';
+import { AdminModule } from '../admin/admin.module.js';
+import { AdminUsersPageController } from './admin-users-page.controller.js';
+import { InvitationPageController } from './invitation-page.controller.js';
+import { VerifyEmailPageController } from './verify-email-page.controller.js';
 import { AdminClientPageController } from './admin-client-page.controller.js';
 import { PasswordPagesController } from './password-pages.controller.js';
 import { AccountPageController } from './account-page.controller.js';
@@ -41,10 +45,11 @@ class PageMiddleware implements NestMiddleware {
   }
 }
 
-/** Server-rendered pages: sign-up, sign-in, device approval, CLI tokens, OAuth clients (admins). */
+/** Server-rendered pages: sign-up, sign-in, mailed links, device approval, CLI tokens, the account, people and OAuth clients (admins). */
 @Module({
-  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, PasswordResetModule],
-  controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController],
+  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule],
+  controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController,
+    AdminUsersPageController, VerifyEmailPageController, InvitationPageController],
   providers: [LocalStrategy, SignInService, DeviceCookies],
 })
 export class WebModule implements NestModule {

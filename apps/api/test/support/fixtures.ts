@@ -8,14 +8,15 @@ import type { TestApp } from './test-app.js';
 
 let counter = 0;
 
-/** A person with a password, created through the service (as sign-up does). */
-export async function createUser(api: TestApp, overrides: Partial<{ email: string; name: string; role: User['role'] }> = {}) {
+/** A person with a password and (unless told otherwise) a verified address, created through the service (as sign-up does). */
+export async function createUser(api: TestApp, overrides: Partial<{ email: string; name: string; role: User['role']; emailVerified: boolean }> = {}) {
   counter += 1;
   return api.app.get(UsersService).create({
     email: overrides.email ?? `person${counter}-${Date.now()}@example.com`,
     name: overrides.name ?? `Person ${counter}`,
     password: 'correct horse battery',
     role: overrides.role,
+    emailVerified: overrides.emailVerified ?? true,
   });
 }
 

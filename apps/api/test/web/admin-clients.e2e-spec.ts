@@ -61,7 +61,10 @@ describe('OAuth clients pages', () => {
       expect(post.status).toBe(403);
       expect(await clientIds()).not.toContain('not-an-admin');
 
-      expect((await (await asAdmin()).send('GET', '/settings/tokens')).text).toContain('<a href="/admin/clients">OAuth clients</a>');
+      const adminPage = (await (await asAdmin()).send('GET', '/settings/tokens')).text;
+      expect(adminPage).toContain('<a href="/admin/clients" aria-label="OAuth clients">');
+      expect(adminPage).toContain('<a href="/admin/users">People</a>');
+      expect(tokens.text).not.toContain('href="/admin/users"');
     });
   });
 

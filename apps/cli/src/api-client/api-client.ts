@@ -7,7 +7,7 @@ import { stripControls, stripControlsDeep } from './untrusted-text.js';
 
 /** An HTTP answer that is not 2xx, with the server's error body when it sent one. */
 /** Why the server refused a bearer token (RFC 6750's error_description, as the API words it). */
-export type TokenProblem = 'expired' | 'revoked' | 'unknown';
+export type TokenProblem = 'expired' | 'revoked' | 'disabled' | 'unknown';
 
 export class ApiHttpError extends CliError {
   constructor(
@@ -28,6 +28,7 @@ export class ApiHttpError extends CliError {
   get tokenProblem(): TokenProblem | undefined {
     if (this.status !== 401) return undefined;
     const description = /error_description="([^"]*)"/i.exec(this.headers.get('www-authenticate') ?? '')?.[1] ?? '';
+    if (/disabled/i.test(description)) return 'disabled';
     if (/expired/i.test(description)) return 'expired';
     if (/revoked/i.test(description)) return 'revoked';
     return 'unknown';
@@ -43,6 +44,10 @@ export function sessionTokenRejected(
   baseUrl: string,
   options: { done?: string; env?: NodeJS.ProcessEnv; fromEnv?: boolean } = {},
 ): CliError {
+  if (err.tokenProblem === 'disabled') {
+    // Logging in again would not help: only an administrator can.
+    return new CliError(`Your account is disabled on ${baseUrl}: ask an administrator of that service to enable it.`, EXIT.authRequired);
+  }
   if (options.fromEnv) {
     // Logging in would not help: PROSPECT_TOKEN beats any session.
     const problem = err.tokenProblem === 'unknown' || !err.tokenProblem ? 'not a valid token' : err.tokenProblem;
@@ -51,6 +56,7 @@ export function sessionTokenRejected(
   const why = {
     expired: 'Your session has expired on the server',
     revoked: 'Your token was revoked (logged out elsewhere, or by an admin)',
+    disabled: 'Your account is disabled',
     unknown: 'The server does not recognise your token',
   }[err.tokenProblem ?? 'unknown'];
   const { done, env } = options;

@@ -119,7 +119,7 @@ async function loginWithToken(ctx: CommandContext, api: ApiClient, flag: string)
     return toSession(api.baseUrl, { accessToken: token, user: me.user, expiresAt: me.expiresAt });
   } catch (err) {
     if (err instanceof ApiHttpError && err.status === 401) {
-      const why = { expired: 'it has expired', revoked: 'it was revoked', unknown: 'it is not a valid token' }[err.tokenProblem ?? 'unknown'];
+      const why = { expired: 'it has expired', revoked: 'it was revoked', disabled: 'its account is disabled', unknown: 'it is not a valid token' }[err.tokenProblem ?? 'unknown'];
       throw new CliError(`${api.baseUrl} refused the token: ${why}. Nothing was saved.`, 1, `Create a new one at ${api.baseUrl}${ROUTES.tokensPage}`);
     }
     throw err;

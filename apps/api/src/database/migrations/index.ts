@@ -15,6 +15,7 @@ import { DropCodeFailedIndex1795400000018 } from './1795400000018-drop-code-fail
 import { Scopes1795400000019 } from './1795400000019-scopes.js';
 import { ClientDisabled1795400000020 } from './1795400000020-client-disabled.js';
 import { AccountTokens1795400000021 } from './1795400000021-account-tokens.js';
+import { AccountStates1795400000022 } from './1795400000022-account-states.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -30,4 +31,5 @@ export const MIGRATIONS = [
   Scopes1795400000019,
   ClientDisabled1795400000020,
   AccountTokens1795400000021,
+  AccountStates1795400000022,
 ];

@@ -9,7 +9,7 @@ import { hashPassword } from '../users/password.js';
 import { normalizeEmail } from '../users/users.service.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { passwordChangedMail } from './account-mails.js';
-import { PasswordResetsRepository } from './password-resets.repository.js';
+import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
 
 /** Prefix of a password-reset link's token (256 random bits), so a leaked one is recognised. */
 export const RESET_TOKEN_PREFIX = 'prsp_';
@@ -26,7 +26,7 @@ export class UnusableResetLinkError extends Error {}
 @Injectable()
 export class PasswordResetService {
   constructor(
-    private readonly resets: PasswordResetsRepository,
+    private readonly resets: AccountTokensRepository,
     private readonly limits: RateLimits,
     private readonly mailer: Mailer,
     private readonly webSessions: WebSessions,
@@ -45,14 +45,26 @@ export class PasswordResetService {
     await this.limits.requestPasswordReset(email, ip ?? '');
     const token = generateSecret(RESET_TOKEN_PREFIX);
     const now = this.clock.now();
-    const account = await this.resets.insertForEmail(email, sha256(token), now, new Date(now.getTime() + RESET_LINK_MINUTES * 60_000), ip);
-    if (!account) return;
+    const account = await this.resets.insertResetForEmail(email, sha256(token), now, new Date(now.getTime() + RESET_LINK_MINUTES * 60_000), ip);
+    if (account) this.mailLink(account, token);
+  }
+
+  /** Mails a reset link to this account, as an administrator asks for it (audited by the caller); false when there is no such account. */
+  async sendLinkTo(userId: string): Promise<boolean> {
+    const token = generateSecret(RESET_TOKEN_PREFIX);
+    const now = this.clock.now();
+    const account = await this.resets.insertForUser('password_reset', userId, sha256(token), now, new Date(now.getTime() + RESET_LINK_MINUTES * 60_000));
+    if (account) this.mailLink(account, token);
+    return account !== undefined;
+  }
+
+  private mailLink(account: LinkAccount, token: string): void {
     const link = `${this.config.publicUrl}/password/reset?token=${token}`;
     this.mailer.send(
       composeMail(account.email, 'Reset your Prospect password', {
-        paragraphs: [`Hello ${account.name},`, `Someone (we hope you) asked to reset the password of your Prospect account at ${this.config.publicUrl}. The link works once, for ${RESET_LINK_MINUTES} minutes.`],
+        paragraphs: [`Hello ${account.name},`, `Someone (we hope you, or your administrator) asked to reset the password of your Prospect account at ${this.config.publicUrl}. The link works once, for ${RESET_LINK_MINUTES} minutes.`],
         link: { url: link, label: 'Choose a new password' },
-        footer: 'If it was not you, ignore this mail: your password stays as it is.',
+        footer: 'If nobody asked for it, ignore this mail: your password stays as it is.',
       }),
     );
   }
@@ -60,7 +72,7 @@ export class PasswordResetService {
   /** Whether a link still works, for the page that shows the new-password form. */
   isUsable(token: string): Promise<boolean> {
     if (!looksLikeSecret(token, RESET_TOKEN_PREFIX)) return Promise.resolve(false);
-    return this.resets.isUsable(sha256(token), this.clock.now());
+    return this.resets.isUsable('password_reset', sha256(token), this.clock.now());
   }
 
   /**
@@ -70,7 +82,7 @@ export class PasswordResetService {
    */
   async reset(token: string, newPassword: string, revokeCliTokens: boolean, ip: string | null): Promise<void> {
     if (!(await this.isUsable(token))) throw new UnusableResetLinkError();
-    const account = await this.resets.redeem(sha256(token), await hashPassword(newPassword), this.clock.now(), ip);
+    const account = await this.resets.redeemPasswordLink('password_reset', sha256(token), await hashPassword(newPassword), this.clock.now(), ip);
     if (!account) throw new UnusableResetLinkError(); // used by a racing request meanwhile
     await this.webSessions.endAllFor(account.userId);
     if (revokeCliTokens) await this.tokens.revokeAllForUser(account.userId, ip);

@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { RateLimitsModule } from '../rate-limits/rate-limits.module.js';
+import { UsersModule } from '../users/users.module.js';
+import { AccountService } from './account.service.js';
+import { TokensModule } from '../tokens/tokens.module.js';
+import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
+import { PasswordResetService } from './password-reset.service.js';
+import { AccountTokensRepository } from './account-tokens.repository.js';
+import { EmailVerificationService } from './email-verification.service.js';
+import { InvitationsService } from './invitations.service.js';
+import { SignUpService } from './sign-up.service.js';
+
+/** A person's account: sign-up, mailed links (reset, verification, invitation), and what they change when signed in (the pages are web/'s). */
+@Module({
+  imports: [RateLimitsModule, TokensModule, WebSessionsModule, UsersModule],
+  providers: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService],
+  exports: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService],
+})
+export class AccountsModule {}

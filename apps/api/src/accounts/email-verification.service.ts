@@ -1,0 +1,76 @@
+import { Injectable } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
+import { AppConfig } from '../config/app-config.js';
+import { composeMail, Mailer } from '../mail/mailer.js';
+import { RateLimits } from '../rate-limits/rate-limits.js';
+import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
+
+/** Prefix of a verification link's token (256 random bits). */
+export const VERIFY_TOKEN_PREFIX = 'prsv_';
+/** How long a verification link works. */
+export const VERIFY_LINK_HOURS = 24;
+
+/**
+ * Proving that a person owns their address: a mailed single-use link (only its hash stored).
+ * Until then, with REQUIRE_EMAIL_VERIFICATION, they can sign in but not approve a device login
+ * or create a token.
+ */
+@Injectable()
+export class EmailVerificationService {
+  constructor(
+    private readonly links: AccountTokensRepository,
+    private readonly limits: RateLimits,
+    private readonly mailer: Mailer,
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Whether this person must verify before approving or creating tokens. */
+  blocks(user: { emailVerified?: boolean }): boolean {
+    return this.config.requireEmailVerification && user.emailVerified === false;
+  }
+
+  /**
+   * Mails a verification link; `next` (a path on this site, already checked) is where the link
+   * leads once followed. `resend`: asked for again, counted per account first.
+   * @throws TooManyRequests when resent too often.
+   */
+  async send(userId: string, next: string, options: { resend: boolean }): Promise<void> {
+    if (options.resend) await this.limits.resendVerification(userId);
+    const token = generateSecret(VERIFY_TOKEN_PREFIX);
+    const now = this.clock.now();
+    const account = await this.links.insertForUser('email_verification', userId, sha256(token), now, new Date(now.getTime() + VERIFY_LINK_HOURS * 3_600_000));
+    if (!account) return;
+    const url = new URL('/verify-email', this.config.publicUrl);
+    url.searchParams.set('token', token);
+    if (next !== '/') url.searchParams.set('next', next);
+    this.mailer.send(
+      composeMail(account.email, 'Confirm your e-mail address for Prospect', {
+        paragraphs: [`Hello ${account.name},`, `Please confirm that this is your address for your Prospect account at ${this.config.publicUrl}. The link works once, for ${VERIFY_LINK_HOURS} hours, and signs you in.`],
+        link: { url: url.toString(), label: 'Confirm my address' },
+        footer: 'If you did not sign up, ignore this mail: the account stays unconfirmed.',
+      }),
+    );
+  }
+
+  /** The owner of a registered address was tried at sign-up: tell them, instead of telling the one who tried. */
+  tellOwnerOfSignupAttempt(owner: { email: string; name: string }): void {
+    this.mailer.send(
+      composeMail(owner.email, 'Someone tried to sign up to Prospect with your address', {
+        paragraphs: [
+          `Hello ${owner.name},`,
+          `Someone tried to create a Prospect account at ${this.config.publicUrl} with this address, which already has one. Nothing was changed.`,
+          'If it was you, sign in instead; if you forgot your password, reset it:',
+        ],
+        link: { url: `${this.config.publicUrl}/password/forgot`, label: 'Reset your password' },
+      }),
+    );
+  }
+
+  /** Uses a link: the account it verified (the caller signs the browser in), or undefined for a link that is unknown, used or expired. */
+  verify(token: string, ip: string | null): Promise<LinkAccount | undefined> {
+    if (!looksLikeSecret(token, VERIFY_TOKEN_PREFIX)) return Promise.resolve(undefined);
+    return this.links.redeemVerification(sha256(token), this.clock.now(), ip);
+  }
+}

@@ -1,0 +1,75 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service.js';
+import { Clock } from '../common/clock.js';
+import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
+import { AppConfig } from '../config/app-config.js';
+import { composeMail, Mailer } from '../mail/mailer.js';
+import { hashPassword } from '../users/password.js';
+import { UsersService } from '../users/users.service.js';
+import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
+
+/** Prefix of an invitation link's token (256 random bits). */
+export const INVITATION_TOKEN_PREFIX = 'prsi_';
+/** How long an invitation works. */
+export const INVITATION_DAYS = 7;
+
+/** The link is unknown, used or expired. */
+export class UnusableInvitationError extends Error {}
+
+/**
+ * An administrator invites a person by e-mail: the account exists at once (without a password),
+ * and the mailed link lets its owner choose one; following it also verifies the address.
+ */
+@Injectable()
+export class InvitationsService {
+  constructor(
+    private readonly users: UsersService,
+    private readonly links: AccountTokensRepository,
+    private readonly audit: AuditService,
+    private readonly mailer: Mailer,
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
+
+  /**
+   * Creates the account and its link in one transaction, audited with the inviting admin, then mails it.
+   * @throws ApiException 409 when the address has an account.
+   */
+  async invite(input: { email: string; name: string }, adminId: string, ip: string | null): Promise<string> {
+    const token = generateSecret(INVITATION_TOKEN_PREFIX);
+    const now = this.clock.now();
+    const { id, email, name } = await this.db.transaction(async (tx) => {
+      const user = await this.users.create(input, tx);
+      await this.links.insertForUser('invitation', user.id, sha256(token), now, new Date(now.getTime() + INVITATION_DAYS * 86_400_000), tx);
+      await this.audit.record('admin.user_invite', { userId: adminId, ip, detail: { accountId: user.id } }, tx);
+      return user;
+    });
+    this.mailer.send(
+      composeMail(email, 'You are invited to Prospect', {
+        paragraphs: [`Hello ${name},`, `You are invited to Prospect at ${this.config.publicUrl}. Choose your password to sign in: the link works once, for ${INVITATION_DAYS} days.`],
+        link: { url: `${this.config.publicUrl}/invitation?token=${token}`, label: 'Choose your password' },
+        footer: 'If you did not expect this, ignore this mail.',
+      }),
+    );
+    return id;
+  }
+
+  isUsable(token: string): Promise<boolean> {
+    if (!looksLikeSecret(token, INVITATION_TOKEN_PREFIX)) return Promise.resolve(false);
+    return this.links.isUsable('invitation', sha256(token), this.clock.now());
+  }
+
+  /**
+   * Sets the first password through the link, once; the address counts as verified.
+   * @throws UnusableInvitationError for a link that is unknown, used or expired.
+   */
+  async accept(token: string, password: string, ip: string | null): Promise<LinkAccount> {
+    if (!(await this.isUsable(token))) throw new UnusableInvitationError();
+    const account = await this.links.redeemPasswordLink('invitation', sha256(token), await hashPassword(password), this.clock.now(), ip);
+    if (!account) throw new UnusableInvitationError(); // used by a racing request meanwhile
+    return account;
+  }
+}

@@ -1,0 +1,115 @@
+import { Body, Controller, Get, HttpCode, Ip, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import {
+  type AdminUser,
+  type AdminUserPage,
+  AdminUserPageSchema,
+  AdminUserSchema,
+  ClearSignInBlockResponseSchema,
+  type ClearSignInBlockResponse,
+  type InviteUserRequest,
+  InviteUserRequestSchema,
+  type UpdateUserRequest,
+  UpdateUserRequestSchema,
+} from '@prospect/contract';
+import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
+import { RequireScope } from '../auth/require-scope.decorator.js';
+import { badRequest, forbidden } from '../common/api-exception.js';
+import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
+import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { AdminUsersService } from './admin-users.service.js';
+
+const requireAdmin = (caller: AuthPrincipal) => {
+  if (caller.user.role !== 'admin') throw forbidden('Only an admin may manage accounts.');
+};
+
+/** A page number from the query: 1 when absent; a 400 for anything but a whole number from 1 to 10,000. */
+function pageNumber(raw: unknown): number {
+  if (raw === undefined) return 1;
+  const page = typeof raw === 'string' && /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
+  if (!(page >= 1 && page <= 10_000)) throw badRequest('page must be a whole number from 1 to 10000.');
+  return page;
+}
+
+/** The people of this service as admins manage them on /admin/users, as a JSON API (an admin's bearer token with `admin`). */
+@ApiTags('admin')
+@ApiBearerAuth()
+@Controller('api/admin/users')
+@RequireScope('admin')
+export class AdminUsersController {
+  constructor(private readonly admin: AdminUsersService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'People, newest first, 50 a page, searched by name or e-mail (admins).' })
+  @ApiQuery({ name: 'q', required: false, description: 'Part of a name or an e-mail address.' })
+  @ApiQuery({ name: 'page', required: false, description: 'From 1.' })
+  @ApiJsonResponse(200, 'One page.', AdminUserPageSchema)
+  @ApiErrors([400, 'A bad page or search.'], [401, 'No valid bearer token.'], [403, 'Not an admin, or the token lacks `admin`.'])
+  async list(@Principal() caller: AuthPrincipal, @Query('q') q: unknown, @Query('page') page: unknown): Promise<AdminUserPage> {
+    requireAdmin(caller);
+    if (q !== undefined && (typeof q !== 'string' || q.length > 320)) throw badRequest('q must be one piece of text of at most 320 characters.');
+    return this.admin.list(q ?? '', pageNumber(page));
+  }
+
+  @Post()
+  @HttpCode(201)
+  @ApiOperation({ summary: 'Invite a person: the account is made without a password, and a mail lets them choose one within 7 days (admins).' })
+  @ApiJsonBody(InviteUserRequestSchema)
+  @ApiJsonResponse(201, 'Invited.', AdminUserSchema)
+  @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [409, 'The address has an account.'])
+  async invite(@Principal() caller: AuthPrincipal, @Body(new ZodBodyPipe(InviteUserRequestSchema)) body: InviteUserRequest, @Ip() ip: string): Promise<AdminUser> {
+    requireAdmin(caller);
+    return this.admin.invite(body, caller.user.id, ip);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'One person (admins).' })
+  @ApiJsonResponse(200, 'The person.', AdminUserSchema)
+  @ApiErrors([400, 'Not an id.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such account.'])
+  async get(@Principal() caller: AuthPrincipal, @Param('id', new ParseUUIDPipe()) id: string): Promise<AdminUser> {
+    requireAdmin(caller);
+    return this.admin.get(id);
+  }
+
+  @Patch(':id')
+  @ApiOperation({
+    summary: 'Disable or enable a person, make or remove an administrator (admins).',
+    description:
+      'Disabling revokes every access token, refresh family and web session of the person in one transaction; every replica refuses their tokens within a second, with `error_description="account disabled"`. Nobody disables their own account, and the last enabled administrator stays one.',
+  })
+  @ApiJsonBody(UpdateUserRequestSchema)
+  @ApiJsonResponse(200, 'The person as they are now.', AdminUserSchema)
+  @ApiErrors([400, 'Invalid body, or one’s own account.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such account.'], [409, 'The last administrator.'])
+  async update(
+    @Principal() caller: AuthPrincipal,
+    @Param('id', new ParseUUIDPipe()) id: string,
+    @Body(new ZodBodyPipe(UpdateUserRequestSchema)) body: UpdateUserRequest,
+    @Ip() ip: string,
+  ): Promise<AdminUser> {
+    requireAdmin(caller);
+    let user = await this.admin.get(id);
+    if (body.admin !== undefined) user = await this.admin.setAdmin(id, body.admin, caller.user.id, ip);
+    if (body.disabled === true) user = await this.admin.disable(id, caller.user.id, ip);
+    if (body.disabled === false) user = await this.admin.enable(id, caller.user.id, ip);
+    return user;
+  }
+
+  @Post(':id/reset-link')
+  @HttpCode(202)
+  @ApiOperation({ summary: 'Mail the person a password-reset link (admins).' })
+  @ApiErrors([400, 'The account is disabled.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such account.'])
+  async sendResetLink(@Principal() caller: AuthPrincipal, @Param('id', new ParseUUIDPipe()) id: string, @Ip() ip: string): Promise<void> {
+    requireAdmin(caller);
+    await this.admin.sendResetLink(id, caller.user.id, ip);
+  }
+
+  @Post(':id/clear-sign-in-block')
+  @HttpCode(200)
+  @ApiOperation({ summary: "Lift the person's sign-in block (admins)." })
+  @ApiJsonResponse(200, '`cleared` is true when there were failures to clear.', ClearSignInBlockResponseSchema)
+  @ApiErrors([401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such account.'])
+  async clearSignInBlock(@Principal() caller: AuthPrincipal, @Param('id', new ParseUUIDPipe()) id: string, @Ip() ip: string): Promise<ClearSignInBlockResponse> {
+    requireAdmin(caller);
+    return { cleared: await this.admin.clearSignInBlock(id, caller.user.id, ip) };
+  }
+}

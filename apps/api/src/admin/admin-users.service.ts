@@ -1,0 +1,134 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { type AdminUser, ERROR_CODES } from '@prospect/contract';
+import type { DataSource } from 'typeorm';
+import { InvitationsService } from '../accounts/invitations.service.js';
+import { PasswordResetService } from '../accounts/password-reset.service.js';
+import { AuditService } from '../audit/audit.service.js';
+import { ApiException } from '../common/api-exception.js';
+import { Clock } from '../common/clock.js';
+import { Metrics } from '../metrics/metrics.js';
+import { AccessTokensRepository } from '../tokens/access-tokens.repository.js';
+import { TokenRevocations } from '../tokens/token-revocations.js';
+import type { AdminUserRow } from '../users/users.repository.js';
+import { UsersRepository } from '../users/users.repository.js';
+import { WebSessionsRepository } from '../web-sessions/web-sessions.repository.js';
+import { SignInBlocksService } from './sign-in-blocks.service.js';
+
+/** People per page of the admin list. */
+export const USERS_PER_PAGE = 50;
+
+/** An admin action refused by a rule, with the sentence that says which (400, 404 or 409 on the API; the pages show the sentence). */
+export class AdminUserRefusal extends ApiException {}
+
+const notFound = () => new AdminUserRefusal(404, ERROR_CODES.notFound, 'There is no such account.');
+const lastAdmin = () =>
+  new AdminUserRefusal(409, ERROR_CODES.conflict, 'This is the only administrator: make someone else an administrator first, so that the service keeps one.');
+
+export const toAdminUser = (row: AdminUserRow): AdminUser => ({
+  id: row.id,
+  email: row.email,
+  name: row.name,
+  admin: row.role === 'admin',
+  disabled: row.disabledAt !== null,
+  emailVerified: row.emailVerifiedAt !== null,
+  invited: row.invited,
+  createdAt: row.createdAt.toISOString(),
+  lastSignInAt: row.lastSignInAt?.toISOString() ?? null,
+  activeCliSessions: row.activeCliSessions,
+});
+
+/**
+ * What an administrator does to people, on /admin/users and /api/admin/users alike. Every
+ * change is one transaction with its audit event naming the acting admin; the rule "there is
+ * always an enabled administrator" holds under concurrency because the admins' rows are locked first.
+ */
+@Injectable()
+export class AdminUsersService {
+  constructor(
+    private readonly users: UsersRepository,
+    private readonly accessTokens: AccessTokensRepository,
+    private readonly webSessions: WebSessionsRepository,
+    private readonly revocations: TokenRevocations,
+    private readonly resets: PasswordResetService,
+    private readonly invitations: InvitationsService,
+    private readonly signInBlocks: SignInBlocksService,
+    private readonly audit: AuditService,
+    private readonly metrics: Metrics,
+    private readonly clock: Clock,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
+
+  /** One page (from 1) of people matching `search` in name or e-mail, newest first. */
+  async list(search: string, page: number): Promise<{ users: AdminUser[]; total: number; page: number; perPage: number }> {
+    const { rows, total } = await this.users.listForAdmin(search.trim(), USERS_PER_PAGE, (page - 1) * USERS_PER_PAGE, this.clock.now());
+    return { users: rows.map(toAdminUser), total, page, perPage: USERS_PER_PAGE };
+  }
+
+  /** @throws AdminUserRefusal 404 */
+  async get(id: string): Promise<AdminUser> {
+    const { rows } = await this.users.listForAdmin('', 1, 0, this.clock.now(), id);
+    if (!rows[0]) throw notFound();
+    return toAdminUser(rows[0]);
+  }
+
+  /**
+   * Disables an account: in one transaction its every access token, refresh family and web
+   * session ends, and every replica's cache forgets its tokens (the users and tokens triggers).
+   * Not one's own account, not the last enabled admin.
+   * @throws AdminUserRefusal
+   */
+  async disable(id: string, adminId: string, ip: string | null): Promise<AdminUser> {
+    if (id === adminId) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, 'You cannot disable your own account.');
+    const ended = await this.db.transaction(async (tx) => {
+      const admins = await this.users.lockAdmins(tx);
+      if (admins.includes(id) && admins.filter((other) => other !== id).length === 0) throw lastAdmin();
+      const now = this.clock.now();
+      if (!(await this.users.setDisabled(tx, id, true, now, adminId, ip))) return null;
+      await this.accessTokens.lockFamiliesOfUser(tx, id);
+      const tokens = await this.accessTokens.revokeAllOfUser(tx, id, now, ip);
+      await this.webSessions.deleteAllOf(id, tx);
+      return tokens;
+    });
+    if (ended !== null) {
+      this.revocations.userRevoked(id);
+      this.metrics.token('revoked', ended);
+    }
+    return this.get(id);
+  }
+
+  /** @throws AdminUserRefusal 404 */
+  async enable(id: string, adminId: string, ip: string | null): Promise<AdminUser> {
+    await this.db.transaction((tx) => this.users.setDisabled(tx, id, false, this.clock.now(), adminId, ip));
+    return this.get(id);
+  }
+
+  /** Makes or removes an administrator; the last one stays. @throws AdminUserRefusal */
+  async setAdmin(id: string, admin: boolean, adminId: string, ip: string | null): Promise<AdminUser> {
+    await this.db.transaction(async (tx) => {
+      const admins = await this.users.lockAdmins(tx);
+      if (!admin && admins.length === 1 && admins[0] === id) throw lastAdmin();
+      await this.users.setRole(tx, id, admin ? 'admin' : 'user', this.clock.now(), adminId, ip);
+    });
+    return this.get(id);
+  }
+
+  /** Mails the person a password-reset link. @throws AdminUserRefusal 404 */
+  async sendResetLink(id: string, adminId: string, ip: string | null): Promise<void> {
+    const user = await this.get(id);
+    if (user.disabled) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, 'This account is disabled: enable it before sending it a reset link.');
+    if (!(await this.resets.sendLinkTo(id))) throw notFound();
+    await this.audit.record('admin.user_reset_link', { userId: adminId, ip, detail: { accountId: id } });
+  }
+
+  /** Lifts the account's sign-in block; whether it had failures counted. @throws AdminUserRefusal 404 */
+  async clearSignInBlock(id: string, adminId: string, ip: string | null): Promise<boolean> {
+    const user = await this.get(id);
+    return this.signInBlocks.clear(user.email, adminId, ip);
+  }
+
+  /** Invites a person by e-mail. @throws ApiException 409 when the address has an account. */
+  async invite(input: { email: string; name: string }, adminId: string, ip: string | null): Promise<AdminUser> {
+    return this.get(await this.invitations.invite(input, adminId, ip));
+  }
+}
