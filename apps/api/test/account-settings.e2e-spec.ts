@@ -4,7 +4,7 @@ import { authorizedPoll, createUser } from './support/fixtures.js';
 import { get, post as apiPost } from './support/http.js';
 import { SmtpSink } from './support/smtp-sink.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
-import { signInAs, type WebClient } from './web/web-client.js';
+import { signInAs, webClient, type WebClient } from './web/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const NEW_PASSWORD = 'a brand new passphrase';
@@ -27,6 +27,7 @@ describe('account settings', () => {
     return web.send('POST', path, { _csrf: web.csrfFrom(page.text), ...form });
   };
   const nameOf = async (id: string) => (await api.dataSource.query(`SELECT name FROM users WHERE id = $1`, [id]))[0].name as string;
+  const emailOf = async (id: string) => (await api.dataSource.query(`SELECT email FROM users WHERE id = $1`, [id]))[0].email as string;
 
   it('changes the name, refusing an empty or unsafe one without changing anything', async () => {
     const user = await createUser(api);
@@ -120,5 +121,46 @@ describe('account settings', () => {
     expect(answers.find((res) => res.status === 409)!.text).toContain('You are the only administrator');
     const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM users WHERE role = 'admin'`);
     expect(n).toBe(1);
+  });
+
+  it('changes the address through a link mailed to the new one, telling the old one; a taken address gets nothing', async () => {
+    const user = await createUser(api);
+    const token = (await authorizedPoll(api, user)).body.accessToken;
+    expect((await get(api, ROUTES.me, token)).body.user.email).toBe(user.email); // cached now
+    const web = await signInAs(api, user.email, PASSWORD);
+    const newEmail = `moved-${Date.now()}@example.com`;
+
+    expect((await post(web, '/settings/account/email', { email: newEmail, password: 'wrong password' })).status).toBe(400);
+    expect((await post(web, '/settings/account/email', { email: 'not an address', password: PASSWORD })).status).toBe(400);
+    expect((await post(web, '/settings/account/email', { email: user.email.toUpperCase(), password: PASSWORD })).status).toBe(400);
+    const asked = await post(web, '/settings/account/email', { email: ` ${newEmail} `, password: PASSWORD });
+    expect(asked.status).toBe(200);
+    expect(asked.text).toContain(`A link is on its way to <strong>${newEmail}</strong>`);
+    await api.app.get(Mailer).settled();
+    expect(smtp.to(user.email).map((m) => m.subject)).toEqual(['A change of your Prospect e-mail address was asked for']);
+    const [confirmation] = smtp.to(newEmail);
+    const link = new URL(/^(http:\/\/\S+\/email-change\?token=prse_\S+)$/m.exec(confirmation!.text)![1]!);
+    expect(await emailOf(user.id)).toBe(user.email); // nothing changed yet
+
+    const elsewhere = webClient(api); // the link opened in a browser that is not signed in
+    const done = await elsewhere.send('GET', link.pathname + link.search);
+    expect(done.status).toBe(200);
+    expect(done.text).toContain(`is now ${newEmail}`);
+    expect(await emailOf(user.id)).toBe(newEmail);
+    expect((await get(api, ROUTES.me, token)).body.user.email).toBe(newEmail); // every cache forgot the old one
+    await api.app.get(Mailer).settled();
+    expect(smtp.to(user.email).map((m) => m.subject)).toContain('Your Prospect e-mail address was changed');
+    await signInAs(api, newEmail, PASSWORD);
+    await expect(signInAs(api, user.email, PASSWORD)).rejects.toThrow();
+    expect((await elsewhere.send('GET', link.pathname + link.search)).status).toBe(410);
+    expect((await elsewhere.send('GET', '/email-change?token=prse_garbage')).status).toBe(410);
+
+    // An address with an account: the same answer, and no mail goes there.
+    const other = await createUser(api);
+    const before = smtp.to(other.email).length;
+    const quiet = await post(web, '/settings/account/email', { email: other.email, password: PASSWORD });
+    expect(quiet.status).toBe(200);
+    await api.app.get(Mailer).settled();
+    expect(smtp.to(other.email)).toHaveLength(before);
   });
 });

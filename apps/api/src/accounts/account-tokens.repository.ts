@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
 
 /** What a mailed link does: set a new password, prove an address, or accept an invitation (set the first password). */
-export type AccountTokenPurpose = 'password_reset' | 'email_verification' | 'invitation';
+export type AccountTokenPurpose = 'password_reset' | 'email_verification' | 'invitation' | 'email_change';
 
 export interface LinkAccount {
   userId: string;
@@ -39,7 +39,10 @@ export class AccountTokensRepository {
     return row;
   }
 
-  /** A link of `purpose` for this account (in `tx` when given); the account, or undefined when there is no such account. */
+  /**
+   * A link of `purpose` for this account (in `tx` when given; `newEmail` for an `email_change`);
+   * the account, or undefined when there is no such account.
+   */
   async insertForUser(
     purpose: AccountTokenPurpose,
     userId: string,
@@ -47,15 +50,45 @@ export class AccountTokensRepository {
     now: Date,
     expiresAt: Date,
     tx?: EntityManager,
+    newEmail: string | null = null,
   ): Promise<LinkAccount | undefined> {
     const [row] = await this.sql.rows<LinkAccount>(
       `WITH issued AS (
-         INSERT INTO account_tokens (user_id, purpose, token_hash, created_at, expires_at) SELECT id, $2, $3, $4, $5 FROM users WHERE id = $1
+         INSERT INTO account_tokens (user_id, purpose, token_hash, created_at, expires_at, new_email) SELECT id, $2, $3, $4, $5, $6 FROM users WHERE id = $1
          RETURNING user_id
        )
        SELECT u.id AS "userId", u.email, u.name FROM issued JOIN users u ON u.id = issued.user_id`,
-      [userId, purpose, tokenHash, now, expiresAt],
+      [userId, purpose, tokenHash, now, expiresAt, newEmail],
       tx,
+    );
+    return row;
+  }
+
+  /**
+   * Uses an address-change link: the account's address becomes the new one (verified), its other
+   * change links are used up, audited with both addresses' owner's id, in one statement. The
+   * account with its old and new address; undefined for a link that is unknown, used or expired.
+   * @throws a unique violation (isUniqueViolation) when the new address has an account by now.
+   */
+  async redeemEmailChange(tokenHash: Buffer, now: Date, ip: string | null): Promise<(LinkAccount & { oldEmail: string }) | undefined> {
+    const [row] = await this.sql.rows<LinkAccount & { oldEmail: string }>(
+      `WITH redeemed AS (
+         UPDATE account_tokens SET used_at = $2
+          WHERE token_hash = $1 AND purpose = 'email_change' AND used_at IS NULL AND expires_at > $2
+          RETURNING user_id, new_email
+       ), before AS (
+         SELECT u.id, u.email FROM users u JOIN redeemed r ON r.user_id = u.id
+       ), changed AS (
+         UPDATE users u SET email = r.new_email, email_verified_at = $2, updated_at = $2 FROM redeemed r WHERE u.id = r.user_id
+         RETURNING u.id, u.email, u.name
+       ), others AS (
+         UPDATE account_tokens t SET used_at = $2 FROM redeemed
+          WHERE t.user_id = redeemed.user_id AND t.purpose = 'email_change' AND t.used_at IS NULL AND t.token_hash <> $1
+       ), audited AS (
+         INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT 'account.email_change', id, $3, '{}'::jsonb, $2 FROM changed
+       )
+       SELECT c.id AS "userId", c.email, c.name, b.email AS "oldEmail" FROM changed c JOIN before b ON b.id = c.id`,
+      [tokenHash, now, ip],
     );
     return row;
   }

@@ -66,7 +66,8 @@ export class AccountService {
     this.mailer.send(accountDeletedMail(user, this.config.publicUrl, ip));
   }
 
-  private async checkPassword(email: string, password: string, ip: string | null): Promise<void> {
+  /** Checks the account's password, counted like a sign-in. @throws WrongPasswordError, TooManyRequests */
+  async checkPassword(email: string, password: string, ip: string | null): Promise<void> {
     await this.limits.attemptSignIn(email, ip ?? '', null);
     if (!(await this.users.authenticate(email, password))) throw new WrongPasswordError();
     await this.limits.signInSucceeded(email, ip ?? '', null);

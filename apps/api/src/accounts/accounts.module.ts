@@ -6,6 +6,7 @@ import { TokensModule } from '../tokens/tokens.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { PasswordResetService } from './password-reset.service.js';
 import { AccountTokensRepository } from './account-tokens.repository.js';
+import { EmailChangeService } from './email-change.service.js';
 import { EmailVerificationService } from './email-verification.service.js';
 import { InvitationsService } from './invitations.service.js';
 import { SignUpService } from './sign-up.service.js';
@@ -13,7 +14,7 @@ import { SignUpService } from './sign-up.service.js';
 /** A person's account: sign-up, mailed links (reset, verification, invitation), and what they change when signed in (the pages are web/'s). */
 @Module({
   imports: [RateLimitsModule, TokensModule, WebSessionsModule, UsersModule],
-  providers: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService],
-  exports: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService],
+  providers: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService],
+  exports: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService],
 })
 export class AccountsModule {}

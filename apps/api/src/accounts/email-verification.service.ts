@@ -37,7 +37,7 @@ export class EmailVerificationService {
    * @throws TooManyRequests when resent too often.
    */
   async send(userId: string, next: string, options: { resend: boolean }): Promise<void> {
-    if (options.resend) await this.limits.resendVerification(userId);
+    if (options.resend) await this.limits.requestAddressMail(userId);
     const token = generateSecret(VERIFY_TOKEN_PREFIX);
     const now = this.clock.now();
     const account = await this.links.insertForUser('email_verification', userId, sha256(token), now, new Date(now.getTime() + VERIFY_LINK_HOURS * 3_600_000));

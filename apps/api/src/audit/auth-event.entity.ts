@@ -22,6 +22,7 @@ export type AuthEventType =
   | 'password.change'
   | 'account.rename'
   | 'account.delete'
+  | 'account.email_change'
   | 'admin.clear_sign_in_block'
   | 'admin.user_disable'
   | 'admin.user_enable'

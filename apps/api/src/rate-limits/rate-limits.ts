@@ -30,7 +30,7 @@ const LOGIN_BLOCK_SECONDS = 15 * MINUTE;
 export const USER_CODE_TRIES_PER_MINUTE = 5;
 /** Password-reset mails one account may be sent in an hour (PASSWORD_RESETS_PER_IP_PER_HOUR sets the address's). */
 export const RESETS_PER_ACCOUNT_PER_HOUR = 3;
-/** Verification mails one account may ask for again in an hour (the one sent at sign-up is not counted). */
+/** Mails proving an address (verification sent again, a new address) one account may ask for in an hour; the one sent at sign-up is not counted. */
 export const VERIFICATION_MAILS_PER_HOUR = 3;
 
 /**
@@ -47,7 +47,7 @@ export const VERIFICATION_MAILS_PER_HOUR = 3;
  *   day; a success clears the failures; an admin can clear a block. Per IP:
  *   SIGNIN_PER_IP_PER_HOUR failed sign-ins an hour (a success gives its point back).
  * - Password-reset mails: 3 an hour per account (known or not), PASSWORD_RESETS_PER_IP_PER_HOUR per IP.
- *   Verification mails sent again: 3 an hour per account.
+ *   Mails proving an address (verification sent again, an address change): 3 an hour per account.
  * - Sign-up: SIGNUP_PER_IP_PER_HOUR per IP. Device-login start: DEVICE_START_PER_IP_PER_MINUTE per IP.
  * - User codes typed on the approval page (lookup, Approve, Deny): 5 a minute per person and
  *   per IP, each counted before the code is looked up; a code that exists gives its point back.
@@ -167,9 +167,9 @@ export class RateLimits {
     if (refused.length) throw tooMany('Too many password reset requests. Please wait before asking again.', refused);
   }
 
-  /** Counts a request to send the verification mail again, per account, before it is sent. */
-  resendVerification(userId: string): Promise<void> {
-    return this.consume(this.verificationMails, userId, 'Too many verification mails. Please wait before asking for another.');
+  /** Counts a request for a mail that proves an address (the verification link again, or a new address's link), per account, before it is sent. */
+  requestAddressMail(userId: string): Promise<void> {
+    return this.consume(this.verificationMails, userId, 'Too many confirmation mails. Please wait before asking for another.');
   }
 
   /** The limits that refused, from consuming `limiters` at once (counted by limit); any other failure (the database) is thrown. */

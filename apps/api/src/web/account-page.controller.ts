@@ -1,11 +1,12 @@
 import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { hasUnsafeText } from '@prospect/contract';
+import { hasUnsafeText, looksLikeEmail } from '@prospect/contract';
+import { EMAIL_CHANGE_LINK_HOURS, EmailChangeService, SameEmailError } from '../accounts/email-change.service.js';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/public.decorator.js';
 import { AccountService, LastAdminError, WrongPasswordError } from '../accounts/account.service.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
-import { MIN_PASSWORD_LENGTH } from '../users/users.service.js';
+import { MIN_PASSWORD_LENGTH, normalizeEmail } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
@@ -13,10 +14,11 @@ import { SignInService } from './sign-in.service.js';
 
 const DONE: Record<string, string> = {
   name: 'Your name is changed.',
+  email: 'Your e-mail address is changed.',
   password: 'Your password is changed. Every other browser was signed out; this one stays signed in.',
 };
 
-/** /settings/account: the signed-in person changes their name or password, or deletes the account. */
+/** /settings/account: the signed-in person changes their name, address or password, or deletes the account. */
 @ApiExcludeController()
 @Public()
 @UseGuards(SignedInGuard)
@@ -25,6 +27,7 @@ const DONE: Record<string, string> = {
 export class AccountPageController {
   constructor(
     private readonly account: AccountService,
+    private readonly emailChange: EmailChangeService,
     private readonly signIn: SignInService,
     private readonly csrf: CsrfService,
   ) {}
@@ -62,6 +65,24 @@ export class AccountPageController {
     res.redirect(303, '/settings/account?done=password');
   }
 
+  @Post('email')
+  @HttpCode(200)
+  @UseGuards(CsrfGuard)
+  async changeEmail(@Req() req: Request, @Res() res: Response) {
+    const newEmail = field(req, 'email').trim();
+    if (!looksLikeEmail(newEmail) || newEmail.length > 320 || hasUnsafeText(newEmail)) {
+      return this.render(req, res, 400, { emailError: 'Please enter a valid e-mail address.', typedEmail: newEmail });
+    }
+    try {
+      const refused = await this.refusal(req, res, 'emailError', () => this.emailChange.request(req.webUser!, newEmail, field(req, 'password'), req.ip ?? null));
+      if (refused) return;
+    } catch (err) {
+      if (!(err instanceof SameEmailError)) throw err;
+      return this.render(req, res, 400, { emailError: 'That is your address already.', typedEmail: newEmail });
+    }
+    this.render(req, res, 200, { emailSent: normalizeEmail(newEmail) });
+  }
+
   @Post('delete')
   @HttpCode(200)
   @UseGuards(CsrfGuard)
@@ -75,7 +96,7 @@ export class AccountPageController {
   }
 
   /** Runs a change that needs the password; on a refusal, renders the page with its reason under `slot` and returns true. */
-  private async refusal(req: Request, res: Response, slot: 'passwordError' | 'deleteError', change: () => Promise<void>): Promise<boolean> {
+  private async refusal(req: Request, res: Response, slot: 'passwordError' | 'emailError' | 'deleteError', change: () => Promise<void>): Promise<boolean> {
     try {
       await change();
       return false;
@@ -86,7 +107,7 @@ export class AccountPageController {
         this.render(req, res, 409, { [slot]: 'You are the only administrator. Make someone else an administrator first, so that this service keeps one.' });
       } else if (err instanceof TooManyRequests) {
         res.set('Retry-After', String(err.retryAfterSeconds));
-        this.render(req, res, 429, { [slot]: 'Too many wrong passwords. Please wait before trying again.' });
+        this.render(req, res, 429, { [slot]: err.message }); // what was counted, in words (rate-limits.ts)
       } else {
         throw err;
       }
@@ -94,13 +115,15 @@ export class AccountPageController {
     }
   }
 
-  private render(req: Request, res: Response, status: number, notice: { done?: string; nameError?: string; passwordError?: string; deleteError?: string; typedName?: string }) {
+  private render(req: Request, res: Response, status: number, notice: { done?: string; nameError?: string; passwordError?: string; emailError?: string; emailSent?: string; deleteError?: string; typedName?: string; typedEmail?: string }) {
     const account = accountOf(req, this.csrf)!;
     res.status(status).render('account', {
       title: 'Your account',
       onAccount: true,
       account,
       name: notice.typedName ?? account.user.name,
+      newEmail: notice.typedEmail ?? '',
+      linkHours: EMAIL_CHANGE_LINK_HOURS,
       minLength: MIN_PASSWORD_LENGTH,
       ...notice,
     });

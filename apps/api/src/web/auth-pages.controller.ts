@@ -119,7 +119,7 @@ export class AuthPagesController {
       await this.limits.signUp(req.ip ?? '');
       const outcome = await this.signUps.signUp({ name, email, password }, { next, setupCode: setupCode || undefined, ip: req.ip ?? null });
       if (outcome === 'check-email') {
-        return res.render('signup-check-email', { title: 'Check your e-mail', email: normalizeEmail(email), hours: VERIFY_LINK_HOURS });
+        return res.status(200).render('signup-check-email', { title: 'Check your e-mail', email: normalizeEmail(email), hours: VERIFY_LINK_HOURS });
       }
       this.deviceCookies.issue(res, outcome.email);
       await this.signIn.logIn(req, toWebUser(outcome));

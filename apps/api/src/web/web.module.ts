@@ -13,6 +13,7 @@ import { AccountsModule } from '../accounts/accounts.module.js';
 import { AdminModule } from '../admin/admin.module.js';
 import { AdminUsersPageController } from './admin-users-page.controller.js';
 import { InvitationPageController } from './invitation-page.controller.js';
+import { EmailChangePageController } from './email-change-page.controller.js';
 import { VerifyEmailPageController } from './verify-email-page.controller.js';
 import { AdminClientPageController } from './admin-client-page.controller.js';
 import { PasswordPagesController } from './password-pages.controller.js';
@@ -49,7 +50,7 @@ class PageMiddleware implements NestMiddleware {
 @Module({
   imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule],
   controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController,
-    AdminUsersPageController, VerifyEmailPageController, InvitationPageController],
+    AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController],
   providers: [LocalStrategy, SignInService, DeviceCookies],
 })
 export class WebModule implements NestModule {

@@ -46,7 +46,7 @@ export function sessionTokenRejected(
 ): CliError {
   if (err.tokenProblem === 'disabled') {
     // Logging in again would not help: only an administrator can.
-    return new CliError(`Your account is disabled on ${baseUrl}: ask an administrator of that service to enable it.`, EXIT.authRequired);
+    return new CliError(`Your account is disabled on ${baseUrl}${options.done ? `; ${options.done}` : ''} — ask an administrator of that service to enable it.`, EXIT.authRequired);
   }
   if (options.fromEnv) {
     // Logging in would not help: PROSPECT_TOKEN beats any session.

@@ -101,6 +101,18 @@ describe('auth:whoami', () => {
     );
     expect(box.hasSession()).toBe(false);
   });
+  it('--verify for a disabled account: says so and who can help, not to log in again, exit 4', async () => {
+    const token = await cliToken(api, person);
+    await box.writeSession(validSession(api.baseUrl, { accessToken: token }));
+    await api.dataSource.query('UPDATE users SET disabled_at = now() WHERE id = $1', [person.id]);
+    try {
+      const run = await box.run(['auth:whoami', '--verify']);
+      expect(run.code).toBe(4);
+      expect(run.stderr).toBe(`Error: Your account is disabled on ${api.baseUrl}; removed the local session — ask an administrator of that service to enable it.\n`);
+    } finally {
+      await api.dataSource.query('UPDATE users SET disabled_at = NULL WHERE id = $1', [person.id]);
+    }
+  });
 });
 
 describe('auth:logout', () => {
