@@ -177,6 +177,8 @@ export const AdminUserSchema = z.object({
   emailVerified: z.boolean(),
   /** An invitation not yet accepted: the account has no password. */
   invited: z.boolean(),
+  /** An authenticator app is set up for the web sign-in. */
+  secondFactor: z.boolean(),
   createdAt: isoTimestamp,
   lastSignInAt: z.nullable(isoTimestamp),
   /** Device sessions and long-lived tokens still live. */

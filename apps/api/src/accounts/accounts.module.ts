@@ -7,14 +7,17 @@ import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { PasswordResetService } from './password-reset.service.js';
 import { AccountTokensRepository } from './account-tokens.repository.js';
 import { EmailChangeService } from './email-change.service.js';
+import { SecondFactorsRepository } from './second-factors.repository.js';
+import { SecondFactorsService } from './second-factors.service.js';
+import { ServerSecretsModule } from '../server-secrets/server-secrets.module.js';
 import { EmailVerificationService } from './email-verification.service.js';
 import { InvitationsService } from './invitations.service.js';
 import { SignUpService } from './sign-up.service.js';
 
-/** A person's account: sign-up, mailed links (reset, verification, invitation), and what they change when signed in (the pages are web/'s). */
+/** A person's account: sign-up, mailed links (reset, verification, invitation, new address), second factors, and what they change when signed in (the pages are web/'s). */
 @Module({
-  imports: [RateLimitsModule, TokensModule, WebSessionsModule, UsersModule],
-  providers: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService],
-  exports: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService],
+  imports: [RateLimitsModule, TokensModule, WebSessionsModule, UsersModule, ServerSecretsModule],
+  providers: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, SecondFactorsRepository],
+  exports: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService],
 })
 export class AccountsModule {}

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Ip, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Ip, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import {
   type AdminUser,
@@ -14,7 +14,7 @@ import {
 } from '@prospect/contract';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
-import { badRequest, forbidden } from '../common/api-exception.js';
+import { badRequest, forbidden, notFound } from '../common/api-exception.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { AdminUsersService } from './admin-users.service.js';
@@ -101,6 +101,15 @@ export class AdminUsersController {
   async sendResetLink(@Principal() caller: AuthPrincipal, @Param('id', new ParseUUIDPipe()) id: string, @Ip() ip: string): Promise<void> {
     requireAdmin(caller);
     await this.admin.sendResetLink(id, caller.user.id, ip);
+  }
+
+  @Delete(':id/second-factor')
+  @HttpCode(204)
+  @ApiOperation({ summary: "Remove the person's authenticator app and recovery codes, and end their web sessions (a lost phone; admins)." })
+  @ApiErrors([401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such account, or it has no second factor.'])
+  async removeSecondFactor(@Principal() caller: AuthPrincipal, @Param('id', new ParseUUIDPipe()) id: string, @Ip() ip: string): Promise<void> {
+    requireAdmin(caller);
+    if (!(await this.admin.removeSecondFactor(id, caller.user.id, ip))) throw notFound('This account has no second factor.');
   }
 
   @Post(':id/clear-sign-in-block')

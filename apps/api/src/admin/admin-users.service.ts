@@ -4,6 +4,7 @@ import { type AdminUser, ERROR_CODES } from '@prospect/contract';
 import type { DataSource } from 'typeorm';
 import { InvitationsService } from '../accounts/invitations.service.js';
 import { PasswordResetService } from '../accounts/password-reset.service.js';
+import { SecondFactorsService } from '../accounts/second-factors.service.js';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
@@ -33,6 +34,7 @@ export const toAdminUser = (row: AdminUserRow): AdminUser => ({
   disabled: row.disabledAt !== null,
   emailVerified: row.emailVerifiedAt !== null,
   invited: row.invited,
+  secondFactor: row.secondFactor,
   createdAt: row.createdAt.toISOString(),
   lastSignInAt: row.lastSignInAt?.toISOString() ?? null,
   activeCliSessions: row.activeCliSessions,
@@ -53,6 +55,7 @@ export class AdminUsersService {
     private readonly resets: PasswordResetService,
     private readonly invitations: InvitationsService,
     private readonly signInBlocks: SignInBlocksService,
+    private readonly factors: SecondFactorsService,
     private readonly audit: AuditService,
     private readonly metrics: Metrics,
     private readonly clock: Clock,
@@ -119,6 +122,18 @@ export class AdminUsersService {
     if (user.disabled) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, 'This account is disabled: enable it before sending it a reset link.');
     if (!(await this.resets.sendLinkTo(id))) throw notFound();
     await this.audit.record('admin.user_reset_link', { userId: adminId, ip, detail: { accountId: id } });
+  }
+
+  /**
+   * Removes the person's authenticator app and recovery codes (a lost phone), and ends their web
+   * sessions, so the next sign-in is with the password alone (or sets a new app up, with
+   * REQUIRE_SECOND_FACTOR). @throws AdminUserRefusal 404
+   */
+  async removeSecondFactor(id: string, adminId: string, ip: string | null): Promise<boolean> {
+    await this.get(id);
+    const removed = await this.factors.remove(id, ip, adminId);
+    if (removed) await this.webSessions.deleteAllOf(id);
+    return removed;
   }
 
   /** Lifts the account's sign-in block; whether it had failures counted. @throws AdminUserRefusal 404 */

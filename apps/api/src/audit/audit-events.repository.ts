@@ -37,6 +37,20 @@ export class AuditEventsRepository {
     );
   }
 
+  /** One person's events of `types`, newest first, for their security log. */
+  listForUser(
+    userId: string,
+    types: readonly AuthEventType[],
+    limit: number,
+    offset: number,
+  ): Promise<Array<{ type: AuthEventType; ip: string | null; detail: Record<string, unknown>; createdAt: Date }>> {
+    return this.sql.rows(
+      `SELECT type, ip, detail, created_at AS "createdAt" FROM auth_events
+        WHERE user_id = $1 AND type = ANY ($2::text[]) ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
+      [userId, types, limit, offset],
+    );
+  }
+
   /** Events older than `before` (retention); how many. */
   async deleteOlderThan(tx: EntityManager, before: Date): Promise<number> {
     return (await tx.delete(AuthEvent, { createdAt: LessThan(before) })).affected ?? 0;

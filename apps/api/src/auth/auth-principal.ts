@@ -12,6 +12,8 @@ export interface AuthPrincipal {
   /** What it may do (SCOPES): a token's granted scopes; a signed-in browser may do everything. */
   scopes: readonly Scope[];
   via: 'bearer' | 'web-session';
+  /** A web session's last proof of who it is (sign-in or re-confirmation, ms): sudo mode counts from it. */
+  confirmedAt?: number;
 }
 
 /** The authenticated caller of this request. */

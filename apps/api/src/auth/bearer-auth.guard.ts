@@ -108,6 +108,6 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
 
   private webSessionPrincipal(req: Request): AuthPrincipal | null {
     if (!req.webUser || !this.csrf.isValid(req)) return null;
-    return { user: req.webUser, expiresAt: req.session.cookie.expires ?? new Date(Date.now()), via: 'web-session', scopes: ALL_SCOPES };
+    return { user: req.webUser, expiresAt: req.session.cookie.expires ?? new Date(Date.now()), via: 'web-session', scopes: ALL_SCOPES, confirmedAt: req.session.sudoAt ?? 0 };
   }
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { IssueTokenRequest, IssuedTokenResponse } from '@prospect/contract';
 import { badRequest, forbidden, notFound } from '../common/api-exception.js';
 import { AppConfig } from '../config/app-config.js';
+import { Clock } from '../common/clock.js';
 import { toPublicUser } from '../users/user.entity.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
 import type { AuthPrincipal } from '../auth/auth-principal.js';
@@ -16,6 +17,7 @@ export class TokenIssuanceService {
     private readonly users: UsersService,
     private readonly config: AppConfig,
     private readonly verification: EmailVerificationService,
+    private readonly clock: Clock,
   ) {}
 
   async issueFor(caller: AuthPrincipal, request: IssueTokenRequest, ip: string | null): Promise<IssuedTokenResponse> {
@@ -31,6 +33,10 @@ export class TokenIssuanceService {
     // A person signed in on the web but not yet verified (REQUIRE_EMAIL_VERIFICATION) makes no tokens.
     if (!forOther && caller.via === 'web-session' && this.verification.blocks(caller.user)) {
       throw forbidden('Confirm your e-mail address first: follow the link in the mail we sent you.');
+    }
+    // As on the tokens page: a browser mints tokens only in sudo mode.
+    if (caller.via === 'web-session' && this.clock.now().getTime() - (caller.confirmedAt ?? 0) >= this.config.sudoSeconds * 1000) {
+      throw forbidden('Confirm it is you first: open the tokens page and confirm with your password, then try again.');
     }
     const issued = await this.tokens.issue({
       userId: target.id,

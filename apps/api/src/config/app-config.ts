@@ -164,6 +164,10 @@ const SETTINGS = {
    * and sign-up no longer tells whether an address is registered. Unset: on when SMTP_URL is set.
    */
   requireEmailVerification: setting('REQUIRE_EMAIL_VERIFICATION', booleanFlag.optional()),
+  /** How long after a sign-in (or a re-confirmation) approving, creating tokens and changing security settings need no password again. */
+  sudoSeconds: setting('SUDO_SECONDS', seconds(2 * 3600)),
+  /** Everyone must have a second factor: one without is led to set it up at the next sign-in. */
+  requireSecondFactor: setting('REQUIRE_SECOND_FACTOR', booleanFlag.default(false)),
   /** Failed sign-ins one address may make in an hour. */
   signinPerIpPerHour: setting('SIGNIN_PER_IP_PER_HOUR', wholeNumber(50)),
   /** Accounts one address may create in an hour. */

@@ -47,6 +47,12 @@ export class DatabaseAvailability implements OnApplicationShutdown {
   constructor(private readonly sql: Sql) {
     // A pooled connection that broke while idle: pg removes it; we learn the database went away.
     sql.pool.on('error', (err) => this.report(err));
+    // And one listener on every connection for its whole life. pg-pool and TypeORM each listen
+    // only while they hold a connection, and hand it over between them: a connection killed
+    // (pg_terminate_backend, a failover) in such a gap emits an 'error' nobody listens to, which
+    // ends the process. Seen under the faults test's load; whoever used the connection still
+    // gets the error from its query.
+    sql.pool.on('connect', (client) => client.on('error', (err) => this.report(err)));
   }
 
   get down(): boolean {

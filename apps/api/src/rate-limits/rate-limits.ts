@@ -48,6 +48,8 @@ export const VERIFICATION_MAILS_PER_HOUR = 3;
  *   SIGNIN_PER_IP_PER_HOUR failed sign-ins an hour (a success gives its point back).
  * - Password-reset mails: 3 an hour per account (known or not), PASSWORD_RESETS_PER_IP_PER_HOUR per IP.
  *   Mails proving an address (verification sent again, an address change): 3 an hour per account.
+ * - Second-factor codes (TOTP or recovery), per account: 5 failures in 15 minutes block it for 15
+ *   minutes (a million six-digit codes: guessing one takes years); a right code gives them back.
  * - Sign-up: SIGNUP_PER_IP_PER_HOUR per IP. Device-login start: DEVICE_START_PER_IP_PER_MINUTE per IP.
  * - User codes typed on the approval page (lookup, Approve, Deny): 5 a minute per person and
  *   per IP, each counted before the code is looked up; a code that exists gives its point back.
@@ -68,6 +70,7 @@ export class RateLimits {
   private readonly resetsByIp: RateLimiterPostgres;
   private readonly resetsByAccount: RateLimiterPostgres;
   private readonly verificationMails: RateLimiterPostgres;
+  private readonly secondFactors: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -97,6 +100,7 @@ export class RateLimits {
     this.resetsByIp = store('reset:ip', config.passwordResetsPerIpPerHour, HOUR);
     this.resetsByAccount = store('reset:account', RESETS_PER_ACCOUNT_PER_HOUR, HOUR);
     this.verificationMails = store('verify:account', VERIFICATION_MAILS_PER_HOUR, HOUR);
+    this.secondFactors = store('factor:account', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
   }
 
   /**
@@ -124,6 +128,16 @@ export class RateLimits {
   async signInSucceeded(email: string, ip: string, deviceCookie: string | null): Promise<void> {
     if (deviceCookie) await this.loginByDevice.delete(deviceCookie);
     else await Promise.all([this.loginByAccount.delete(accountKey(email)), this.loginByIp.reward(ip, 1)]);
+  }
+
+  /** Counts a second-factor code before it is checked. */
+  attemptSecondFactor(userId: string): Promise<void> {
+    return this.consume(this.secondFactors, userId, 'Too many wrong codes. Please wait 15 minutes before trying again.');
+  }
+
+  /** A right code: the account's attempts are given back. */
+  async secondFactorSucceeded(userId: string): Promise<void> {
+    await this.secondFactors.delete(userId);
   }
 
   /** An admin lifts an account's sign-in block (and forgets its earlier blocks); true when there was one. */

@@ -117,6 +117,7 @@ export class UsersRepository {
     const rows = await this.sql.rows<AdminUserRow & { total: number }>(
       `SELECT u.id, u.email, u.name, u.role, u.disabled_at AS "disabledAt", u.email_verified_at AS "emailVerifiedAt",
               u.password_hash IS NULL AS invited, u.created_at AS "createdAt", u.last_sign_in_at AS "lastSignInAt",
+              EXISTS (SELECT 1 FROM totp_factors f WHERE f.user_id = u.id) AS "secondFactor",
               (SELECT count(DISTINCT COALESCE(t.device_login_id, t.id))::int FROM access_tokens t
                  WHERE t.user_id = u.id AND t.revoked_at IS NULL AND t.expires_at > $4)
               + (SELECT count(DISTINCT r.device_login_id)::int FROM refresh_tokens r
@@ -185,6 +186,7 @@ export interface AdminUserRow {
   disabledAt: Date | null;
   emailVerifiedAt: Date | null;
   invited: boolean;
+  secondFactor: boolean;
   createdAt: Date;
   lastSignInAt: Date | null;
   activeCliSessions: number;

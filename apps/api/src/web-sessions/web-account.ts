@@ -27,6 +27,14 @@ declare module 'express-session' {
     newToken?: string;
     /** A message for the next page the person sees after a redirect (accountOf shows it once). */
     notice?: string;
+    /** The password was right and a second factor is asked for: who, since when (ms), and where to go then. */
+    pendingSignIn?: { userId: string; at: number; next: string };
+    /** When the person last proved who they are (sign-in, or a re-confirmation): sudo mode lasts SUDO_SECONDS from it. */
+    sudoAt?: number;
+    /** A TOTP key being set up, sealed, until its first code confirms it. */
+    pendingTotp?: string;
+    /** REQUIRE_SECOND_FACTOR: signed in without one; every page leads to setting it up. */
+    mustEnrolSecondFactor?: boolean;
   }
 }
 

@@ -93,7 +93,8 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
   /** Before sign-in: what the new session keeps of this one is the moment of sign-in, from which the absolute lifetime counts. */
   startSignedInSession(req: Request): void {
     delete req.session.csrfToken;
-    req.session.signedInAt = this.clock.now().getTime();
+    delete req.session.pendingSignIn;
+    req.session.signedInAt = req.session.sudoAt = this.clock.now().getTime();
   }
 
   private readonly endAtAbsoluteLifetime = (req: Request, _res: Response, next: NextFunction): void => {

@@ -18,7 +18,10 @@ const DONE: Record<string, string> = {
   password: 'Your password is changed. Every other browser was signed out; this one stays signed in.',
 };
 
-/** /settings/account: the signed-in person changes their name, address or password, or deletes the account. */
+/**
+ * /settings/account: the signed-in person changes their name, address or password, or deletes the
+ * account. The last three ask for the password in their own form, which is what sudo mode would ask.
+ */
 @ApiExcludeController()
 @Public()
 @UseGuards(SignedInGuard)
@@ -120,6 +123,7 @@ export class AccountPageController {
     res.status(status).render('account', {
       title: 'Your account',
       onAccount: true,
+      onAccountTab: true,
       account,
       name: notice.typedName ?? account.user.name,
       newEmail: notice.typedEmail ?? '',

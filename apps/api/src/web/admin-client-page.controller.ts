@@ -9,7 +9,7 @@ import { OAuthClientsService } from '../oauth/oauth-clients.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { checkNameAndScopes, type ClientForm, MAX_CLIENT_NAME_LENGTH, readClientForm, scopeChoices } from './client-form.js';
 import { queryParam } from './form.js';
-import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
+import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
 
 /** What the page says after a change, by the `done` query parameter of its redirect. */
 const DONE: Record<string, string> = {
@@ -42,7 +42,7 @@ export class AdminClientPageController {
   }
 
   @Post()
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   async save(@Param('id') id: string, @Req() req: Request, @Res() res: Response) {
     const client = await this.clients.find(id);
     if (!client) return this.notFound(req, res);
@@ -55,13 +55,13 @@ export class AdminClientPageController {
   }
 
   @Post('disable')
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   disable(@Param('id') id: string, @Req() req: Request, @Res() res: Response) {
     return this.change(req, res, id, 'disabled', () => this.clients.disable(id, req.webUser!.id, req.ip ?? null));
   }
 
   @Post('enable')
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   enable(@Param('id') id: string, @Req() req: Request, @Res() res: Response) {
     return this.change(req, res, id, 'enabled', () => this.clients.enable(id, req.webUser!.id, req.ip ?? null));
   }
@@ -75,7 +75,7 @@ export class AdminClientPageController {
   }
 
   @Post('delete')
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   async delete(@Param('id') id: string, @Req() req: Request, @Res() res: Response) {
     try {
       await this.clients.remove(id, req.webUser!.id, req.ip ?? null);

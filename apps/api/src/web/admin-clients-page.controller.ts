@@ -10,7 +10,7 @@ import { UsersService } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { checkNameAndScopes, type ClientForm, MAX_CLIENT_NAME_LENGTH, readClientForm, scopeChoices } from './client-form.js';
 import { queryParam } from './form.js';
-import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
+import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
 
 /** Admins list the public OAuth clients and register new ones (the approval page shows their names). */
 @ApiExcludeController()
@@ -33,7 +33,7 @@ export class AdminClientsPageController {
 
   /** Registers a client, then redirects (a reload registers nothing); the next page confirms it. */
   @Post()
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   async register(@Req() req: Request, @Res() res: Response) {
     const typed = readClientForm(req);
     const refuse = async (status: number, error: string) => res.status(status).render('admin-clients', await this.page(req, { error, typed }));

@@ -8,7 +8,7 @@ import { Public } from '../auth/public.decorator.js';
 import { ApiException } from '../common/api-exception.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
-import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
+import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
 
 const DONE: Record<string, string> = {
   disabled: 'Disabled: they cannot sign in, and their tokens and sessions no longer work anywhere.',
@@ -18,6 +18,7 @@ const DONE: Record<string, string> = {
   'reset-link': 'A reset link is on its way to them.',
   'block-cleared': 'Their sign-in block is cleared.',
   'no-block': 'There was no sign-in block to clear.',
+  'factor-removed': 'Their authenticator app and recovery codes are removed, and their browsers signed out: they sign in with the password alone now.',
 };
 
 /** /admin/users: admins find people, invite them, disable or enable them, make admins, send reset links. */
@@ -38,7 +39,7 @@ export class AdminUsersPageController {
   }
 
   @Post('invite')
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   async invite(@Req() req: Request, @Res() res: Response) {
     const typed = { name: field(req, 'name'), email: field(req, 'email') };
     const input = InviteUserRequestSchema.safeParse(typed);
@@ -61,34 +62,40 @@ export class AdminUsersPageController {
   }
 
   @Post(':id/disable')
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   disable(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
     return this.act(req, res, id, async () => (await this.admin.disable(id, req.webUser!.id, req.ip ?? null), 'disabled'));
   }
 
   @Post(':id/enable')
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   enable(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
     return this.act(req, res, id, async () => (await this.admin.enable(id, req.webUser!.id, req.ip ?? null), 'enabled'));
   }
 
   @Post(':id/admin')
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   setAdmin(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
     const admin = field(req, 'admin') === 'true';
     return this.act(req, res, id, async () => (await this.admin.setAdmin(id, admin, req.webUser!.id, req.ip ?? null), admin ? 'admin' : 'user'));
   }
 
   @Post(':id/reset-link')
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   sendResetLink(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
     return this.act(req, res, id, async () => (await this.admin.sendResetLink(id, req.webUser!.id, req.ip ?? null), 'reset-link'));
   }
 
   @Post(':id/clear-sign-in-block')
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   clearSignInBlock(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
     return this.act(req, res, id, async () => ((await this.admin.clearSignInBlock(id, req.webUser!.id, req.ip ?? null)) ? 'block-cleared' : 'no-block'));
+  }
+
+  @Post(':id/second-factor/remove')
+  @UseGuards(CsrfGuard, SudoGuard)
+  removeSecondFactor(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
+    return this.act(req, res, id, async () => (await this.admin.removeSecondFactor(id, req.webUser!.id, req.ip ?? null), 'factor-removed'));
   }
 
   /** Runs an action, then shows the person again (a reload repeats nothing); a refusal is shown on their page. */

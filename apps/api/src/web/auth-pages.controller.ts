@@ -18,6 +18,8 @@ import { DeviceCookies } from './device-cookies.js';
 import { SignInService } from './sign-in.service.js';
 import { AccountDisabledError } from './local.strategy.js';
 import { SignUpService } from '../accounts/sign-up.service.js';
+import { SecondFactorsService } from '../accounts/second-factors.service.js';
+import { Clock } from '../common/clock.js';
 import { VERIFY_LINK_HOURS } from '../accounts/email-verification.service.js';
 import { toWebUser, type WebUser } from '../web-sessions/web-account.js';
 
@@ -40,6 +42,8 @@ export class AuthPagesController {
     private readonly csrf: CsrfService,
     private readonly users: UsersService,
     private readonly signUps: SignUpService,
+    private readonly factors: SecondFactorsService,
+    private readonly clock: Clock,
     private readonly audit: AuditService,
     private readonly config: AppConfig,
   ) {}
@@ -81,15 +85,20 @@ export class AuthPagesController {
       return res.status(403).render('error', { title: heading, heading, message: 'An administrator of this Prospect disabled your account, so it cannot sign in. Ask them to enable it again.' });
     }
     if (!user) {
-      await this.audit.record('web.login_failed', { ip: req.ip, detail: { reason: 'bad credentials' } });
+      // On the account's own security log when the address has one.
+      const known = await this.users.findByEmail(account);
+      await this.audit.record('web.login_failed', { userId: known?.id ?? null, ip: req.ip, detail: { reason: 'bad credentials', browser: req.get('user-agent')?.slice(0, 200) ?? null } });
       return this.renderLogin(req, res, 401, 'That e-mail and password do not match an account.');
     }
     await this.limits.signInSucceeded(account, req.ip ?? '', deviceCookie);
-    this.deviceCookies.issue(res, account);
-    await this.signIn.logIn(req, user);
-    await this.audit.record('web.login', { userId: user.id, ip: req.ip });
-    await this.users.recordSignIn(user.id);
-    res.redirect(303, safeNext(field(req, 'next'), this.config.publicUrl));
+    const next = safeNext(field(req, 'next'), this.config.publicUrl);
+    if (await this.factors.hasTotp(user.id)) {
+      // Half signed in, in this session only, for a few minutes: the code comes next.
+      req.session.pendingSignIn = { userId: user.id, at: this.clock.now().getTime(), next };
+      return res.redirect(303, '/login/code');
+    }
+    await this.signIn.complete(req, res, user, null);
+    res.redirect(303, next);
   }
 
   @Get('signup')
@@ -207,10 +216,12 @@ const LOGIN_NOTICES: Record<string, string> = {
   'signed_out=everywhere': 'You are signed out on every device.',
   'password=reset': 'Your password is changed, and every browser signed out. Sign in with the new one.',
   'account=deleted': 'Your account is deleted, with every CLI token and session it had.',
+  'email=verified': 'Your e-mail address is confirmed. Sign in to go on.',
+  'code=expired': 'That sign-in waited too long for its code. Please sign in again.',
 };
 
 function loginNotice(req: Request): string | undefined {
-  for (const key of ['signed_out', 'password', 'account']) {
+  for (const key of ['signed_out', 'password', 'account', 'email', 'code']) {
     const notice = LOGIN_NOTICES[`${key}=${queryParam(req, key)}`];
     if (notice) return notice;
   }

@@ -9,7 +9,7 @@ import { DeviceApprovalService, type DeviceLoginClient, UndecidableDeviceLoginEr
 import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard, VerifiedEmailGuard } from './page-guards.js';
+import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard, VerifiedEmailGuard, SudoGuard } from './page-guards.js';
 
 /**
  * Why a code cannot be decided, in words for whoever holds it: a code may come from any registered
@@ -66,7 +66,7 @@ export class DevicePageController {
   }
 
   @Post('approve')
-  @UseGuards(CsrfGuard)
+  @UseGuards(CsrfGuard, SudoGuard)
   approve(@Req() req: Request, @Res() res: Response) {
     return this.decide(req, res, 'approve');
   }

@@ -1,7 +1,11 @@
-import { type ArgumentsHost, type CanActivate, Catch, type ExceptionFilter, type ExecutionContext, Injectable } from '@nestjs/common';
+import { type ArgumentsHost, type CanActivate, Catch, type ExceptionFilter, type ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { PATH_METADATA } from '@nestjs/common/constants.js';
 import type { Request, Response } from 'express';
+import { Reflector } from '@nestjs/core';
 import { EmailVerificationService } from '../accounts/email-verification.service.js';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { SudoPages } from './sudo-pages.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import type { WebUser } from '../web-sessions/web-account.js';
 
@@ -36,6 +40,24 @@ export class AdminRequired extends Error {
   }
 }
 
+/** Sudo mode has lapsed: the person confirms who they are before this, then comes back to `returnTo`. */
+export class SudoRequired extends Error {
+  constructor(readonly returnTo: string) {
+    super('sudo required');
+  }
+}
+
+/** REQUIRE_SECOND_FACTOR: a person without one goes to set it up before anything else. */
+export class SecondFactorRequired extends Error {
+  constructor() {
+    super('second factor required');
+  }
+}
+
+/** Marks the pages a person who must set up a second factor may still use (the one where they do). */
+export const AllowsWithoutSecondFactor = () => SetMetadata(ALLOWS_WITHOUT_SECOND_FACTOR, true);
+const ALLOWS_WITHOUT_SECOND_FACTOR = 'prospect:allowsWithoutSecondFactor';
+
 /** REQUIRE_EMAIL_VERIFICATION: a person who has not followed their verification link asked to approve or create a token. */
 export class EmailUnverified extends Error {
   constructor(readonly returnTo: string) {
@@ -51,12 +73,40 @@ function pageOf(context: ExecutionContext): string {
   return `/${(base ?? '').replace(/^\/+/, '')}`;
 }
 
-/** Lets signed-in people through; sends everyone else to sign in and back. */
+/**
+ * Lets signed-in people through; sends everyone else to sign in and back. With
+ * REQUIRE_SECOND_FACTOR, one who signed in without a second factor is sent to set it up.
+ */
 @Injectable()
 export class SignedInGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
   canActivate(context: ExecutionContext): boolean {
-    if (context.switchToHttp().getRequest<Request>().webUser) return true;
-    throw new SignInRequired(pageOf(context));
+    const req = context.switchToHttp().getRequest<Request>();
+    if (!req.webUser) throw new SignInRequired(pageOf(context));
+    if (req.session.mustEnrolSecondFactor && !this.reflector.getAllAndOverride<boolean>(ALLOWS_WITHOUT_SECOND_FACTOR, [context.getHandler(), context.getClass()])) {
+      throw new SecondFactorRequired();
+    }
+    return true;
+  }
+}
+
+/**
+ * After SignedInGuard: lets the request through while sudo mode lasts (SUDO_SECONDS since the
+ * sign-in or the last re-confirmation); else the person confirms first and comes back to the
+ * page, with the code it was showing (`user_code`) when a form carried one.
+ */
+@Injectable()
+export class SudoGuard implements CanActivate {
+  constructor(
+    private readonly clock: Clock,
+    private readonly config: AppConfig,
+  ) {}
+  canActivate(context: ExecutionContext): boolean {
+    const req = context.switchToHttp().getRequest<Request>();
+    if (this.clock.now().getTime() - (req.session.sudoAt ?? 0) < this.config.sudoSeconds * 1000) return true;
+    const code = (req.body as Record<string, unknown> | undefined)?.user_code;
+    const returnTo = req.method !== 'GET' && typeof code === 'string' ? `${pageOf(context)}?user_code=${encodeURIComponent(code)}` : pageOf(context);
+    throw new SudoRequired(returnTo);
   }
 }
 
@@ -98,11 +148,14 @@ export function accountOf(req: Request, csrf: CsrfService): WebAccount | undefin
 }
 
 /** Turns the refusals above into what a browser should see. */
-@Catch(SignInRequired, FormRefused, AdminRequired, EmailUnverified)
+@Catch(SignInRequired, FormRefused, AdminRequired, EmailUnverified, SudoRequired, SecondFactorRequired)
 export class PageRefusalFilter implements ExceptionFilter {
-  constructor(private readonly csrf: CsrfService) {}
+  constructor(
+    private readonly csrf: CsrfService,
+    private readonly sudo: SudoPages,
+  ) {}
 
-  catch(refusal: SignInRequired | FormRefused | AdminRequired | EmailUnverified, host: ArgumentsHost): void {
+  catch(refusal: SignInRequired | FormRefused | AdminRequired | EmailUnverified | SudoRequired | SecondFactorRequired, host: ArgumentsHost): void | Promise<void> {
     const req = host.switchToHttp().getRequest<Request>();
     const res = host.switchToHttp().getResponse<Response>();
     if (refusal instanceof SignInRequired) return res.redirect(303, `/login?next=${encodeURIComponent(refusal.returnTo)}`);
@@ -111,6 +164,8 @@ export class PageRefusalFilter implements ExceptionFilter {
       const message = 'This page is for Prospect administrators. If you need something changed here, ask one of them.';
       return res.status(403).render('error', { title: heading, heading, message, account: accountOf(req, this.csrf) });
     }
+    if (refusal instanceof SecondFactorRequired) return res.redirect(303, '/settings/security');
+    if (refusal instanceof SudoRequired) return this.sudo.render(req, res, 403, refusal.returnTo);
     if (refusal instanceof EmailUnverified) {
       return res.status(403).render('verify-email-needed', { title: 'Confirm your e-mail address', next: refusal.returnTo, account: accountOf(req, this.csrf) });
     }

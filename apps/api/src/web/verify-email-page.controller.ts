@@ -3,6 +3,7 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { EmailVerificationService, VERIFY_LINK_HOURS } from '../accounts/email-verification.service.js';
 import { Public } from '../auth/public.decorator.js';
+import { SecondFactorsService } from '../accounts/second-factors.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { UsersService } from '../users/users.service.js';
@@ -22,6 +23,7 @@ export class VerifyEmailPageController {
     private readonly verification: EmailVerificationService,
     private readonly users: UsersService,
     private readonly signIn: SignInService,
+    private readonly factors: SecondFactorsService,
     private readonly csrf: CsrfService,
     private readonly config: AppConfig,
   ) {}
@@ -37,8 +39,14 @@ export class VerifyEmailPageController {
     if (!user || user.disabledAt) {
       return res.status(410).render('verify-email-unusable', { title: 'This link no longer works', hours: VERIFY_LINK_HOURS, account: accountOf(req, this.csrf) });
     }
-    if (req.webUser?.id !== user.id) await this.signIn.logIn(req, toWebUser(user));
-    else req.webUser.emailVerified = true;
+    if (req.webUser?.id === user.id) {
+      req.webUser.emailVerified = true;
+    } else if (await this.factors.hasTotp(user.id)) {
+      // A link in a mail is one factor: with a second one set up, signing in asks for both.
+      return res.redirect(303, `/login?email=verified&next=${encodeURIComponent(safeNext(queryParam(req, 'next'), this.config.publicUrl))}`);
+    } else {
+      await this.signIn.logIn(req, toWebUser(user));
+    }
     req.session.notice = 'Your e-mail address is confirmed.';
     res.redirect(303, safeNext(queryParam(req, 'next'), this.config.publicUrl));
   }

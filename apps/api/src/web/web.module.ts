@@ -14,6 +14,10 @@ import { AdminModule } from '../admin/admin.module.js';
 import { AdminUsersPageController } from './admin-users-page.controller.js';
 import { InvitationPageController } from './invitation-page.controller.js';
 import { EmailChangePageController } from './email-change-page.controller.js';
+import { SecondFactorPageController } from './second-factor-page.controller.js';
+import { SecurityPageController } from './security-page.controller.js';
+import { SudoPageController } from './sudo-page.controller.js';
+import { SudoPages } from './sudo-pages.js';
 import { VerifyEmailPageController } from './verify-email-page.controller.js';
 import { AdminClientPageController } from './admin-client-page.controller.js';
 import { PasswordPagesController } from './password-pages.controller.js';
@@ -50,8 +54,9 @@ class PageMiddleware implements NestMiddleware {
 @Module({
   imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule],
   controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController,
-    AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController],
-  providers: [LocalStrategy, SignInService, DeviceCookies],
+    AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
+    SecondFactorPageController, SudoPageController, SecurityPageController],
+  providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages],
 })
 export class WebModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {

@@ -16,6 +16,7 @@ import { Scopes1795400000019 } from './1795400000019-scopes.js';
 import { ClientDisabled1795400000020 } from './1795400000020-client-disabled.js';
 import { AccountTokens1795400000021 } from './1795400000021-account-tokens.js';
 import { AccountStates1795400000022 } from './1795400000022-account-states.js';
+import { SecondFactors1795400000023 } from './1795400000023-second-factors.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -32,4 +33,5 @@ export const MIGRATIONS = [
   ClientDisabled1795400000020,
   AccountTokens1795400000021,
   AccountStates1795400000022,
+  SecondFactors1795400000023,
 ];

@@ -1,0 +1,55 @@
+import { Controller, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { AccountService, WrongPasswordError } from '../accounts/account.service.js';
+import { SecondFactorsService, WrongCodeError } from '../accounts/second-factors.service.js';
+import { AuditService } from '../audit/audit.service.js';
+import { Public } from '../auth/public.decorator.js';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { TooManyRequests } from '../rate-limits/rate-limits.js';
+import { field, safeNext } from './form.js';
+import { AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
+import { SudoPages } from './sudo-pages.js';
+
+/** Sudo mode: the signed-in person confirms who they are (password, or a code), and goes back where they were. */
+@ApiExcludeController()
+@Public()
+@UseGuards(SignedInGuard, CsrfGuard)
+@AllowsWithoutSecondFactor()
+@UseFilters(PageRefusalFilter)
+@Controller('sudo')
+export class SudoPageController {
+  constructor(
+    private readonly account: AccountService,
+    private readonly factors: SecondFactorsService,
+    private readonly pages: SudoPages,
+    private readonly audit: AuditService,
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  @Post()
+  @HttpCode(200)
+  async confirm(@Req() req: Request, @Res() res: Response) {
+    const next = safeNext(field(req, 'next'), this.config.publicUrl);
+    const user = req.webUser!;
+    const code = field(req, 'code').trim();
+    try {
+      // A code, when one is given (and the person has an app); else the password.
+      if (code) await this.factors.verify(user, code, req.ip ?? null);
+      else await this.account.checkPassword(user.email, field(req, 'password'), req.ip ?? null);
+    } catch (err) {
+      if (err instanceof WrongPasswordError) return this.pages.render(req, res, 401, next, 'That password is not right.');
+      if (err instanceof WrongCodeError) return this.pages.render(req, res, 401, next, 'That code is not right, or was used already.');
+      if (err instanceof TooManyRequests) {
+        res.set('Retry-After', String(err.retryAfterSeconds));
+        return this.pages.render(req, res, 429, next, err.message);
+      }
+      throw err;
+    }
+    req.session.sudoAt = this.clock.now().getTime();
+    await this.audit.record('web.sudo', { userId: user.id, ip: req.ip, detail: { with: code ? 'code' : 'password' } });
+    res.redirect(303, next);
+  }
+}
