@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NestFactory } from '@nestjs/core';
@@ -25,6 +26,7 @@ import { configureViews } from './web/views.js';
 const API_PREFIX = '/api/';
 
 const STATIC_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', 'public');
+const WEBAUTHN_BROWSER_BUNDLE = join(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '..', 'dist', 'bundle');
 
 /**
  * Builds the HTTP application exactly as production runs it. `main.ts` and the
@@ -76,6 +78,8 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
   // path parses JSON, and every parsed body is checked at once (depth, text), known route or not.
   app.use(express.json({ limit: BODY_LIMIT }), refuseNonJsonBodies, refuseUnreadableBodies);
   app.useStaticAssets(STATIC_ROOT, { prefix: '/assets/', maxAge: '1h', index: false, fallthrough: true });
+  // The passkey pages' WebAuthn helper, served from its package as built (its UMD bundle).
+  app.useStaticAssets(WEBAUTHN_BROWSER_BUNDLE, { prefix: '/assets/vendor/simplewebauthn/', maxAge: '1h', index: false, fallthrough: true });
   configureViews(app);
   app.useGlobalFilters(new ErrorBodyFilter(app.get(DatabaseAvailability)));
 

@@ -215,3 +215,81 @@ describe('second factors', () => {
     }
   });
 });
+
+/** Passkeys in Chromium with the DevTools Protocol's virtual authenticator (WebAuthn needs a host name: the pages are reached at localhost). */
+describe('passkeys', () => {
+  let api: TestApp;
+  let site: string;
+  beforeAll(async () => {
+    api = await startTestApp();
+    site = api.baseUrl.replace('127.0.0.1', 'localhost');
+  });
+  afterAll(() => api?.close());
+
+  it('refuses garbage on every passkey route with a 4xx, and writes nothing', async () => {
+    const user = await createUser(api);
+    const web = await signInAs(api, user.email, PASSWORD);
+    const page = await web.send('GET', '/settings/security');
+    const headers = { accept: 'application/json' };
+    const csrf = web.csrfFrom(page.text);
+    for (const response of ['', 'not json', '{"id":1}', '{"id":"x","response":{}}', `{"id":"${'a'.repeat(10_000)}"}`]) {
+      expect((await web.send('POST', '/settings/security/passkeys', { _csrf: csrf, response, name: 'x' }, headers)).status).toBe(400);
+      expect((await web.send('POST', '/login/passkey', { _csrf: csrf, response }, headers)).status).toBe(401);
+    }
+    await web.send('POST', '/settings/security/passkeys/options', { _csrf: csrf }, headers);
+    expect((await web.send('POST', '/settings/security/passkeys', { _csrf: csrf, response: '{"id":"abc","rawId":"abc","type":"public-key","response":{}}', name: 'x' }, headers)).status).toBe(400);
+    expect((await web.send('POST', '/settings/security/passkeys/options', {}, headers)).status).toBe(403); // no CSRF token
+    expect((await web.send('POST', '/settings/security/passkeys/00000000-0000-4000-8000-000000000000/remove', { _csrf: csrf })).status).toBe(303);
+    expect((await web.send('POST', '/settings/security/passkeys/not-a-uuid/remove', { _csrf: csrf })).status).toBe(400);
+    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM passkeys`);
+    expect(n).toBe(0);
+  });
+
+  it('registers a passkey, signs in with it alone, and asks for it after the password', async () => {
+    const user = await createUser(api, { name: 'Pat Passkey' });
+    const browser = await launchBrowser();
+    try {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      const cdp = await context.newCDPSession(page);
+      await cdp.send('WebAuthn.enable');
+      await cdp.send('WebAuthn.addVirtualAuthenticator', {
+        options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+      });
+      const signInWithPassword = async () => {
+        await page.goto(`${site}/login?next=%2Fsettings%2Fsecurity`);
+        await page.getByLabel('E-mail').fill(user.email);
+        await page.getByLabel('Password').fill(PASSWORD);
+        await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      };
+      await signInWithPassword();
+      await page.waitForURL(/\/settings\/security$/);
+      await page.getByLabel('Name for a new passkey').fill('Test laptop');
+      await page.getByRole('button', { name: 'Add a passkey' }).click();
+      await page.waitForURL(/done=passkey-added/);
+      expect(await page.getByRole('textbox', { name: 'Name of this passkey' }).inputValue()).toBe('Test laptop');
+      await page.screenshot({ path: `${SCREENSHOTS}security-passkeys-desktop.png`, fullPage: true });
+
+      // Signed out: the passkey alone signs in.
+      await context.clearCookies();
+      await page.goto(`${site}/login?next=%2Fsettings%2Ftokens`);
+      await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+      await page.waitForURL(/\/settings\/tokens$/);
+
+      // The password now leads to a second step, which the passkey answers.
+      await context.clearCookies();
+      await signInWithPassword();
+      await page.waitForURL(/\/login\/code$/);
+      await page.screenshot({ path: `${SCREENSHOTS}login-passkey-step-desktop.png`, fullPage: true });
+      await page.getByRole('button', { name: 'Use a passkey' }).click();
+      await page.waitForURL(/\/settings\/security$/);
+      expect(await page.locator('table.log').textContent()).toContain('with a passkey');
+
+      const [row] = await api.dataSource.query(`SELECT counter, last_used_at FROM passkeys WHERE user_id = $1`, [user.id]);
+      expect(row.last_used_at).not.toBeNull();
+      await context.close();
+    } finally {
+      await browser.close();
+    }
+  });
+});

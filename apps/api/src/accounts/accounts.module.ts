@@ -8,6 +8,8 @@ import { PasswordResetService } from './password-reset.service.js';
 import { AccountTokensRepository } from './account-tokens.repository.js';
 import { EmailChangeService } from './email-change.service.js';
 import { SecondFactorsRepository } from './second-factors.repository.js';
+import { PasskeysRepository } from './passkeys.repository.js';
+import { PasskeysService } from './passkeys.service.js';
 import { SecondFactorsService } from './second-factors.service.js';
 import { ServerSecretsModule } from '../server-secrets/server-secrets.module.js';
 import { EmailVerificationService } from './email-verification.service.js';
@@ -17,7 +19,7 @@ import { SignUpService } from './sign-up.service.js';
 /** A person's account: sign-up, mailed links (reset, verification, invitation, new address), second factors, and what they change when signed in (the pages are web/'s). */
 @Module({
   imports: [RateLimitsModule, TokensModule, WebSessionsModule, UsersModule, ServerSecretsModule],
-  providers: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, SecondFactorsRepository],
-  exports: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService],
+  providers: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, SecondFactorsRepository, PasskeysService, PasskeysRepository],
+  exports: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, PasskeysService, PasskeysRepository],
 })
 export class AccountsModule {}

@@ -11,6 +11,7 @@ import { AppConfig } from '../config/app-config.js';
 import { composeMail, Mailer } from '../mail/mailer.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
+import { PasskeysRepository } from './passkeys.repository.js';
 import { SecondFactorsRepository } from './second-factors.repository.js';
 
 /** How many recovery codes a person gets, each shown once. */
@@ -46,6 +47,7 @@ const normalizeRecoveryCode = (code: string) => code.toLowerCase().replace(/[\s-
 export class SecondFactorsService {
   constructor(
     private readonly factors: SecondFactorsRepository,
+    private readonly passkeys: PasskeysRepository,
     private readonly secrets: ServerSecrets,
     private readonly limits: RateLimits,
     private readonly mailer: Mailer,
@@ -56,6 +58,11 @@ export class SecondFactorsService {
 
   async hasTotp(userId: string): Promise<boolean> {
     return (await this.factors.findTotp(userId)) !== undefined;
+  }
+
+  /** An app or a passkey: a sign-in with the password alone then asks for one of them. */
+  async hasAny(userId: string): Promise<boolean> {
+    return (await this.hasTotp(userId)) || (await this.passkeys.listForUser(userId)).length > 0;
   }
 
   unusedRecoveryCodes(userId: string): Promise<number> {

@@ -5,6 +5,7 @@ import type { DataSource } from 'typeorm';
 import { InvitationsService } from '../accounts/invitations.service.js';
 import { PasswordResetService } from '../accounts/password-reset.service.js';
 import { SecondFactorsService } from '../accounts/second-factors.service.js';
+import { PasskeysRepository } from '../accounts/passkeys.repository.js';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
@@ -56,6 +57,7 @@ export class AdminUsersService {
     private readonly invitations: InvitationsService,
     private readonly signInBlocks: SignInBlocksService,
     private readonly factors: SecondFactorsService,
+    private readonly passkeys: PasskeysRepository,
     private readonly audit: AuditService,
     private readonly metrics: Metrics,
     private readonly clock: Clock,
@@ -125,13 +127,14 @@ export class AdminUsersService {
   }
 
   /**
-   * Removes the person's authenticator app and recovery codes (a lost phone), and ends their web
+   * Removes the person's authenticator app, recovery codes and passkeys (a lost phone), and ends their web
    * sessions, so the next sign-in is with the password alone (or sets a new app up, with
    * REQUIRE_SECOND_FACTOR). @throws AdminUserRefusal 404
    */
   async removeSecondFactor(id: string, adminId: string, ip: string | null): Promise<boolean> {
     await this.get(id);
-    const removed = await this.factors.remove(id, ip, adminId);
+    const [app, passkeys] = [await this.factors.remove(id, ip, adminId), await this.passkeys.removeAllOf(id)];
+    const removed = app || passkeys > 0;
     if (removed) await this.webSessions.deleteAllOf(id);
     return removed;
   }

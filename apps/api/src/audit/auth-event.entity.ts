@@ -26,6 +26,8 @@ export type AuthEventType =
   | 'factor.totp_remove'
   | 'factor.recovery_codes_new'
   | 'factor.recovery_code_used'
+  | 'factor.passkey_add'
+  | 'factor.passkey_remove'
   | 'web.sudo'
   | 'account.email_change'
   | 'admin.clear_sign_in_block'

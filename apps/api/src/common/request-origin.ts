@@ -11,8 +11,10 @@ const WELL_FORMED_HOST = /^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::\d
  * DeviceLoginService.publicBase), so a CLI given `127.0.0.1` is not sent to `localhost`, where
  * the browser's cookies differ.
  */
-export const RequestOrigin = createParamDecorator((_data: unknown, ctx: ExecutionContext): string | undefined => {
-  const req = ctx.switchToHttp().getRequest<Request>();
+export function originOf(req: Request): string | undefined {
   const host = req.get('host');
   return host && WELL_FORMED_HOST.test(host) ? `${req.protocol}://${host.toLowerCase()}` : undefined;
-});
+}
+
+/** originOf as a route parameter. */
+export const RequestOrigin = createParamDecorator((_data: unknown, ctx: ExecutionContext): string | undefined => originOf(ctx.switchToHttp().getRequest<Request>()));

@@ -31,6 +31,8 @@ declare module 'express-session' {
     pendingSignIn?: { userId: string; at: number; next: string };
     /** When the person last proved who they are (sign-in, or a re-confirmation): sudo mode lasts SUDO_SECONDS from it. */
     sudoAt?: number;
+    /** The challenge of the passkey ceremony under way (registration or sign-in), used once. */
+    passkeyChallenge?: string;
     /** A TOTP key being set up, sealed, until its first code confirms it. */
     pendingTotp?: string;
     /** REQUIRE_SECOND_FACTOR: signed in without one; every page leads to setting it up. */

@@ -92,7 +92,7 @@ export class AuthPagesController {
     }
     await this.limits.signInSucceeded(account, req.ip ?? '', deviceCookie);
     const next = safeNext(field(req, 'next'), this.config.publicUrl);
-    if (await this.factors.hasTotp(user.id)) {
+    if (await this.factors.hasAny(user.id)) {
       // Half signed in, in this session only, for a few minutes: the code comes next.
       req.session.pendingSignIn = { userId: user.id, at: this.clock.now().getTime(), next };
       return res.redirect(303, '/login/code');
@@ -189,6 +189,7 @@ export class AuthPagesController {
       forDevice: next.startsWith('/device'),
       csrfToken: this.csrf.tokenFor(req),
       allowSignup: this.config.allowSignup,
+      passkeys: true,
     });
   }
 

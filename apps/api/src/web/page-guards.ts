@@ -165,7 +165,13 @@ export class PageRefusalFilter implements ExceptionFilter {
       return res.status(403).render('error', { title: heading, heading, message, account: accountOf(req, this.csrf) });
     }
     if (refusal instanceof SecondFactorRequired) return res.redirect(303, '/settings/security');
-    if (refusal instanceof SudoRequired) return this.sudo.render(req, res, 403, refusal.returnTo);
+    if (refusal instanceof SudoRequired) {
+      // A page's script (passkeys) asked: it sends the person to confirm, then back.
+      if (req.get('accept')?.includes('application/json')) {
+        return void res.status(403).json({ statusCode: 403, error: 'sudo_required', message: 'Confirm it is you first.', confirmAt: `/sudo?next=${encodeURIComponent(refusal.returnTo)}` });
+      }
+      return this.sudo.render(req, res, 403, refusal.returnTo);
+    }
     if (refusal instanceof EmailUnverified) {
       return res.status(403).render('verify-email-needed', { title: 'Confirm your e-mail address', next: refusal.returnTo, account: accountOf(req, this.csrf) });
     }

@@ -1,7 +1,11 @@
 import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
+import { PasskeyRefused, PasskeysService } from '../accounts/passkeys.service.js';
 import { SecondFactorsService, WrongCodeError } from '../accounts/second-factors.service.js';
+import { AppConfig } from '../config/app-config.js';
+import { webAuthnResponse, webAuthnSite } from './webauthn-site.js';
 import { Public } from '../auth/public.decorator.js';
 import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
@@ -16,7 +20,7 @@ import { SignInService } from './sign-in.service.js';
 /** How long the half-signed-in state (password right, code not yet given) lasts. */
 export const PENDING_SIGN_IN_SECONDS = 5 * 60;
 
-/** The second step of a sign-in for people with an authenticator app: its code, or a recovery code. */
+/** The second step of a sign-in for people with a second factor: the app's code, a recovery code, or a passkey. */
 @ApiExcludeController()
 @Public()
 @UseFilters(PageRefusalFilter)
@@ -29,12 +33,48 @@ export class SecondFactorPageController {
     private readonly csrf: CsrfService,
     private readonly clock: Clock,
     private readonly audit: AuditService,
+    private readonly passkeys: PasskeysService,
+    private readonly config: AppConfig,
   ) {}
 
   @Get()
-  page(@Req() req: Request, @Res() res: Response) {
+  async page(@Req() req: Request, @Res() res: Response) {
     if (!this.pending(req)) return res.redirect(303, '/login?code=expired');
-    this.render(req, res, 200);
+    await this.render(req, res, 200);
+  }
+
+  /** The second step with one of the person's passkeys (the page's script; JSON answers). */
+  @Post('passkey/options')
+  @HttpCode(200)
+  @UseGuards(CsrfGuard)
+  async passkeyOptions(@Req() req: Request, @Res() res: Response) {
+    const pending = this.pending(req);
+    if (!pending) return res.status(401).json({ statusCode: 401, error: 'unauthorized', message: 'That sign-in waited too long. Please sign in again.', next: '/login?code=expired' });
+    const options = await this.passkeys.authenticationOptions(webAuthnSite(req, this.config), pending.userId);
+    req.session.passkeyChallenge = options.challenge;
+    res.json(options);
+  }
+
+  @Post('passkey')
+  @HttpCode(200)
+  @UseGuards(CsrfGuard)
+  async passkey(@Req() req: Request, @Res() res: Response) {
+    const pending = this.pending(req);
+    const challenge = req.session.passkeyChallenge;
+    delete req.session.passkeyChallenge;
+    const response = webAuthnResponse<AuthenticationResponseJSON>(req);
+    const refuse = (message: string) => res.status(401).json({ statusCode: 401, error: 'unauthorized', message });
+    const user = pending && (await this.users.findById(pending.userId));
+    if (!pending || !user || user.disabledAt || !challenge || !response) return refuse('That took too long or was already used: please sign in again.');
+    try {
+      await this.passkeys.authenticate(response, challenge, webAuthnSite(req, this.config), user.id);
+    } catch (err) {
+      if (!(err instanceof PasskeyRefused)) throw err;
+      await this.audit.record('web.login_failed', { userId: user.id, ip: req.ip, detail: { reason: 'passkey refused' } });
+      return refuse(err.message);
+    }
+    await this.signIn.complete(req, res, toWebUser(user), 'passkey');
+    res.json({ next: pending.next });
   }
 
   @Post()
@@ -53,11 +93,11 @@ export class SecondFactorPageController {
     } catch (err) {
       if (err instanceof WrongCodeError) {
         await this.audit.record('web.login_failed', { userId: user.id, ip: req.ip, detail: { reason: 'wrong second-factor code' } });
-        return this.render(req, res, 401, 'That code is not right, or was used already. Codes change every 30 seconds.');
+        return await this.render(req, res, 401, 'That code is not right, or was used already. Codes change every 30 seconds.');
       }
       if (err instanceof TooManyRequests) {
         res.set('Retry-After', String(err.retryAfterSeconds));
-        return this.render(req, res, 429, err.message);
+        return await this.render(req, res, 429, err.message);
       }
       throw err;
     }
@@ -73,7 +113,9 @@ export class SecondFactorPageController {
     return undefined;
   }
 
-  private render(req: Request, res: Response, status: number, error?: string) {
-    res.status(status).render('login-code', { title: 'Enter your code', error, csrfToken: this.csrf.tokenFor(req) });
+  private async render(req: Request, res: Response, status: number, error?: string) {
+    const userId = req.session.pendingSignIn!.userId;
+    const [hasTotp, hasPasskey] = await Promise.all([this.factors.hasTotp(userId), this.passkeys.has(userId)]);
+    res.status(status).render('login-code', { title: hasTotp ? 'Enter your code' : 'Use your passkey', error, hasTotp, hasPasskey, passkeys: hasPasskey, csrfToken: this.csrf.tokenFor(req) });
   }
 }

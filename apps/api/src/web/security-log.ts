@@ -26,6 +26,8 @@ const WORDS: Partial<Record<AuthEventType, string>> = {
   'factor.totp_remove': 'Removed the authenticator app',
   'factor.recovery_codes_new': 'Made new recovery codes',
   'factor.recovery_code_used': 'Used a recovery code',
+  'factor.passkey_add': 'Added a passkey',
+  'factor.passkey_remove': 'Removed a passkey',
 };
 
 /** Shown types, for the query. */
@@ -37,7 +39,7 @@ export function describeEvent(event: { type: AuthEventType; detail: Record<strin
   const detail = event.detail;
   const parts = [
     typeof detail.reason === 'string' ? detail.reason : undefined,
-    detail.secondFactor === 'totp' ? 'with the app' : detail.secondFactor === 'recovery-code' ? 'with a recovery code' : undefined,
+    { totp: 'with the app', 'recovery-code': 'with a recovery code', passkey: 'with a passkey' }[String(detail.secondFactor)],
     typeof detail.browser === 'string' ? browserName(detail.browser) : undefined,
     typeof detail.label === 'string' ? `“${detail.label}”` : undefined,
   ].filter(Boolean);

@@ -2,6 +2,7 @@ import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from
 import { ApiExcludeController } from '@nestjs/swagger';
 import { utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
+import { PasskeysService } from '../accounts/passkeys.service.js';
 import { RECOVERY_CODE_COUNT, SecondFactorsService, WrongCodeError } from '../accounts/second-factors.service.js';
 import { AuditEventsRepository } from '../audit/audit-events.repository.js';
 import { Public } from '../auth/public.decorator.js';
@@ -15,7 +16,11 @@ import { describeEvent, SECURITY_LOG_TYPES } from './security-log.js';
 const EVENTS_PER_PAGE = 50;
 
 const DONE: Record<string, string> = {
-  removed: 'The authenticator app is removed: signing in asks for your password only.',
+  removed: 'The authenticator app is removed.',
+  'passkey-added': 'The passkey is added: use it to sign in, or as the second step after your password.',
+  'passkey-renamed': 'The passkey is renamed.',
+  'passkey-name-refused': 'A passkey’s name is 1 to 60 characters, without control characters.',
+  'passkey-removed': 'The passkey is removed.',
 };
 
 /** /settings/security: the authenticator app and recovery codes, and the person's own security log. */
@@ -28,6 +33,7 @@ const DONE: Record<string, string> = {
 export class SecurityPageController {
   constructor(
     private readonly factors: SecondFactorsService,
+    private readonly passkeys: PasskeysService,
     private readonly events: AuditEventsRepository,
     private readonly csrf: CsrfService,
     private readonly config: AppConfig,
@@ -105,6 +111,8 @@ export class SecurityPageController {
       wide: true,
       account: accountOf(req, this.csrf),
       hasTotp: await this.factors.hasTotp(user.id),
+      passkeys: true,
+      passkeyList: (await this.passkeys.list(user.id)).map((p) => ({ id: p.id, name: p.name, added: utcMinute(p.createdAt), lastUsed: p.lastUsedAt && utcMinute(p.lastUsedAt) })),
       recoveryCodesLeft: await this.factors.unusedRecoveryCodes(user.id),
       recoveryCodeCount: RECOVERY_CODE_COUNT,
       mustEnrol: req.session.mustEnrolSecondFactor === true,

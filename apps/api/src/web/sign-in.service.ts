@@ -35,7 +35,7 @@ export class SignInService {
    * audited with the browser and recorded for the admin list. With REQUIRE_SECOND_FACTOR, a
    * person without one is led to set it up.
    */
-  async complete(req: Request, res: Response, user: WebUser, secondFactor: 'totp' | 'recovery-code' | null): Promise<void> {
+  async complete(req: Request, res: Response, user: WebUser, secondFactor: 'totp' | 'recovery-code' | 'passkey' | null): Promise<void> {
     this.deviceCookies.issue(res, user.email);
     await this.logIn(req, user, { secondFactor: secondFactor !== null });
     const browser = req.get('user-agent')?.slice(0, 200) ?? null;

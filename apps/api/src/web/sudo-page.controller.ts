@@ -1,4 +1,4 @@
-import { Controller, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { AccountService, WrongPasswordError } from '../accounts/account.service.js';
@@ -8,14 +8,14 @@ import { Public } from '../auth/public.decorator.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
-import { field, safeNext } from './form.js';
+import { field, queryParam, safeNext } from './form.js';
 import { AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
 import { SudoPages } from './sudo-pages.js';
 
 /** Sudo mode: the signed-in person confirms who they are (password, or a code), and goes back where they were. */
 @ApiExcludeController()
 @Public()
-@UseGuards(SignedInGuard, CsrfGuard)
+@UseGuards(SignedInGuard)
 @AllowsWithoutSecondFactor()
 @UseFilters(PageRefusalFilter)
 @Controller('sudo')
@@ -29,8 +29,15 @@ export class SudoPageController {
     private readonly clock: Clock,
   ) {}
 
+  /** The same question asked from a link (a page's script sends the person here). */
+  @Get()
+  ask(@Req() req: Request, @Res() res: Response) {
+    return this.pages.render(req, res, 200, safeNext(queryParam(req, 'next'), this.config.publicUrl));
+  }
+
   @Post()
   @HttpCode(200)
+  @UseGuards(CsrfGuard)
   async confirm(@Req() req: Request, @Res() res: Response) {
     const next = safeNext(field(req, 'next'), this.config.publicUrl);
     const user = req.webUser!;

@@ -41,7 +41,7 @@ export class VerifyEmailPageController {
     }
     if (req.webUser?.id === user.id) {
       req.webUser.emailVerified = true;
-    } else if (await this.factors.hasTotp(user.id)) {
+    } else if (await this.factors.hasAny(user.id)) {
       // A link in a mail is one factor: with a second one set up, signing in asks for both.
       return res.redirect(303, `/login?email=verified&next=${encodeURIComponent(safeNext(queryParam(req, 'next'), this.config.publicUrl))}`);
     } else {

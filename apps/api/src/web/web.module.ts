@@ -18,6 +18,8 @@ import { SecondFactorPageController } from './second-factor-page.controller.js';
 import { SecurityPageController } from './security-page.controller.js';
 import { SudoPageController } from './sudo-page.controller.js';
 import { SudoPages } from './sudo-pages.js';
+import { PasskeysPageController } from './passkeys-page.controller.js';
+import { PasskeySignInController } from './passkey-sign-in.controller.js';
 import { VerifyEmailPageController } from './verify-email-page.controller.js';
 import { AdminClientPageController } from './admin-client-page.controller.js';
 import { PasswordPagesController } from './password-pages.controller.js';
@@ -55,7 +57,7 @@ class PageMiddleware implements NestMiddleware {
   imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule],
   controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController,
     AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
-    SecondFactorPageController, SudoPageController, SecurityPageController],
+    SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController],
   providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages],
 })
 export class WebModule implements NestModule {

@@ -17,6 +17,7 @@ import { ClientDisabled1795400000020 } from './1795400000020-client-disabled.js'
 import { AccountTokens1795400000021 } from './1795400000021-account-tokens.js';
 import { AccountStates1795400000022 } from './1795400000022-account-states.js';
 import { SecondFactors1795400000023 } from './1795400000023-second-factors.js';
+import { Passkeys1795400000024 } from './1795400000024-passkeys.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -34,4 +35,5 @@ export const MIGRATIONS = [
   AccountTokens1795400000021,
   AccountStates1795400000022,
   SecondFactors1795400000023,
+  Passkeys1795400000024,
 ];

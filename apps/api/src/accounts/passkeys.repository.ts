@@ -1,0 +1,77 @@
+import { Injectable } from '@nestjs/common';
+import { Sql } from '../database/sql.js';
+
+export interface PasskeyRow {
+  id: string;
+  userId: string;
+  credentialId: string;
+  publicKey: Buffer;
+  counter: number;
+  transports: string[];
+  name: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+const COLUMNS = `id, user_id AS "userId", credential_id AS "credentialId", public_key AS "publicKey", counter::float8 AS counter,
+                 transports, name, created_at AS "createdAt", last_used_at AS "lastUsedAt"`;
+
+/** Every statement on `passkeys`: each change one statement with its audit event. */
+@Injectable()
+export class PasskeysRepository {
+  constructor(private readonly sql: Sql) {}
+
+  listForUser(userId: string): Promise<PasskeyRow[]> {
+    return this.sql.rows(`SELECT ${COLUMNS} FROM passkeys WHERE user_id = $1 ORDER BY created_at`, [userId]);
+  }
+
+  async findByCredentialId(credentialId: string): Promise<PasskeyRow | undefined> {
+    const [row] = await this.sql.rows<PasskeyRow>(`SELECT ${COLUMNS} FROM passkeys WHERE credential_id = $1`, [credentialId]);
+    return row;
+  }
+
+  /** A new passkey, audited; false when that credential is registered already. */
+  async insert(p: Omit<PasskeyRow, 'id' | 'lastUsedAt'>, ip: string | null): Promise<boolean> {
+    const rows = await this.sql.rows(
+      `WITH added AS (
+         INSERT INTO passkeys (user_id, credential_id, public_key, counter, transports, name, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (credential_id) DO NOTHING RETURNING user_id
+       )
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT 'factor.passkey_add', user_id, $8, jsonb_build_object('label', $6::text), $7 FROM added RETURNING id`,
+      [p.userId, p.credentialId, p.publicKey, p.counter, p.transports, p.name, p.createdAt, ip],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Records a use with the authenticator's new signature counter, in one statement: refused
+   * (false) when the counter did not grow, which a cloned authenticator would show, unless the
+   * authenticator keeps none (zero both times, as synced passkeys do).
+   */
+  async recordUse(id: string, newCounter: number, now: Date): Promise<boolean> {
+    const rows = await this.sql.rows(
+      `UPDATE passkeys SET counter = $2, last_used_at = $3 WHERE id = $1 AND (counter < $2 OR (counter = 0 AND $2 = 0)) RETURNING id`,
+      [id, newCounter, now],
+    );
+    return rows.length > 0;
+  }
+
+  async rename(userId: string, id: string, name: string): Promise<boolean> {
+    return (await this.sql.count(`UPDATE passkeys SET name = $3 WHERE id = $2 AND user_id = $1`, [userId, id, name])) > 0;
+  }
+
+  /** Removes one of the person's passkeys, audited; false when it is not theirs. */
+  async remove(userId: string, id: string, now: Date, ip: string | null): Promise<boolean> {
+    const rows = await this.sql.rows(
+      `WITH gone AS (DELETE FROM passkeys WHERE id = $2 AND user_id = $1 RETURNING user_id, name)
+       INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT 'factor.passkey_remove', user_id, $4, jsonb_build_object('label', name), $3 FROM gone RETURNING id`,
+      [userId, id, now, ip],
+    );
+    return rows.length > 0;
+  }
+
+  /** Every passkey of the person (an admin's reset); how many. */
+  removeAllOf(userId: string): Promise<number> {
+    return this.sql.count(`DELETE FROM passkeys WHERE user_id = $1`, [userId]);
+  }
+}

@@ -1,0 +1,129 @@
+import { Injectable } from '@nestjs/common';
+import {
+  type AuthenticationResponseJSON,
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  type PublicKeyCredentialCreationOptionsJSON,
+  type PublicKeyCredentialRequestOptionsJSON,
+  type RegistrationResponseJSON,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+} from '@simplewebauthn/server';
+import { Clock } from '../common/clock.js';
+import { PasskeysRepository, type PasskeyRow } from './passkeys.repository.js';
+
+/** A passkey that could not be registered or used (its answer did not verify, it is unknown, or its counter went back). */
+export class PasskeyRefused extends Error {}
+
+/** Where the browser is: the origin the ceremony must come from, and the relying party id (its host name). */
+export interface WebAuthnSite {
+  origin: string;
+  rpId: string;
+}
+
+/** The most passkeys one person keeps. */
+export const MAX_PASSKEYS = 20;
+
+/**
+ * Passkeys (WebAuthn) with @simplewebauthn/server: registered from the security page, used to sign
+ * in alone (discoverable credentials, user verification required: the device's PIN or biometrics
+ * is the second factor) or as the second step after a password. Challenges live in the browser's
+ * session (the caller's), one at a time, used once.
+ */
+@Injectable()
+export class PasskeysService {
+  constructor(
+    private readonly passkeys: PasskeysRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  list(userId: string): Promise<PasskeyRow[]> {
+    return this.passkeys.listForUser(userId);
+  }
+
+  async has(userId: string): Promise<boolean> {
+    return (await this.passkeys.listForUser(userId)).length > 0;
+  }
+
+  /** Options for the browser to create a passkey for `user`; the caller keeps `challenge` in the session. */
+  async registrationOptions(user: { id: string; email: string; name: string }, site: WebAuthnSite): Promise<PublicKeyCredentialCreationOptionsJSON> {
+    const existing = await this.passkeys.listForUser(user.id);
+    if (existing.length >= MAX_PASSKEYS) throw new PasskeyRefused(`You have ${MAX_PASSKEYS} passkeys: remove one first.`);
+    return generateRegistrationOptions({
+      rpName: 'Prospect',
+      rpID: site.rpId,
+      userName: user.email,
+      userDisplayName: user.name,
+      userID: new TextEncoder().encode(user.id),
+      attestationType: 'none',
+      excludeCredentials: existing.map((p) => ({ id: p.credentialId, transports: p.transports })),
+      authenticatorSelection: { residentKey: 'required', userVerification: 'required' },
+    });
+  }
+
+  /** Verifies the browser's new credential against the challenge and keeps it. @throws PasskeyRefused */
+  async register(userId: string, response: RegistrationResponseJSON, challenge: string, site: WebAuthnSite, name: string, ip: string | null): Promise<void> {
+    const verified = await verifyRegistrationResponse({
+      response,
+      expectedChallenge: challenge,
+      expectedOrigin: site.origin,
+      expectedRPID: site.rpId,
+      requireUserVerification: true,
+    }).catch((err: unknown) => {
+      throw new PasskeyRefused(err instanceof Error ? err.message : 'The passkey could not be verified.');
+    });
+    if (!verified.verified) throw new PasskeyRefused('The passkey could not be verified.');
+    const { credential } = verified.registrationInfo;
+    const added = await this.passkeys.insert(
+      {
+        userId,
+        credentialId: credential.id,
+        publicKey: Buffer.from(credential.publicKey),
+        counter: credential.counter,
+        transports: credential.transports ?? [],
+        name,
+        createdAt: this.clock.now(),
+      },
+      ip,
+    );
+    if (!added) throw new PasskeyRefused('This passkey is registered already.');
+  }
+
+  /** Options to sign in with a passkey: any discoverable one, or (`userId`, a second step) one of theirs. */
+  async authenticationOptions(site: WebAuthnSite, userId?: string): Promise<PublicKeyCredentialRequestOptionsJSON> {
+    const allow = userId ? (await this.passkeys.listForUser(userId)).map((p) => ({ id: p.credentialId, transports: p.transports })) : undefined;
+    return generateAuthenticationOptions({ rpID: site.rpId, userVerification: 'required', allowCredentials: allow });
+  }
+
+  /**
+   * The person a passkey's assertion signs in (of `userId`, when given), after checking it against
+   * the challenge, its public key, the user verification and its counter. @throws PasskeyRefused
+   */
+  async authenticate(response: AuthenticationResponseJSON, challenge: string, site: WebAuthnSite, userId?: string): Promise<string> {
+    const passkey = typeof response?.id === 'string' ? await this.passkeys.findByCredentialId(response.id) : undefined;
+    if (!passkey || (userId && passkey.userId !== userId)) throw new PasskeyRefused('This passkey is not registered here.');
+    const verified = await verifyAuthenticationResponse({
+      response,
+      expectedChallenge: challenge,
+      expectedOrigin: site.origin,
+      expectedRPID: site.rpId,
+      credential: { id: passkey.credentialId, publicKey: new Uint8Array(passkey.publicKey), counter: passkey.counter, transports: passkey.transports as never },
+      requireUserVerification: true,
+    }).catch((err: unknown) => {
+      throw new PasskeyRefused(err instanceof Error ? err.message : 'The passkey could not be verified.');
+    });
+    if (!verified.verified) throw new PasskeyRefused('The passkey could not be verified.');
+    if (!(await this.passkeys.recordUse(passkey.id, verified.authenticationInfo.newCounter, this.clock.now()))) {
+      throw new PasskeyRefused('This passkey’s counter went back: it may have been copied. Remove it and register it again.');
+    }
+    return passkey.userId;
+  }
+
+  rename(userId: string, id: string, name: string): Promise<boolean> {
+    return this.passkeys.rename(userId, id, name);
+  }
+
+  remove(userId: string, id: string, ip: string | null): Promise<boolean> {
+    return this.passkeys.remove(userId, id, this.clock.now(), ip);
+  }
+}
