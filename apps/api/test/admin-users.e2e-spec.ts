@@ -204,7 +204,7 @@ describe('administering users', () => {
         await page.goto(`${api.baseUrl}/login?next=%2Fadmin%2Fusers`);
         await page.getByLabel('E-mail').fill(admin.email);
         await page.getByLabel('Password').fill(PASSWORD);
-        await Promise.all([page.waitForURL(/\/admin\/users$/), page.getByRole('button', { name: 'Sign in' }).click()]);
+        await Promise.all([page.waitForURL(/\/admin\/users$/), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
         await page.getByLabel('Find by name or e-mail').fill('Brook');
         await Promise.all([page.waitForURL(/q=Brook/), page.getByRole('button', { name: 'Search' }).click()]);
         expect(await page.getByRole('link', { name: 'Brook Browser' }).count()).toBe(1);

@@ -97,7 +97,7 @@ describe('password reset by e-mail', () => {
       await expect(page.getByRole('status').textContent()).resolves.toContain('Your password is changed');
       await page.getByLabel('E-mail').fill(user.email);
       await page.getByLabel('Password').fill(NEW_PASSWORD);
-      await Promise.all([page.waitForURL(/\/settings\/tokens/), page.getByRole('button', { name: 'Sign in' }).click()]);
+      await Promise.all([page.waitForURL(/\/settings\/tokens/), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
     } finally {
       await browser.close();
     }

@@ -124,6 +124,18 @@ describe('second factors', () => {
     }
   });
 
+  it('ending every session of a person ends a half-finished sign-in too', async () => {
+    const user = await createUser(api);
+    const signedIn = await signInAs(api, user.email, PASSWORD);
+    const { key } = await enrol(signedIn);
+    const halfway = await passwordStep(user.email);
+    expect((await halfway.send('GET', '/login/code')).status).toBe(200);
+    expect((await post(signedIn, '/settings/tokens', '/logout/everywhere')).status).toBe(303);
+    expect(await halfway.send('GET', '/login/code')).toMatchObject({ status: 303, location: '/login?code=expired' });
+    clock.advanceSeconds(30);
+    expect((await sendCode(halfway, codeFor(key, clock))).status).toBe(403); // its session, and so its form, are gone
+  });
+
   it('sudo mode: after SUDO_SECONDS, approving asks again in place and keeps the code', async () => {
     const user = await createUser(api);
     const web = await signInAs(api, user.email, PASSWORD);
@@ -168,7 +180,7 @@ describe('second factors', () => {
       await page.goto(`${api.baseUrl}/login?next=%2Fsettings%2Fsecurity`);
       await page.getByLabel('E-mail').fill(user.email);
       await page.getByLabel('Password').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
       await page.waitForURL(/\/settings\/security$/);
       await Promise.all([page.waitForLoadState(), page.getByRole('button', { name: 'Set up an authenticator app' }).click()]);
       const key = (await page.locator('code.totp-key').textContent())!;
@@ -184,10 +196,10 @@ describe('second factors', () => {
       await page.goto(`${api.baseUrl}/login`);
       await page.getByLabel('E-mail').fill(user.email);
       await page.getByLabel('Password').fill(PASSWORD);
-      await Promise.all([page.waitForURL(/\/login\/code$/), page.getByRole('button', { name: 'Sign in' }).click()]);
+      await Promise.all([page.waitForURL(/\/login\/code$/), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
       await page.screenshot({ path: `${SCREENSHOTS}login-code-phone.png`, fullPage: true });
       await page.getByLabel('Code').fill(codeFor(key, clock));
-      await Promise.all([page.waitForURL(/\/settings\/tokens$/), page.getByRole('button', { name: 'Sign in' }).click()]);
+      await Promise.all([page.waitForURL(/\/settings\/tokens$/), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
       await page.goto(`${api.baseUrl}/settings/security`);
       await page.screenshot({ path: `${SCREENSHOTS}security-phone.png`, fullPage: true });
     } finally {

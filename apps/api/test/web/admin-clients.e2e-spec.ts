@@ -240,7 +240,7 @@ describe('OAuth clients pages', () => {
       await page.goto(`${api.baseUrl}/admin/clients`);
       await page.getByLabel('E-mail').fill(admin.email);
       await page.getByLabel('Password').fill(PASSWORD);
-      await Promise.all([page.waitForURL((url) => url.pathname === '/admin/clients'), page.getByRole('button', { name: 'Sign in' }).click()]);
+      await Promise.all([page.waitForURL((url) => url.pathname === '/admin/clients'), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
 
       // The browser checks the id's rule before sending it.
       await page.getByLabel('Client id').fill('Warehouse Sync');
