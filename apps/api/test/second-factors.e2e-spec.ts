@@ -207,6 +207,32 @@ describe('second factors', () => {
     }
   });
 
+  it('in a real browser: sudo mode asks again on the approval page, and the code survives', async () => {
+    const user = await createUser(api);
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+      await page.goto(`${api.baseUrl}/login`);
+      await page.getByLabel('E-mail').fill(user.email);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await Promise.all([page.waitForURL(/\/settings\/tokens$/), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+      clock.advanceSeconds(2 * 3600 + 1);
+
+      const start = await startDeviceLogin(api);
+      await page.goto(`${api.baseUrl}/device?user_code=${start.userCode}`);
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await expect(page.textContent('main')).resolves.toContain('Confirm it’s you');
+      await page.screenshot({ path: `${SCREENSHOTS}sudo-phone.png`, fullPage: true });
+      await page.getByLabel('Password').fill(PASSWORD);
+      await Promise.all([page.waitForURL(new RegExp(`/device\\?user_code=${start.userCode}$`)), page.getByRole('button', { name: 'Confirm' }).click()]);
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await expect(page.textContent('main')).resolves.toContain('is signed in');
+      expect((await poll(api, start.deviceCode)).body.status).toBe('authorized');
+    } finally {
+      await browser.close();
+    }
+  });
+
   // Last: a second app in this process takes over passport's process-wide sign-in strategy.
   it('REQUIRE_SECOND_FACTOR: a person without one is led to set it up before anything else', async () => {
     const strict = await startTestApp({ clock, database: api.database, env: { REQUIRE_SECOND_FACTOR: 'true' } });
