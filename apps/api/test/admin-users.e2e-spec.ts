@@ -146,6 +146,13 @@ describe('administering users', () => {
     }
     expect((await patch(second.id, { admin: true })).body.admin).toBe(true);
     expect(await events('admin.user_role', second.id)).toHaveLength(2);
+
+    // Both changes of one PATCH in one transaction: all or nothing.
+    expect((await patch(admin.id, { disabled: true })).status).toBe(400); // not oneself, by the API either
+    const both = await patch(second.id, { admin: false, disabled: true });
+    expect(both.body).toMatchObject({ admin: false, disabled: true });
+    expect((await patch(admin.id, { admin: false }, adminToken)).status).toBe(409);
+    expect((await patch(second.id, { admin: true, disabled: false })).body).toMatchObject({ admin: true, disabled: false });
   });
 
   it('invites a person by mail: the link sets their password, verifies the address and signs them in, once', async () => {

@@ -87,11 +87,7 @@ export class AdminUsersController {
     @Ip() ip: string,
   ): Promise<AdminUser> {
     requireAdmin(caller);
-    let user = await this.admin.get(id);
-    if (body.admin !== undefined) user = await this.admin.setAdmin(id, body.admin, caller.user.id, ip);
-    if (body.disabled === true) user = await this.admin.disable(id, caller.user.id, ip);
-    if (body.disabled === false) user = await this.admin.enable(id, caller.user.id, ip);
-    return user;
+    return this.admin.update(id, body, caller.user.id, ip);
   }
 
   @Post(':id/reset-link')

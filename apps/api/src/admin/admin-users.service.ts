@@ -78,43 +78,33 @@ export class AdminUsersService {
   }
 
   /**
-   * Disables an account: in one transaction its every access token, refresh family and web
-   * session ends, and every replica's cache forgets its tokens (the users and tokens triggers).
-   * Not one's own account, not the last enabled admin.
+   * Disables or enables a person and/or makes or removes an administrator, in one transaction
+   * with its audit events. Disabling ends their every access token, refresh family and web
+   * session, and every replica's cache forgets their tokens (the users and tokens triggers).
+   * Nobody disables their own account, and the last enabled administrator stays one: the
+   * admins' rows are locked first, so two admins demoting each other at once leave one.
    * @throws AdminUserRefusal
    */
-  async disable(id: string, adminId: string, ip: string | null): Promise<AdminUser> {
-    if (id === adminId) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, 'You cannot disable your own account.');
-    const ended = await this.db.transaction(async (tx) => {
+  async update(id: string, changes: { disabled?: boolean; admin?: boolean }, adminId: string, ip: string | null): Promise<AdminUser> {
+    if (changes.disabled === true && id === adminId) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, 'You cannot disable your own account.');
+    await this.get(id);
+    const revoked = await this.db.transaction(async (tx) => {
       const admins = await this.users.lockAdmins(tx);
-      if (admins.includes(id) && admins.filter((other) => other !== id).length === 0) throw lastAdmin();
+      const staysAdmin = changes.admin !== false && changes.disabled !== true;
+      if (admins.includes(id) && !staysAdmin && admins.every((other) => other === id)) throw lastAdmin();
       const now = this.clock.now();
-      if (!(await this.users.setDisabled(tx, id, true, now, adminId, ip))) return null;
+      if (changes.admin !== undefined) await this.users.setRole(tx, id, changes.admin ? 'admin' : 'user', now, adminId, ip);
+      if (changes.disabled === false) await this.users.setDisabled(tx, id, false, now, adminId, ip);
+      if (changes.disabled !== true || !(await this.users.setDisabled(tx, id, true, now, adminId, ip))) return null;
       await this.accessTokens.lockFamiliesOfUser(tx, id);
       const tokens = await this.accessTokens.revokeAllOfUser(tx, id, now, ip);
       await this.webSessions.deleteAllOf(id, tx);
       return tokens;
     });
-    if (ended !== null) {
+    if (revoked !== null) {
       this.revocations.userRevoked(id);
-      this.metrics.token('revoked', ended);
+      this.metrics.token('revoked', revoked);
     }
-    return this.get(id);
-  }
-
-  /** @throws AdminUserRefusal 404 */
-  async enable(id: string, adminId: string, ip: string | null): Promise<AdminUser> {
-    await this.db.transaction((tx) => this.users.setDisabled(tx, id, false, this.clock.now(), adminId, ip));
-    return this.get(id);
-  }
-
-  /** Makes or removes an administrator; the last one stays. @throws AdminUserRefusal */
-  async setAdmin(id: string, admin: boolean, adminId: string, ip: string | null): Promise<AdminUser> {
-    await this.db.transaction(async (tx) => {
-      const admins = await this.users.lockAdmins(tx);
-      if (!admin && admins.length === 1 && admins[0] === id) throw lastAdmin();
-      await this.users.setRole(tx, id, admin ? 'admin' : 'user', this.clock.now(), adminId, ip);
-    });
     return this.get(id);
   }
 

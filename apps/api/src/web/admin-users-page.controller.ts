@@ -64,20 +64,20 @@ export class AdminUsersPageController {
   @Post(':id/disable')
   @UseGuards(CsrfGuard, SudoGuard)
   disable(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
-    return this.act(req, res, id, async () => (await this.admin.disable(id, req.webUser!.id, req.ip ?? null), 'disabled'));
+    return this.act(req, res, id, async () => (await this.admin.update(id, { disabled: true }, req.webUser!.id, req.ip ?? null), 'disabled'));
   }
 
   @Post(':id/enable')
   @UseGuards(CsrfGuard, SudoGuard)
   enable(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
-    return this.act(req, res, id, async () => (await this.admin.enable(id, req.webUser!.id, req.ip ?? null), 'enabled'));
+    return this.act(req, res, id, async () => (await this.admin.update(id, { disabled: false }, req.webUser!.id, req.ip ?? null), 'enabled'));
   }
 
   @Post(':id/admin')
   @UseGuards(CsrfGuard, SudoGuard)
   setAdmin(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string) {
     const admin = field(req, 'admin') === 'true';
-    return this.act(req, res, id, async () => (await this.admin.setAdmin(id, admin, req.webUser!.id, req.ip ?? null), admin ? 'admin' : 'user'));
+    return this.act(req, res, id, async () => (await this.admin.update(id, { admin }, req.webUser!.id, req.ip ?? null), admin ? 'admin' : 'user'));
   }
 
   @Post(':id/reset-link')
