@@ -81,6 +81,9 @@ describe('/api/admin/clients', () => {
     expect((await call('PATCH', `${CLIENTS}/nobody`, { name: 'x' })).status).toBe(404);
     expect((await call('PATCH', `${CLIENTS}/prospect-cli`, { allowedScopes: ['profile'] })).status).toBe(400);
     expect((await call('PATCH', `${CLIENTS}/prospect-cli`, { disabled: true })).status).toBe(400);
+    // One request, one transaction: a refused part leaves the rest unchanged.
+    expect((await call('PATCH', `${CLIENTS}/prospect-cli`, { name: 'Renamed then refused', disabled: true })).status).toBe(400);
+    expect((await api.dataSource.query(`SELECT name FROM oauth_clients WHERE id = 'prospect-cli'`))[0].name).not.toBe('Renamed then refused');
     expect((await call('DELETE', `${CLIENTS}/prospect-cli`)).status).toBe(400);
     const events = await api.dataSource.query(`SELECT type FROM auth_events WHERE user_id = $1 AND type LIKE 'oauth.client_%' ORDER BY id`, [admin.id]);
     expect(events.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(['oauth.client_register', 'oauth.client_update']));

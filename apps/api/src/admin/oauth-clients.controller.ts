@@ -63,7 +63,7 @@ export class OAuthClientsController {
   @ApiOperation({
     summary: 'Rename a client, change what it may ask for, or disable or enable it (admins).',
     description:
-      'Disabling refuses its new device logins (`invalid_client`), cancels those not redeemed and revokes every live token and refresh family it holds, in one transaction. The built-in client can be renamed only.',
+      'All the changes of one request happen in one transaction. Disabling refuses its new device logins (`invalid_client`), cancels those not redeemed and revokes every live token and refresh family it holds. The built-in client can be renamed only.',
   })
   @ApiJsonBody(UpdateClientRequestSchema)
   @ApiJsonResponse(200, 'The client as it is now.', AdminClientSchema)
@@ -75,10 +75,7 @@ export class OAuthClientsController {
     @Ip() ip: string,
   ): Promise<AdminClient> {
     requireAdmin(caller);
-    let client = body.name !== undefined || body.allowedScopes !== undefined ? await this.clients.update(id, body, caller.user.id, ip) : undefined;
-    if (body.disabled === true) client = (await this.clients.disable(id, caller.user.id, ip)).client;
-    if (body.disabled === false) client = await this.clients.enable(id, caller.user.id, ip);
-    return toAdminClient(client!);
+    return toAdminClient((await this.clients.change(id, body, caller.user.id, ip)).client);
   }
 
   @Delete(':id')

@@ -54,33 +54,44 @@ export class OAuthClientsService {
   }
 
   /**
-   * Renames a client or changes what it may ask for, audited. New sign-ins ask within the new
-   * scopes; grants made before keep theirs (disable the client to end them).
-   * @throws ApiException 404 for an unknown client, 400 for the built-in client's scopes.
+   * Any of: a new name, new allowed scopes, disabled or enabled; in one locked transaction, each
+   * change audited. New sign-ins ask within new scopes; grants made before keep theirs (disable
+   * the client to end them). Disabling: see disableIn. Enabling lets it start device logins again
+   * (what was revoked stays revoked).
+   * @returns the client as it is now and how many access tokens were revoked.
+   * @throws ApiException 404 for an unknown client, 400 for a change the built-in client does not take.
    */
-  async update(id: string, changes: { name?: string; allowedScopes?: readonly Scope[] }, adminId: string, ip: string | null): Promise<OAuthClient> {
+  change(
+    id: string,
+    changes: { name?: string; allowedScopes?: readonly Scope[]; disabled?: boolean },
+    adminId: string,
+    ip: string | null,
+  ): Promise<{ client: OAuthClient; revoked: number }> {
     return this.db.transaction(async (tx) => {
-      const client = await this.existing(tx, id);
-      if (changes.allowedScopes && client.builtIn) throw badRequest(`The scopes of ${id} are built in: it signs the CLI in, with everything the CLI does.`);
-      const next = { name: changes.name ?? client.name, allowedScopes: changes.allowedScopes?.join(' ') ?? client.allowedScopes };
-      await this.clients.update(tx, id, next);
-      await this.audit.record('oauth.client_update', { userId: adminId, ip, detail: { clientId: id, ...next } }, tx);
-      return { ...client, ...next };
+      let client = await this.existing(tx, id);
+      if (changes.name !== undefined || changes.allowedScopes !== undefined) {
+        if (changes.allowedScopes && client.builtIn) throw badRequest(`The scopes of ${id} are built in: it signs the CLI in, with everything the CLI does.`);
+        const next = { name: changes.name ?? client.name, allowedScopes: changes.allowedScopes?.join(' ') ?? client.allowedScopes };
+        await this.clients.update(tx, id, next);
+        await this.audit.record('oauth.client_update', { userId: adminId, ip, detail: { clientId: id, ...next } }, tx);
+        client = { ...client, ...next };
+      }
+      if (changes.disabled === true) return this.disableIn(tx, client, adminId, ip);
+      if (changes.disabled === false) {
+        await this.clients.update(tx, id, { disabledAt: null });
+        await this.audit.record('oauth.client_enable', { userId: adminId, ip, detail: { clientId: id } }, tx);
+        client = { ...client, disabledAt: null };
+      }
+      return { client, revoked: 0 };
     });
   }
 
   /**
-   * Disables a client in one locked transaction: it starts no device login (invalid_client), its
-   * logins not redeemed yet are cancelled, and every live token and refresh family it holds is
-   * revoked (every replica hears of it). A redeem racing with this either committed first (and its
-   * family is revoked here) or finds the client disabled. Idempotent.
-   * @returns the client and how many access tokens were revoked.
-   * @throws ApiException 404 for an unknown client, 400 for the built-in one.
+   * Disables a client in `tx`, locked: it starts no device login (invalid_client), its logins not
+   * redeemed yet are cancelled, and every live token and refresh family it holds is revoked (every
+   * replica hears of it). A redeem racing with this either committed first (and its family is
+   * revoked here) or finds the client disabled. Idempotent.
    */
-  disable(id: string, adminId: string, ip: string | null): Promise<{ client: OAuthClient; revoked: number }> {
-    return this.db.transaction(async (tx) => this.disableIn(tx, await this.existing(tx, id), adminId, ip));
-  }
-
   private async disableIn(tx: EntityManager, client: OAuthClient, adminId: string, ip: string | null): Promise<{ client: OAuthClient; revoked: number }> {
     if (client.builtIn) throw badRequest(`${client.id} is built in: the CLI signs in through it, so it cannot be disabled or deleted.`);
     const disabledAt = client.disabledAt ?? this.clock.now();
@@ -90,16 +101,6 @@ export class OAuthClientsService {
     for (const family of await this.deviceLogins.familiesWithLiveTokens(tx, client.id)) revoked += await this.tokens.revokeFamily(family, 'client disabled', ip, tx);
     await this.audit.record('oauth.client_disable', { userId: adminId, ip, detail: { clientId: client.id, cancelled, revoked } }, tx);
     return { client: { ...client, disabledAt }, revoked };
-  }
-
-  /** Lets a disabled client start device logins again (what was revoked stays revoked). Idempotent. */
-  async enable(id: string, adminId: string, ip: string | null): Promise<OAuthClient> {
-    return this.db.transaction(async (tx) => {
-      const client = await this.existing(tx, id);
-      await this.clients.update(tx, id, { disabledAt: null });
-      await this.audit.record('oauth.client_enable', { userId: adminId, ip, detail: { clientId: id } }, tx);
-      return { ...client, disabledAt: null };
-    });
   }
 
   /**

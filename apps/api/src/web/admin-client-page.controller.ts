@@ -50,20 +50,20 @@ export class AdminClientPageController {
     // The built-in client's scopes are not on its form: only its name changes.
     const checked = checkNameAndScopes(client.builtIn ? { ...typed, scopes: client.allowedScopes.split(' ') } : typed);
     if ('error' in checked) return res.status(400).render('admin-client', this.page(req, client, { error: checked.error, typed }));
-    await this.clients.update(id, client.builtIn ? { name: checked.name } : checked, req.webUser!.id, req.ip ?? null);
+    await this.clients.change(id, client.builtIn ? { name: checked.name } : checked, req.webUser!.id, req.ip ?? null);
     res.redirect(303, `/admin/clients/${encodeURIComponent(id)}?done=saved`);
   }
 
   @Post('disable')
   @UseGuards(CsrfGuard, SudoGuard)
   disable(@Param('id') id: string, @Req() req: Request, @Res() res: Response) {
-    return this.change(req, res, id, 'disabled', () => this.clients.disable(id, req.webUser!.id, req.ip ?? null));
+    return this.change(req, res, id, 'disabled', () => this.clients.change(id, { disabled: true }, req.webUser!.id, req.ip ?? null));
   }
 
   @Post('enable')
   @UseGuards(CsrfGuard, SudoGuard)
   enable(@Param('id') id: string, @Req() req: Request, @Res() res: Response) {
-    return this.change(req, res, id, 'enabled', () => this.clients.enable(id, req.webUser!.id, req.ip ?? null));
+    return this.change(req, res, id, 'enabled', () => this.clients.change(id, { disabled: false }, req.webUser!.id, req.ip ?? null));
   }
 
   /** Deleting asks first, without JavaScript: a page with what it ends and the button. */
