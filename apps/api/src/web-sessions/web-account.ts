@@ -1,3 +1,4 @@
+import type { Request } from 'express';
 import type { User, UserRole } from '../users/user.entity.js';
 
 /** The person a browser session is signed in as (passport's deserialized user). */
@@ -49,3 +50,10 @@ declare module 'express-serve-static-core' {
 
 /** Where passport keeps the signed-in person, apart from `req.user`, which the bearer guard owns. */
 export const WEB_USER_PROPERTY = 'webUser';
+
+/**
+ * Saves the session now, before a redirect (or an answer a page's script follows) is sent:
+ * express-session sends the headers first and saves after, so a browser following them at once
+ * could read the session as it was before this request changed it.
+ */
+export const saveSession = (req: Request) => new Promise<void>((resolve, reject) => req.session.save((err) => (err ? reject(err) : resolve())));

@@ -21,7 +21,7 @@ import { SignUpService } from '../accounts/sign-up.service.js';
 import { SecondFactorsService } from '../accounts/second-factors.service.js';
 import { Clock } from '../common/clock.js';
 import { VERIFY_LINK_HOURS } from '../accounts/email-verification.service.js';
-import { toWebUser, type WebUser } from '../web-sessions/web-account.js';
+import { toWebUser, type WebUser, saveSession } from '../web-sessions/web-account.js';
 
 
 /** "15 minutes", "40 seconds": how long a person must wait. */
@@ -95,6 +95,7 @@ export class AuthPagesController {
     if (await this.factors.hasAny(user.id)) {
       // Half signed in, in this session only, for a few minutes: the code comes next.
       req.session.pendingSignIn = { userId: user.id, at: this.clock.now().getTime(), next };
+      await saveSession(req);
       return res.redirect(303, '/login/code');
     }
     await this.signIn.complete(req, res, user, null);
@@ -134,6 +135,7 @@ export class AuthPagesController {
       await this.signIn.logIn(req, toWebUser(outcome));
       if (setupCode) {
         req.session.notice = 'Your account is ready, and you are the administrator of this Prospect: you can register OAuth clients and manage what others use. The setup code no longer works.';
+        await saveSession(req);
       }
       res.redirect(303, next);
     } catch (err) {

@@ -1,6 +1,7 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { saveSession } from '../web-sessions/web-account.js';
 import { EMAIL_CHANGE_LINK_HOURS, EmailChangeService, EmailTakenError, UnusableEmailChangeLinkError } from '../accounts/email-change.service.js';
 import { Public } from '../auth/public.decorator.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
@@ -25,6 +26,7 @@ export class EmailChangePageController {
       const { email } = await this.emailChange.confirm(queryParam(req, 'token'), req.ip ?? null);
       if (req.webUser) {
         req.session.notice = `Your e-mail address is now ${email}.`;
+        await saveSession(req);
         return res.redirect(303, '/settings/account');
       }
       return view(200, 'Your e-mail address is changed', `Your Prospect account's address is now ${email}: sign in with it from now on.`);

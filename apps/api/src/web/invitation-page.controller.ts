@@ -5,7 +5,7 @@ import { INVITATION_DAYS, InvitationsService, UnusableInvitationError } from '..
 import { Public } from '../auth/public.decorator.js';
 import { MIN_PASSWORD_LENGTH, UsersService } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
-import { toWebUser } from '../web-sessions/web-account.js';
+import { toWebUser, saveSession } from '../web-sessions/web-account.js';
 import { field, queryParam } from './form.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
@@ -50,6 +50,7 @@ export class InvitationPageController {
     if (!user || user.disabledAt) return res.redirect(303, '/login');
     await this.signIn.logIn(req, toWebUser(user));
     req.session.notice = 'Welcome to Prospect: your password is set.';
+    await saveSession(req);
     res.redirect(303, '/settings/tokens');
   }
 

@@ -3,6 +3,7 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import { hasUnsafeText } from '@prospect/contract';
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { Request, Response } from 'express';
+import { saveSession } from '../web-sessions/web-account.js';
 import { PasskeyRefused, PasskeysService } from '../accounts/passkeys.service.js';
 import { Public } from '../auth/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
@@ -66,6 +67,7 @@ export class PasskeysPageController {
     }
     // A passkey is a second factor: one who had to set one up is done.
     delete req.session.mustEnrolSecondFactor;
+    await saveSession(req);
     res.json({ next: '/settings/security?done=passkey-added' });
   }
 

@@ -12,7 +12,7 @@ import { Clock } from '../common/clock.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { UsersService } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
-import { toWebUser } from '../web-sessions/web-account.js';
+import { toWebUser, saveSession } from '../web-sessions/web-account.js';
 import { field } from './form.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
@@ -102,7 +102,10 @@ export class SecondFactorPageController {
       throw err;
     }
     await this.signIn.complete(req, res, toWebUser(user), used);
-    if (used === 'recovery-code') req.session.notice = 'You signed in with a recovery code: it no longer works. If your phone is lost, set up the app again and make new codes.';
+    if (used === 'recovery-code') {
+      req.session.notice = 'You signed in with a recovery code: it no longer works. If your phone is lost, set up the app again and make new codes.';
+      await saveSession(req);
+    }
     res.redirect(303, pending.next);
   }
 

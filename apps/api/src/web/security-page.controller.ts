@@ -2,6 +2,7 @@ import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from
 import { ApiExcludeController } from '@nestjs/swagger';
 import { utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
+import { saveSession } from '../web-sessions/web-account.js';
 import { PasskeysService } from '../accounts/passkeys.service.js';
 import { RECOVERY_CODE_COUNT, SecondFactorsService, WrongCodeError } from '../accounts/second-factors.service.js';
 import { AuditEventsRepository } from '../audit/audit-events.repository.js';
@@ -83,6 +84,7 @@ export class SecurityPageController {
   async remove(@Req() req: Request, @Res() res: Response) {
     await this.factors.remove(req.webUser!.id, req.ip ?? null);
     if (this.config.requireSecondFactor) req.session.mustEnrolSecondFactor = true;
+    await saveSession(req);
     res.redirect(303, '/settings/security?done=removed');
   }
 

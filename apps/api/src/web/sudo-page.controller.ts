@@ -1,6 +1,7 @@
 import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { saveSession } from '../web-sessions/web-account.js';
 import { AccountService, WrongPasswordError } from '../accounts/account.service.js';
 import { SecondFactorsService, WrongCodeError } from '../accounts/second-factors.service.js';
 import { AuditService } from '../audit/audit.service.js';
@@ -56,6 +57,7 @@ export class SudoPageController {
       throw err;
     }
     req.session.sudoAt = this.clock.now().getTime();
+    await saveSession(req);
     await this.audit.record('web.sudo', { userId: user.id, ip: req.ip, detail: { with: code ? 'code' : 'password' } });
     res.redirect(303, next);
   }

@@ -1,6 +1,7 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Render, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { saveSession } from '../web-sessions/web-account.js';
 import { hasUnsafeText, utcMinute } from '@prospect/contract';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
@@ -54,9 +55,7 @@ export class TokensPageController {
     const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null, ttlSeconds });
     // Kept until the redirect's page shows it, sealed under the session id, which the database never holds.
     req.session.newToken = seal(req.sessionID, req.webUser!.id, NEW_TOKEN, issued.accessToken).toString('base64url');
-    // Saved before the redirect is sent: express-session would send the headers first, and a
-    // browser following them at once could read the session before the token is in it.
-    await new Promise<void>((resolve, reject) => req.session.save((err) => (err ? reject(err) : resolve())));
+    await saveSession(req);
     res.redirect(303, '/settings/tokens');
   }
 

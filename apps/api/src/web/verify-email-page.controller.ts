@@ -8,7 +8,7 @@ import { AppConfig } from '../config/app-config.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { UsersService } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
-import { toWebUser } from '../web-sessions/web-account.js';
+import { toWebUser, saveSession } from '../web-sessions/web-account.js';
 import { field, queryParam, safeNext } from './form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
@@ -48,6 +48,7 @@ export class VerifyEmailPageController {
       await this.signIn.logIn(req, toWebUser(user));
     }
     req.session.notice = 'Your e-mail address is confirmed.';
+    await saveSession(req);
     res.redirect(303, safeNext(queryParam(req, 'next'), this.config.publicUrl));
   }
 
