@@ -8,7 +8,7 @@ import { dirname, join, relative } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { summarizeProfile, formatSummary } from './profile-summary.mjs';
-import { JSON_HEADERS, ROUTES, START_BODY, loads, seed } from './lib/data.mjs';
+import { JSON_HEADERS, ROUTES, START_BODY, loads, oidcLoads, seed } from './lib/data.mjs';
 import { countLines, cpuSeconds, freePort, machineInfo, readProcStatus, tail, waitReady } from './lib/processes.mjs';
 import { LABEL, report } from './lib/report.mjs';
 import { createSession, startApi } from './lib/session.mjs';
@@ -19,11 +19,13 @@ const STACK_SRC = join(BENCH_DIR, 'floor-stack/src/server.ts');
 // Git-ignored (dist/); at the same depth as src/, so the source's relative imports hold.
 const STACK_MAIN = join(BENCH_DIR, 'floor-stack/dist/server.mjs');
 const CLI_STARTUP = join(BENCH_DIR, 'cli-startup/run.mjs');
+const OIDC_MAIN = join(BENCH_DIR, 'oidc/server.mjs');
+const OIDC_CLIENT_ID = 'bench-cli';
 
 const env = process.env;
 const num = envNumbers(env);
 const ENDPOINT_NAMES = ['me', 'poll', 'start'];
-const TARGET_NAMES = ['api', 'floor', 'stack'];
+const TARGET_NAMES = ['api', 'floor', 'stack', 'oidc'];
 const FLOORS = ['floor', 'stack'];
 const settings = {
   databaseUrl: env.BENCH_DATABASE_URL || DEFAULT_DATABASE_URL,
@@ -35,6 +37,8 @@ const settings = {
   rounds: Math.max(1, num('BENCH_ROUNDS', 3)),
   tokens: num('BENCH_TOKENS', 10_000),
   deviceCodes: num('BENCH_DEVICE_CODES', 60_000),
+  // oidc-provider throttles no poll, so it needs no more codes than keep its rows apart.
+  oidcDeviceCodes: num('BENCH_OIDC_DEVICE_CODES', 10_000),
   // The production default. With 1 the API's 1 s jitter allowance disables throttling altogether.
   pollIntervalS: num('BENCH_POLL_INTERVAL', 5),
   endpoints: (env.BENCH_ENDPOINTS || ENDPOINT_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
@@ -51,7 +55,7 @@ settings.targets = TARGET_NAMES.filter((t) => settings.targets.includes(t));
 const floorsRun = FLOORS.filter((t) => settings.targets.includes(t));
 // Only a full, unprofiled run is a result worth recording.
 const isFullRun =
-  !settings.profile && settings.endpoints.length === 3 && settings.targets.length === 3 && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3 && !settings.rate;
+  !settings.profile && settings.endpoints.length === 3 && settings.targets.length === TARGET_NAMES.length && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3 && !settings.rate;
 const writeResults = env.BENCH_WRITE ? isYes(env.BENCH_WRITE) : isFullRun;
 
 const log = makeLog('bench');
@@ -221,6 +225,27 @@ async function main() {
 
   if (floorsRun.length) await parityCheck(urls, data);
 
+  // The peer: oidc-provider on the same database, seeding its own grant, tokens and device codes.
+  let oidcData;
+  if (settings.targets.includes('oidc')) {
+    const port = await freePort();
+    const seedOut = join(tmpDir, 'oidc-seed.json');
+    spawnedAt.oidc = Date.now();
+    servers.oidc = session.startChild(LABEL.oidc, [...profArgs('oidc'), OIDC_MAIN], {
+      ...env,
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      POOL_SIZE: '10',
+      TOKENS: String(settings.tokens),
+      DEVICE_CODES: String(settings.oidcDeviceCodes),
+      SEED_OUT: seedOut,
+    }, join(tmpDir, 'oidc'));
+    urls.oidc = `http://127.0.0.1:${port}`;
+    await waitReady(servers.oidc, `${urls.oidc}/healthz`, 300_000);
+    oidcData = JSON.parse(readFileSync(seedOut, 'utf8'));
+    log(`${LABEL.oidc} ready on :${port} (pid ${servers.oidc.pid}) after ${Date.now() - spawnedAt.oidc} ms, seeded ${oidcData.tokens.length} access tokens and ${oidcData.codes.length} pending device codes`);
+  }
+
   const minGapS = settings.pollIntervalS - 1; // the API forgives 1 s of jitter
   const pollNote =
     minGapS <= 0
@@ -234,7 +259,9 @@ async function main() {
     rss.api.sampled = Math.max(rss.api.sampled, readProcStatus(api.pid, 'VmRSS') ?? 0);
   }, 250);
 
-  const L = loads(data);
+  // The API and the floors share one rotation (a code comes round again only after every other one); the peer has its own.
+  const shared = loads(data);
+  const L = { api: shared, floor: shared, stack: shared, oidc: oidcData && oidcLoads(oidcData, OIDC_CLIENT_ID) };
   const results = {};
   const timeline = [];
   let peakPollRps = 0;
@@ -246,10 +273,10 @@ async function main() {
         // Same start for both: every token used just now, so neither load begins with a
         // backlog of 10,000 once-a-minute last_used_at writes the other one was spared.
         if (e === 'me') await db.query('UPDATE access_tokens SET last_used_at = now()').then(() => db.query('VACUUM access_tokens'));
-        if (settings.warmupS > 0) await cannon(urls[target], L[e], settings.warmupS);
+        if (settings.warmupS > 0) await cannon(urls[target], L[target][e], settings.warmupS);
         const loadStart = Date.now();
         const cpuBefore = cpuSeconds(server.pid);
-        const r = summarizeRun(await cannon(urls[target], L[e], settings.durationS));
+        const r = summarizeRun(await cannon(urls[target], L[target][e], settings.durationS));
         const cpuAfter = cpuSeconds(server.pid);
         // The server's own CPU per answered request: what the framework costs, less sensitive
         // than req/s to whatever else the shared cores are doing.
@@ -273,7 +300,7 @@ async function main() {
     log(`warning: poll ran at ${fmt(peakPollRps)} req/s; raise BENCH_DEVICE_CODES above ${fmt(peakPollRps * minGapS * 1.5)} to be sure no poll is throttled`);
   const api429 = results.poll?.api ? results.poll.api.reduce((a, r) => a + (r.codes['429'] ?? 0), 0) : undefined;
 
-  for (const t of floorsRun) await stopChild(servers[t]);
+  for (const t of [...floorsRun, ...(servers.oidc ? ['oidc'] : [])]) await stopChild(servers[t]);
   await stopChild(api);
   const logLines = countLines(`${api.logBase}.out.log`);
 
@@ -291,7 +318,7 @@ async function main() {
   }
 
   if (settings.profile) {
-    for (const label of ['api', ...floorsRun]) {
+    for (const label of ['api', ...floorsRun, ...(servers.oidc ? ['oidc'] : [])]) {
       const file = readdirSync(profileDir).find((f) => f === `${label}-${stamp}.cpuprofile`);
       if (!file) {
         log(`no profile written for ${label}`);

@@ -74,3 +74,29 @@ export function loads({ tokens, codes }) {
     },
   };
 }
+
+/** The peer's routes for the same three requests (bench/oidc): userinfo, its token endpoint with a pending device code, device authorization. */
+export const OIDC_ROUTES = { me: 'GET /me (userinfo)', poll: 'POST /token (device_code, pending)', start: 'POST /device/auth' };
+const FORM_HEADERS = { 'content-type': 'application/x-www-form-urlencoded' };
+
+/** autocannon requests for oidc-provider, rotating over its own seeded tokens and device codes. */
+export function oidcLoads({ tokens, codes }, clientId) {
+  let t = 0;
+  let c = 0;
+  return {
+    me: {
+      label: OIDC_ROUTES.me,
+      request: { method: 'GET', path: '/me', setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[t++ % tokens.length]}` } }) },
+    },
+    poll: {
+      label: OIDC_ROUTES.poll,
+      request: {
+        method: 'POST',
+        path: '/token',
+        headers: FORM_HEADERS,
+        setupRequest: (req) => ({ ...req, body: `grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code&client_id=${clientId}&device_code=${codes[c++ % codes.length]}` }),
+      },
+    },
+    start: { label: OIDC_ROUTES.start, request: { method: 'POST', path: '/device/auth', headers: FORM_HEADERS, body: `client_id=${clientId}&scope=openid` } },
+  };
+}

@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
+import { join } from 'node:path';
 import { ROOT, sleep } from './util.mjs';
 
 export const READY_TIMEOUT_MS = 60_000;
@@ -41,8 +42,8 @@ export function tail(file, lines = 15) {
   }
 }
 
-export async function waitReady(child, url) {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+export async function waitReady(child, url, timeoutMs = READY_TIMEOUT_MS) {
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`${child.label} exited during startup:\n${tail(`${child.logBase}.err.log`)}\n${tail(`${child.logBase}.out.log`)}`);
@@ -55,7 +56,7 @@ export async function waitReady(child, url) {
     }
     await sleep(200);
   }
-  throw new Error(`${child.label} not ready at ${url} within ${READY_TIMEOUT_MS / 1000} s:\n${tail(`${child.logBase}.err.log`)}`);
+  throw new Error(`${child.label} not ready at ${url} within ${timeoutMs / 1000} s:\n${tail(`${child.logBase}.err.log`)}`);
 }
 
 /** A `kB` field of /proc/<pid>/status (VmRSS, VmHWM, …) in bytes, or undefined. */
@@ -104,7 +105,7 @@ export function countLines(file) {
 }
 
 // ── machine ──────────────────────────────────────────────────────────────────
-const DIRTY_PATHS = ['apps/api', 'libs/contract', 'bench/floor', 'bench/floor-stack'];
+const DIRTY_PATHS = ['apps/api', 'libs/contract', 'bench/floor', 'bench/floor-stack', 'bench/oidc'];
 
 /** CPU, RAM, kernel, Node, Postgres, commit (`+ uncommitted changes` when any of `dirtyPaths` is), load average now. */
 export function machineInfo(pgVersion, dirtyPaths = DIRTY_PATHS) {
@@ -126,5 +127,6 @@ export function machineInfo(pgVersion, dirtyPaths = DIRTY_PATHS) {
     commit: `${git(['rev-parse', '--short', 'HEAD']) || 'unknown'}${dirty}`,
     // Anything else running shares the cores with the load; say how busy the machine was.
     loadBefore: os.loadavg()[0].toFixed(2),
+    oidcProvider: JSON.parse(readFileSync(join(ROOT, 'node_modules/oidc-provider/package.json'), 'utf8')).version,
   };
 }
