@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Ip, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Ip, Param, ParseUUIDPipe, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import {
   type AdminUser,
@@ -14,14 +14,12 @@ import {
 } from '@prospect/contract';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
-import { badRequest, forbidden, notFound } from '../common/api-exception.js';
+import { AdminsOnlyGuard } from './admins-only.guard.js';
+import { badRequest, notFound } from '../common/api-exception.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { AdminUsersService } from './admin-users.service.js';
 
-const requireAdmin = (caller: AuthPrincipal) => {
-  if (caller.user.role !== 'admin') throw forbidden('Only an admin may manage accounts.');
-};
 
 /** A page number from the query: 1 when absent; a 400 for anything but a whole number from 1 to 10,000. */
 function pageNumber(raw: unknown): number {
@@ -36,6 +34,7 @@ function pageNumber(raw: unknown): number {
 @ApiBearerAuth()
 @Controller('api/admin/users')
 @RequireScope('admin')
+@UseGuards(AdminsOnlyGuard)
 export class AdminUsersController {
   constructor(private readonly admin: AdminUsersService) {}
 
@@ -45,8 +44,7 @@ export class AdminUsersController {
   @ApiQuery({ name: 'page', required: false, description: 'From 1.' })
   @ApiJsonResponse(200, 'One page.', AdminUserPageSchema)
   @ApiErrors([400, 'A bad page or search.'], [401, 'No valid bearer token.'], [403, 'Not an admin, or the token lacks `admin`.'])
-  async list(@Principal() caller: AuthPrincipal, @Query('q') q: unknown, @Query('page') page: unknown): Promise<AdminUserPage> {
-    requireAdmin(caller);
+  async list(@Query('q') q: unknown, @Query('page') page: unknown): Promise<AdminUserPage> {
     if (q !== undefined && (typeof q !== 'string' || q.length > 320)) throw badRequest('q must be one piece of text of at most 320 characters.');
     return this.admin.list(q ?? '', pageNumber(page));
   }
@@ -58,7 +56,6 @@ export class AdminUsersController {
   @ApiJsonResponse(201, 'Invited.', AdminUserSchema)
   @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [409, 'The address has an account.'])
   async invite(@Principal() caller: AuthPrincipal, @Body(new ZodBodyPipe(InviteUserRequestSchema)) body: InviteUserRequest, @Ip() ip: string): Promise<AdminUser> {
-    requireAdmin(caller);
     return this.admin.invite(body, caller.user.id, ip);
   }
 
@@ -66,8 +63,7 @@ export class AdminUsersController {
   @ApiOperation({ summary: 'One person (admins).' })
   @ApiJsonResponse(200, 'The person.', AdminUserSchema)
   @ApiErrors([400, 'Not an id.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such account.'])
-  async get(@Principal() caller: AuthPrincipal, @Param('id', new ParseUUIDPipe()) id: string): Promise<AdminUser> {
-    requireAdmin(caller);
+  async get(@Param('id', new ParseUUIDPipe()) id: string): Promise<AdminUser> {
     return this.admin.get(id);
   }
 
@@ -86,7 +82,6 @@ export class AdminUsersController {
     @Body(new ZodBodyPipe(UpdateUserRequestSchema)) body: UpdateUserRequest,
     @Ip() ip: string,
   ): Promise<AdminUser> {
-    requireAdmin(caller);
     return this.admin.update(id, body, caller.user.id, ip);
   }
 
@@ -95,7 +90,6 @@ export class AdminUsersController {
   @ApiOperation({ summary: 'Mail the person a password-reset link (admins).' })
   @ApiErrors([400, 'The account is disabled.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such account.'])
   async sendResetLink(@Principal() caller: AuthPrincipal, @Param('id', new ParseUUIDPipe()) id: string, @Ip() ip: string): Promise<void> {
-    requireAdmin(caller);
     await this.admin.sendResetLink(id, caller.user.id, ip);
   }
 
@@ -104,7 +98,6 @@ export class AdminUsersController {
   @ApiOperation({ summary: "Remove the person's authenticator app and recovery codes, and end their web sessions (a lost phone; admins)." })
   @ApiErrors([401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such account, or it has no second factor.'])
   async removeSecondFactor(@Principal() caller: AuthPrincipal, @Param('id', new ParseUUIDPipe()) id: string, @Ip() ip: string): Promise<void> {
-    requireAdmin(caller);
     if (!(await this.admin.removeSecondFactor(id, caller.user.id, ip))) throw notFound('This account has no second factor.');
   }
 
@@ -114,7 +107,6 @@ export class AdminUsersController {
   @ApiJsonResponse(200, '`cleared` is true when there were failures to clear.', ClearSignInBlockResponseSchema)
   @ApiErrors([401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such account.'])
   async clearSignInBlock(@Principal() caller: AuthPrincipal, @Param('id', new ParseUUIDPipe()) id: string, @Ip() ip: string): Promise<ClearSignInBlockResponse> {
-    requireAdmin(caller);
     return { cleared: await this.admin.clearSignInBlock(id, caller.user.id, ip) };
   }
 }

@@ -87,7 +87,7 @@ export class AdminUsersService {
    */
   async update(id: string, changes: { disabled?: boolean; admin?: boolean }, adminId: string, ip: string | null): Promise<AdminUser> {
     if (changes.disabled === true && id === adminId) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, 'You cannot disable your own account.');
-    await this.get(id);
+    if (!(await this.users.findById(id))) throw notFound();
     const revoked = await this.db.transaction(async (tx) => {
       const admins = await this.users.lockAdmins(tx);
       const staysAdmin = changes.admin !== false && changes.disabled !== true;
@@ -110,8 +110,9 @@ export class AdminUsersService {
 
   /** Mails the person a password-reset link. @throws AdminUserRefusal 404 */
   async sendResetLink(id: string, adminId: string, ip: string | null): Promise<void> {
-    const user = await this.get(id);
-    if (user.disabled) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, 'This account is disabled: enable it before sending it a reset link.');
+    const user = await this.users.findById(id);
+    if (!user) throw notFound();
+    if (user.disabledAt) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, 'This account is disabled: enable it before sending it a reset link.');
     if (!(await this.resets.sendLinkTo(id))) throw notFound();
     await this.audit.record('admin.user_reset_link', { userId: adminId, ip, detail: { accountId: id } });
   }
@@ -122,7 +123,7 @@ export class AdminUsersService {
    * REQUIRE_SECOND_FACTOR). @throws AdminUserRefusal 404
    */
   async removeSecondFactor(id: string, adminId: string, ip: string | null): Promise<boolean> {
-    await this.get(id);
+    if (!(await this.users.findById(id))) throw notFound();
     const [app, passkeys] = [await this.factors.remove(id, ip, adminId), await this.passkeys.removeAllOf(id)];
     const removed = app || passkeys > 0;
     if (removed) await this.webSessions.deleteAllOf(id);
@@ -131,7 +132,8 @@ export class AdminUsersService {
 
   /** Lifts the account's sign-in block; whether it had failures counted. @throws AdminUserRefusal 404 */
   async clearSignInBlock(id: string, adminId: string, ip: string | null): Promise<boolean> {
-    const user = await this.get(id);
+    const user = await this.users.findById(id);
+    if (!user) throw notFound();
     return this.signInBlocks.clear(user.email, adminId, ip);
   }
 

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Ip, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Ip, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   type AdminClient,
@@ -12,7 +12,7 @@ import {
 import * as z from 'zod/mini';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
-import { forbidden } from '../common/api-exception.js';
+import { AdminsOnlyGuard } from './admins-only.guard.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import type { OAuthClient } from '../oauth/oauth-client.entity.js';
@@ -27,15 +27,13 @@ const toAdminClient = (client: OAuthClient): AdminClient => ({
   createdAt: client.createdAt.toISOString(),
 });
 
-const requireAdmin = (caller: AuthPrincipal) => {
-  if (caller.user.role !== 'admin') throw forbidden('Only an admin may manage OAuth clients.');
-};
 
 /** The OAuth clients as admins manage them on /admin/clients, as a JSON API (an admin's bearer token). */
 @ApiTags('admin')
 @ApiBearerAuth()
 @Controller('api/admin/clients')
 @RequireScope('admin')
+@UseGuards(AdminsOnlyGuard)
 export class OAuthClientsController {
   constructor(private readonly clients: OAuthClientsService) {}
 
@@ -43,8 +41,7 @@ export class OAuthClientsController {
   @ApiOperation({ summary: 'Every OAuth client, built-in first (admins).' })
   @ApiJsonResponse(200, 'The clients.', z.array(AdminClientSchema))
   @ApiErrors([401, 'No valid bearer token.'], [403, 'The bearer is not an admin, or the token lacks `admin`.'])
-  async list(@Principal() caller: AuthPrincipal): Promise<AdminClient[]> {
-    requireAdmin(caller);
+  async list(): Promise<AdminClient[]> {
     return (await this.clients.list()).map(toAdminClient);
   }
 
@@ -55,7 +52,6 @@ export class OAuthClientsController {
   @ApiJsonResponse(201, 'Registered.', AdminClientSchema)
   @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [409, 'The id is taken.'])
   async register(@Principal() caller: AuthPrincipal, @Body(new ZodBodyPipe(RegisterClientRequestSchema)) body: RegisterClientRequest, @Ip() ip: string): Promise<AdminClient> {
-    requireAdmin(caller);
     return toAdminClient(await this.clients.register(body, caller.user.id, ip));
   }
 
@@ -74,7 +70,6 @@ export class OAuthClientsController {
     @Body(new ZodBodyPipe(UpdateClientRequestSchema)) body: UpdateClientRequest,
     @Ip() ip: string,
   ): Promise<AdminClient> {
-    requireAdmin(caller);
     return toAdminClient((await this.clients.change(id, body, caller.user.id, ip)).client);
   }
 
@@ -83,7 +78,6 @@ export class OAuthClientsController {
   @ApiOperation({ summary: 'Delete a client: its tokens revoked, its device logins and itself removed (admins). The built-in client cannot be.' })
   @ApiErrors([400, 'The built-in client.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such client.'])
   async remove(@Principal() caller: AuthPrincipal, @Param('id') id: string, @Ip() ip: string): Promise<void> {
-    requireAdmin(caller);
     await this.clients.remove(id, caller.user.id, ip);
   }
 }

@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Ip, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, Ip, Post, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   type ClearSignInBlockRequest,
@@ -6,17 +6,18 @@ import {
   type ClearSignInBlockResponse,
   ClearSignInBlockResponseSchema,
 } from '@prospect/contract';
-import { forbidden } from '../common/api-exception.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { SignInBlocksService } from './sign-in-blocks.service.js';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
+import { AdminsOnlyGuard } from './admins-only.guard.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
 @Controller('api/admin/sign-in-blocks')
 @RequireScope('admin')
+@UseGuards(AdminsOnlyGuard)
 export class SignInBlocksController {
   constructor(private readonly blocks: SignInBlocksService) {}
 
@@ -35,7 +36,6 @@ export class SignInBlocksController {
     @Body(new ZodBodyPipe(ClearSignInBlockRequestSchema)) body: ClearSignInBlockRequest,
     @Ip() ip: string,
   ): Promise<ClearSignInBlockResponse> {
-    if (caller.user.role !== 'admin') throw forbidden("Only an admin may clear an account's sign-in block.");
     return { cleared: await this.blocks.clear(body.email, caller.user.id, ip) };
   }
 }

@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../database/sql.js';
 import { conflict } from '../common/api-exception.js';
 import { AppConfig } from '../config/app-config.js';
+import { Clock } from '../common/clock.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password.js';
 import { AdminSetupCodes, InvalidSetupCodeError } from './admin-setup-codes.js';
 import type { User } from './user.entity.js';
@@ -22,6 +23,7 @@ export class UsersService implements OnApplicationBootstrap {
     private readonly users: UsersRepository,
     private readonly config: AppConfig,
     private readonly adminSetup: AdminSetupCodes,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -65,7 +67,7 @@ export class UsersService implements OnApplicationBootstrap {
    */
   async create(input: { email: string; name: string; password?: string; role?: User['role']; emailVerified?: boolean }, manager?: EntityManager): Promise<User> {
     const passwordHash = input.password ? await hashPassword(input.password) : null;
-    return this.insert({ ...input, passwordHash, role: input.role ?? 'user', emailVerifiedAt: input.emailVerified ? new Date() : null }, manager);
+    return this.insert({ ...input, passwordHash, role: input.role ?? 'user', emailVerifiedAt: input.emailVerified ? this.clock.now() : null }, manager);
   }
 
   /**
@@ -94,7 +96,7 @@ export class UsersService implements OnApplicationBootstrap {
 
   /** A password sign-in succeeded (the admin list shows when). */
   recordSignIn(id: string): Promise<void> {
-    return this.users.recordSignIn(id, new Date());
+    return this.users.recordSignIn(id, this.clock.now());
   }
 
   /** The user for these credentials, or null; takes the same time whether the e-mail exists or not. */

@@ -76,13 +76,8 @@ export class AccountPageController {
     if (!looksLikeEmail(newEmail) || newEmail.length > 320 || hasUnsafeText(newEmail)) {
       return this.render(req, res, 400, { emailError: 'Please enter a valid e-mail address.', typedEmail: newEmail });
     }
-    try {
-      const refused = await this.refusal(req, res, 'emailError', () => this.emailChange.request(req.webUser!, newEmail, field(req, 'password'), req.ip ?? null));
-      if (refused) return;
-    } catch (err) {
-      if (!(err instanceof SameEmailError)) throw err;
-      return this.render(req, res, 400, { emailError: 'That is your address already.', typedEmail: newEmail });
-    }
+    const refused = await this.refusal(req, res, 'emailError', () => this.emailChange.request(req.webUser!, newEmail, field(req, 'password'), req.ip ?? null));
+    if (refused) return;
     this.render(req, res, 200, { emailSent: normalizeEmail(newEmail) });
   }
 
@@ -106,6 +101,8 @@ export class AccountPageController {
     } catch (err) {
       if (err instanceof WrongPasswordError) {
         this.render(req, res, 400, { [slot]: slot === 'passwordError' ? 'Your current password is not right.' : 'That password is not right.' });
+      } else if (err instanceof SameEmailError) {
+        this.render(req, res, 400, { [slot]: 'That is your address already.' });
       } else if (err instanceof LastAdminError) {
         this.render(req, res, 409, { [slot]: 'You are the only administrator. Make someone else an administrator first, so that this service keeps one.' });
       } else if (err instanceof TooManyRequests) {

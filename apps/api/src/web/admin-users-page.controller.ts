@@ -7,7 +7,7 @@ import { AdminUserRefusal, AdminUsersService } from '../admin/admin-users.servic
 import { Public } from '../auth/public.decorator.js';
 import { ApiException } from '../common/api-exception.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
-import { field, queryParam } from './form.js';
+import { field, pageParam, queryParam } from './form.js';
 import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
 
 const DONE: Record<string, string> = {
@@ -113,8 +113,7 @@ export class AdminUsersPageController {
 
   private async renderList(req: Request, res: Response, status: number, notice: { invited?: string; error?: string; typed?: { name: string; email: string } }) {
     const q = queryParam(req, 'q').trim().slice(0, 320);
-    const requested = Number(queryParam(req, 'page'));
-    const page = Number.isInteger(requested) && requested >= 1 && requested <= 10_000 ? requested : 1;
+    const page = pageParam(req);
     const list = await this.admin.list(hasUnsafeText(q) ? '' : q, page);
     const pages = Math.max(1, Math.ceil(list.total / list.perPage));
     const link = (to: number) => new URLSearchParams({ ...(q ? { q } : {}), page: String(to) }).toString();

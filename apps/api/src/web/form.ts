@@ -44,3 +44,9 @@ export function safeNext(value: string, publicUrl: string): string {
   // `/.//host` resolves on our origin to the path `//host`, which a browser reads as another host.
   return target.origin === site.origin && !target.pathname.startsWith('//') ? target.pathname + target.search : AFTER_SIGN_IN;
 }
+
+/** The `page` of a paged list (from 1): anything else, or nothing, is the first page. */
+export function pageParam(req: Request): number {
+  const page = Number(queryParam(req, 'page'));
+  return Number.isInteger(page) && page >= 1 && page <= 10_000 ? page : 1;
+}

@@ -10,7 +10,7 @@ import { Public } from '../auth/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
-import { field, queryParam } from './form.js';
+import { field, pageParam, queryParam } from './form.js';
 import { accountOf, AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
 import { describeEvent, SECURITY_LOG_TYPES } from './security-log.js';
 
@@ -103,8 +103,7 @@ export class SecurityPageController {
     notice: { done?: string; enrolment?: { key: string; qrDataUrl: string }; enrolError?: string; codes?: string[]; enrolled?: boolean },
   ) {
     const user = req.webUser!;
-    const requested = Number(queryParam(req, 'page'));
-    const page = Number.isInteger(requested) && requested >= 1 && requested <= 10_000 ? requested : 1;
+    const page = pageParam(req);
     const events = await this.events.listForUser(user.id, SECURITY_LOG_TYPES, EVENTS_PER_PAGE + 1, (page - 1) * EVENTS_PER_PAGE);
     res.status(status).render('security', {
       title: 'Security',
