@@ -1,7 +1,11 @@
 import { createHash } from 'node:crypto';
 import { ROUTES } from '@prospect/contract';
+import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import supertest from 'supertest';
+import { Sql } from '../src/database/sql.js';
 import { DeviceLoginService } from '../src/device-login/device-login.service.js';
+import { LeasedLimiter } from '../src/rate-limits/leased-limiter.js';
+import { startPrefetch } from '../src/rate-limits/rate-limits.js';
 import { createUser } from './support/fixtures.js';
 import { post } from './support/http.js';
 import { type Replica, startReplica, startTestApp, type TestApp } from './support/test-app.js';
@@ -144,5 +148,75 @@ describe('rate limits', () => {
     const limited = await agent.post('/device/approve').type('form').send({ _csrf: formToken, user_code: start.userCode });
     expect(limited.status).toBe(429);
     expect(limited.text).toContain('Too many wrong codes');
+  });
+
+  describe('a hot limit claimed in batches (LeasedLimiter, the start limit)', () => {
+    /** rate-limiter-flexible's store on the app's table, counting the claims (upserts) it makes. */
+    class CountedStore extends RateLimiterPostgres {
+      claims = 0;
+      override consume(key: string | number, points?: number) {
+        this.claims++;
+        return super.consume(key, points);
+      }
+    }
+    let prefixes = 0;
+    /** Two "replicas" of one limit: separate leases, one shared counter. */
+    const replicasOf = (points: number, duration: number, tableName = 'rate_limits') => {
+      const keyPrefix = `test-leased-${Date.now()}-${prefixes++}`;
+      return [0, 1].map(() => {
+        const store = new CountedStore({ storeClient: api.app.get(Sql).poolForLibraries, storeType: 'pool', tableName, tableCreated: true, clearExpiredByTimeout: false, keyPrefix, points, duration });
+        return { store, limiter: new LeasedLimiter(store, startPrefetch(points)) };
+      });
+    };
+    const outcomes = (tries: Promise<void>[]) => Promise.allSettled(tries);
+    const admitted = (results: PromiseSettledResult<void>[]) => results.filter((r) => r.status === 'fulfilled').length;
+
+    it('admits no more than the limit across replicas from 1,000 requests at once, in few claims', async () => {
+      const replicas = replicasOf(640, 60);
+      const claims = () => replicas.reduce((sum, r) => sum + r.store.claims, 0);
+      const round = (n: number) => outcomes(Array.from({ length: n }, (_, i) => replicas[i % 2]!.limiter.consume('one-address')));
+      const first = await round(1_000);
+      expect(admitted(first)).toBeLessThanOrEqual(640);
+      for (const refused of first.filter((r) => r.status === 'rejected')) {
+        expect(refused.reason).toBeInstanceOf(RateLimiterRes);
+        expect((refused.reason as RateLimiterRes).msBeforeNext).toBeGreaterThan(0);
+        expect((refused.reason as RateLimiterRes).msBeforeNext).toBeLessThanOrEqual(60_000);
+      }
+      expect(claims()).toBeLessThan(50); // requests waiting together share a claim; a claim also fetches 20 ahead
+      // A replica may still hold points it claimed ahead (at most its prefetch, 20): they are used next, and never more than the limit.
+      const second = await round(100);
+      expect(admitted(first) + admitted(second)).toBeLessThanOrEqual(640);
+      expect(admitted(first) + admitted(second)).toBeGreaterThanOrEqual(640 - 2 * startPrefetch(640));
+      // Used up: each replica has heard so, and refuses the address without asking Postgres.
+      const claimsSoFar = claims();
+      expect(admitted(await round(100))).toBe(0);
+      expect(claims()).toBe(claimsSoFar);
+    });
+
+    it('counts exactly with no prefetch (the default limit of 30)', async () => {
+      expect(startPrefetch(30)).toBe(0);
+      const replicas = replicasOf(30, 60);
+      const results = await outcomes(Array.from({ length: 100 }, (_, i) => replicas[i % 2]!.limiter.consume('one-address')));
+      expect(admitted(results)).toBe(30);
+      const other = await replicas[1]!.limiter.consume('another-address').then(() => 'admitted');
+      expect(other).toBe('admitted');
+    });
+
+    it('admits again once the window has ended', async () => {
+      const { limiter } = replicasOf(2, 1)[0]!;
+      const results = await outcomes([limiter.consume('k'), limiter.consume('k'), limiter.consume('k')]);
+      expect(admitted(results)).toBe(2);
+      const refusal = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      await new Promise((resolve) => setTimeout(resolve, (refusal.reason as RateLimiterRes).msBeforeNext + 50));
+      await expect(limiter.consume('k')).resolves.toBeUndefined();
+    });
+
+    it("gives a failed claim's error to every request waiting on it, and claims again for the next", async () => {
+      const { limiter, store } = replicasOf(30, 60, 'no_such_table')[0]!;
+      const results = await outcomes(Array.from({ length: 10 }, () => limiter.consume('k')));
+      for (const r of results) expect(r.status === 'rejected' && !(r.reason instanceof RateLimiterRes) && String(r.reason)).toContain('no_such_table');
+      await expect(limiter.consume('k')).rejects.toThrow('no_such_table');
+      expect(store.claims).toBe(3); // the first request's claim, one for the nine that waited on it, one for the last
+    });
   });
 });
