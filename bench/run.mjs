@@ -5,10 +5,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import autocannon from 'autocannon';
 import pg from 'pg';
 import { summarizeProfile, formatSummary } from './profile-summary.mjs';
 import { JSON_HEADERS, ROUTES, START_BODY, loads, oidcLoads, seed } from './lib/data.mjs';
+import { cannon, summarizeRun } from './lib/load.mjs';
 import { countLines, cpuSeconds, freePort, machineInfo, readProcStatus, tail, waitReady } from './lib/processes.mjs';
 import { LABEL, report } from './lib/report.mjs';
 import { createSession, startApi } from './lib/session.mjs';
@@ -66,44 +66,8 @@ let sampler;
 session.onCleanup(() => clearInterval(sampler));
 const stopChild = (child) => session.stopChild(child);
 
-// ── load ─────────────────────────────────────────────────────────────────────
-function cannon(url, load, seconds) {
-  return new Promise((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url,
-        connections: settings.connections,
-        duration: seconds,
-        requests: [load.request],
-        timeout: 10,
-        ...(settings.rate ? { overallRate: settings.rate } : {}),
-      },
-      (err, result) => {
-        clearTimeout(guard);
-        if (err) reject(err);
-        else resolve(result);
-      },
-    );
-    // Bounded, whatever happens to the server.
-    const guard = setTimeout(() => instance.stop(), (seconds + 20) * 1000);
-  });
-}
-
-function summarizeRun(result) {
-  const codes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([k, v]) => [k, v.count]));
-  return {
-    rps: result.requests.total / result.duration,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    max: result.latency.max,
-    total: result.requests.total,
-    non2xx: result.non2xx,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    codes,
-  };
-}
-
+// ── load (bench/lib/load.mjs) ────────────────────────────────────────────────
+const load = (url, request, seconds) => cannon(url, request, seconds, { connections: settings.connections, rate: settings.rate });
 
 // ── the floors answer what the API answers ───────────────────────────────────
 // `urls` has the API and every floor that runs; each floor is compared with the API.
@@ -273,10 +237,10 @@ async function main() {
         // Same start for both: every token used just now, so neither load begins with a
         // backlog of 10,000 once-a-minute last_used_at writes the other one was spared.
         if (e === 'me') await db.query('UPDATE access_tokens SET last_used_at = now()').then(() => db.query('VACUUM access_tokens'));
-        if (settings.warmupS > 0) await cannon(urls[target], L[target][e], settings.warmupS);
+        if (settings.warmupS > 0) await load(urls[target], L[target][e], settings.warmupS);
         const loadStart = Date.now();
         const cpuBefore = cpuSeconds(server.pid);
-        const r = summarizeRun(await cannon(urls[target], L[target][e], settings.durationS));
+        const r = summarizeRun(await load(urls[target], L[target][e], settings.durationS));
         const cpuAfter = cpuSeconds(server.pid);
         // The server's own CPU per answered request: what the framework costs, less sensitive
         // than req/s to whatever else the shared cores are doing.

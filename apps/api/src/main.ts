@@ -1,4 +1,8 @@
-import { createLogger } from './logging/logger.js';
+import { NestFactory } from '@nestjs/core';
+import type { Logger } from 'pino';
+import { AppModule } from './app.module.js';
+import { createLogger, PinoNestLogger } from './logging/logger.js';
+import { RetentionService } from './retention/retention.service.js';
 import { AppConfig, ConfigError } from './config/app-config.js';
 import { createApp } from './bootstrap.js';
 import { DatabaseInfo } from './database/database-info.js';
@@ -13,13 +17,19 @@ import type { EmbeddedPostgres } from './database/embedded-postgres.js';
 /** Connections to a Postgres server: enough to keep 2 cores busy, few enough for many replicas. */
 const SERVER_POOL_SIZE = 10;
 
-/** `main.js` serves; `main.js migrate` applies pending migrations, `main.js setup-code` prints a new admin setup code, and both exit. */
-const COMMANDS = ['migrate', 'setup-code'];
+/**
+ * `main.js` serves; `main.js migrate` applies pending migrations, `main.js setup-code` prints a new
+ * admin setup code, `main.js purge` runs the hourly retention purge once (after a large import, or
+ * from a scheduler of its own); each then exits.
+ */
+const COMMANDS = ['migrate', 'setup-code', 'purge'];
 
 async function main(): Promise<void> {
   const command = process.argv[2];
   if (command !== undefined && !COMMANDS.includes(command)) {
-    process.stderr.write(`Unknown command: ${command}. Run without one to serve, \`migrate\` to apply pending migrations, or \`setup-code\` for a new admin setup code.\n`);
+    process.stderr.write(
+      `Unknown command: ${command}. Run without one to serve, \`migrate\` to apply pending migrations, \`setup-code\` for a new admin setup code, or \`purge\` to delete what retention keeps no longer.\n`,
+    );
     process.exit(2);
   }
   let config: AppConfig;
@@ -45,7 +55,8 @@ async function main(): Promise<void> {
   const databaseUrl = config.databaseUrl ?? embedded!.url;
   if (command) {
     try {
-      process.stdout.write(`${await runCommand(command, databaseUrl, Boolean(embedded), config)}\n`);
+      const output = command === 'purge' ? await purgeOnce(databaseUrl, Boolean(embedded), logger) : await runCommand(command, databaseUrl, Boolean(embedded), config);
+      process.stdout.write(`${output}\n`);
       return;
     } finally {
       await embedded?.stop().catch(() => undefined);
@@ -129,6 +140,26 @@ async function runCommand(command: string, poolUrl: string, embedded: boolean, c
   return code
     ? `New admin setup code (the earlier one no longer works): ${config.publicUrl}/signup?setup_code=${code}`
     : 'An administrator exists already: no setup code is needed.';
+}
+
+/**
+ * One retention purge (RetentionService, the hourly job) with the application's own wiring, and no
+ * HTTP server; says what it deleted, or that a replica holds the purge's lock.
+ */
+async function purgeOnce(databaseUrl: string, embedded: boolean, logger: Logger): Promise<string> {
+  const app = await NestFactory.createApplicationContext(AppModule.forRoot({ env: process.env, databaseUrl, embedded, poolSize: 2 }), {
+    logger: new PinoNestLogger(logger),
+    abortOnError: false,
+  });
+  try {
+    const started = Date.now();
+    const counts = await app.get(RetentionService).purge();
+    if (!counts) return 'Another replica is purging now: nothing done.';
+    const { tokens, refreshTokens, deviceLogins, webSessions, auditEvents } = counts;
+    return `Purged in ${Date.now() - started} ms: ${tokens} access tokens, ${refreshTokens} refresh tokens, ${deviceLogins} device logins, ${webSessions} web sessions, ${auditEvents} audit events.`;
+  } finally {
+    await app.close();
+  }
 }
 
 main().catch((err: unknown) => {

@@ -5,6 +5,7 @@ import { TokensService } from '../src/tokens/tokens.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { authorizedPoll, createUser, startDeviceLogin } from './support/fixtures.js';
 import { post } from './support/http.js';
+import { runApiProcess } from './support/api-process.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const DAY = 24 * 3600;
@@ -67,5 +68,21 @@ describe('retention', () => {
       await otherReplica.end();
     }
     await expect(purge()).resolves.not.toBeNull();
+  });
+
+  it('`main.js purge` runs the purge once from a shell, and says what it deleted (needs a Postgres server: a second process)', async () => {
+    if (api.database.kind === 'embedded') return;
+    const user = await createUser(api);
+    await api.dataSource.query(
+      `INSERT INTO access_tokens (token_hash, user_id, origin, created_at, expires_at) VALUES (sha256('purge-me'), $1, 'direct', now() - interval '100 days', now() - interval '40 days')`,
+      [user.id],
+    );
+    const first = await runApiProcess({ DATABASE_URL: api.database.url, LOG_LEVEL: 'warn' }, ['purge']);
+    expect(first).toMatchObject({ code: 0, stderr: '' });
+    // Its log (JSON lines, here the warning that there is no administrator yet) goes to stdout too.
+    expect(first.stdout).toMatch(/^Purged in \d+ ms: [1-9]\d* access tokens, \d+ refresh tokens, \d+ device logins, \d+ web sessions, \d+ audit events\.$/m);
+    expect(await api.dataSource.query(`SELECT 1 FROM access_tokens WHERE token_hash = sha256('purge-me')`)).toHaveLength(0);
+    const again = await runApiProcess({ DATABASE_URL: api.database.url, LOG_LEVEL: 'warn' }, ['purge']);
+    expect(again.stdout).toMatch(/^Purged in \d+ ms: 0 access tokens, 0 refresh tokens, 0 device logins, 0 web sessions, 0 audit events\.$/m);
   });
 });

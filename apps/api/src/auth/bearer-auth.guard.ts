@@ -1,8 +1,8 @@
-import { type ExecutionContext, Injectable } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { AuthGuard } from '@nestjs/passport';
 import { ERROR_CODES, type Scope, SCOPES, SERVICE_NAME } from '@prospect/contract';
-import type { Request, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import passport from 'passport';
 import { ApiException } from '../common/api-exception.js';
 import { IS_PUBLIC } from './public.decorator.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
@@ -33,21 +33,29 @@ const REFUSALS: Record<InvalidTokenReason, string> = {
  * with its CSRF token. Refusals are the one error body with an RFC 6750 challenge
  * whose `error_description` says why (expired, revoked, unknown), so the CLI can
  * tell the person what to do.
+ *
+ * passport's middleware is built once (issue #21): @nestjs/passport's AuthGuard builds it anew
+ * for every request (`passport.authenticate(type, options, callback)`), with the closures and
+ * the promise around them. Built without a callback, it reports through `next` instead: the
+ * principal in `req.user` (assignProperty: no req.logIn, no transformAuthInfo), the strategy's
+ * error (InvalidTokenError from the verifier) as is, and a failure (no header, a malformed one)
+ * as an AuthenticationError with passport-http-bearer's status (failWithError).
  */
 @Injectable()
-export class BearerAuthGuard extends AuthGuard('bearer') {
+export class BearerAuthGuard implements CanActivate {
+  private readonly authenticate: RequestHandler = passport.authenticate('bearer', { session: false, assignProperty: 'user', failWithError: true });
+
   constructor(
     private readonly reflector: Reflector,
     private readonly csrf: CsrfService,
     private readonly refused: RefusedTokens,
-  ) {
-    super({ session: false });
-  }
+  ) {}
 
-  override async canActivate(context: ExecutionContext): Promise<boolean> {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
-    const req = context.switchToHttp().getRequest<Request & { user?: AuthPrincipal }>();
+    const http = context.switchToHttp();
+    const req = http.getRequest<Request & { user?: AuthPrincipal }>();
     if (!req.headers.authorization && this.reflector.getAllAndOverride<boolean>(ALLOWS_WEB_SESSION, targets)) {
       const principal = this.webSessionPrincipal(req);
       if (principal) {
@@ -64,8 +72,10 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
         'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_request"`,
       });
     }
-    await super.canActivate(context);
-    this.checkScope(req.user!, this.reflector.getAllAndOverride<Scope | undefined>(REQUIRED_SCOPE, targets), context);
+    const res = http.getResponse<Response>();
+    const refusal = await new Promise<unknown>((resolve) => this.authenticate(req, res, resolve));
+    if (refusal !== undefined) throw this.refusalOf(refusal, req);
+    this.checkScope(req.user!, this.reflector.getAllAndOverride<Scope | undefined>(REQUIRED_SCOPE, targets), res);
     return true;
   }
 
@@ -74,8 +84,8 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
    * with the RFC 6750 challenge naming it. Every bearer answer says what the token may do in
    * `X-OAuth-Scopes`, as GitHub's API does, so a client can tell without introspection.
    */
-  private checkScope(principal: AuthPrincipal, required: Scope | undefined, context: ExecutionContext): void {
-    context.switchToHttp().getResponse<Response>().setHeader('X-OAuth-Scopes', principal.scopes.join(', '));
+  private checkScope(principal: AuthPrincipal, required: Scope | undefined, res: Response): void {
+    res.setHeader('X-OAuth-Scopes', principal.scopes.join(', '));
     if (!required || principal.scopes.includes(required)) return;
     throw new ApiException(403, ERROR_CODES.insufficientScope, `This token was not granted the “${required}” scope (${SCOPES[required]}), which this needs.`, {
       'WWW-Authenticate': `${REALM_CHALLENGE}, error="insufficient_scope", scope="${required}"`,
@@ -83,25 +93,24 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
   }
 
   /**
-   * passport's verdict: the principal, or why not. `status` 400 is passport-http-bearer's
-   * answer to a malformed header; no principal and no error is a missing header.
+   * What passport passed to `next` instead of a principal, as the answer: a refused token
+   * (InvalidTokenError), passport-http-bearer's 400 for a malformed header, or its 401 for none.
    */
-  override handleRequest<T = AuthPrincipal>(err: unknown, principal: T | false, _info: unknown, context: ExecutionContext, status?: number): T {
-    if (err instanceof InvalidTokenError) {
+  private refusalOf(reason: unknown, req: Request): unknown {
+    if (reason instanceof InvalidTokenError) {
       // Counted, not written: a refused token must stay cheap to answer.
-      this.refused.count(context.switchToHttp().getRequest<Request>().ip, err.reason);
-      throw new ApiException(401, ERROR_CODES.invalidToken, REFUSALS[err.reason], {
-        'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_token", error_description="${err.message}"`,
+      this.refused.count(req.ip, reason.reason);
+      return new ApiException(401, ERROR_CODES.invalidToken, REFUSALS[reason.reason], {
+        'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_token", error_description="${reason.message}"`,
       });
     }
-    if (err) throw err;
-    if (principal) return principal;
-    if (status === 400) {
-      throw new ApiException(400, ERROR_CODES.invalidRequest, 'The Authorization header must be `Bearer <token>`.', {
+    if (!isAuthenticationError(reason)) return reason;
+    if (reason.status === 400) {
+      return new ApiException(400, ERROR_CODES.invalidRequest, 'The Authorization header must be `Bearer <token>`.', {
         'WWW-Authenticate': `${REALM_CHALLENGE}, error="invalid_request"`,
       });
     }
-    throw new ApiException(401, ERROR_CODES.unauthorized, 'Authentication required: send `Authorization: Bearer <token>`.', {
+    return new ApiException(401, ERROR_CODES.unauthorized, 'Authentication required: send `Authorization: Bearer <token>`.', {
       'WWW-Authenticate': REALM_CHALLENGE,
     });
   }
@@ -110,4 +119,9 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
     if (!req.webUser || !this.csrf.isValid(req)) return null;
     return { user: req.webUser, expiresAt: req.session.cookie.expires ?? new Date(Date.now()), via: 'web-session', scopes: ALL_SCOPES, confirmedAt: req.session.sudoAt ?? 0 };
   }
+}
+
+/** passport's failure (failWithError): an Error named AuthenticationError with the strategy's status. */
+function isAuthenticationError(reason: unknown): reason is Error & { status?: number } {
+  return reason instanceof Error && reason.name === 'AuthenticationError';
 }
