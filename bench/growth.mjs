@@ -163,6 +163,7 @@ async function main() {
   const rss = { afterStart: readProcStatus(api.child.pid, 'VmRSS') };
   const db = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 900_000 });
   await db.connect();
+  db.on('error', (err) => log(`bench database connection: ${err.message}`)); // e.g. dropped by the cleanup after a failure
   const data = await seed(db, { tokens: settings.tokens, deviceCodes: settings.deviceCodes });
   const shared = loads(data);
   const results = {};

@@ -163,9 +163,10 @@ async function purgeOnce(databaseUrl: string, embedded: boolean, logger: Logger)
 }
 
 main().catch((err: unknown) => {
-  // A failure to start is one readable line; the stack only with DEBUG set.
+  // A failure to start (or of a command) is one readable line; the stack only with DEBUG set.
   const message = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`prospect-api failed to start: ${message}\n`);
+  const command = process.argv[2];
+  process.stderr.write(`prospect-api ${command ? `${command} failed` : 'failed to start'}: ${message}\n`);
   if (process.env.DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
   process.exit(1);
 });

@@ -1,6 +1,6 @@
 import { ROUTES } from '@prospect/contract';
 import pg from 'pg';
-import { RetentionService } from '../src/retention/retention.service.js';
+import { PURGE_BATCH, RetentionService } from '../src/retention/retention.service.js';
 import { TokensService } from '../src/tokens/tokens.service.js';
 import { FakeClock } from './support/fake-clock.js';
 import { authorizedPoll, createUser, startDeviceLogin } from './support/fixtures.js';
@@ -84,5 +84,32 @@ describe('retention', () => {
     expect(await api.dataSource.query(`SELECT 1 FROM access_tokens WHERE token_hash = sha256('purge-me')`)).toHaveLength(0);
     const again = await runApiProcess({ DATABASE_URL: api.database.url, LOG_LEVEL: 'warn' }, ['purge']);
     expect(again.stdout).toMatch(/^Purged in \d+ ms: 0 access tokens, 0 refresh tokens, 0 device logins, 0 web sessions, 0 audit events\.$/m);
+  });
+
+  it('deletes what piled up in batches, and tells the replicas only of tokens that were still live', async () => {
+    const user = await createUser(api);
+    const piled = 2 * PURGE_BATCH + 7;
+    // Ended 40 days ago, as a long outage of the purge would leave them (the fake clock is ahead of the database's: older still for the purge).
+    await api.dataSource.query(
+      `INSERT INTO access_tokens (token_hash, user_id, origin, created_at, expires_at)
+       SELECT sha256(convert_to('piled-' || i, 'UTF8')), $1, 'direct', now() - interval '50 days', now() - interval '40 days'
+       FROM generate_series(1, $2) AS i`,
+      [user.id, piled],
+    );
+    if (api.database.kind === 'embedded') return expect((await api.app.get(RetentionService).purge())?.tokens).toBe(piled);
+    const listener = new pg.Client({ connectionString: api.database.url });
+    await listener.connect();
+    try {
+      const heard: string[] = [];
+      listener.on('notification', (n) => heard.push(n.payload ?? ''));
+      await listener.query('LISTEN prospect_token_events');
+      expect((await api.app.get(RetentionService).purge())?.tokens).toBe(piled);
+      const live = await api.app.get(TokensService).issue({ userId: user.id, origin: 'direct' });
+      await api.dataSource.query(`DELETE FROM access_tokens WHERE id = $1`, [live.id]);
+      await listener.query('SELECT 1'); // a round trip after the commits: their notifications have arrived
+      expect(heard).toEqual([`t:${live.id}`]);
+    } finally {
+      await listener.end();
+    }
   });
 });

@@ -163,7 +163,7 @@ export class AccountTokensRepository {
   }
 
   /** Links past their lifetime, used or not (the retention job): a used one proves nothing later. */
-  deleteExpired(tx: EntityManager, now: Date): Promise<number> {
-    return this.sql.count(`DELETE FROM account_tokens WHERE expires_at < $1`, [now], tx);
+  deleteExpired(tx: EntityManager, now: Date, limit: number): Promise<number> {
+    return this.sql.count(`DELETE FROM account_tokens WHERE id IN (SELECT id FROM account_tokens WHERE expires_at < $1 LIMIT $2)`, [now, limit], tx);
   }
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type EntityManager, LessThan } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
 import { AuthEvent, type AuthEventType } from './auth-event.entity.js';
 
@@ -51,8 +51,8 @@ export class AuditEventsRepository {
     );
   }
 
-  /** Events older than `before` (retention); how many. */
-  async deleteOlderThan(tx: EntityManager, before: Date): Promise<number> {
-    return (await tx.delete(AuthEvent, { createdAt: LessThan(before) })).affected ?? 0;
+  /** At most `limit` events older than `before`, oldest first (retention); how many. */
+  deleteOlderThan(tx: EntityManager, before: Date, limit: number): Promise<number> {
+    return this.sql.count(`DELETE FROM auth_events WHERE id IN (SELECT id FROM auth_events WHERE created_at < $1 ORDER BY id LIMIT $2)`, [before, limit], tx);
   }
 }

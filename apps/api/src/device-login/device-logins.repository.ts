@@ -207,12 +207,14 @@ export class DeviceLoginsRepository {
   }
 
   /** Logins expired before `now` that no token still descends from: a login is its tokens' family, kept while any of them is. */
-  deleteExpiredWithoutTokens(tx: EntityManager, now: Date): Promise<number> {
+  deleteExpiredWithoutTokens(tx: EntityManager, now: Date, limit: number): Promise<number> {
     return this.sql.count(
-      `DELETE FROM device_logins d WHERE d.expires_at < $1
-          AND NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id)
-          AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id)`,
-      [now],
+      `DELETE FROM device_logins WHERE id IN (
+         SELECT d.id FROM device_logins d WHERE d.expires_at < $1
+            AND NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id)
+            AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id)
+          LIMIT $2)`,
+      [now, limit],
       tx,
     );
   }

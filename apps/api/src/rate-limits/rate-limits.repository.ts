@@ -7,8 +7,8 @@ import { Sql } from '../database/sql.js';
 export class RateLimitsRepository {
   constructor(private readonly sql: Sql) {}
 
-  /** Counters past their window (the library keeps `expire` in ms); how many. */
-  deleteExpired(tx: EntityManager, now: Date): Promise<number> {
-    return this.sql.count(`DELETE FROM rate_limits WHERE expire < $1`, [now.getTime()], tx);
+  /** At most `limit` counters past their window (the library keeps `expire` in ms); how many. */
+  deleteExpired(tx: EntityManager, now: Date, limit: number): Promise<number> {
+    return this.sql.count(`DELETE FROM rate_limits WHERE key IN (SELECT key FROM rate_limits WHERE expire < $1 LIMIT $2)`, [now.getTime(), limit], tx);
   }
 }

@@ -119,8 +119,8 @@ export class RefreshTokensRepository {
     return row;
   }
 
-  /** Tokens expired or revoked before `before` (retention); how many. */
-  deleteEndedBefore(tx: EntityManager, before: Date): Promise<number> {
-    return this.sql.count(`DELETE FROM refresh_tokens WHERE expires_at < $1 OR revoked_at < $1`, [before], tx);
+  /** At most `limit` tokens expired or revoked before `before` (retention); how many. */
+  deleteEndedBefore(tx: EntityManager, before: Date, limit: number): Promise<number> {
+    return this.sql.count(`DELETE FROM refresh_tokens WHERE id IN (SELECT id FROM refresh_tokens WHERE expires_at < $1 OR revoked_at < $1 LIMIT $2)`, [before, limit], tx);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Cron, CronExpression, Interval } from '@nestjs/schedule';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { AuditEventsRepository } from '../audit/audit-events.repository.js';
 import { BackgroundWrites } from '../database/background-writes.js';
 import { Clock } from '../common/clock.js';
@@ -34,6 +34,10 @@ export interface PurgeCounts {
 }
 
 const DAY_MS = 24 * 3600 * 1000;
+/** Rows one purge statement deletes at most. */
+export const PURGE_BATCH = 10_000;
+/** How long one purge statement may run: finding a batch may mean scanning a table of millions. */
+const PURGE_STATEMENT_TIMEOUT_MS = 60_000;
 
 /**
  * What nothing needs any more. Every hour, on one replica at a time (a transaction-level
@@ -83,21 +87,42 @@ export class RetentionService {
     await this.refreshTokens.eraseExpiredSealedSuccessors(now);
   }
 
-  /** One purge; null when another replica holds the lock. */
-  purge(): Promise<PurgeCounts | null> {
+  /**
+   * One purge, each table in batches of PURGE_BATCH rows, each batch its own transaction holding
+   * the purge lock: however much has piled up (a first purge after an import, issue #21's growth
+   * run), no statement runs long, locks much or holds back vacuum. Null when another replica held
+   * the lock before anything was deleted; a replica that takes it over midway finishes the job.
+   */
+  async purge(): Promise<PurgeCounts | null> {
     const now = this.clock.now();
     const tokensBefore = new Date(now.getTime() - TOKEN_RETENTION_DAYS * DAY_MS);
     const auditBefore = new Date(now.getTime() - this.config.auditRetentionDays * DAY_MS);
-    return this.db.transaction(async (tx) => {
-      if (!(await this.sql.tryTransactionLock(tx, PURGE_LOCK))) return null;
-      const tokens = await this.accessTokens.deleteEndedBefore(tx, tokensBefore);
-      const refreshTokens = await this.refreshTokens.deleteEndedBefore(tx, tokensBefore);
-      const deviceLogins = await this.deviceLogins.deleteExpiredWithoutTokens(tx, now);
-      const webSessions = await this.webSessions.deleteExpired(tx, now);
-      const auditEvents = await this.auditEvents.deleteOlderThan(tx, auditBefore);
-      await this.rateLimits.deleteExpired(tx, now);
-      await this.passwordResets.deleteExpired(tx, now);
-      return { tokens, refreshTokens, deviceLogins, webSessions, auditEvents };
-    });
+    const steps: Array<[keyof PurgeCounts | null, (tx: EntityManager, limit: number) => Promise<number>]> = [
+      ['tokens', (tx, limit) => this.accessTokens.deleteEndedBefore(tx, tokensBefore, limit)],
+      ['refreshTokens', (tx, limit) => this.refreshTokens.deleteEndedBefore(tx, tokensBefore, limit)],
+      // After the tokens: a login is kept while a token of its family is.
+      ['deviceLogins', (tx, limit) => this.deviceLogins.deleteExpiredWithoutTokens(tx, now, limit)],
+      ['webSessions', (tx, limit) => this.webSessions.deleteExpired(tx, now, limit)],
+      ['auditEvents', (tx, limit) => this.auditEvents.deleteOlderThan(tx, auditBefore, limit)],
+      [null, (tx, limit) => this.rateLimits.deleteExpired(tx, now, limit)],
+      [null, (tx, limit) => this.passwordResets.deleteExpired(tx, now, limit)],
+    ];
+    const counts: PurgeCounts = { tokens: 0, refreshTokens: 0, deviceLogins: 0, webSessions: 0, auditEvents: 0 };
+    let batches = 0;
+    for (const [name, deleteBatch] of steps) {
+      for (;;) {
+        const deleted = await this.db.transaction(async (tx) => {
+          if (!(await this.sql.tryTransactionLock(tx, PURGE_LOCK))) return null;
+          // A batch may scan a large table for its rows: it gets longer than a request's statement.
+          await tx.query(`SET LOCAL statement_timeout = ${PURGE_STATEMENT_TIMEOUT_MS}`);
+          return deleteBatch(tx, PURGE_BATCH);
+        });
+        if (deleted === null) return batches ? counts : null;
+        batches++;
+        if (name) counts[name] += deleted;
+        if (deleted < PURGE_BATCH) break;
+      }
+    }
+    return counts;
   }
 }

@@ -236,8 +236,8 @@ export class AccessTokensRepository {
     );
   }
 
-  /** Tokens expired or revoked before `before` (retention); how many. */
-  deleteEndedBefore(tx: EntityManager, before: Date): Promise<number> {
-    return this.sql.count(`DELETE FROM access_tokens WHERE expires_at < $1 OR revoked_at < $1`, [before], tx);
+  /** At most `limit` tokens expired or revoked before `before` (retention); how many. */
+  deleteEndedBefore(tx: EntityManager, before: Date, limit: number): Promise<number> {
+    return this.sql.count(`DELETE FROM access_tokens WHERE id IN (SELECT id FROM access_tokens WHERE expires_at < $1 OR revoked_at < $1 LIMIT $2)`, [before, limit], tx);
   }
 }

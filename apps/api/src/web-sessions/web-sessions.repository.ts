@@ -15,8 +15,8 @@ export class WebSessionsRepository {
     return this.sql.count(`DELETE FROM web_sessions WHERE user_id = $1`, [userId], tx);
   }
 
-  /** Sessions past their expiry (retention; the library's own pruning is off); how many. */
-  deleteExpired(tx: EntityManager, now: Date): Promise<number> {
-    return this.sql.count(`DELETE FROM web_sessions WHERE expire < $1`, [now], tx);
+  /** At most `limit` sessions past their expiry (retention; the library's own pruning is off); how many. */
+  deleteExpired(tx: EntityManager, now: Date, limit: number): Promise<number> {
+    return this.sql.count(`DELETE FROM web_sessions WHERE sid IN (SELECT sid FROM web_sessions WHERE expire < $1 LIMIT $2)`, [now, limit], tx);
   }
 }

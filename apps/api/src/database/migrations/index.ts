@@ -18,6 +18,7 @@ import { AccountTokens1795400000021 } from './1795400000021-account-tokens.js';
 import { AccountStates1795400000022 } from './1795400000022-account-states.js';
 import { SecondFactors1795400000023 } from './1795400000023-second-factors.js';
 import { Passkeys1795400000024 } from './1795400000024-passkeys.js';
+import { QuietPurge1795400000025 } from './1795400000025-quiet-purge.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -36,4 +37,5 @@ export const MIGRATIONS = [
   AccountStates1795400000022,
   SecondFactors1795400000023,
   Passkeys1795400000024,
+  QuietPurge1795400000025,
 ];
