@@ -62,6 +62,6 @@ describe('migrations with many instances', () => {
 
   it('an unknown command is a usage error, before anything is opened', async () => {
     const run = await runApiProcess({ DATABASE_URL: database.url }, ['migrat']);
-    expect(run).toEqual({ code: 2, stdout: '', stderr: 'Unknown command: migrat. Run without one to serve, `migrate` to apply pending migrations, or `setup-code` for a new admin setup code.\n' });
+    expect(run).toEqual({ code: 2, stdout: '', stderr: 'Unknown command: migrat. Run without one to serve, `migrate` to apply pending migrations, `setup-code` for a new admin setup code, or `purge` to delete what retention keeps no longer.\n' });
   });
 });
