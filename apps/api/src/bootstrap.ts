@@ -10,6 +10,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
+import { installPassportRequestMethods } from './auth/passport-request.js';
 import { ApiException } from './common/api-exception.js';
 import { hasBody } from './common/http-body.js';
 import { BODY_LIMIT } from './common/body-limit.js';
@@ -42,6 +43,7 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
   const config = app.get(AppConfig);
   new HttpDrain(app.getHttpServer(), config.httpRequestTimeoutSeconds);
 
+  installPassportRequestMethods(app.getHttpAdapter().getInstance().request);
   app.disable('x-powered-by');
   // JSON answers are small and never cached; hashing each one for an ETag is wasted work.
   app.set('etag', false);
