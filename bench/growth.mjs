@@ -107,7 +107,8 @@ function purge(databaseUrl) {
   const t0 = Date.now();
   const res = spawnSync(process.execPath, [API_MAIN, 'purge'], { cwd: ROOT, encoding: 'utf8', env: { ...env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' }, timeout: 600_000 });
   if (res.status !== 0) throw new Error(`main.js purge failed (exit ${res.status}): ${res.stderr.trim()}`);
-  const output = res.stdout.trim().split('\n').pop();
+  // Its log (JSON lines) shares stdout with its answer.
+  const output = res.stdout.split('\n').find((line) => !line.startsWith('{')) ?? res.stdout.trim();
   log(`purge: ${output} (process ${fmt((Date.now() - t0) / 1000, 1)} s)`);
   return output;
 }
@@ -198,10 +199,4 @@ async function main() {
   log(`done in ${fmt((Date.now() - began) / 1000)} s`);
 }
 
-main()
-  .catch((err) => {
-    log(`failed: ${err.stack ?? err}`);
-    process.exitCode = 1;
-  })
-  .finally(() => session.cleanup())
-  .finally(() => process.exit());
+session.run(main);

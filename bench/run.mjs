@@ -298,10 +298,4 @@ async function main() {
   log(`done in ${((Date.now() - began) / 1000).toFixed(0)} s`);
 }
 
-main()
-  .catch((err) => {
-    log(`failed: ${err.stack ?? err}`);
-    process.exitCode = 1;
-  })
-  .finally(() => session.cleanup())
-  .finally(() => process.exit());
+session.run(main);

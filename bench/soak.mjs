@@ -336,11 +336,4 @@ async function main() {
   log(`verdict: ${verdict}; done in ${((Date.now() - began) / 1000).toFixed(0)} s`);
 }
 
-main()
-  .catch((err) => {
-    if (session.interrupted) return; // Ctrl-C: the signal handler cleans up and exits
-    log(`failed: ${err.stack ?? err}`);
-    process.exitCode = 1;
-  })
-  .finally(() => session.cleanup())
-  .finally(() => process.exit());
+session.run(main);

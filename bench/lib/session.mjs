@@ -79,6 +79,18 @@ export function createSession({ log, databaseUrl, keepLogs = false, tmpPrefix = 
       return stopChild(child, log);
     },
 
+    /** Runs a script's `main`, says why it failed (exit code 1), then cleans up and exits. */
+    run(main) {
+      return main()
+        .catch((err) => {
+          if (session.interrupted) return; // Ctrl-C: the signal handler cleans up and exits
+          log(`failed: ${err.stack ?? err}`);
+          process.exitCode = 1;
+        })
+        .finally(() => session.cleanup())
+        .finally(() => process.exit());
+    },
+
     cleanup() {
       cleaningUp ??= (async () => {
         for (const fn of hooks) {
