@@ -48,7 +48,8 @@ const session = createSession({ log, databaseUrl: settings.databaseUrl, tmpPrefi
  * client_name is 'growth'.
  */
 async function seedHistory(db, rows) {
-  const at = (n) => `now() - make_interval(secs => (i::float8 / ${n}) * 120 * 86400)`;
+  // Oldest first, as the API writes them: row i of n is (1 - i/n) × 120 days old.
+  const at = (n) => `now() - make_interval(secs => (1 - i::float8 / ${n}) * 120 * 86400)`;
   const step = async (name, sql) => {
     const t0 = Date.now();
     const { rowCount } = await db.query(sql);
