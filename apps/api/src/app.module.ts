@@ -18,6 +18,7 @@ import { RefreshTokensModule } from './refresh-tokens/refresh-tokens.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
 import { UsersModule } from './users/users.module.js';
 import { WebModule } from './web/web.module.js';
+import { FederationModule } from './federation/federation.module.js';
 
 export interface AppModuleOptions {
   /** The environment to configure from (validated by AppConfigModule): process.env, or a test's own. */
@@ -52,6 +53,7 @@ export class AppModule {
         DeviceLoginModule,
         CliAuthModule,
         OAuthModule,
+        FederationModule,
         WebModule,
         AdminModule,
         RetentionModule,

@@ -15,12 +15,13 @@ import { ApiException } from './common/api-exception.js';
 import { hasBody } from './common/http-body.js';
 import { BODY_LIMIT } from './common/body-limit.js';
 import { ErrorBodyFilter } from './common/error-body.filter.js';
-import { refuseUnreadableBodies } from './common/well-formed-text.js';
+import { refuseMalformedQueries, refuseUnreadableBodies } from './common/well-formed-text.js';
 import { AppConfig } from './config/app-config.js';
 import { DatabaseAvailability } from './database/database-availability.js';
 import { HttpDrain } from './http-drain.js';
 import { PinoNestLogger, requestLogger } from './logging/logger.js';
 import { Metrics } from './metrics/metrics.js';
+import { OAuthCors } from './oauth/oauth-cors.js';
 import { configureViews } from './web/views.js';
 
 /** Where the JSON API lives: the contract's routes and the health check. */
@@ -75,6 +76,11 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
       xXssProtection: false,
     }),
   );
+  // A NUL or bytes that are not UTF-8 in a query string: a 400 before any route, page or parser.
+  app.use(refuseMalformedQueries);
+  // CORS on the OAuth endpoints a browser client calls (token, revocation, userinfo, JWKS,
+  // discovery), for the origins registered clients allow; nowhere else (oauth/oauth-cors.ts).
+  app.use(app.get(OAuthCors).middleware);
   // JSON bodies for the API; the pages read forms (web.module.ts). Not mounted on a path:
   // a mounted middleware makes Express rewrite req.url for every request under it. So every
   // path parses JSON, and every parsed body is checked at once (depth, text), known route or not.

@@ -57,7 +57,18 @@ describe('/api/admin/clients', () => {
   it('registers, lists, renames and rescopes; refuses bad input with a 400 and writes nothing', async () => {
     const created = await call('POST', CLIENTS, { id: 'acme-sync', name: 'Acme Sync', allowedScopes: ['tokens', 'profile'] });
     expect(created.status).toBe(201);
-    expect(created.body).toEqual({ id: 'acme-sync', name: 'Acme Sync', allowedScopes: ['tokens', 'profile'], builtIn: false, disabled: false, createdAt: expect.any(String) });
+    // Issue #33: a client also has a type and its code flow's redirect URIs and origins (none: device flow only).
+    expect(created.body).toEqual({
+      id: 'acme-sync',
+      name: 'Acme Sync',
+      allowedScopes: ['tokens', 'profile'],
+      builtIn: false,
+      disabled: false,
+      createdAt: expect.any(String),
+      type: 'public',
+      redirectUris: [],
+      allowedOrigins: [],
+    });
     expect((await call('POST', CLIENTS, { id: 'acme-sync', name: 'Again', allowedScopes: ['profile'] })).status).toBe(409);
     for (const body of [
       { id: 'Bad Id', name: 'x', allowedScopes: ['profile'] },

@@ -1,6 +1,6 @@
 import { ROUTES } from '@prospect/contract';
 import { Mailer } from '../src/mail/mailer.js';
-import { authorizedPoll, createUser, deviceLoginToken } from './support/fixtures.js';
+import { approve, authorizedPoll, createUser, deviceLoginToken, poll, startDeviceLogin } from './support/fixtures.js';
 import { eventually } from './support/eventually.js';
 import { get, post, request } from './support/http.js';
 import { SmtpSink } from './support/smtp-sink.js';
@@ -23,7 +23,7 @@ describe('administering users', () => {
     api = await startTestApp({ env: { SMTP_URL: smtp.url } });
     replica = await startReplica(api, undefined, { SMTP_URL: smtp.url });
     admin = await createUser(api, { role: 'admin' });
-    adminToken = await deviceLoginToken(api, admin);
+    adminToken = await adminLoginToken(admin);
   });
   afterAll(async () => {
     await replica?.close();
@@ -31,6 +31,12 @@ describe('administering users', () => {
     await smtp?.stop();
   });
 
+  /** A device login that asks for administration (`prospect auth:login --scopes profile,tokens,admin`): it is never had by default. */
+  async function adminLoginToken(user: { id: string }): Promise<string> {
+    const login = await startDeviceLogin(api, { clientName: 'prospect CLI 0.1.0', hostname: 'laptop', scopes: ['profile', 'tokens', 'admin'] });
+    await approve(api, login.userCode, user);
+    return (await poll(api, login.deviceCode)).body.accessToken;
+  }
   const patch = (id: string, body: unknown, token = adminToken) => request(api, 'PATCH', `${USERS}/${id}`, { json: body, token });
   const events = async (type: string, accountId: string) =>
     api.dataSource.query(`SELECT user_id FROM auth_events WHERE type = $1 AND detail->>'accountId' = $2`, [type, accountId]) as Promise<Array<{ user_id: string }>>;
@@ -131,7 +137,7 @@ describe('administering users', () => {
 
     // Two admins each removing the other at once: one of them stays.
     const second = await createUser(api, { role: 'admin' });
-    const secondToken = await deviceLoginToken(api, second);
+    const secondToken = await adminLoginToken(second);
     const answers = await Promise.all([patch(second.id, { admin: false }), patch(admin.id, { admin: false }, secondToken)]);
     // One wins; the other is refused as the last admin (409), or, when the winner committed before
     // its request was authenticated, as no longer an admin at all (403).

@@ -28,6 +28,18 @@ describe('e-mail verification', () => {
   const linkIn = (text: string) => new URL(/^(http:\/\/\S+\/verify-email\?\S+)$/m.exec(text)![1]!);
   const count = async (sql: string, params: unknown[]) => (await api.dataSource.query(sql, params))[0].n as number;
 
+  /** Follows a mailed link as a person does: its page, then "Confirm my address" (with the account's password when this browser is not signed in as it). */
+  async function confirmLink(web: WebClient, link: URL, password?: string) {
+    const page = await web.send('GET', link.pathname + link.search);
+    if (page.status !== 200) return page;
+    return web.send('POST', '/verify-email', {
+      _csrf: web.csrfFrom(page.text),
+      token: link.searchParams.get('token') ?? '',
+      next: link.searchParams.get('next') ?? '',
+      ...(password === undefined ? {} : { password }),
+    });
+  }
+
   async function signUp(email: string, next?: string): Promise<{ web: WebClient; res: Awaited<ReturnType<WebClient['send']>> }> {
     const web = webClient(api);
     const form = await web.send('GET', next ? `/signup?next=${encodeURIComponent(next)}` : '/signup');
@@ -80,9 +92,16 @@ describe('e-mail verification', () => {
     expect(await count(`SELECT count(*)::int AS n FROM access_tokens t JOIN users u ON u.id = t.user_id WHERE u.email = $1`, [email])).toBe(0);
     expect((await poll(api, start.deviceCode)).body.status).toBe('pending');
 
-    // Following the link (in the browser that signed up, or any) verifies, signs in and goes back to the code.
+    // Following the link in another browser: its page changes nothing by itself (a GET, as a
+    // mail scanner sends), and confirming takes the account's password, then signs in and goes
+    // back to the code.
     const elsewhere = webClient(api);
-    const followed = await elsewhere.send('GET', link.pathname + link.search);
+    const opened = await elsewhere.send('GET', link.pathname + link.search);
+    expect(opened.status).toBe(200);
+    expect(opened.text).toContain(email);
+    expect(await count(`SELECT count(*)::int AS n FROM users WHERE email = $1 AND email_verified_at IS NULL`, [email])).toBe(1);
+    expect((await confirmLink(elsewhere, link, 'not the password')).status).toBe(401);
+    const followed = await confirmLink(elsewhere, link, 'a new passphrase');
     expect(followed).toMatchObject({ status: 303, location: devicePage });
     const page = await elsewhere.send('GET', devicePage);
     expect(page.status).toBe(200);
@@ -107,7 +126,7 @@ describe('e-mail verification', () => {
     expect(await mailsTo(user.email)).toHaveLength(VERIFICATION_MAILS_PER_HOUR);
     // A newer link does not end the older ones: each works until one is used.
     const links = (await mailsTo(user.email)).map((m) => linkIn(m.text));
-    expect((await webClient(api).send('GET', links[0]!.pathname + links[0]!.search)).status).toBe(303);
+    expect((await confirmLink(web, links[0]!)).status).toBe(303); // signed in as the account: no password asked
     expect((await webClient(api).send('GET', links[1]!.pathname + links[1]!.search)).status).toBe(410); // used up with the first
 
     for (const token of ['', 'prsv_short', 'x'.repeat(5000), 'prsp_' + 'a'.repeat(43)]) {

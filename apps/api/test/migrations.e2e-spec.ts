@@ -26,13 +26,53 @@ describe('migrations', () => {
     expect(await tables()).toEqual([]);
     const applied = await db.runMigrations({ transaction: 'each' });
     expect(applied.length).toBe(db.migrations.length);
-    expect(await tables()).toEqual(['access_tokens', 'account_tokens', 'auth_events', 'device_logins', 'oauth_clients', 'passkeys', 'rate_limits', 'recovery_codes', 'refresh_tokens', 'server_secrets', 'totp_factors', 'users', 'web_sessions']);
+    expect(await tables()).toEqual([
+      'access_tokens',
+      'account_tokens',
+      'auth_events',
+      'authorization_codes',
+      'device_logins',
+      'federated_identities',
+      'idempotency_keys',
+      'identity_providers',
+      'mail_outbox',
+      'oauth_clients',
+      'oauth_consents',
+      'passkeys',
+      'rate_limits',
+      'recovery_codes',
+      'refresh_tokens',
+      'server_secrets',
+      'totp_factors',
+      'users',
+      'web_sessions',
+    ]);
 
     for (let i = 0; i < applied.length; i++) await db.undoLastMigration({ transaction: 'each' });
     expect(await tables()).toEqual([]);
 
     await db.runMigrations({ transaction: 'each' });
-    expect(await tables()).toEqual(['access_tokens', 'account_tokens', 'auth_events', 'device_logins', 'oauth_clients', 'passkeys', 'rate_limits', 'recovery_codes', 'refresh_tokens', 'server_secrets', 'totp_factors', 'users', 'web_sessions']);
+    expect(await tables()).toEqual([
+      'access_tokens',
+      'account_tokens',
+      'auth_events',
+      'authorization_codes',
+      'device_logins',
+      'federated_identities',
+      'idempotency_keys',
+      'identity_providers',
+      'mail_outbox',
+      'oauth_clients',
+      'oauth_consents',
+      'passkeys',
+      'rate_limits',
+      'recovery_codes',
+      'refresh_tokens',
+      'server_secrets',
+      'totp_factors',
+      'users',
+      'web_sessions',
+    ]);
     expect(await db.showMigrations()).toBe(false); // nothing pending
   });
 

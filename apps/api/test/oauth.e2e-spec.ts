@@ -119,8 +119,12 @@ describe('OAuth 2.0 surface', () => {
         issuer: api.baseUrl,
         revocation_endpoint: api.baseUrl + OAUTH_ROUTES.revoke,
         introspection_endpoint: api.baseUrl + OAUTH_ROUTES.introspect,
-        grant_types_supported: [DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
-        token_endpoint_auth_methods_supported: ['none'],
+        // Issue #33: the code flow (PKCE S256 only) and confidential clients joined the device flow.
+        authorization_endpoint: api.baseUrl + OAUTH_ROUTES.authorize,
+        grant_types_supported: ['authorization_code', DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
+        response_types_supported: ['code'],
+        code_challenge_methods_supported: ['S256'],
+        token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
       });
     });
   });
@@ -168,7 +172,8 @@ describe('OAuth 2.0 surface', () => {
       expect(ok.status).toBe(200);
       expect(ok.headers.get('cache-control')).toBe('no-store');
       expect(ok.headers.get('pragma')).toBe('no-cache');
-      expect(ok.body).toEqual({ access_token: expect.stringMatching(/^prs_/), token_type: 'Bearer', expires_in: 3600, refresh_token: expect.stringMatching(/^prsr_/), scope: 'profile tokens admin' });
+      // Asked for nothing: all the client may have but `admin`, which is only had when asked for.
+      expect(ok.body).toEqual({ access_token: expect.stringMatching(/^prs_/), token_type: 'Bearer', expires_in: 3600, refresh_token: expect.stringMatching(/^prsr_/), scope: 'profile tokens' });
       clock.offsetMs += 61_000; // past the reply window: a replay
       expectOAuthError(await redeem(approved.device_code), 'invalid_grant');
 
@@ -243,7 +248,7 @@ describe('OAuth 2.0 surface', () => {
       expect((await form(api, OAUTH_ROUTES.introspect, { token: tokens.access_token }, { authorization: `Bearer ${tokens.access_token}` })).status).toBe(403);
       expect(await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE label = 'from other-tool'`)).toEqual([{ n: 0 }]);
       // Published for clients to read.
-      expect((await get(api, OAUTH_ROUTES.metadata)).body.scopes_supported).toEqual(['profile', 'tokens', 'admin']);
+      expect((await get(api, OAUTH_ROUTES.metadata)).body.scopes_supported).toEqual(['profile', 'tokens', 'admin', 'openid', 'email']);
     });
 
     it('revoking an unknown token is a 200, as the RFC says', async () => {

@@ -13,10 +13,11 @@ describe('CLI tokens', () => {
   let api: TestApp;
   let admin: Awaited<ReturnType<typeof createUser>>;
   let adminToken: string;
+  let adminTokenId: string;
   beforeAll(async () => {
     api = await startTestApp({ clock, env: { ACCESS_TOKEN_MAX_TTL_SECONDS: String(90 * 24 * 3600) } });
     admin = await createUser(api, { role: 'admin' });
-    adminToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct' })).accessToken;
+    ({ accessToken: adminToken, id: adminTokenId } = await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct' }));
   });
   afterAll(() => api.close());
 
@@ -106,7 +107,8 @@ describe('CLI tokens', () => {
       const res = await post(api, ROUTES.issueToken, { expiresInSeconds: 365 * 24 * 3600 }, await issueDirect(user.id));
       expect(res.status).toBe(400);
       expect(res.body).toEqual({ statusCode: 400, error: 'invalid_request', message: 'expiresInSeconds must be at most 7776000 (90 days) on this server.' });
-      const max = await post(api, ROUTES.issueToken, { expiresInSeconds: 90 * 24 * 3600 }, await issueDirect(user.id));
+      // Made with a token that lives as long: a token never outlives the one it is made with.
+      const max = await post(api, ROUTES.issueToken, { expiresInSeconds: 90 * 24 * 3600 }, await issueDirect(user.id, 90 * 24 * 3600));
       expect(max.body.expiresAt).toBe(new Date(clock.now().getTime() + 90 * 24 * 3600_000).toISOString());
     });
 
@@ -118,7 +120,7 @@ describe('CLI tokens', () => {
       const [row] = await api.dataSource.query(`SELECT id, origin, label FROM access_tokens WHERE user_id = $1`, [user.id]);
       expect(row).toMatchObject({ origin: 'admin', label: `tooling (issued by ${admin.email})` });
       const [event] = await api.dataSource.query(`SELECT user_id, detail FROM auth_events WHERE type = 'token.issue' AND detail ->> 'tokenId' = $1`, [row.id]);
-      expect(event).toEqual({ user_id: user.id, detail: { tokenId: row.id, origin: 'admin', issuedBy: admin.id } });
+      expect(event).toEqual({ user_id: user.id, detail: { tokenId: row.id, origin: 'admin', issuedBy: admin.id, mintedByTokenId: adminTokenId } });
     });
 
     it('refuses a non-admin asking for someone else (403) and an unknown user (404)', async () => {
@@ -225,7 +227,7 @@ describe('the first administrator, without PROSPECT_ADMIN_*', () => {
 });
 
 describe('admin bootstrap (PROSPECT_ADMIN_EMAIL / PROSPECT_ADMIN_PASSWORD)', () => {
-  it('creates the admin on first start and promotes, idempotently, on the next', async () => {
+  it('creates the admin on first start, and makes the account with the operator password admin again on the next', async () => {
     const env = { PROSPECT_ADMIN_EMAIL: 'Root@Example.com', PROSPECT_ADMIN_PASSWORD: 'a long passphrase' };
     const first = await startTestApp({ env });
     try {

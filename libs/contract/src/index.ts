@@ -3,3 +3,4 @@ export * from './schemas.js';
 export * from './user-code.js';
 export * from './oauth.js';
 export * from './text.js';
+export * from './identity-providers.js';

@@ -1,7 +1,7 @@
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
 import { type Scope, SCOPES } from './constants.js';
-import { ClientIdSchema } from './oauth.js';
+import { ClientIdSchema, originProblem, redirectUriProblem } from './oauth.js';
 import { hasUnsafeText, looksLikeEmail, UNSAFE_TEXT_MESSAGE } from './text.js';
 
 /**
@@ -17,6 +17,8 @@ const nonEmpty = () => z.string().check(z.minLength(1));
 const shortText = (max: number) =>
   z.string().check(z.trim(), z.minLength(1), z.maxLength(max), z.refine((text) => !hasUnsafeText(text), UNSAFE_TEXT_MESSAGE));
 const positiveInt = () => z.int().check(z.positive());
+/** An e-mail address a person gives: trimmed, then the practical RFC 5321 subset (text.ts looksLikeEmail), the address stored and delivered. */
+const emailAddress = () => z.string().check(z.trim(), z.refine(looksLikeEmail, 'must be an e-mail address (name@example.com, nothing around it)'));
 
 /** Normalized user (seed §2.1). */
 export const UserSchema = z.object({
@@ -30,6 +32,11 @@ export type User = z.infer<typeof UserSchema>;
 export const DeviceStartRequestSchema = z.strictObject({
   clientName: z.optional(shortText(100)),
   hostname: z.optional(shortText(255)),
+  /**
+   * What the login asks to be granted (`prospect auth:login --scopes`); absent: CLI_DEFAULT_SCOPES.
+   * `admin` is approved only in sudo mode and lasts ADMIN_GRANT_SECONDS.
+   */
+  scopes: z.optional(z.array(z.enum(Object.keys(SCOPES) as [Scope, ...Scope[]])).check(z.minLength(1), z.maxLength(Object.keys(SCOPES).length))),
 });
 export type DeviceStartRequest = z.infer<typeof DeviceStartRequestSchema>;
 
@@ -81,13 +88,18 @@ export type RefreshRequest = z.infer<typeof RefreshRequestSchema>;
 export const MeResponseSchema = z.object({
   user: UserSchema,
   expiresAt: isoTimestamp,
+  /**
+   * For a token made with another token or a CLI session: which one, in words ("the Prospect CLI
+   * session on laptop", "the token “CI runner”"). Absent for a sign-in's own token and one made on the site.
+   */
+  madeWith: z.optional(z.string()),
 });
 export type MeResponse = z.infer<typeof MeResponseSchema>;
 
 /** Body of POST /api/cli/auth/token (seed §4.4). */
 export const IssueTokenRequestSchema = z.strictObject({
   /** Admins only: issue for this user instead of oneself. */
-  userEmail: z.optional(z.string().check(z.trim(), z.minLength(3), z.maxLength(320), z.refine((text) => !hasUnsafeText(text), UNSAFE_TEXT_MESSAGE))),
+  userEmail: z.optional(emailAddress()),
   label: z.optional(shortText(100)),
   expiresInSeconds: z.optional(positiveInt().check(z.maximum(10 * 365 * 24 * 3600))),
 });
@@ -133,7 +145,22 @@ export type ClearSignInBlockResponse = z.infer<typeof ClearSignInBlockResponseSc
 
 /** A scope of the registry (constants.ts SCOPES), as the admin API names them. */
 const scopeName = z.enum(Object.keys(SCOPES) as [Scope, ...Scope[]]);
+/** What a client may ask for: one or more scopes of the registry, each once. */
+const allowedScopeList = () =>
+  z.array(scopeName).check(z.minLength(1), z.maxLength(Object.keys(SCOPES).length), z.refine((scopes) => new Set(scopes).size === scopes.length, 'must name each scope once'));
 const clientName = shortText(100);
+
+/** `public`: no secret, PKCE only (a browser extension, a desktop tool); `confidential`: a server that keeps a secret. */
+export const CLIENT_TYPES = ['public', 'confidential'] as const;
+export type ClientType = (typeof CLIENT_TYPES)[number];
+
+/** At most this many redirect URIs and allowed origins per client. */
+export const MAX_CLIENT_URIS = 10;
+
+const redirectUri = z.string().check(z.refine((uri) => redirectUriProblem(uri) === undefined, { error: (issue) => `${String(issue.input)} ${redirectUriProblem(String(issue.input))}` }));
+const allowedOrigin = z.string().check(z.refine((origin) => originProblem(origin) === undefined, { error: (issue) => `${String(issue.input)} ${originProblem(String(issue.input))}` }));
+const redirectUris = () => z.array(redirectUri).check(z.maxLength(MAX_CLIENT_URIS));
+const allowedOrigins = () => z.array(allowedOrigin).check(z.maxLength(MAX_CLIENT_URIS));
 
 /** An OAuth client as the admin API shows it (GET /api/admin/clients). */
 export const AdminClientSchema = z.object({
@@ -145,26 +172,45 @@ export const AdminClientSchema = z.object({
   builtIn: z.boolean(),
   disabled: z.boolean(),
   createdAt: isoTimestamp,
+  type: z.enum(CLIENT_TYPES),
+  /** Where the authorization code flow may send people back (exact; a loopback one on any port). None: no code flow. */
+  redirectUris: z.array(z.string()),
+  /** The browser origins that may call the token, revocation and userinfo endpoints for it (CORS). */
+  allowedOrigins: z.array(z.string()),
+  /** A confidential client's secret: in the answer that made it (registration, a new secret), and never again. */
+  clientSecret: z.optional(z.string()),
 });
 export type AdminClient = z.infer<typeof AdminClientSchema>;
 
-/** POST /api/admin/clients: register a public client. */
+/**
+ * POST /api/admin/clients: register a client. `type` is `public` unless said (a confidential one
+ * gets a secret, returned once as `clientSecret`); without `redirectUris` it has no code flow.
+ */
 export const RegisterClientRequestSchema = z.strictObject({
   id: ClientIdSchema,
   name: clientName,
-  allowedScopes: z.array(scopeName).check(z.minLength(1), z.maxLength(Object.keys(SCOPES).length)),
+  allowedScopes: allowedScopeList(),
+  type: z.optional(z.enum(CLIENT_TYPES)),
+  redirectUris: z.optional(redirectUris()),
+  allowedOrigins: z.optional(allowedOrigins()),
 });
 export type RegisterClientRequest = z.infer<typeof RegisterClientRequestSchema>;
 
-/** PATCH /api/admin/clients/{id}: any of a new name, new allowed scopes, disabled or not. */
+/** PATCH /api/admin/clients/{id}: any of a new name, new allowed scopes, redirect URIs or origins, disabled or not. */
 export const UpdateClientRequestSchema = z
   .strictObject({
     name: z.optional(clientName),
-    allowedScopes: z.optional(z.array(scopeName).check(z.minLength(1), z.maxLength(Object.keys(SCOPES).length))),
+    allowedScopes: z.optional(allowedScopeList()),
+    redirectUris: z.optional(redirectUris()),
+    allowedOrigins: z.optional(allowedOrigins()),
     disabled: z.optional(z.boolean()),
   })
-  .check(z.refine((body) => Object.keys(body).length > 0, 'must change something: name, allowedScopes or disabled'));
+  .check(z.refine((body) => Object.keys(body).length > 0, 'must change something: name, allowedScopes, redirectUris, allowedOrigins or disabled'));
 export type UpdateClientRequest = z.infer<typeof UpdateClientRequestSchema>;
+
+/** POST /api/admin/clients/{id}/secret: a confidential client's new secret, returned once; the old one stops working. */
+export const ClientSecretResponseSchema = z.object({ clientSecret: z.string() });
+export type ClientSecretResponse = z.infer<typeof ClientSecretResponseSchema>;
 
 /** A person as the admin API shows them (GET /api/admin/users). */
 export const AdminUserSchema = z.object({
@@ -207,7 +253,7 @@ export type UpdateUserRequest = z.infer<typeof UpdateUserRequestSchema>;
 
 /** POST /api/admin/users: invite a person by e-mail (they choose their password from the mail). */
 export const InviteUserRequestSchema = z.strictObject({
-  email: z.string().check(z.trim(), z.maxLength(320), z.refine((text) => looksLikeEmail(text) && !hasUnsafeText(text), 'must be an e-mail address')),
+  email: emailAddress(),
   name: shortText(100),
 });
 export type InviteUserRequest = z.infer<typeof InviteUserRequestSchema>;

@@ -5,7 +5,7 @@ import { TokenRevocations } from '../tokens/token-revocations.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Mailer } from '../mail/mailer.js';
-import { RateLimits } from '../rate-limits/rate-limits.js';
+import { type RecognisedBrowser, RateLimits } from '../rate-limits/rate-limits.js';
 import { hashPassword } from '../users/password.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { UsersService } from '../users/users.service.js';
@@ -21,6 +21,7 @@ export class LastAdminError extends Error {}
 /** What a signed-in person changes about their own account on /settings/account. */
 @Injectable()
 export class AccountService {
+
   constructor(
     private readonly users: UsersService,
     private readonly usersRepository: UsersRepository,
@@ -42,13 +43,14 @@ export class AccountService {
    * A new password, given the current one: a wrong current password is counted like a failed
    * sign-in (a stolen session must not become a way to guess the password). Every web session of
    * the account ends (the caller signs this browser in again), and the owner is told by mail.
+   * `browser`: the signed-in session asking (checkPassword).
    * @throws WrongPasswordError, TooManyRequests
    */
-  async changePassword(user: { id: string; email: string; name: string }, current: string, next: string, ip: string | null): Promise<void> {
-    await this.checkPassword(user.email, current, ip);
+  async changePassword(user: { id: string; email: string; name: string }, current: string, next: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
+    await this.checkPassword(user.email, current, ip, browser);
     await this.usersRepository.changeWithAudit(user.id, { passwordHash: await hashPassword(next) }, 'password.change', this.clock.now(), ip);
     await this.webSessions.endAllFor(user.id);
-    this.mailer.send(passwordChangedMail(user, this.config.publicUrl, { how: 'on its account page', ip, cliTokensRevoked: false }));
+    await this.mailer.send(passwordChangedMail(user, this.config.publicUrl, { how: 'on its account page', ip, cliTokensRevoked: false }));
   }
 
   /**
@@ -58,18 +60,24 @@ export class AccountService {
    * address gets one last mail. Not the last administrator's account.
    * @throws WrongPasswordError, LastAdminError, TooManyRequests
    */
-  async deleteAccount(user: { id: string; email: string; name: string }, password: string, ip: string | null): Promise<void> {
-    await this.checkPassword(user.email, password, ip);
+  async deleteAccount(user: { id: string; email: string; name: string }, password: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
+    await this.checkPassword(user.email, password, ip, browser);
     const outcome = await this.db.transaction((tx) => this.usersRepository.deleteAccount(tx, user.id, this.clock.now()));
     if (outcome === 'last-admin') throw new LastAdminError();
     this.revocations.userRevoked(user.id);
-    this.mailer.send(accountDeletedMail(user, this.config.publicUrl, ip));
+    await this.mailer.send(accountDeletedMail(user, this.config.publicUrl, ip));
   }
 
-  /** Checks the account's password, counted like a sign-in. @throws WrongPasswordError, TooManyRequests */
-  async checkPassword(email: string, password: string, ip: string | null): Promise<void> {
-    await this.limits.attemptSignIn(email, ip ?? '', null);
+  /**
+   * Checks the account's password, counted before the check like a sign-in: from the owner's
+   * recognised browser (the signed-in session asking, web/device-cookies.ts signedInBrowser)
+   * against that browser alone, so failed sign-ins by others never make the owner's right
+   * password a 429; without one, against the account and the address.
+   * @throws WrongPasswordError, TooManyRequests
+   */
+  async checkPassword(email: string, password: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
+    await this.limits.attemptSignIn(email, ip ?? '', browser);
     if (!(await this.users.authenticate(email, password))) throw new WrongPasswordError();
-    await this.limits.signInSucceeded(email, ip ?? '', null);
+    await this.limits.signInSucceeded(email, ip ?? '', browser);
   }
 }

@@ -1,10 +1,13 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { isUniqueViolation } from '../database/sql.js';
 import { composeMail, Mailer } from '../mail/mailer.js';
-import { RateLimits } from '../rate-limits/rate-limits.js';
+import { maskAddress } from '../mail/mask-address.js';
+import { RateLimits, type RecognisedBrowser } from '../rate-limits/rate-limits.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
 import { AccountService } from './account.service.js';
 import { AccountTokensRepository } from './account-tokens.repository.js';
@@ -26,6 +29,8 @@ export class EmailTakenError extends Error {}
  */
 @Injectable()
 export class EmailChangeService {
+  private readonly logger = new Logger(EmailChangeService.name);
+
   constructor(
     private readonly account: AccountService,
     private readonly users: UsersService,
@@ -34,46 +39,82 @@ export class EmailChangeService {
     private readonly mailer: Mailer,
     private readonly config: AppConfig,
     private readonly clock: Clock,
+    @InjectDataSource() private readonly db: DataSource,
   ) {}
 
   /**
    * Mails a confirmation link to `newEmail`, given the current password (counted like a sign-in),
-   * a few an hour. An address that has an account gets nothing, but the answer is the same.
+   * a few an hour. The old address is told of every request, whether or not the new one is
+   * taken (telling only for a free one would answer "is this address registered?"); an address
+   * that has an account gets no link, and the answer is the same. The notice, the link and its
+   * mail are queued in one transaction. The new address is anyone's a signed-in person types, so
+   * past its hourly limit of unsolicited mails (RateLimits.mailToRecipient) it gets no link either,
+   * with a log line, and the answer is the same.
+   * `browser`: the signed-in session asking, whose failed passwords count apart (AccountService.checkPassword).
    * @throws WrongPasswordError, TooManyRequests, SameEmailError
    */
-  async request(user: { id: string; email: string; name: string }, newEmailInput: string, password: string, ip: string | null): Promise<void> {
+  async request(user: { id: string; email: string; name: string }, newEmailInput: string, password: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
     const newEmail = normalizeEmail(newEmailInput);
     if (newEmail === user.email) throw new SameEmailError();
-    await this.account.checkPassword(user.email, password, ip);
+    await this.account.checkPassword(user.email, password, ip, browser);
     await this.limits.requestAddressMail(user.id);
-    if (await this.users.findByEmail(newEmail)) return;
+    const linkWanted = !(await this.users.findByEmail(newEmail)) && (await this.mayWriteTo(newEmail));
     const token = generateSecret(EMAIL_CHANGE_TOKEN_PREFIX);
     const now = this.clock.now();
-    await this.links.insertForUser('email_change', user.id, sha256(token), now, new Date(now.getTime() + EMAIL_CHANGE_LINK_HOURS * 3_600_000), undefined, newEmail);
-    this.mailer.send(
-      composeMail(newEmail, 'Confirm your new e-mail address for Prospect', {
-        paragraphs: [`Hello ${user.name},`, `Please confirm that this is the new address of your Prospect account at ${this.config.publicUrl}. The link works once, for ${EMAIL_CHANGE_LINK_HOURS} hours.`],
-        link: { url: `${this.config.publicUrl}/email-change?token=${token}`, label: 'Confirm the new address' },
-        footer: 'If you did not ask for this, ignore this mail: nothing changes.',
-      }),
-    );
-    this.mailer.send(
-      composeMail(user.email, 'A change of your Prospect e-mail address was asked for', {
-        paragraphs: [
-          `Hello ${user.name},`,
-          `Someone signed in to your Prospect account at ${this.config.publicUrl}${ip ? ` from the address ${ip}` : ''} asked to change its e-mail address to ${newEmail}. It changes only when the link sent there is followed.`,
-          'If it was not you, change your password now: whoever did it knew it.',
-        ],
-        link: { url: `${this.config.publicUrl}/settings/account`, label: 'Your account' },
-      }),
-    );
+    try {
+      await this.queueMails(user, newEmail, linkWanted, token, now, ip);
+    } catch (err) {
+      // Not queued: the hourly limit counts mails sent, not failures.
+      await this.limits.addressMailNotQueued(user.id);
+      throw err;
+    }
+  }
+
+  /** The notice to the old address and, when wanted, the link to the new one with its row: one transaction. */
+  private queueMails(user: { id: string; email: string; name: string }, newEmail: string, linkWanted: boolean, token: string, now: Date, ip: string | null): Promise<void> {
+    return this.db.transaction(async (tx) => {
+      await this.mailer.send(
+        composeMail(user.email, 'A change of your Prospect e-mail address was asked for', {
+          paragraphs: [
+            `Hello ${user.name},`,
+            `Someone signed in to your Prospect account at ${this.config.publicUrl}${ip ? ` from the address ${ip}` : ''} asked to change its e-mail address to ${newEmail}. It changes only when the link sent there is followed.`,
+            'If it was not you, change your password now: whoever did it knew it. That also ends the link.',
+          ],
+          link: { url: `${this.config.publicUrl}/settings/account`, label: 'Your account' },
+        }),
+        tx,
+      );
+      if (!linkWanted) return;
+      await this.links.insertForUser('email_change', user.id, sha256(token), now, new Date(now.getTime() + EMAIL_CHANGE_LINK_HOURS * 3_600_000), tx, newEmail);
+      await this.mailer.send(
+        composeMail(newEmail, 'Confirm your new e-mail address for Prospect', {
+          paragraphs: [`Hello ${user.name},`, `Please confirm that this is the new address of your Prospect account at ${this.config.publicUrl}. The link works once, for ${EMAIL_CHANGE_LINK_HOURS} hours.`],
+          link: { url: `${this.config.publicUrl}/email-change?token=${token}`, label: 'Confirm the new address' },
+          footer: 'If you did not ask for this, ignore this mail: nothing changes.',
+        }),
+        tx,
+      );
+    });
+  }
+
+  /** Whether the new address may get one more mail it did not ask for this hour; logged when not. */
+  private async mayWriteTo(newEmail: string): Promise<boolean> {
+    if (await this.limits.mailToRecipient(newEmail)) return true;
+    this.logger.warn(`address-change link to ${maskAddress(newEmail)} not queued: the address had its unsolicited mails for the hour`);
+    return false;
+  }
+
+  /** The account and new address of a link that still works, for the page that asks to confirm. */
+  async usableFor(token: string): Promise<{ userId: string; email: string; newEmail: string } | undefined> {
+    if (!looksLikeSecret(token, EMAIL_CHANGE_TOKEN_PREFIX)) return undefined;
+    return this.links.findUsableEmailChange(sha256(token), this.clock.now());
   }
 
   /**
    * Follows the link: the address changes (and counts as verified), the old address is told.
    * @throws UnusableEmailChangeLinkError, EmailTakenError
    */
-  async confirm(token: string, ip: string | null): Promise<{ email: string }> {
+  async confirm(token: string, ip: string | null): Promise<{ userId: string; email: string }> {
     if (!looksLikeSecret(token, EMAIL_CHANGE_TOKEN_PREFIX)) throw new UnusableEmailChangeLinkError();
     let changed;
     try {
@@ -83,7 +124,7 @@ export class EmailChangeService {
       throw err;
     }
     if (!changed) throw new UnusableEmailChangeLinkError();
-    this.mailer.send(
+    await this.mailer.send(
       composeMail(changed.oldEmail, 'Your Prospect e-mail address was changed', {
         paragraphs: [
           `Hello ${changed.name},`,
@@ -92,6 +133,6 @@ export class EmailChangeService {
         ],
       }),
     );
-    return { email: changed.email };
+    return { userId: changed.userId, email: changed.email };
   }
 }

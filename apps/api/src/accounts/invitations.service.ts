@@ -9,6 +9,7 @@ import { composeMail, Mailer } from '../mail/mailer.js';
 import { hashPassword } from '../users/password.js';
 import { UsersService } from '../users/users.service.js';
 import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
+import { FederationPolicy } from '../federation/federation-policy.js';
 
 /** Prefix of an invitation link's token (256 random bits). */
 export const INVITATION_TOKEN_PREFIX = 'prsi_';
@@ -32,42 +33,48 @@ export class InvitationsService {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     @InjectDataSource() private readonly db: DataSource,
+    private readonly federation: FederationPolicy,
   ) {}
 
   /**
-   * Creates the account and its link in one transaction, audited with the inviting admin, then mails it.
+   * Creates the account, its link and the mail that carries it in one transaction, audited with the inviting admin.
    * @throws ApiException 409 when the address has an account.
    */
   async invite(input: { email: string; name: string }, adminId: string, ip: string | null): Promise<string> {
     const token = generateSecret(INVITATION_TOKEN_PREFIX);
     const now = this.clock.now();
-    const { id, email, name } = await this.db.transaction(async (tx) => {
+    return this.db.transaction(async (tx) => {
       const user = await this.users.create(input, tx);
       await this.links.insertForUser('invitation', user.id, sha256(token), now, new Date(now.getTime() + INVITATION_DAYS * 86_400_000), tx);
       await this.audit.record('admin.user_invite', { userId: adminId, ip, detail: { accountId: user.id } }, tx);
-      return user;
+      await this.mailer.send(
+        composeMail(user.email, 'You are invited to Prospect', {
+          paragraphs: [`Hello ${user.name},`, `You are invited to Prospect at ${this.config.publicUrl}. Choose your password to sign in: the link works once, for ${INVITATION_DAYS} days.`],
+          link: { url: `${this.config.publicUrl}/invitation?token=${token}`, label: 'Choose your password' },
+          footer: 'If you did not expect this, ignore this mail.',
+        }),
+        tx,
+      );
+      return user.id;
     });
-    this.mailer.send(
-      composeMail(email, 'You are invited to Prospect', {
-        paragraphs: [`Hello ${name},`, `You are invited to Prospect at ${this.config.publicUrl}. Choose your password to sign in: the link works once, for ${INVITATION_DAYS} days.`],
-        link: { url: `${this.config.publicUrl}/invitation?token=${token}`, label: 'Choose your password' },
-        footer: 'If you did not expect this, ignore this mail.',
-      }),
-    );
-    return id;
   }
 
-  isUsable(token: string): Promise<boolean> {
-    if (!looksLikeSecret(token, INVITATION_TOKEN_PREFIX)) return Promise.resolve(false);
-    return this.links.isUsable('invitation', sha256(token), this.clock.now());
+  /** The invited account while its link works (none once the account has a password by any path), for the page that shows the form. */
+  async usableFor(token: string): Promise<LinkAccount | undefined> {
+    if (!looksLikeSecret(token, INVITATION_TOKEN_PREFIX)) return undefined;
+    const account = await this.links.findUsable('invitation', sha256(token), this.clock.now());
+    // A domain a provider enforces signs in there: an invitation sets no password (issue #34).
+    return account && !(await this.federation.enforcingProviderFor(account.email)) ? account : undefined;
   }
 
   /**
-   * Sets the first password through the link, once; the address counts as verified.
+   * Sets the first password through the link, once; the address counts as verified. Setting a
+   * password by any path (this, or a reset) is a new credential epoch, so the invitation is used
+   * up then too.
    * @throws UnusableInvitationError for a link that is unknown, used or expired.
    */
   async accept(token: string, password: string, ip: string | null): Promise<LinkAccount> {
-    if (!(await this.isUsable(token))) throw new UnusableInvitationError();
+    if (!(await this.usableFor(token))) throw new UnusableInvitationError();
     const account = await this.links.redeemPasswordLink('invitation', sha256(token), await hashPassword(password), this.clock.now(), ip);
     if (!account) throw new UnusableInvitationError(); // used by a racing request meanwhile
     return account;

@@ -25,8 +25,12 @@ export class PasskeysRepository {
     return this.sql.rows(`SELECT ${COLUMNS} FROM passkeys WHERE user_id = $1 ORDER BY created_at`, [userId]);
   }
 
-  async findByCredentialId(credentialId: string): Promise<PasskeyRow | undefined> {
-    const [row] = await this.sql.rows<PasskeyRow>(`SELECT ${COLUMNS} FROM passkeys WHERE credential_id = $1`, [credentialId]);
+  /** A passkey with its owner's address, which tells whether the browser signing in is the owner's (a device cookie for it). */
+  async findForSignIn(credentialId: string): Promise<(PasskeyRow & { ownerEmail: string }) | undefined> {
+    const [row] = await this.sql.rows<PasskeyRow & { ownerEmail: string }>(
+      `SELECT ${COLUMNS}, (SELECT email FROM users WHERE users.id = passkeys.user_id) AS "ownerEmail" FROM passkeys WHERE credential_id = $1`,
+      [credentialId],
+    );
     return row;
   }
 

@@ -10,6 +10,7 @@ import {
   verifyRegistrationResponse,
 } from '@simplewebauthn/server';
 import { Clock } from '../common/clock.js';
+import { type RecognisedBrowser, RateLimits } from '../rate-limits/rate-limits.js';
 import { PasskeysRepository, type PasskeyRow } from './passkeys.repository.js';
 
 /** A passkey that could not be registered or used (its answer did not verify, it is unknown, or its counter went back). */
@@ -21,6 +22,12 @@ export interface WebAuthnSite {
   rpId: string;
 }
 
+/** Who is signing in with a passkey: the address, and the owner's recognised browser if this is it (a device cookie for the passkey's account). */
+export interface PasskeyAttempt {
+  ip: string;
+  browserFor(ownerEmail: string): RecognisedBrowser | null;
+}
+
 /** The most passkeys one person keeps. */
 export const MAX_PASSKEYS = 20;
 
@@ -28,12 +35,14 @@ export const MAX_PASSKEYS = 20;
  * Passkeys (WebAuthn) with @simplewebauthn/server: registered from the security page, used to sign
  * in alone (discoverable credentials, user verification required: the device's PIN or biometrics
  * is the second factor) or as the second step after a password. Challenges live in the browser's
- * session (the caller's), one at a time, used once.
+ * session (the caller's), one at a time, used once. Every sign-in is counted before its assertion
+ * is verified (RateLimits.attemptPasskey).
  */
 @Injectable()
 export class PasskeysService {
   constructor(
     private readonly passkeys: PasskeysRepository,
+    private readonly limits: RateLimits,
     private readonly clock: Clock,
   ) {}
 
@@ -97,11 +106,19 @@ export class PasskeysService {
 
   /**
    * The person a passkey's assertion signs in (of `userId`, when given), after checking it against
-   * the challenge, its public key, the user verification and its counter. @throws PasskeyRefused
+   * the challenge, its public key, the user verification and its counter. Counted first, per
+   * credential id and address, or per browser when it is the passkey owner's recognised one, so a
+   * flood of fake assertions is refused, unverified and unaudited, past the limit.
+   * @throws PasskeyRefused, TooManyRequests
    */
-  async authenticate(response: AuthenticationResponseJSON, challenge: string, site: WebAuthnSite, userId?: string): Promise<string> {
-    const passkey = typeof response?.id === 'string' ? await this.passkeys.findByCredentialId(response.id) : undefined;
-    if (!passkey || (userId && passkey.userId !== userId)) throw new PasskeyRefused('This passkey is not registered here.');
+  async authenticate(response: AuthenticationResponseJSON, challenge: string, site: WebAuthnSite, attempt: PasskeyAttempt, userId?: string): Promise<string> {
+    if (typeof response?.id !== 'string') throw new PasskeyRefused('This passkey is not registered here.');
+    // Looked up first (a read) only to know whose browser this may be; nothing is verified before the count.
+    const found = await this.passkeys.findForSignIn(response.id);
+    const passkey = found && (!userId || found.userId === userId) ? found : undefined;
+    const browser = passkey ? attempt.browserFor(passkey.ownerEmail) : null;
+    await this.limits.attemptPasskey(passkey ? passkey.credentialId : null, attempt.ip, browser);
+    if (!passkey) throw new PasskeyRefused('This passkey is not registered here.');
     const verified = await verifyAuthenticationResponse({
       response,
       expectedChallenge: challenge,
@@ -116,6 +133,7 @@ export class PasskeysService {
     if (!(await this.passkeys.recordUse(passkey.id, verified.authenticationInfo.newCounter, this.clock.now()))) {
       throw new PasskeyRefused('This passkey’s counter went back: it may have been copied. Remove it and register it again.');
     }
+    await this.limits.passkeySucceeded(passkey.credentialId, attempt.ip, browser);
     return passkey.userId;
   }
 

@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
@@ -6,10 +8,11 @@ import { composeMail, Mailer } from '../mail/mailer.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { hashPassword } from '../users/password.js';
-import { normalizeEmail } from '../users/users.service.js';
+import { normalizeEmail, UsersService } from '../users/users.service.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { passwordChangedMail } from './account-mails.js';
 import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
+import { FederationPolicy, SignInThroughProviderRequired } from '../federation/federation-policy.js';
 
 /** Prefix of a password-reset link's token (256 random bits), so a leaked one is recognised. */
 export const RESET_TOKEN_PREFIX = 'prsp_';
@@ -33,59 +36,79 @@ export class PasswordResetService {
     private readonly tokens: TokensService,
     private readonly config: AppConfig,
     private readonly clock: Clock,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly federation: FederationPolicy,
+    private readonly users: UsersService,
   ) {}
 
   /**
    * Mails a reset link if an account uses `email`. Counted first (per account and per address),
    * so guessing cannot tell either; the same work and answer for an unknown address, but the mail.
+   * The link and its mail are queued in one transaction: both or neither.
    * @throws TooManyRequests
    */
   async request(emailInput: string, ip: string | null): Promise<void> {
     const email = normalizeEmail(emailInput);
     await this.limits.requestPasswordReset(email, ip ?? '');
+    // A domain a provider enforces has no passwords here (issue #34): no link is mailed, and the answer is the same.
+    if (await this.federation.enforcingProviderFor(email)) return;
     const token = generateSecret(RESET_TOKEN_PREFIX);
     const now = this.clock.now();
-    const account = await this.resets.insertResetForEmail(email, sha256(token), now, new Date(now.getTime() + RESET_LINK_MINUTES * 60_000), ip);
-    if (account) this.mailLink(account, token);
+    await this.db.transaction(async (tx) => {
+      const account = await this.resets.insertResetForEmail(email, sha256(token), now, new Date(now.getTime() + RESET_LINK_MINUTES * 60_000), ip, tx);
+      if (account) await this.mailLink(account, token, tx);
+    });
   }
 
   /** Mails a reset link to this account, as an administrator asks for it (audited by the caller); false when there is no such account. */
   async sendLinkTo(userId: string): Promise<boolean> {
+    const owner = await this.users.findById(userId);
+    const provider = owner && (await this.federation.enforcingProviderFor(owner.email));
+    if (provider) throw new SignInThroughProviderRequired(owner.email, provider);
     const token = generateSecret(RESET_TOKEN_PREFIX);
     const now = this.clock.now();
-    const account = await this.resets.insertForUser('password_reset', userId, sha256(token), now, new Date(now.getTime() + RESET_LINK_MINUTES * 60_000));
-    if (account) this.mailLink(account, token);
-    return account !== undefined;
+    return this.db.transaction(async (tx) => {
+      const account = await this.resets.insertForUser('password_reset', userId, sha256(token), now, new Date(now.getTime() + RESET_LINK_MINUTES * 60_000), tx);
+      if (account) await this.mailLink(account, token, tx);
+      return account !== undefined;
+    });
   }
 
-  private mailLink(account: LinkAccount, token: string): void {
+  private mailLink(account: LinkAccount, token: string, tx: EntityManager): Promise<void> {
     const link = `${this.config.publicUrl}/password/reset?token=${token}`;
-    this.mailer.send(
+    return this.mailer.send(
       composeMail(account.email, 'Reset your Prospect password', {
         paragraphs: [`Hello ${account.name},`, `Someone (we hope you, or your administrator) asked to reset the password of your Prospect account at ${this.config.publicUrl}. The link works once, for ${RESET_LINK_MINUTES} minutes.`],
         link: { url: link, label: 'Choose a new password' },
         footer: 'If nobody asked for it, ignore this mail: your password stays as it is.',
       }),
+      tx,
     );
   }
 
   /** Whether a link still works, for the page that shows the new-password form. */
-  isUsable(token: string): Promise<boolean> {
-    if (!looksLikeSecret(token, RESET_TOKEN_PREFIX)) return Promise.resolve(false);
-    return this.resets.isUsable('password_reset', sha256(token), this.clock.now());
+  async isUsable(token: string): Promise<boolean> {
+    if (!looksLikeSecret(token, RESET_TOKEN_PREFIX)) return false;
+    const account = await this.resets.findUsable('password_reset', sha256(token), this.clock.now());
+    // A link mailed before a provider enforced the domain sets no password now (issue #34).
+    return account !== undefined && !(await this.federation.enforcingProviderFor(account.email));
   }
 
   /**
-   * Sets the new password through a link, once: every web session of the account ends (this
-   * browser's too), its CLI tokens are revoked when asked, and the owner is told by mail.
-   * @throws UnusableResetLinkError for a link that is unknown, used or expired.
+   * Sets the new password through a link, once: every web session and every other mailed link of
+   * the account ends (this browser's too), its CLI tokens are revoked when asked, and the owner is
+   * told by mail. A reset that proves an address nobody had proven before (someone else may have
+   * signed up with it: account pre-hijacking) also ends every second factor (in the redeeming
+   * statement) and every token: the account is then the address owner's alone.
+   * @throws UnusableResetLinkError for a link that is unknown, used, expired or issued before the account changed.
    */
   async reset(token: string, newPassword: string, revokeCliTokens: boolean, ip: string | null): Promise<void> {
     if (!(await this.isUsable(token))) throw new UnusableResetLinkError();
     const account = await this.resets.redeemPasswordLink('password_reset', sha256(token), await hashPassword(newPassword), this.clock.now(), ip);
     if (!account) throw new UnusableResetLinkError(); // used by a racing request meanwhile
     await this.webSessions.endAllFor(account.userId);
-    if (revokeCliTokens) await this.tokens.revokeAllForUser(account.userId, ip);
-    this.mailer.send(passwordChangedMail(account, this.config.publicUrl, { how: 'with a reset link', ip, cliTokensRevoked: revokeCliTokens }));
+    const revoke = revokeCliTokens || account.ownershipProven;
+    if (revoke) await this.tokens.revokeAllForUser(account.userId, ip);
+    await this.mailer.send(passwordChangedMail(account, this.config.publicUrl, { how: 'with a reset link', ip, cliTokensRevoked: revoke }));
   }
 }

@@ -9,7 +9,7 @@ import { open, seal } from '../common/sealed.js';
 import { sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { composeMail, Mailer } from '../mail/mailer.js';
-import { RateLimits } from '../rate-limits/rate-limits.js';
+import { type RecognisedBrowser, RateLimits } from '../rate-limits/rate-limits.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
 import { PasskeysRepository } from './passkeys.repository.js';
 import { SecondFactorsRepository } from './second-factors.repository.js';
@@ -41,7 +41,9 @@ const normalizeRecoveryCode = (code: string) => code.toLowerCase().replace(/[\s-
  * Second factors for the web sign-in: one authenticator app (TOTP, RFC 6238, via otpauth) and
  * ten single-use recovery codes. The TOTP key is kept sealed with a server key (like the session
  * key, in `server_secrets`); a code is accepted once (its time step must be later than the last
- * accepted); every code attempt is counted per account first.
+ * accepted); every code attempt is counted first, from the owner's recognised browser against that
+ * browser, else against the account (rate-limits.ts), so guesses by people who know the password
+ * never make the owner's right code a 429 on a browser the owner signed in with.
  */
 @Injectable()
 export class SecondFactorsService {
@@ -94,11 +96,12 @@ export class SecondFactorsService {
    * @throws WrongCodeError, TooManyRequests
    */
   async confirmEnrolment(account: { id: string; email: string }, pendingSealed: string, code: string, ip: string | null): Promise<string[] | false> {
-    await this.limits.attemptSecondFactor(account.id);
+    // Counted apart from sign-in codes: neither blocks the other.
+    await this.limits.attemptEnrolmentCode(account.id);
     const key = await this.openKey(account.id, 'totp-pending', pendingSealed);
     const step = key === null ? null : this.matchingStep(Secret.fromBase32(key), account.email, code);
     if (step === null) throw new WrongCodeError();
-    await this.limits.secondFactorSucceeded(account.id);
+    await this.limits.enrolmentCodeSucceeded(account.id);
     const codes = this.newRecoveryCodes();
     const now = this.clock.now();
     const sealed = Buffer.from(await this.sealKey(account.id, 'totp', key!), 'base64url');
@@ -108,11 +111,13 @@ export class SecondFactorsService {
 
   /**
    * Checks a second-factor code: a TOTP code (accepted once) or an unused recovery code (used up,
-   * and the owner told by mail). Counted per account first.
+   * and the owner told by mail). Counted first: against `browser` when the code comes from the
+   * owner's recognised browser (a device cookie for the account at the second step of a sign-in,
+   * the signed-in session in sudo mode), else against the account.
    * @throws WrongCodeError, TooManyRequests
    */
-  async verify(account: { id: string; email: string; name: string }, codeInput: string, ip: string | null): Promise<'totp' | 'recovery-code'> {
-    await this.limits.attemptSecondFactor(account.id);
+  async verify(account: { id: string; email: string; name: string }, codeInput: string, ip: string | null, browser: RecognisedBrowser | null): Promise<'totp' | 'recovery-code'> {
+    await this.limits.attemptSecondFactor(account.id, browser);
     const code = codeInput.replace(/\s/g, '');
     let used: 'totp' | 'recovery-code' | null = null;
     if (/^\d{6}$/.test(code)) {
@@ -124,7 +129,7 @@ export class SecondFactorsService {
       if (await this.factors.useRecoveryCode(account.id, this.hashRecoveryCode(account.id, normalizeRecoveryCode(code)), this.clock.now(), ip)) {
         used = 'recovery-code';
         const left = await this.factors.unusedRecoveryCodes(account.id);
-        this.mailer.send(
+        await this.mailer.send(
           composeMail(account.email, 'A Prospect recovery code was used', {
             paragraphs: [
               `Hello ${account.name},`,
@@ -137,7 +142,7 @@ export class SecondFactorsService {
       }
     }
     if (!used) throw new WrongCodeError();
-    await this.limits.secondFactorSucceeded(account.id);
+    await this.limits.secondFactorSucceeded(account.id, browser);
     return used;
   }
 

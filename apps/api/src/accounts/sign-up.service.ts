@@ -40,7 +40,7 @@ export class SignUpService {
     } catch (err) {
       if (!(err instanceof ApiException && err.getStatus() === 409)) throw err;
       const owner = await this.users.findByEmail(input.email);
-      if (owner) this.verification.tellOwnerOfSignupAttempt(owner);
+      if (owner) await this.verification.tellOwnerOfSignupAttempt(owner);
     }
     return 'check-email';
   }

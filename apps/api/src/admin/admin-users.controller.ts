@@ -18,7 +18,11 @@ import { AdminsOnlyGuard } from './admins-only.guard.js';
 import { badRequest, notFound } from '../common/api-exception.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
-import { AdminUsersService } from './admin-users.service.js';
+import { type AdminGrant, AdminUsersService } from './admin-users.service.js';
+
+/** The grant the caller acts with, for the audit trail: the bearer token (and its session). */
+const grantOf = (caller: AuthPrincipal): AdminGrant | undefined =>
+  caller.tokenId ? { tokenId: caller.tokenId, deviceLoginId: caller.deviceLoginId ?? null } : undefined;
 
 
 /** A page number from the query: 1 when absent; a 400 for anything but a whole number from 1 to 10,000. */
@@ -29,7 +33,11 @@ function pageNumber(raw: unknown): number {
   return page;
 }
 
-/** The people of this service as admins manage them on /admin/users, as a JSON API (an admin's bearer token with `admin`). */
+/**
+ * The people of this service as admins manage them on /admin/users, as a JSON API (an admin's
+ * bearer token with `admin`: asked for, and fresh). Promoting, demoting, removing a second factor
+ * and inviting are audited with the grant that did them (`admin.api_action`).
+ */
 @ApiTags('admin')
 @ApiBearerAuth()
 @Controller('api/admin/users')
@@ -56,7 +64,7 @@ export class AdminUsersController {
   @ApiJsonResponse(201, 'Invited.', AdminUserSchema)
   @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [409, 'The address has an account.'])
   async invite(@Principal() caller: AuthPrincipal, @Body(new ZodBodyPipe(InviteUserRequestSchema)) body: InviteUserRequest, @Ip() ip: string): Promise<AdminUser> {
-    return this.admin.invite(body, caller.user.id, ip);
+    return this.admin.invite(body, caller.user.id, ip, grantOf(caller));
   }
 
   @Get(':id')
@@ -82,7 +90,7 @@ export class AdminUsersController {
     @Body(new ZodBodyPipe(UpdateUserRequestSchema)) body: UpdateUserRequest,
     @Ip() ip: string,
   ): Promise<AdminUser> {
-    return this.admin.update(id, body, caller.user.id, ip);
+    return this.admin.update(id, body, caller.user.id, ip, grantOf(caller));
   }
 
   @Post(':id/reset-link')
@@ -98,7 +106,7 @@ export class AdminUsersController {
   @ApiOperation({ summary: "Remove the person's authenticator app and recovery codes, and end their web sessions (a lost phone; admins)." })
   @ApiErrors([401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such account, or it has no second factor.'])
   async removeSecondFactor(@Principal() caller: AuthPrincipal, @Param('id', new ParseUUIDPipe()) id: string, @Ip() ip: string): Promise<void> {
-    if (!(await this.admin.removeSecondFactor(id, caller.user.id, ip))) throw notFound('This account has no second factor.');
+    if (!(await this.admin.removeSecondFactor(id, caller.user.id, ip, grantOf(caller)))) throw notFound('This account has no second factor.');
   }
 
   @Post(':id/clear-sign-in-block')

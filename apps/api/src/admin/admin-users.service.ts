@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { type AdminUser, ERROR_CODES } from '@prospect/contract';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { InvitationsService } from '../accounts/invitations.service.js';
 import { PasswordResetService } from '../accounts/password-reset.service.js';
 import { SecondFactorsService } from '../accounts/second-factors.service.js';
@@ -16,6 +16,16 @@ import type { AdminUserRow } from '../users/users.repository.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { WebSessionsRepository } from '../web-sessions/web-sessions.repository.js';
 import { SignInBlocksService } from './sign-in-blocks.service.js';
+
+/**
+ * The grant an administrator acts with through the administration API: the bearer token, and its
+ * device login (session) for a session's token. Recorded beside what it did (`admin.api_action`),
+ * so a session or token used for administration can be traced and its acts found.
+ */
+export interface AdminGrant {
+  tokenId: string;
+  deviceLoginId: string | null;
+}
 
 /** People per page of the admin list. */
 export const USERS_PER_PAGE = 50;
@@ -85,7 +95,7 @@ export class AdminUsersService {
    * admins' rows are locked first, so two admins demoting each other at once leave one.
    * @throws AdminUserRefusal
    */
-  async update(id: string, changes: { disabled?: boolean; admin?: boolean }, adminId: string, ip: string | null): Promise<AdminUser> {
+  async update(id: string, changes: { disabled?: boolean; admin?: boolean }, adminId: string, ip: string | null, grant?: AdminGrant): Promise<AdminUser> {
     if (changes.disabled === true && id === adminId) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, 'You cannot disable your own account.');
     if (!(await this.users.findById(id))) throw notFound();
     const revoked = await this.db.transaction(async (tx) => {
@@ -93,19 +103,30 @@ export class AdminUsersService {
       const staysAdmin = changes.admin !== false && changes.disabled !== true;
       if (admins.includes(id) && !staysAdmin && admins.every((other) => other === id)) throw lastAdmin();
       const now = this.clock.now();
-      if (changes.admin !== undefined) await this.users.setRole(tx, id, changes.admin ? 'admin' : 'user', now, adminId, ip);
+      if (changes.admin !== undefined && (await this.users.setRole(tx, id, changes.admin ? 'admin' : 'user', now, adminId, ip))) {
+        await this.recordGrant(changes.admin ? 'promote' : 'demote', id, adminId, ip, grant, tx);
+      }
       if (changes.disabled === false) await this.users.setDisabled(tx, id, false, now, adminId, ip);
       if (changes.disabled !== true || !(await this.users.setDisabled(tx, id, true, now, adminId, ip))) return null;
-      await this.accessTokens.lockFamiliesOfUser(tx, id);
-      const tokens = await this.accessTokens.revokeAllOfUser(tx, id, now, ip);
+      // Their tokens end, and the tokens they made for others as an administrator with them.
+      await this.accessTokens.lockFamiliesOfUser(tx, id, now);
+      const tokens = await this.accessTokens.revokeEverythingOfUser(tx, id, now, ip);
       await this.webSessions.deleteAllOf(id, tx);
       return tokens;
     });
     if (revoked !== null) {
       this.revocations.userRevoked(id);
-      this.metrics.token('revoked', revoked);
+      this.revocations.tokensRevoked(revoked.othersTokens);
+      this.metrics.token('revoked', revoked.ended + revoked.othersTokens.length);
     }
     return this.get(id);
+  }
+
+  /** What an administrator did through the API, with the grant they did it with (in `tx` when given, so both or neither). */
+  private async recordGrant(action: string, accountId: string, adminId: string, ip: string | null, grant: AdminGrant | undefined, tx?: EntityManager): Promise<void> {
+    if (!grant) return;
+    const detail = { action, accountId, tokenId: grant.tokenId, ...(grant.deviceLoginId ? { deviceLoginId: grant.deviceLoginId } : {}) };
+    await this.audit.record('admin.api_action', { userId: adminId, ip, detail }, tx);
   }
 
   /** Mails the person a password-reset link. @throws AdminUserRefusal 404 */
@@ -122,11 +143,14 @@ export class AdminUsersService {
    * sessions, so the next sign-in is with the password alone (or sets a new app up, with
    * REQUIRE_SECOND_FACTOR). @throws AdminUserRefusal 404
    */
-  async removeSecondFactor(id: string, adminId: string, ip: string | null): Promise<boolean> {
+  async removeSecondFactor(id: string, adminId: string, ip: string | null, grant?: AdminGrant): Promise<boolean> {
     if (!(await this.users.findById(id))) throw notFound();
     const [app, passkeys] = [await this.factors.remove(id, ip, adminId), await this.passkeys.removeAllOf(id)];
     const removed = app || passkeys > 0;
-    if (removed) await this.webSessions.deleteAllOf(id);
+    if (removed) {
+      await this.webSessions.deleteAllOf(id);
+      await this.recordGrant('remove_second_factor', id, adminId, ip, grant);
+    }
     return removed;
   }
 
@@ -138,7 +162,9 @@ export class AdminUsersService {
   }
 
   /** Invites a person by e-mail. @throws ApiException 409 when the address has an account. */
-  async invite(input: { email: string; name: string }, adminId: string, ip: string | null): Promise<AdminUser> {
-    return this.get(await this.invitations.invite(input, adminId, ip));
+  async invite(input: { email: string; name: string }, adminId: string, ip: string | null, grant?: AdminGrant): Promise<AdminUser> {
+    const id = await this.invitations.invite(input, adminId, ip);
+    await this.recordGrant('invite', id, adminId, ip, grant);
+    return this.get(id);
   }
 }

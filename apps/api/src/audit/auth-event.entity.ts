@@ -30,12 +30,18 @@ export type AuthEventType =
   | 'factor.passkey_remove'
   | 'web.sudo'
   | 'account.email_change'
+  | 'account.ownership_proven'
   | 'admin.clear_sign_in_block'
   | 'admin.user_disable'
   | 'admin.user_enable'
   | 'admin.user_role'
   | 'admin.user_reset_link'
   | 'admin.user_invite'
+  | 'admin.api_action'
+  | 'oauth.consent'
+  | 'oauth.consent_revoke'
+  | 'oauth.code_exchange'
+  | 'oauth.code_replay'
   | 'account.invitation_accept'
   | 'email.verify_sent'
   | 'email.verify'
@@ -45,7 +51,18 @@ export type AuthEventType =
   | 'web.login_failed'
   | 'web.logout'
   | 'web.logout_everywhere'
-  | 'web.code_failed';
+  | 'web.code_failed'
+  | 'federation.login'
+  | 'federation.login_refused'
+  | 'federation.signup'
+  | 'federation.link'
+  | 'federation.unlink'
+  | 'federation.refused_by_provider'
+  | 'admin.identity_provider_create'
+  | 'admin.identity_provider_update'
+  | 'admin.identity_provider_disable'
+  | 'admin.identity_provider_enable'
+  | 'admin.identity_provider_delete';
 
 /** The audit trail of sign-in: who did what from where. Never holds a secret. */
 @Entity({ name: 'auth_events' })

@@ -18,7 +18,7 @@ export class InvalidTokenError extends Error {
   }
 }
 
-/** A token's scopes: its sign-in's grant, or the CLI's for a token created directly (no sign-in of a client). */
+/** A token's scopes: its own (or its sign-in's, for one made before tokens kept theirs), or the CLI's for such a token created directly. */
 export function grantedScopes(scope: string | null): readonly Scope[] {
   return scope === null ? CLI_SCOPES : (parseScopes(scope) ?? []);
 }
@@ -75,7 +75,15 @@ export class AccessTokenVerifier {
       lastUsedAt = now.getTime();
       this.touch(token.tokenId, now);
     }
-    const principal: AuthPrincipal = { user: token.user, tokenId: token.tokenId, expiresAt: token.expiresAt, via: 'bearer', scopes: grantedScopes(token.scope) };
+    const principal: AuthPrincipal = {
+      user: token.user,
+      tokenId: token.tokenId,
+      deviceLoginId: token.deviceLoginId,
+      mintedBy: token.mintedBy,
+      expiresAt: token.expiresAt,
+      via: 'bearer',
+      scopes: grantedScopes(token.scope),
+    };
     if (cacheKey) this.cache.set(cacheKey, principal, lastUsedAt, readEpoch);
     return principal;
   }

@@ -1,9 +1,9 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { ERROR_CODES, type Scope, SCOPES, SERVICE_NAME } from '@prospect/contract';
+import { ADMIN_LOGIN_COMMAND, ERROR_CODES, type Scope, SCOPES, SERVICE_NAME } from '@prospect/contract';
 import type { Request, RequestHandler, Response } from 'express';
 import passport from 'passport';
-import { ApiException } from '../common/api-exception.js';
+import { ApiException, forbidden } from '../common/api-exception.js';
 import { IS_PUBLIC } from './public.decorator.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { ALLOWS_WEB_SESSION } from './allow-web-session.decorator.js';
@@ -16,6 +16,16 @@ const REALM_CHALLENGE = `Bearer realm="${SERVICE_NAME}"`;
 
 /** A signed-in browser acts as the person in full. */
 const ALL_SCOPES = Object.keys(SCOPES) as Scope[];
+
+/**
+ * The administration API refusing a token without `admin`: never had unless asked for, and lasting
+ * ADMIN_GRANT_SECONDS after its approval, so the way back is a sign-in that asks for it. The body's
+ * message, and the challenge's error_description (RFC 6750 §3: no `"` or `\`).
+ */
+const ADMIN_REFUSAL = [
+  `This token does not carry the “admin” scope: administration is granted only to a sign-in that asks for it, and only for a few hours after its approval. To administer, sign in again asking for it (with the CLI: \`${ADMIN_LOGIN_COMMAND}\`).`,
+  `administration needs a fresh admin grant: sign in again with ${ADMIN_LOGIN_COMMAND}`,
+] as const;
 
 const REFUSALS: Record<InvalidTokenReason, string> = {
   // Any client's token comes here (the CLI's, or another OAuth client's), and each client says
@@ -87,8 +97,9 @@ export class BearerAuthGuard implements CanActivate {
   private checkScope(principal: AuthPrincipal, required: Scope | undefined, res: Response): void {
     res.setHeader('X-OAuth-Scopes', principal.scopes.join(', '));
     if (!required || principal.scopes.includes(required)) return;
-    throw new ApiException(403, ERROR_CODES.insufficientScope, `This token was not granted the “${required}” scope (${SCOPES[required]}), which this needs.`, {
-      'WWW-Authenticate': `${REALM_CHALLENGE}, error="insufficient_scope", scope="${required}"`,
+    const [message, description] = required === 'admin' ? ADMIN_REFUSAL : [`This token was not granted the “${required}” scope (${SCOPES[required]}), which this needs.`, undefined];
+    throw new ApiException(403, ERROR_CODES.insufficientScope, message, {
+      'WWW-Authenticate': `${REALM_CHALLENGE}, error="insufficient_scope", scope="${required}"${description ? `, error_description="${description}"` : ''}`,
     });
   }
 
@@ -115,8 +126,21 @@ export class BearerAuthGuard implements CanActivate {
     });
   }
 
+  /**
+   * The signed-in browser's session with its CSRF token, as the pages see it: one halfway through
+   * signing in (its second step not taken), or one that must still set up a second factor
+   * (REQUIRE_SECOND_FACTOR), is refused as the pages refuse it, with a 403 saying what to do.
+   * Verification and sudo mode are the route's to ask (TokenIssuanceService), as its page does.
+   */
   private webSessionPrincipal(req: Request): AuthPrincipal | null {
-    if (!req.webUser || !this.csrf.isValid(req)) return null;
+    if (!req.session || !this.csrf.isValid(req)) return null;
+    if (!req.webUser) {
+      if (req.session.pendingSignIn) throw forbidden('Finish signing in first: enter the code from your authenticator app (or a recovery code, or use your passkey) on the sign-in page.');
+      return null;
+    }
+    if (req.session.mustEnrolSecondFactor) {
+      throw forbidden('This service requires a second factor: set up an authenticator app or a passkey on /settings/security first.');
+    }
     return { user: req.webUser, expiresAt: req.session.cookie.expires ?? new Date(Date.now()), via: 'web-session', scopes: ALL_SCOPES, confirmedAt: req.session.sudoAt ?? 0 };
   }
 }

@@ -18,6 +18,7 @@ import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { Public } from '../auth/public.decorator.js';
 import { ZodBodyPipe } from '../common/zod-body.pipe.js';
 import { AppConfig } from '../config/app-config.js';
+import { DatabaseDeadline } from '../database/database-deadline.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { DeviceLoginService } from '../device-login/device-login.service.js';
 import { deviceLoginTurnedOff, pollAnswer } from './cli-auth-answers.js';
@@ -46,18 +47,29 @@ export class DeviceLoginController {
   @Post('start')
   @HttpCode(200)
   @Header('Cache-Control', 'no-store')
-  @ApiOperation({ summary: 'Start a device login: codes and the address where a person approves it.' })
+  @ApiOperation({
+    summary: 'Start a device login: codes and the address where a person approves it.',
+    description:
+      '`scopes` asks for what the session may do (default `profile`, `tokens`). `admin` is only had when asked for: its approval needs sudo mode, and it lasts ADMIN_GRANT_SECONDS from the approval.',
+  })
   @ApiJsonBody(DeviceStartRequestSchema, false)
   @ApiJsonResponse(200, 'Started.', DeviceStartResponseSchema)
-  @ApiErrors([400, 'Invalid body.'], [404, 'Device login is turned off: use a token (`prospect auth:login --token`).'], [429, 'Too many starts from this address (see Retry-After).'])
+  @ApiErrors(
+    [400, 'Invalid body.'],
+    [404, 'Device login is turned off: use a token (`prospect auth:login --token`).'],
+    [429, 'Too many starts from this address (see Retry-After).'],
+    [503, 'The database did not answer within DATABASE_TIMEOUT_MS (see Retry-After).'],
+  )
   async start(
     @Body(new ZodBodyPipe(DeviceStartRequestSchema)) body: DeviceStartRequest,
     @Ip() ip: string,
     @RequestOrigin() origin: string | undefined,
     @Headers('user-agent') userAgent?: string,
   ): Promise<DeviceStartResponse> {
-    await this.limits.deviceStart(ip);
-    return this.deviceLogins.start(body, ip, userAgent ?? null, undefined, origin);
+    // One budget for the whole request (issue #32): the limit's wait and the insert share it.
+    const deadline = DatabaseDeadline.after(this.config.databaseTimeoutMs);
+    await this.limits.deviceStart(ip, deadline);
+    return this.deviceLogins.start(body, ip, userAgent ?? null, undefined, origin, deadline);
   }
 
   @Post('cancel')

@@ -1,9 +1,12 @@
-import { Body, Controller, Get, Header, HttpCode, Ip, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Header, Headers, HttpCode, Ip, Post, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Request } from 'express';
 import {
   type AuthorizedResponse,
   AuthorizedResponseSchema,
   CLI_CLIENT_ID,
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_KEY_MAX_LENGTH,
   type RefreshRequest,
   RefreshRequestSchema,
   type IssueTokenRequest,
@@ -21,8 +24,9 @@ import { AllowWebSession } from '../auth/allow-web-session.decorator.js';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { InvalidGrantError, RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokenIssuanceService } from './token-issuance.service.js';
-import { TokensService } from '../tokens/tokens.service.js';
+import { IDEMPOTENCY_WINDOW_HOURS, TokensService } from '../tokens/tokens.service.js';
 import { refreshRefused } from './cli-auth-answers.js';
+import { parseIdempotencyKey, presentedCredential } from './idempotency-key.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
 
 @ApiTags('cli auth')
@@ -38,11 +42,16 @@ export class TokensController {
   @Get('me')
   @RequireScope('profile')
   @Header('Cache-Control', 'no-store')
-  @ApiOperation({ summary: 'Verify the bearer token and return its user and expiry.' })
+  @ApiOperation({
+    summary: 'Verify the bearer token and return its user and expiry.',
+    description: 'For a token made with another token or a session (`POST /token` with a bearer token), `madeWith` says which.',
+  })
   @ApiJsonResponse(200, 'The token is valid.', MeResponseSchema)
   @ApiErrors([401, 'Missing, unknown, expired or revoked token (see WWW-Authenticate).'], [403, 'insufficient_scope: the token lacks `profile`.'])
-  me(@Principal() principal: AuthPrincipal): MeResponse {
-    return { user: toPublicUser(principal.user), expiresAt: principal.expiresAt.toISOString() };
+  async me(@Principal() principal: AuthPrincipal): Promise<MeResponse> {
+    // Only a token made with a bearer token pays for the one read that names its maker.
+    const madeWith = principal.mintedBy ? await this.tokens.describeMinter(principal.mintedBy) : null;
+    return { user: toPublicUser(principal.user), expiresAt: principal.expiresAt.toISOString(), ...(madeWith ? { madeWith } : {}) };
   }
 
   @Post('token')
@@ -52,17 +61,33 @@ export class TokensController {
   @Header('Cache-Control', 'no-store')
   @ApiOperation({
     summary: 'Issue a CLI token (for `prospect auth:login --token`).',
-    description: 'For yourself, or, as an admin, for any user by `userEmail`.',
+    description:
+      'For yourself, or, as an admin with a fresh `admin` grant, for any user by `userEmail`. Made with a bearer token, the new token has at most its scopes (never `admin` for someone else) and lives at most as long as it can (a device session: until its refresh family ends; with `admin`: until the grant’s `admin` ends), and is revoked with it. Made in a signed-in browser (with its CSRF token, in sudo mode), it has the person’s scopes, `admin` only for an administrator.',
   })
   @ApiJsonBody(IssueTokenRequestSchema, false)
-  @ApiJsonResponse(201, 'The token; its secret is shown only in this response.', IssuedTokenResponseSchema)
-  @ApiErrors([400, 'Invalid body.'], [401, 'No valid credentials.'], [403, 'Not allowed to issue for that user, or insufficient_scope: the token lacks `tokens`.'], [404, 'No such user.'])
+  @ApiHeader({
+    name: IDEMPOTENCY_KEY_HEADER,
+    required: false,
+    description: `A key of the client's choosing (draft-ietf-httpapi-idempotency-key-header: an sf-string such as "8e03978e-40d5-43e8-bc93-6894a57f9324", at most ${IDEMPOTENCY_KEY_MAX_LENGTH} characters). Sent again with the same credential and body within ${IDEMPOTENCY_WINDOW_HOURS} hours, it gets the same token, and no second one is made.`,
+  })
+  @ApiJsonResponse(201, 'The token; its secret is shown only in this response (and again for the same Idempotency-Key).', IssuedTokenResponseSchema)
+  @ApiErrors(
+    [400, 'Invalid body, or a malformed Idempotency-Key.'],
+    [401, 'No valid credentials.'],
+    [403, 'Not allowed to issue for that user; insufficient_scope: the token lacks `tokens` (or `admin`, for someone else); or a browser session not in sudo mode, not verified, or without the second factor this server requires.'],
+    [404, 'No such user.'],
+    [409, 'A request with the same Idempotency-Key is in progress (see Retry-After).'],
+    [422, 'The Idempotency-Key was used with a different body.'],
+  )
   issue(
     @Principal() principal: AuthPrincipal,
     @Body(new ZodBodyPipe(IssueTokenRequestSchema)) body: IssueTokenRequest,
     @Ip() ip: string,
+    @Req() req: Request,
+    @Headers('idempotency-key') idempotencyKey?: string,
   ): Promise<IssuedTokenResponse> {
-    return this.issuance.issueFor(principal, body, ip);
+    const key = parseIdempotencyKey(idempotencyKey);
+    return this.issuance.issueFor(principal, body, ip, key === undefined ? undefined : { key, credential: presentedCredential(req, principal) });
   }
 
   @Post('refresh')
@@ -88,7 +113,7 @@ export class TokensController {
 
   @Post('logout')
   @HttpCode(204)
-  @ApiOperation({ summary: 'Revoke the bearer token of this request (with every token of its session, for a device login).' })
+  @ApiOperation({ summary: 'Revoke the bearer token of this request (with every token of its session, for a device login), and every token made with it.' })
   @ApiJsonResponse(204, 'Revoked.')
   @ApiErrors([401, 'Missing, unknown, expired or revoked token.'])
   async logout(@Principal() principal: AuthPrincipal, @Ip() ip: string): Promise<void> {

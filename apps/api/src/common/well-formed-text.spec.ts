@@ -1,4 +1,4 @@
-import { findUnreadableInput, MAX_INPUT_DEPTH, malformedTextMessage, tooDeepMessage } from './well-formed-text.js';
+import { findMalformedQuery, findUnreadableInput, MAX_INPUT_DEPTH, malformedQueryMessage, malformedTextMessage, tooDeepMessage } from './well-formed-text.js';
 
 /** `levels` arrays inside each other, innermost `inner`, built without recursion. */
 function nested(levels: number, inner: unknown = 'x'): unknown {
@@ -66,5 +66,41 @@ describe('findUnreadableInput', () => {
     const { value: deep, work: deepWork } = counted(nested(MAX_INPUT_DEPTH - 1, { a: 'x', b: 'y' }));
     expect(findUnreadableInput(deep)).toBeNull();
     expect(deepWork.opened.size).toBe(MAX_INPUT_DEPTH);
+  });
+});
+
+describe('findMalformedQuery', () => {
+  it.each([
+    '/api/cli/auth/me',
+    '/admin/users?q=ada&page=2',
+    '/admin/users?q=J%C3%BCrgen', // ü
+    '/admin/users?q=%F0%9F%9A%80', // an emoji, four bytes
+    '/login?next=%2Fsettings%2Ftokens%3Fx%3D1',
+    '/admin/users?q=100%', // a lone % stands for itself
+    '/admin/users?q=%zz&x=%4',
+    '/admin/users?q=a+b&flag',
+    '/assets/app.css',
+    '/api/admin/clients/%00', // the path is the routes' own
+    '/admin/users/%FF?q=ok',
+  ])('accepts %s', (url) => {
+    expect(findMalformedQuery(url)).toBeNull();
+  });
+
+  it.each<[string, string, string]>([
+    ['NUL in a value', '/api/admin/users?q=%00', 'q'],
+    ['NUL among other text', '/admin/users?page=1&q=ad%00min', 'q'],
+    ['a byte that is not UTF-8', '/device?user_code=%FF', 'user_code'],
+    ['an overlong NUL', '/login?next=%C0%80', 'next'],
+    ['an encoded surrogate', '/verify-email?token=%ED%A0%80', 'token'],
+    ['a sequence cut short', '/invitation?token=%E2%82', 'token'],
+    ['beyond U+10FFFF', '/email-change?token=%F4%90%80%80', 'token'],
+    ['NUL in a name', '/admin/users?q%00=x', '(a parameter name)'],
+    ['a bad byte in a name without a value', '/admin/users?%FF', '(a parameter name)'],
+  ])('refuses %s, naming it', (_, url, named) => {
+    expect(findMalformedQuery(url)).toBe(malformedQueryMessage(named));
+  });
+
+  it('names a parameter by its first 64 characters', () => {
+    expect(findMalformedQuery(`/x?${'n'.repeat(500)}=%00`)).toBe(malformedQueryMessage('n'.repeat(64)));
   });
 });

@@ -66,6 +66,59 @@ export function refuseUnreadableBodies(req: Request, _res: Response, next: NextF
   next(problem ? badRequest(problem) : undefined);
 }
 
+/** At most this much of a parameter's name is repeated in the sentence that refuses it. */
+const MAX_NAMED_PARAMETER = 64;
+
+export const malformedQueryMessage = (parameter: string) =>
+  `Invalid ${parameter}: it contains a NUL character or broken Unicode (percent-encoded bytes that are not UTF-8).`;
+
+/**
+ * `escaped` (a query parameter's name or value) as text, or null when its percent-encoded
+ * bytes hold NUL or are not UTF-8 (`%FF`, an overlong `%C0%80`, a surrogate's `%ED%A0%80`).
+ * A `%` not followed by two hex digits stands for itself, as Express reads it. Express's
+ * query parser turns bad bytes into U+FFFD and keeps a NUL, so this looks at the bytes.
+ */
+function decodedText(escaped: string): string | null {
+  try {
+    const text = decodeURIComponent(escaped.replace(/%(?![0-9A-Fa-f]{2})/g, '%25'));
+    return isMalformed(text) ? null : text;
+  } catch {
+    // decodeURIComponent refuses any byte sequence that is not UTF-8.
+    return null;
+  }
+}
+
+/**
+ * What makes a request target's query string (`req.url`) unreadable, as the sentence of a
+ * 400, or null: a parameter whose name or value, percent-decoded, holds NUL or bytes that are
+ * not UTF-8, named (`Invalid q: …`). Node refuses a raw NUL or non-ASCII byte in the request
+ * line itself, so only a `%` escape carries one: a query without `%` costs one scan. (The
+ * path is left to the routes: a NUL in an id there finds nothing, a 404.)
+ */
+export function findMalformedQuery(url: string): string | null {
+  const queryAt = url.indexOf('?');
+  if (queryAt < 0 || !url.includes('%', queryAt)) return null;
+  for (const pair of url.slice(queryAt + 1).split('&')) {
+    if (!pair.includes('%')) continue;
+    const equals = pair.indexOf('=');
+    // `+` is a space in a query (application/x-www-form-urlencoded).
+    const name = decodedText((equals < 0 ? pair : pair.slice(0, equals)).replaceAll('+', ' '));
+    if (name === null) return malformedQueryMessage('(a parameter name)');
+    if (equals >= 0 && decodedText(pair.slice(equals + 1)) === null) return malformedQueryMessage(Array.from(name).slice(0, MAX_NAMED_PARAMETER).join(''));
+  }
+  return null;
+}
+
+/**
+ * Express middleware for every request, before any route, page or body parser: a query
+ * parameter that cannot be stored as text (findMalformedQuery) is a 400, so no route, today's
+ * or a later one, hands a NUL to Postgres (a 500) or reads bad bytes as U+FFFD.
+ */
+export function refuseMalformedQueries(req: Request, _res: Response, next: NextFunction): void {
+  const problem = findMalformedQuery(req.originalUrl);
+  next(problem ? badRequest(problem) : undefined);
+}
+
 /** Express middleware after a form parser: a form field (or query parameter) that cannot be stored as text is a 400 naming it, before any handler runs. */
 export function refuseMalformedForms(req: Request, _res: Response, next: NextFunction): void {
   const problem = findUnreadableInput(req.body) ?? findUnreadableInput(req.query);

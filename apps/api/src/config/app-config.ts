@@ -1,5 +1,5 @@
 import express from 'express';
-import { MAX_DEVICE_LOGIN_SECONDS } from '@prospect/contract';
+import { DEFAULT_REFRESH_TOKEN_TTL_SECONDS, MAX_DEVICE_LOGIN_SECONDS, looksLikeEmail } from '@prospect/contract';
 import { z } from 'zod';
 
 /**
@@ -110,13 +110,13 @@ const SETTINGS = {
   /** The most a caller may ask for a long-lived token. */
   accessTokenMaxTtlSeconds: setting('ACCESS_TOKEN_MAX_TTL_SECONDS', seconds(365 * 24 * 3600)),
   /** A refresh token unused this long expires; each rotation starts it again (sliding)… */
-  refreshTokenTtlSeconds: setting('REFRESH_TOKEN_TTL_SECONDS', seconds(30 * 24 * 3600)),
+  refreshTokenTtlSeconds: setting('REFRESH_TOKEN_TTL_SECONDS', seconds(DEFAULT_REFRESH_TOKEN_TTL_SECONDS)),
   /** …but no session outlives this, counted from its device login (absolute cap). */
   refreshTokenMaxLifetimeSeconds: setting('REFRESH_TOKEN_MAX_LIFETIME_SECONDS', seconds(90 * 24 * 3600)),
   deviceLoginEnabled: setting('DEVICE_LOGIN_ENABLED', booleanFlag.default(true)),
   allowSignup: setting('ALLOW_SIGNUP', booleanFlag.default(true)),
   logLevel: setting('LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
-  adminEmail: setting('PROSPECT_ADMIN_EMAIL', z.email('must be an e-mail address').optional()),
+  adminEmail: setting('PROSPECT_ADMIN_EMAIL', z.string().trim().refine(looksLikeEmail, 'must be an e-mail address').optional()),
   adminPassword: setting('PROSPECT_ADMIN_PASSWORD', z.string().min(8, 'must be at least 8 characters').optional()),
   /** Express's `trust proxy` setting. */
   trustProxy: setting('TRUST_PROXY', trustProxy.default('loopback')),
@@ -134,6 +134,12 @@ const SETTINGS = {
     'METRICS_PORT',
     z.coerce.number({ error: 'must be a port number' }).int('must be a port number').min(0, 'must be between 0 and 65535').max(65535, 'must be between 0 and 65535').optional(),
   ),
+  /**
+   * The address the metrics port listens on: loopback unless asked, since the metrics (routes,
+   * counts, the pool) are for the operator's scraper, not the network. `0.0.0.0` where the
+   * scraper reaches the pod or container by its address (the shipped manifests and compose set it).
+   */
+  metricsHost: setting('METRICS_HOST', z.string().trim().min(1).default('127.0.0.1')),
   /** Apply pending migrations at start (under an advisory lock); false: `npm run migrate` does, and a start with any pending refuses. */
   migrateOnStart: setting('MIGRATE_ON_START', booleanFlag.default(true)),
   /** A request (headers and body) must arrive within this; a slower one gets 408 and its connection closed. */
@@ -159,6 +165,13 @@ const SETTINGS = {
   ),
   /** The sender of every mail, e.g. `Prospect <no-reply@example.com>`; unset: no-reply at PUBLIC_URL's host. */
   mailFrom: setting('MAIL_FROM', z.string().trim().min(3, 'must be an address, e.g. "Prospect <no-reply@example.com>"').max(200).optional()),
+  /** After a mail's first failed try, how long until the next; it doubles with each failure, to at most 30 minutes. */
+  mailRetryBaseSeconds: setting('MAIL_RETRY_BASE_SECONDS', seconds(15)),
+  /** A mail not sent this long after it was queued is given up, with the last failure's reason kept (fractions allowed: 0.5 is 30 minutes). */
+  mailGiveUpHours: setting(
+    'MAIL_GIVE_UP_HOURS',
+    z.coerce.number({ error: 'must be a number of hours' }).positive('must be greater than 0').max(24 * 30, 'must be at most 720 (30 days)').default(24),
+  ),
   /**
    * New accounts must follow a mailed link before they approve a device login or create a token,
    * and sign-up no longer tells whether an address is registered. Unset: on when SMTP_URL is set.
@@ -166,6 +179,11 @@ const SETTINGS = {
   requireEmailVerification: setting('REQUIRE_EMAIL_VERIFICATION', booleanFlag.optional()),
   /** How long after a sign-in (or a re-confirmation) approving, creating tokens and changing security settings need no password again. */
   sudoSeconds: setting('SUDO_SECONDS', seconds(2 * 3600)),
+  /**
+   * How long the `admin` scope of a device login lasts after its approval: tokens issued or
+   * refreshed later keep the other scopes and lose `admin` (sign in again to administer).
+   */
+  adminGrantSeconds: setting('ADMIN_GRANT_SECONDS', seconds(12 * 3600)),
   /** Everyone must have a second factor: one without is led to set it up at the next sign-in. */
   requireSecondFactor: setting('REQUIRE_SECOND_FACTOR', booleanFlag.default(false)),
   /** Failed sign-ins one address may make in an hour. */
@@ -182,6 +200,12 @@ const SETTINGS = {
   webSessionIdleSeconds: setting('WEB_SESSION_IDLE_SECONDS', seconds(7 * 24 * 3600)),
   /** …and this long after sign-in, whatever happens. */
   webSessionMaxSeconds: setting('WEB_SESSION_MAX_SECONDS', seconds(30 * 24 * 3600)),
+  /**
+   * How long after an identity provider last said yes to a person (a sign-in, or a refresh of its
+   * tokens) Prospect asks it again, for links with browser sessions: a refusal (invalid_grant) ends
+   * the sessions started through that link (issue #34, leavers).
+   */
+  federationCheckSeconds: setting('FEDERATION_CHECK_SECONDS', seconds(15 * 60)),
 };
 
 type Settings = typeof SETTINGS;

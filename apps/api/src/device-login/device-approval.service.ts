@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { formatUserCode, normalizeUserCode, parseScopes, SCOPES } from '@prospect/contract';
 import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { DeviceLoginsRepository } from './device-logins.repository.js';
 
@@ -24,6 +25,15 @@ export class UndecidableDeviceLoginError extends Error {
   }
 }
 
+/** A decision the page reports: the client it was about. */
+export interface DeviceDecision extends DeviceLoginClient {
+  /**
+   * The same person had made this same decision on this code before: the form was sent again (a
+   * reload, a second click, a retry after an answer lost on the way), and nothing changed now.
+   */
+  madeBefore: boolean;
+}
+
 /** What the approval page shows about a pending device login. */
 export interface DeviceLoginForApproval {
   id: string;
@@ -39,6 +49,8 @@ export interface DeviceLoginForApproval {
   expiresAt: Date;
   /** What approving grants, in words for the person (SCOPES). */
   scopes: Array<{ name: string; words: string }>;
+  /** It asks for `admin`: approved only in sudo mode, and for ADMIN_GRANT_SECONDS. */
+  asksForAdmin: boolean;
 }
 
 /** The browser's side of a device login: the person who finds it by its user code and decides it. */
@@ -48,6 +60,7 @@ export class DeviceApprovalService {
     private readonly deviceLogins: DeviceLoginsRepository,
     private readonly clock: Clock,
     private readonly metrics: Metrics,
+    private readonly config: AppConfig,
   ) {}
 
   /** A pending, unexpired login by the code a person typed or followed; throws why not otherwise. */
@@ -60,6 +73,7 @@ export class DeviceApprovalService {
     if (login.status === 'cancelled') throw new UndecidableDeviceLoginError('cancelled', client);
     if (login.status !== 'pending') throw new UndecidableDeviceLoginError('decided', client);
     if (login.expiresAt.getTime() <= this.clock.now().getTime()) throw new UndecidableDeviceLoginError('expired', client);
+    const scopes = parseScopes(login.scope) ?? [];
     return {
       id: login.id,
       userCode: formatUserCode(login.userCode),
@@ -71,33 +85,56 @@ export class DeviceApprovalService {
       userAgent: login.userAgent,
       createdAt: login.createdAt,
       expiresAt: login.expiresAt,
-      scopes: (parseScopes(login.scope) ?? []).map((name) => ({ name, words: SCOPES[name] })),
+      scopes: scopes.map((name) => ({ name, words: SCOPES[name] })),
+      asksForAdmin: scopes.includes('admin'),
     };
   }
 
-  /** @returns the client now signed in, for the page that says so. */
-  approve(userCode: string, userId: string, ip: string | null): Promise<DeviceLoginClient> {
+  /**
+   * The person approves (in sudo mode, which the page checks for every approval). A login that
+   * asked for `admin` has it for ADMIN_GRANT_SECONDS from now: its tokens carry it until then.
+   * @returns the client now signed in, for the page that says so.
+   */
+  approve(userCode: string, userId: string, ip: string | null): Promise<DeviceDecision> {
     return this.decide(userCode, 'approved', userId, ip);
   }
 
-  deny(userCode: string, userId: string, ip: string | null): Promise<DeviceLoginClient> {
+  deny(userCode: string, userId: string, ip: string | null): Promise<DeviceDecision> {
     return this.decide(userCode, 'denied', userId, ip);
   }
 
   /**
    * Binds the decision to the signed-in person who made it. Only a pending,
    * unexpired login can be decided, and only once (one conditional UPDATE).
+   *
+   * The same decision presented again by the person who made it (issue #32: a proxy that replayed
+   * the Approve, a reload, a second click) is answered as the first was, `madeBefore`, and changes
+   * nothing: it went through. Anyone else, or the other decision, is refused as before.
    */
-  private async decide(userCodeInput: string, decision: 'approved' | 'denied', userId: string, ip: string | null): Promise<DeviceLoginClient> {
+  private async decide(userCodeInput: string, decision: 'approved' | 'denied', userId: string, ip: string | null): Promise<DeviceDecision> {
     const userCode = normalizeUserCode(userCodeInput);
     if (!userCode) throw new UndecidableDeviceLoginError('unknown');
     // The decision and its audit event in one statement.
-    const decided = await this.deviceLogins.decideWithAudit(userCode, decision, userId, this.clock.now(), ip);
-    if (!decided) {
-      const login = await this.findForApproval(userCode); // throws the precise reason
-      throw new UndecidableDeviceLoginError('decided', { id: login.clientId, displayName: login.clientDisplayName });
-    }
+    const now = this.clock.now();
+    const adminUntil = new Date(now.getTime() + this.config.adminGrantSeconds * 1000);
+    const decided = await this.deviceLogins.decideWithAudit(userCode, decision, userId, now, ip, adminUntil);
+    if (!decided) return this.decidedBefore(userCode, decision, userId);
     this.metrics.deviceLogin(decision);
-    return { id: decided.clientId, displayName: decided.clientDisplayName };
+    return { id: decided.clientId, displayName: decided.clientDisplayName, madeBefore: false };
+  }
+
+  /**
+   * A login that could not be decided now: this person's own earlier decision, the same, if it is
+   * one (an approval stays one once its code was redeemed); else why it cannot be decided.
+   */
+  private async decidedBefore(userCode: string, decision: 'approved' | 'denied', userId: string): Promise<DeviceDecision> {
+    const login = await this.deviceLogins.findLatestByUserCode(userCode);
+    if (!login) throw new UndecidableDeviceLoginError('unknown');
+    const client = { id: login.clientId, displayName: login.clientDisplayName };
+    const sameDecision = decision === 'approved' ? login.status === 'approved' || login.status === 'redeemed' : login.status === 'denied';
+    if (sameDecision && login.decidedByUserId === userId) return { ...client, madeBefore: true };
+    if (login.status === 'cancelled') throw new UndecidableDeviceLoginError('cancelled', client);
+    if (login.status === 'pending' && login.expiresAt.getTime() <= this.clock.now().getTime()) throw new UndecidableDeviceLoginError('expired', client);
+    throw new UndecidableDeviceLoginError('decided', client);
   }
 }

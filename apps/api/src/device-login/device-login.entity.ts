@@ -45,6 +45,13 @@ export class DeviceLogin {
   @Column({ type: 'text', default: '' })
   scope!: string;
 
+  /**
+   * When the `admin` scope of this login ends: ADMIN_GRANT_SECONDS after its approval, for a login
+   * that asked for `admin`; null otherwise. Its tokens carry `admin` only until then.
+   */
+  @Column({ name: 'admin_until', type: 'timestamptz', nullable: true })
+  adminUntil!: Date | null;
+
   @Column({ name: 'requested_ip', type: 'text', nullable: true })
   requestedIp!: string | null;
 

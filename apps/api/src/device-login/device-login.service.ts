@@ -3,11 +3,12 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import {
   type AuthorizedResponse,
   CLI_CLIENT_ID,
-  CLI_SCOPES,
+  CLI_DEFAULT_SCOPES,
   DEVICE_CODE_PREFIX,
   type DeviceStartRequest,
   type DeviceStartResponse,
   formatUserCode,
+  parseScopes,
   ROUTES,
 } from '@prospect/contract';
 import type { DataSource } from 'typeorm';
@@ -18,6 +19,7 @@ import { open, seal } from '../common/sealed.js';
 import { generateSecret, generateUserCode, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
+import { DatabaseDeadline } from '../database/database-deadline.js';
 import { isUniqueViolation } from '../database/sql.js';
 import { RefreshTokensService, sessionLabel } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
@@ -88,15 +90,20 @@ export class DeviceLoginService {
   /**
    * @param userAgent the starting program's User-Agent, shown to the person who approves.
    * @param client the OAuth client starting it (already known to exist) and the scope it is granted
-   *   if the person approves (the contract's routes: the CLI's).
+   *   if the person approves. Unset (the contract's routes): the CLI, with the scopes the request
+   *   names (`auth:login --scopes`, each one the CLI may have) or else CLI_DEFAULT_SCOPES, without `admin`.
    * @param requestOrigin the address the client reached us at (RequestOrigin), for the verification URL.
+   * @param deadline the request's whole budget for the database, of which the start limit's wait
+   *   spent some already (DatabaseDeadline); unset, DATABASE_TIMEOUT_MS from now. Past it,
+   *   DatabaseDeadlineExceeded (a 503), even if the insert is still under way.
    */
   async start(
     request: DeviceStartRequest,
     ip: string | null,
     userAgent: string | null = null,
-    client: { id: string; scope: string } = { id: CLI_CLIENT_ID, scope: CLI_SCOPES.join(' ') },
+    client: { id: string; scope: string } = { id: CLI_CLIENT_ID, scope: parseScopes((request.scopes ?? CLI_DEFAULT_SCOPES).join(' '))!.join(' ') },
     requestOrigin?: string,
+    deadline = DatabaseDeadline.after(this.config.databaseTimeoutMs),
   ): Promise<DeviceStartResponse> {
     const deviceCode = generateSecret(DEVICE_CODE_PREFIX);
     const now = this.clock.now();
@@ -106,7 +113,7 @@ export class DeviceLoginService {
       const userCode = generateUserCode();
       try {
         // The login and its audit event in one statement: both or neither, in one round trip.
-        await this.deviceLogins.insertStarted({
+        const started = {
           deviceCodeHash: sha256(deviceCode),
           userCode,
           clientName: request.clientName ?? null,
@@ -117,7 +124,8 @@ export class DeviceLoginService {
           userAgent: userAgent?.slice(0, 200) ?? null,
           clientId: client.id,
           scope: client.scope,
-        });
+        };
+        await deadline.within(() => this.deviceLogins.insertStarted(started));
         this.metrics.deviceLogin('started');
         const shownCode = formatUserCode(userCode);
         return {
@@ -177,6 +185,8 @@ export class DeviceLoginService {
         label: sessionLabel(login.client_name ?? won.clientDisplayName, login.hostname),
         ip,
         deviceLoginId: login.id,
+        scope: login.scope,
+        adminUntil: login.admin_until,
       });
       await this.audit.record('device.redeem', { userId: user.id, ip, detail: { deviceLoginId: login.id, tokenId: issued.accessTokenId } }, tx);
       const reply: PollReply = { accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresAt: issued.expiresAt.toISOString() };
@@ -197,7 +207,7 @@ export class DeviceLoginService {
     return {
       kind: 'authorized',
       reply: { status: 'authorized', accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresAt: issued.expiresAt.toISOString(), user },
-      scope: login.scope,
+      scope: issued.scope,
     };
   }
 
@@ -212,7 +222,7 @@ export class DeviceLoginService {
     if (reply) {
       try {
         const principal = await this.verifier.verify(reply.accessToken);
-        return { kind: 'authorized', reply: { status: 'authorized', ...reply, user: toPublicUser(principal.user) }, scope: login.scope };
+        return { kind: 'authorized', reply: { status: 'authorized', ...reply, user: toPublicUser(principal.user) }, scope: principal.scopes.join(' ') };
       } catch (err) {
         // Revoked or expired meanwhile (a logout): nothing to hand out again.
         if (!(err instanceof InvalidTokenError)) throw err;

@@ -16,6 +16,8 @@ export interface PollRow {
   hostname: string | null;
   client_id: string;
   scope: string;
+  /** When its grant's `admin` ends (set at approval, for a login that asked for `admin`). */
+  admin_until: Date | null;
   accepted: boolean;
 }
 
@@ -36,10 +38,10 @@ export interface NewDeviceLogin {
 /** A device login found by its user code, with the registered name of its client. */
 export type DeviceLoginByUserCode = Pick<
   DeviceLogin,
-  'id' | 'userCode' | 'status' | 'clientId' | 'scope' | 'clientName' | 'hostname' | 'requestedIp' | 'userAgent' | 'createdAt' | 'expiresAt'
+  'id' | 'userCode' | 'status' | 'clientId' | 'scope' | 'clientName' | 'hostname' | 'requestedIp' | 'userAgent' | 'createdAt' | 'expiresAt' | 'decidedByUserId'
 > & { clientDisplayName: string };
 
-const POLL_COLUMNS = 'id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, client_id, scope';
+const POLL_COLUMNS = 'id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, client_id, scope, admin_until';
 
 /**
  * Every statement on `device_logins`. Start and poll are the hot path of a login: named prepared
@@ -90,7 +92,7 @@ export class DeviceLoginsRepository {
           SET last_polled_at = CASE WHEN t.last_polled_at IS NULL OR t.last_polled_at <= $2 THEN $3 ELSE d.last_polled_at END
          FROM target t
         WHERE d.id = t.id
-       RETURNING d.id, d.status, d.expires_at, d.redeemed_at, d.reply_sealed, d.client_name, d.hostname, d.client_id, d.scope,
+       RETURNING d.id, d.status, d.expires_at, d.redeemed_at, d.reply_sealed, d.client_name, d.hostname, d.client_id, d.scope, d.admin_until,
                  (t.last_polled_at IS NULL OR t.last_polled_at <= $2) AS accepted`,
       [deviceCodeHash, earliestPrevious, now, clientId],
     );
@@ -111,7 +113,7 @@ export class DeviceLoginsRepository {
       `UPDATE device_logins d SET status = 'redeemed', redeemed_at = $2
          FROM users u, oauth_clients c
         WHERE d.id = $1 AND d.status = 'approved' AND d.expires_at > $2 AND u.id = d.decided_by_user_id AND c.id = d.client_id
-          AND c.disabled_at IS NULL
+          AND c.disabled_at IS NULL AND u.disabled_at IS NULL
         RETURNING u.id, u.email, u.name, c.name AS client_display_name`,
       [id, now],
       tx,
@@ -157,7 +159,8 @@ export class DeviceLoginsRepository {
 
   /**
    * Decides a pending, unexpired login for `userId`, with its audit event, in one conditional
-   * statement: only once. The login's id, or undefined when it could not be decided.
+   * statement: only once. An approved login that asked for `admin` has it until `adminUntil`.
+   * The login's id, or undefined when it could not be decided.
    */
   async decideWithAudit(
     userCode: string,
@@ -165,20 +168,25 @@ export class DeviceLoginsRepository {
     userId: string,
     now: Date,
     ip: string | null,
+    adminUntil: Date,
   ): Promise<{ id: string; clientId: string; clientDisplayName: string } | undefined> {
     // The audit INSERT runs whether or not the final SELECT reads it (a data-modifying WITH always does).
     const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(
       `WITH decided AS (
-         UPDATE device_logins SET status = $2, decided_by_user_id = $3, decided_at = $4
+         UPDATE device_logins
+            SET status = $2, decided_by_user_id = $3, decided_at = $4,
+                admin_until = CASE WHEN $2 = 'approved' AND 'admin' = ANY (string_to_array(scope, ' ')) THEN $7::timestamptz END
           WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
-          RETURNING id, client_id
+          RETURNING id, client_id, admin_until
        ), audited AS (
          INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-         SELECT $5, $3, $6, jsonb_build_object('deviceLoginId', decided.id), $4 FROM decided
+         SELECT $5, $3, $6, jsonb_build_object('deviceLoginId', decided.id)
+                  || CASE WHEN decided.admin_until IS NULL THEN '{}' ELSE jsonb_build_object('adminUntil', decided.admin_until) END, $4
+           FROM decided
        )
        SELECT decided.id, decided.client_id AS "clientId", c.name AS "clientDisplayName"
          FROM decided JOIN oauth_clients c ON c.id = decided.client_id`,
-      [userCode, decision, userId, now, decision === 'approved' ? 'device.approve' : 'device.deny', ip],
+      [userCode, decision, userId, now, decision === 'approved' ? 'device.approve' : 'device.deny', ip, adminUntil],
     );
     return decided;
   }
@@ -188,31 +196,43 @@ export class DeviceLoginsRepository {
     return this.sql.count(`UPDATE device_logins SET status = 'cancelled' WHERE client_id = $1 AND status IN ('pending', 'approved')`, [clientId], tx);
   }
 
-  /** The logins of a client that still have a live token: the families to revoke when it is disabled. */
+  /**
+   * The logins of a client that still have a live token, or a live token made with one of theirs:
+   * the families to revoke when it is disabled. (A token made with a token made with theirs ends
+   * no later than that one, and is revoked with it.)
+   */
   async familiesWithLiveTokens(tx: EntityManager, clientId: string): Promise<string[]> {
     const rows = await this.sql.rows<{ id: string }>(
       `SELECT d.id FROM device_logins d
         WHERE d.client_id = $1
           AND (EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id AND t.revoked_at IS NULL)
-               OR EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id AND r.revoked_at IS NULL))`,
+               OR EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id AND r.revoked_at IS NULL)
+               OR EXISTS (SELECT 1 FROM access_tokens m WHERE m.minted_by_device_login_id = d.id AND m.revoked_at IS NULL))`,
       [clientId],
       tx,
     );
     return rows.map((row) => row.id);
   }
 
-  /** Every login of a client (its refresh tokens go with them; its access tokens, revoked, stay unlinked). */
+  /**
+   * Every login of a client (its refresh tokens go with them; its access tokens, revoked, stay
+   * unlinked; the tokens made with them, revoked, go with them).
+   */
   deleteAllOfClient(tx: EntityManager, clientId: string): Promise<number> {
     return this.sql.count(`DELETE FROM device_logins WHERE client_id = $1`, [clientId], tx);
   }
 
-  /** Logins expired before `now` that no token still descends from: a login is its tokens' family, kept while any of them is. */
+  /**
+   * Logins expired before `now` that no token still descends from nor was made with: a login is its
+   * tokens' family, kept while any of them is (deleting it would delete the tokens made with it).
+   */
   deleteExpiredWithoutTokens(tx: EntityManager, now: Date, limit: number): Promise<number> {
     return this.sql.count(
       `DELETE FROM device_logins WHERE id IN (
          SELECT d.id FROM device_logins d WHERE d.expires_at < $1
             AND NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id)
             AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id)
+            AND NOT EXISTS (SELECT 1 FROM access_tokens m WHERE m.minted_by_device_login_id = d.id)
           LIMIT $2)`,
       [now, limit],
       tx,

@@ -4,8 +4,9 @@ import { Metrics } from './metrics.js';
 
 /**
  * Prometheus text on `GET /metrics` of METRICS_PORT, a port of its own: the public port never
- * shows it, and a scrape costs the API's routes nothing. A plain node:http server, since it has
- * one route and no middleware to run.
+ * shows it, and a scrape costs the API's routes nothing. It listens on METRICS_HOST (loopback
+ * unless asked), not on HOST: the public address does not make the metrics public. A plain
+ * node:http server, since it has one route and no middleware to run.
  */
 @Injectable()
 export class MetricsServer implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -21,6 +22,12 @@ export class MetricsServer implements OnApplicationBootstrap, OnApplicationShutd
   get port(): number | undefined {
     const address = this.server?.address();
     return typeof address === 'object' && address ? address.port : undefined;
+  }
+
+  /** The address it listens on ('127.0.0.1', '0.0.0.0', '::'); undefined when off. */
+  get address(): string | undefined {
+    const address = this.server?.address();
+    return typeof address === 'object' && address ? address.address : undefined;
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -40,7 +47,12 @@ export class MetricsServer implements OnApplicationBootstrap, OnApplicationShutd
     this.logger.log(`metrics on http://${this.options.host}:${this.port}/metrics`);
   }
 
+  /** Closes the port with the rest of the shutdown: a scraper's open (keep-alive) connection does not hold it. */
   async onApplicationShutdown(): Promise<void> {
-    await new Promise((resolve) => (this.server ? this.server.close(resolve) : resolve(undefined)));
+    const server = this.server;
+    if (!server) return;
+    const closed = new Promise((resolve) => server.close(resolve));
+    server.closeAllConnections();
+    await closed;
   }
 }

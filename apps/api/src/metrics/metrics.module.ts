@@ -18,7 +18,7 @@ import { MetricsServer } from './metrics-server.js';
         return metrics;
       },
     },
-    { provide: MetricsServer, inject: [Metrics, AppConfig], useFactory: (metrics: Metrics, config: AppConfig) => new MetricsServer(metrics, { port: config.metricsPort, host: config.host }) },
+    { provide: MetricsServer, inject: [Metrics, AppConfig], useFactory: (metrics: Metrics, config: AppConfig) => new MetricsServer(metrics, { port: config.metricsPort, host: config.metricsHost }) },
   ],
   exports: [Metrics, MetricsServer],
 })

@@ -5,6 +5,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 export type DeviceLoginEvent = 'started' | 'approved' | 'denied' | 'redeemed' | 'expired';
 /** What happened to tokens. */
 export type TokenEvent = 'issued' | 'refreshed' | 'revoked' | 'reuse_detected';
+/** What happened to mails of the outbox (mail/mail-worker.ts). */
+export type MailEvent = 'queued' | 'sent' | 'retried' | 'failed';
 
 /**
  * The service's Prometheus metrics (prom-client), in a registry of its own: requests by method,
@@ -54,6 +56,12 @@ export class Metrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly mails = new Counter({
+    name: 'prospect_mails_total',
+    help: 'Mails by what happened: queued (committed to the outbox), sent, retried (a try failed; tried again later), failed (given up: MAIL_GIVE_UP_HOURS passed, or the server refused it for good).',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -65,6 +73,27 @@ export class Metrics {
 
   token(event: TokenEvent, count = 1): void {
     if (count > 0) this.tokens.inc({ event }, count);
+  }
+
+  mail(event: MailEvent, count = 1): void {
+    if (count > 0) this.mails.inc({ event }, count);
+  }
+
+  /**
+   * `prospect_mail_oldest_waiting_seconds`: how long the oldest mail not yet sent nor given up has
+   * waited (0 for none), read from the outbox when Prometheus scrapes, so every replica shows the
+   * queue's own age. A read that fails or is slow leaves the last value: the scrape still answers.
+   */
+  mailQueueAge(read: () => Promise<number>): void {
+    new Gauge({
+      name: 'prospect_mail_oldest_waiting_seconds',
+      help: 'Age of the oldest mail waiting in the outbox (not sent, not given up), in seconds; 0 when none waits.',
+      registers: [this.registry],
+      async collect() {
+        const age = await read().catch(() => undefined);
+        if (age !== undefined) this.set(age);
+      },
+    });
   }
 
   /**

@@ -4,12 +4,23 @@ import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiException } from '../common/api-exception.js';
 import { sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
+import type { DatabaseDeadline } from '../database/database-deadline.js';
 import { Sql } from '../database/sql.js';
 import { Metrics } from '../metrics/metrics.js';
+import { normalizeEmail } from '../users/users.service.js';
 import { LeasedLimiter } from './leased-limiter.js';
 
 /** The key of an account's counter: the SHA-256 of its normalized e-mail, so the table holds no address (or a password typed into the wrong field). */
 export const accountKey = (email: string) => sha256(email).toString('base64url');
+
+/**
+ * A browser proven to be the account owner's by something that knowing (or guessing) the password
+ * does not give: a genuine device cookie for the account, or a fully signed-in session of it. Only
+ * web/device-cookies.ts makes one (it says why those two). Its failures are counted under its own
+ * key and never against the account, so nobody else's failures can block it, and its own block
+ * only itself.
+ */
+export type RecognisedBrowser = string & { readonly __recognisedBrowser: true };
 
 /** A limited request: answered 429 with Retry-After (the JSON body on the API, a page on the web). */
 export class TooManyRequests extends ApiException {
@@ -33,24 +44,38 @@ export const USER_CODE_TRIES_PER_MINUTE = 5;
 export const RESETS_PER_ACCOUNT_PER_HOUR = 3;
 /** Mails proving an address (verification sent again, a new address) one account may ask for in an hour; the one sent at sign-up is not counted. */
 export const VERIFICATION_MAILS_PER_HOUR = 3;
+/** Unsolicited mails (mailToRecipient) one address may be sent in an hour, whoever asks. */
+export const MAILS_PER_RECIPIENT_PER_HOUR = 10;
+/** Failed passkey sign-ins with one credential id before it waits, as an account's failed sign-ins. */
+export const PASSKEY_FAILURES = LOGIN_FAILURES;
 
 /**
  * Limits on whatever a person can guess or an anonymous client can create, with their
  * counters in Postgres (rate-limiter-flexible's Postgres store, table `rate_limits`), so
  * every replica enforces the same limits.
  *
- * - Sign-in from a browser with a device cookie for the account (web/device-cookies.ts, OWASP's
- *   scheme): 5 failures in 15 minutes block that cookie for 15 minutes, and nothing else
- *   counts, so an attacker hammering the account never locks its owner's browser out.
- * - Sign-in without one, per account (the normalized e-mail, known or not, so the answer
- *   tells nothing): 5 failures in 15 minutes block the account's sign-in from unknown
+ * The owner is never the one locked out (issue #31): every password check (sign-in, sudo, password
+ * and address change, deletion), every second-factor code and every passkey sign-in made from the
+ * owner's recognised browser (RecognisedBrowser: a device cookie for the account at /login and its
+ * second step, the signed-in session itself everywhere else) is counted per browser alone: 5
+ * failures in 15 minutes block that browser for 15 minutes, and nothing else counts. Everyone
+ * else is counted per account (and per address), as below, and only they are blocked by it.
+ *
+ * - Passwords without a recognised browser, per account (the normalized e-mail, known or not, so
+ *   the answer tells nothing): 5 failures in 15 minutes block the account's sign-in from unknown
  *   browsers for 15 minutes, the next block that day 30, then an hour, and so on up to a
  *   day; a success clears the failures; an admin can clear a block. Per IP:
  *   SIGNIN_PER_IP_PER_HOUR failed sign-ins an hour (a success gives its point back).
+ * - Passkey sign-in without a recognised browser: 5 failures in 15 minutes per registered credential
+ *   id block it for 15 minutes, and each try uses a point of the address's SIGNIN_PER_IP_PER_HOUR
+ *   (a success gives it back).
  * - Password-reset mails: 3 an hour per account (known or not), PASSWORD_RESETS_PER_IP_PER_HOUR per IP.
  *   Mails proving an address (verification sent again, an address change): 3 an hour per account.
- * - Second-factor codes (TOTP or recovery), per account: 5 failures in 15 minutes block it for 15
- *   minutes (a million six-digit codes: guessing one takes years); a right code gives them back.
+ *   Unsolicited mails to one address: MAILS_PER_RECIPIENT_PER_HOUR, the rest dropped (mailToRecipient).
+ * - Second-factor codes (TOTP or recovery) without a recognised browser, per account: 5 failures in
+ *   15 minutes block it for 15 minutes (a million six-digit codes: guessing one takes years); a
+ *   right code gives them back. The first code of an app being set up: 5 failures per account
+ *   in their own counter, so they neither block nor are blocked by sign-in codes.
  * - Sign-up: SIGNUP_PER_IP_PER_HOUR per IP. Device-login start: DEVICE_START_PER_IP_PER_MINUTE per IP,
  *   the one limit on a hot path, claimed in batches (LeasedLimiter, startPrefetch).
  * - User codes typed on the approval page (lookup, Approve, Deny): 5 a minute per person and
@@ -64,7 +89,8 @@ export class RateLimits {
   private readonly loginByAccount: RateLimiterPostgres;
   private readonly loginBlocksByAccount: RateLimiterPostgres;
   private readonly loginByIp: RateLimiterPostgres;
-  private readonly loginByDevice: RateLimiterPostgres;
+  private readonly loginByBrowser: RateLimiterPostgres;
+  private readonly passkeysByCredential: RateLimiterPostgres;
   private readonly signupByIp: RateLimiterPostgres;
   private readonly startByIp: LeasedLimiter;
   private readonly userCodesByUser: RateLimiterPostgres;
@@ -73,6 +99,9 @@ export class RateLimits {
   private readonly resetsByAccount: RateLimiterPostgres;
   private readonly verificationMails: RateLimiterPostgres;
   private readonly secondFactors: RateLimiterPostgres;
+  private readonly secondFactorsByBrowser: RateLimiterPostgres;
+  private readonly enrolmentCodes: RateLimiterPostgres;
+  private readonly mailsByRecipient: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -94,26 +123,36 @@ export class RateLimits {
     this.loginByAccount = store('login:account', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS);
     this.loginBlocksByAccount = store('login:blocks', 1_000, DAY);
     this.loginByIp = store('login:ip', config.signinPerIpPerHour, HOUR);
-    this.loginByDevice = store('login:device', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
+    // The prefix predates the signed-in session as a recognised browser: a device cookie's id and a session's key ('session:…') never meet.
+    this.loginByBrowser = store('login:device', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
+    this.passkeysByCredential = store('passkey:credential', PASSKEY_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
     this.signupByIp = store('signup:ip', config.signupPerIpPerHour, HOUR);
-    this.startByIp = new LeasedLimiter(store('start:ip', config.deviceStartPerIpPerMinute, MINUTE), startPrefetch(config.deviceStartPerIpPerMinute));
+    this.startByIp = new LeasedLimiter(
+      store('start:ip', config.deviceStartPerIpPerMinute, MINUTE),
+      startPrefetch(config.deviceStartPerIpPerMinute),
+      config.databaseTimeoutMs,
+    );
     this.userCodesByUser = store('code:user', USER_CODE_TRIES_PER_MINUTE, MINUTE);
     this.userCodesByIp = store('code:ip', USER_CODE_TRIES_PER_MINUTE, MINUTE);
     this.resetsByIp = store('reset:ip', config.passwordResetsPerIpPerHour, HOUR);
     this.resetsByAccount = store('reset:account', RESETS_PER_ACCOUNT_PER_HOUR, HOUR);
     this.verificationMails = store('verify:account', VERIFICATION_MAILS_PER_HOUR, HOUR);
     this.secondFactors = store('factor:account', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
+    this.secondFactorsByBrowser = store('factor:device', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
+    this.enrolmentCodes = store('factor:enrol', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
+    this.mailsByRecipient = store('mail:recipient', MAILS_PER_RECIPIENT_PER_HOUR, HOUR);
   }
 
   /**
-   * Counts a sign-in attempt before its password is checked, so parallel requests cannot
-   * all pass a check made before any of them is counted: each uses a point of the account
-   * and of the address, and is refused once either has none left. The attempt that uses
-   * up an account's points blocks it, each block within a day twice as long as the one
-   * before (15 min, 30 min, 1 h, … at most a day). A success gives the account its points back.
+   * Counts a password attempt (a sign-in, or a signed-in person's password check) before the
+   * password is checked, so parallel requests cannot all pass a check made before any of them is
+   * counted. From the owner's recognised browser it uses a point of that browser alone. Otherwise
+   * it uses a point of the account and of the address, and is refused once either has none left;
+   * the attempt that uses up an account's points blocks it, each block within a day twice as long
+   * as the one before (15 min, 30 min, 1 h, … at most a day). A success gives the points back.
    */
-  async attemptSignIn(email: string, ip: string, deviceCookie: string | null): Promise<void> {
-    if (deviceCookie) return this.consume(this.loginByDevice, deviceCookie, 'Too many failed sign-ins. Please wait before trying again.');
+  async attemptSignIn(email: string, ip: string, browser: RecognisedBrowser | null): Promise<void> {
+    if (browser) return this.consume(this.loginByBrowser, browser, 'Too many failed sign-ins. Please wait before trying again.');
     const account = accountKey(email);
     const results = await Promise.allSettled([this.loginByAccount.consume(account), this.loginByIp.consume(ip)]);
     const refused = this.refusals(results, [this.loginByAccount, this.loginByIp]);
@@ -126,20 +165,84 @@ export class RateLimits {
     if (refused.length) throw tooMany('Too many failed sign-ins. Please wait before trying again.', refused);
   }
 
-  /** A right password: its attempt is given back where it was counted. */
-  async signInSucceeded(email: string, ip: string, deviceCookie: string | null): Promise<void> {
-    if (deviceCookie) await this.loginByDevice.delete(deviceCookie);
+  /** A right password: its attempt is given back where it was counted (a recognised browser's success leaves the account's counter to whoever filled it). */
+  async signInSucceeded(email: string, ip: string, browser: RecognisedBrowser | null): Promise<void> {
+    if (browser) await this.loginByBrowser.delete(browser);
     else await Promise.all([this.loginByAccount.delete(accountKey(email)), this.loginByIp.reward(ip, 1)]);
   }
 
-  /** Counts a second-factor code before it is checked. */
-  attemptSecondFactor(userId: string): Promise<void> {
-    return this.consume(this.secondFactors, userId, 'Too many wrong codes. Please wait 15 minutes before trying again.');
+  /**
+   * Counts a second-factor code (TOTP or recovery) before it is checked: from the owner's
+   * recognised browser against that browser, otherwise against the account, so people who know
+   * the password and guess codes block only browsers the owner never signed in with.
+   */
+  attemptSecondFactor(userId: string, browser: RecognisedBrowser | null): Promise<void> {
+    if (browser) return this.consume(this.secondFactorsByBrowser, browser, 'Too many wrong codes. Please wait 15 minutes before trying again.');
+    return this.consume(
+      this.secondFactors,
+      userId,
+      'Too many wrong codes. Please wait 15 minutes before trying again, or sign in from a browser you have used for this account before.',
+    );
   }
 
-  /** A right code: the account's attempts are given back. */
-  async secondFactorSucceeded(userId: string): Promise<void> {
-    await this.secondFactors.delete(userId);
+  /** A right code: its attempts are given back where they were counted (a recognised browser's success leaves the account's counter to whoever filled it). */
+  async secondFactorSucceeded(userId: string, browser: RecognisedBrowser | null): Promise<void> {
+    await (browser ? this.secondFactorsByBrowser.delete(browser) : this.secondFactors.delete(userId));
+  }
+
+  /** Counts the first code of an app being set up (a signed-in person), before it is checked: a counter of its own, apart from sign-in codes. */
+  attemptEnrolmentCode(userId: string): Promise<void> {
+    return this.consume(this.enrolmentCodes, userId, 'Too many wrong codes. Please wait 15 minutes before trying again.');
+  }
+
+  async enrolmentCodeSucceeded(userId: string): Promise<void> {
+    await this.enrolmentCodes.delete(userId);
+  }
+
+  /**
+   * Counts a passkey sign-in (alone, or as the second step) before its assertion is verified:
+   * from the owner's recognised browser against that browser (with its failed passwords), else
+   * against the passkey's credential id (hashed: the table keeps no identifier) and the address's
+   * failed sign-ins. A credential id registered nowhere (`credentialId` null) uses only the
+   * address's: counting it would store a row per made-up id and stop nothing. So a flood of fake
+   * assertions costs one or two counter updates each, and no more than the limits are ever
+   * verified (or audited).
+   */
+  async attemptPasskey(credentialId: string | null, ip: string, browser: RecognisedBrowser | null): Promise<void> {
+    if (browser) return this.consume(this.loginByBrowser, browser, 'Too many failed sign-ins. Please wait before trying again.');
+    const limiters = credentialId === null ? [this.loginByIp] : [this.loginByIp, this.passkeysByCredential];
+    const keys = credentialId === null ? [ip] : [ip, credentialKey(credentialId)];
+    const refused = this.refusals(await Promise.allSettled(limiters.map((limiter, i) => limiter.consume(keys[i]!))), limiters);
+    if (refused.length) throw tooMany('Too many failed sign-ins with this passkey or from your address. Please wait before trying again.', refused);
+  }
+
+  /** A passkey that verified: its attempt is given back where it was counted. */
+  async passkeySucceeded(credentialId: string, ip: string, browser: RecognisedBrowser | null): Promise<void> {
+    if (browser) await this.loginByBrowser.delete(browser);
+    else await Promise.all([this.passkeysByCredential.delete(credentialKey(credentialId)), this.loginByIp.reward(ip, 1)]);
+  }
+
+  /**
+   * Whether one more unsolicited mail may go to `address` this hour (MAILS_PER_RECIPIENT_PER_HOUR,
+   * counted per normalized address, hashed as accountKey does, known or not, one atomic upsert per
+   * call): true takes one. False: the caller drops the mail without a word to whoever caused it
+   * (the answer must not differ), and the refusal is counted in prospect_rate_limit_refusals_total
+   * {limit="mail:recipient"}. Any other failure (the database) is thrown.
+   *
+   * For mails someone else can make the service send to an address (someone tried to sign up, a
+   * verification link, a new address's link, an invitation), never for notices about what
+   * happened to the recipient's own account (password changed, address changed, recovery code
+   * used): whoever fills the budget must not silence those.
+   */
+  async mailToRecipient(address: string): Promise<boolean> {
+    try {
+      await this.mailsByRecipient.consume(accountKey(normalizeEmail(address)));
+      return true;
+    } catch (res) {
+      if (!(res instanceof RateLimiterRes)) throw res;
+      this.metrics.rateLimited.inc({ limit: this.mailsByRecipient.keyPrefix });
+      return false;
+    }
   }
 
   /** An admin lifts an account's sign-in block (and forgets its earlier blocks); true when there was one. */
@@ -154,8 +257,19 @@ export class RateLimits {
     return this.consume(this.signupByIp, ip, 'Too many new accounts from your address. Please try again later.');
   }
 
-  deviceStart(ip: string): Promise<void> {
-    return this.consume(this.startByIp, ip, 'Too many device logins started from your address. Please wait a minute.');
+  /**
+   * Counts a device-login start. `deadline` is the request's whole budget for the database (the
+   * insert that follows spends what this wait leaves); without one, DATABASE_TIMEOUT_MS from now.
+   * Past it, DatabaseDeadlineExceeded (a 503), however long the claim it waits for takes.
+   */
+  async deviceStart(ip: string, deadline?: DatabaseDeadline): Promise<void> {
+    try {
+      await this.startByIp.consume(ip, deadline);
+    } catch (res) {
+      if (!(res instanceof RateLimiterRes)) throw res;
+      this.metrics.rateLimited.inc({ limit: this.startByIp.keyPrefix });
+      throw tooMany('Too many device logins started from your address. Please wait a minute.', [res]);
+    }
   }
 
   /**
@@ -188,6 +302,11 @@ export class RateLimits {
     return this.consume(this.verificationMails, userId, 'Too many confirmation mails. Please wait before asking for another.');
   }
 
+  /** A mail counted by requestAddressMail could not be queued (the database refused it): its point goes back, so the limit counts mails sent. */
+  async addressMailNotQueued(userId: string): Promise<void> {
+    await this.verificationMails.reward(userId, 1);
+  }
+
   /** The limits that refused, from consuming `limiters` at once (counted by limit); any other failure (the database) is thrown. */
   private refusals(results: PromiseSettledResult<RateLimiterRes>[], limiters: RateLimiterPostgres[]): RateLimiterRes[] {
     const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
@@ -216,6 +335,9 @@ export class RateLimits {
 export function startPrefetch(limit: number): number {
   return Math.min(64, Math.floor(limit / 32));
 }
+
+/** A passkey's counter key: credential ids are long and name a person's authenticator; the table keeps their hash. */
+const credentialKey = (credentialId: string) => sha256(credentialId).toString('base64url');
 
 function tooMany(message: string, results: RateLimiterRes[]): TooManyRequests {
   const waitMs = Math.max(...results.map((res) => res.msBeforeNext));

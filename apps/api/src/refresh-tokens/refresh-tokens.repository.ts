@@ -11,7 +11,9 @@ export interface FamilyRow {
   user_id: string;
   family_expires_at: Date;
   client_id: string;
-  scope: string | null;
+  scope: string;
+  /** When the grant's `admin` ends (ADMIN_GRANT_SECONDS after its approval); null if it has none. */
+  admin_until: Date | null;
   client_name: string | null;
   hostname: string | null;
   email: string;
@@ -43,7 +45,7 @@ export interface RefreshTokenDescription {
 export type NewRefreshToken = Pick<RefreshToken, 'tokenHash' | 'deviceLoginId' | 'userId' | 'createdAt' | 'expiresAt' | 'familyExpiresAt' | 'parentId'>;
 
 /** The columns both the claim and the second look read: the token, its family, client and user. */
-const FAMILY_COLUMNS = `r.id, r.parent_id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope,
+const FAMILY_COLUMNS = `r.id, r.parent_id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope, d.admin_until,
   COALESCE(d.client_name, c.name) AS client_name, d.hostname, u.email, u.name`;
 
 /** Every statement on `refresh_tokens`. A rotation runs them in one transaction under the family's lock. */
@@ -107,9 +109,11 @@ export class RefreshTokensRepository {
     await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND expires_at <= $1`, [now]);
   }
 
+  /** A refresh token's family, with the scope its next access token would carry (`admin` only while its grant's lasts). */
   async describe(hash: Buffer, now: Date): Promise<RefreshTokenDescription | undefined> {
     const [row] = await this.sql.rows<RefreshTokenDescription>(
-      `SELECT r.device_login_id AS "familyId", r.user_id AS "userId", u.email, d.client_id AS "clientId", d.scope,
+      `SELECT r.device_login_id AS "familyId", r.user_id AS "userId", u.email, d.client_id AS "clientId",
+              array_to_string(array_remove(string_to_array(d.scope, ' '), CASE WHEN d.admin_until > $2 THEN NULL ELSE 'admin' END), ' ') AS scope,
               r.created_at AS "createdAt", r.expires_at AS "expiresAt",
               (r.revoked_at IS NULL AND r.rotated_at IS NULL AND r.expires_at > $2) AS active
          FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id JOIN users u ON u.id = r.user_id

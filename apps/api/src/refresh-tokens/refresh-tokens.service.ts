@@ -8,6 +8,7 @@ import { open, seal } from '../common/sealed.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
+import { scopeOfGrantAt } from '../tokens/granted-scope.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { type FamilyRow, type PresentedRow, type RefreshTokenDescription, RefreshTokensRepository } from './refresh-tokens.repository.js';
 
@@ -38,13 +39,16 @@ export interface TokenPair {
   refreshToken: string;
   /** The device login both descend from: their family. */
   familyId: string;
+  /** What the access token carries: the grant's scope, `admin` only while the grant's lasts. */
+  scope: string;
 }
 
 export interface RefreshedSession {
   pair: TokenPair;
   user: User;
   clientId: string;
-  scope: string | null;
+  /** The new access token's. */
+  scope: string;
 }
 
 /** What a rotation seals under the old token: enough to answer the same again. */
@@ -63,6 +67,10 @@ interface Family {
   label: string | null;
   ip: string | null;
   familyExpiresAt: Date;
+  /** What its device login was approved for (space-separated). */
+  scope: string;
+  /** When that grant's `admin` ends; null if it has none. */
+  adminUntil: Date | null;
 }
 
 /** A refresh decided inside its transaction; a refusal is thrown only after the commit, so a reuse's revocation stays. */
@@ -78,13 +86,15 @@ const familyOf = (row: FamilyRow, ip: string | null): Family => ({
   label: sessionLabel(row.client_name, row.hostname),
   ip,
   familyExpiresAt: row.family_expires_at,
+  scope: row.scope,
+  adminUntil: row.admin_until,
 });
 
 const sessionOf = (row: FamilyRow, pair: TokenPair): RefreshedSession => ({
   pair,
   user: { id: row.user_id, email: row.email, name: row.name },
   clientId: row.client_id,
-  scope: row.scope,
+  scope: pair.scope,
 });
 
 /**
@@ -127,12 +137,25 @@ export class RefreshTokensService {
       familyExpiresAt: family.familyExpiresAt,
       parentId,
     });
-    return { accessToken: issued.accessToken, accessTokenId: issued.id, expiresAt: issued.expiresAt, refreshToken, familyId: family.deviceLoginId };
+    return {
+      accessToken: issued.accessToken,
+      accessTokenId: issued.id,
+      expiresAt: issued.expiresAt,
+      refreshToken,
+      familyId: family.deviceLoginId,
+      scope: issued.scope,
+    };
   }
 
-  private issueAccessToken(tx: EntityManager, family: Family) {
-    const capSeconds = Math.floor((family.familyExpiresAt.getTime() - this.clock.now().getTime()) / 1000);
-    return this.tokens.issue(
+  /**
+   * An access token of the family: the grant's scope, with `admin` (and then expiring by the end
+   * of the grant's `admin`) only while that lasts; a refresh after it keeps the rest.
+   */
+  private async issueAccessToken(tx: EntityManager, family: Family) {
+    const now = this.clock.now();
+    const capSeconds = Math.floor((family.familyExpiresAt.getTime() - now.getTime()) / 1000);
+    const { scope, endsBy } = scopeOfGrantAt(family.scope, family.adminUntil, now);
+    const issued = await this.tokens.issue(
       {
         userId: family.userId,
         origin: 'device',
@@ -141,9 +164,12 @@ export class RefreshTokensService {
         deviceLoginId: family.deviceLoginId,
         // An access token never outlives its family.
         ttlSeconds: Math.max(1, Math.min(this.config.accessTokenTtlSeconds, capSeconds)),
+        scope,
+        endsBy,
       },
       tx,
     );
+    return { ...issued, scope };
   }
 
   /**
@@ -215,7 +241,10 @@ export class RefreshTokensService {
     // newest and unused, and whoever holds this token could have had it from that answer.
     const successor = row.successor_sealed && open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed);
     if (!successor || row.expires_at.getTime() <= now || row.successor_expires_at!.getTime() <= now) return { refused: 'expired' };
-    let pair: TokenPair = { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id };
+    // The sealed token carries `admin` only if the grant's still lasts, since it expires by then: the
+    // grant's scope now is what it carries (an expired one is replaced just below, with the same).
+    const scope = scopeOfGrantAt(row.scope, row.admin_until, new Date(now)).scope;
+    let pair: TokenPair = { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id, scope };
     if (pair.expiresAt.getTime() <= now) {
       // This token may outlive the access token it was answered with (days against an hour).
       // An access token already dead would fail the client's next call, so it gets a fresh one

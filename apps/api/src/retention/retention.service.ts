@@ -10,13 +10,20 @@ import { Sql } from '../database/sql.js';
 import { REPLY_WINDOW_SECONDS } from '../device-login/device-login.service.js';
 import { DeviceLoginsRepository } from '../device-login/device-logins.repository.js';
 import { AccountTokensRepository } from '../accounts/account-tokens.repository.js';
+import { MailOutboxRepository } from '../mail/mail-outbox.repository.js';
 import { RateLimitsRepository } from '../rate-limits/rate-limits.repository.js';
 import { RefreshTokensRepository } from '../refresh-tokens/refresh-tokens.repository.js';
 import { AccessTokensRepository } from '../tokens/access-tokens.repository.js';
+import { IdempotencyKeysRepository } from '../tokens/idempotency-keys.repository.js';
+import { IDEMPOTENCY_WINDOW_HOURS } from '../tokens/tokens.service.js';
 import { WebSessionsRepository } from '../web-sessions/web-sessions.repository.js';
 
 /** Tokens expired or revoked longer ago than this are deleted (the tokens page shows only live ones). */
 export const TOKEN_RETENTION_DAYS = 30;
+/** Mails sent longer ago than this are deleted from the outbox (their body went when they were sent)… */
+export const SENT_MAIL_RETENTION_DAYS = 3;
+/** …and mails given up, which the admin's view lists, longer ago than this. */
+export const GIVEN_UP_MAIL_RETENTION_DAYS = 30;
 /** Key of the advisory lock that lets one replica at a time run the purge. */
 const PURGE_LOCK = 0x70726f73; // 'pros'
 /**
@@ -43,8 +50,9 @@ const PURGE_STATEMENT_TIMEOUT_MS = 60_000;
  * What nothing needs any more. Every hour, on one replica at a time (a transaction-level
  * advisory lock; a replica that does not get it skips the round), it deletes tokens expired
  * or revoked more than 30 days ago, device logins that have expired and issued no token
- * still kept, expired web sessions and rate-limit counters, and audit events older than
- * PROSPECT_AUDIT_RETENTION_DAYS. Every 30 s it erases sealed answers kept for a lost reply
+ * still kept, expired web sessions and rate-limit counters, mails sent more than 3 days ago
+ * (given up: 30 days), answers kept for an Idempotency-Key past their day, and audit events older
+ * than PROSPECT_AUDIT_RETENTION_DAYS. Every 30 s it erases sealed answers kept for a lost reply
  * (a device login's poll reply after its window, a refresh token's successor once it expired).
  * A database that is away is reported to DatabaseAvailability (BackgroundWrites), which says so once.
  */
@@ -65,6 +73,8 @@ export class RetentionService {
     private readonly auditEvents: AuditEventsRepository,
     private readonly rateLimits: RateLimitsRepository,
     private readonly passwordResets: AccountTokensRepository,
+    private readonly mailOutbox: MailOutboxRepository,
+    private readonly idempotencyKeys: IdempotencyKeysRepository,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })
@@ -97,6 +107,8 @@ export class RetentionService {
     const now = this.clock.now();
     const tokensBefore = new Date(now.getTime() - TOKEN_RETENTION_DAYS * DAY_MS);
     const auditBefore = new Date(now.getTime() - this.config.auditRetentionDays * DAY_MS);
+    const mailSentBefore = new Date(now.getTime() - SENT_MAIL_RETENTION_DAYS * DAY_MS);
+    const mailGivenUpBefore = new Date(now.getTime() - GIVEN_UP_MAIL_RETENTION_DAYS * DAY_MS);
     const steps: Array<[keyof PurgeCounts | null, (tx: EntityManager, limit: number) => Promise<number>]> = [
       ['tokens', (tx, limit) => this.accessTokens.deleteEndedBefore(tx, tokensBefore, limit)],
       ['refreshTokens', (tx, limit) => this.refreshTokens.deleteEndedBefore(tx, tokensBefore, limit)],
@@ -106,6 +118,9 @@ export class RetentionService {
       ['auditEvents', (tx, limit) => this.auditEvents.deleteOlderThan(tx, auditBefore, limit)],
       [null, (tx, limit) => this.rateLimits.deleteExpired(tx, now, limit)],
       [null, (tx, limit) => this.passwordResets.deleteExpired(tx, now, limit)],
+      [null, (tx, limit) => this.mailOutbox.deleteEndedBefore(tx, mailSentBefore, mailGivenUpBefore, limit)],
+      // Answers kept for an Idempotency-Key, once its window is over.
+      [null, (tx, limit) => this.idempotencyKeys.deleteCreatedBefore(tx, new Date(now.getTime() - IDEMPOTENCY_WINDOW_HOURS * 3600 * 1000), limit)],
     ];
     const counts: PurgeCounts = { tokens: 0, refreshTokens: 0, deviceLogins: 0, webSessions: 0, auditEvents: 0 };
     let batches = 0;

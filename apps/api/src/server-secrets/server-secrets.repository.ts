@@ -60,4 +60,28 @@ export class ServerSecretsRepository {
   async delete(name: string): Promise<void> {
     await this.sql.rows(`DELETE FROM server_secrets WHERE name = $1`, [name]);
   }
+
+  /** Every secret whose name starts with `prefix`, newest first (on the pool, or in `tx`). */
+  listByPrefix(prefix: string, tx?: EntityManager): Promise<Array<{ name: string; value: string; createdAt: Date }>> {
+    return this.sql.rows(
+      `SELECT name, value, created_at AS "createdAt" FROM server_secrets WHERE starts_with(name, $1) ORDER BY created_at DESC, name DESC`,
+      [prefix],
+      tx,
+    );
+  }
+
+  /** Stores a new secret made at `createdAt` (the service's clock, which tests move), in `tx`. */
+  async insertAt(tx: EntityManager, name: string, value: string, createdAt: Date): Promise<void> {
+    await this.sql.rows(`INSERT INTO server_secrets (name, value, created_at) VALUES ($1, $2, $3)`, [name, value, createdAt], tx);
+  }
+
+  /** Deletes these secrets, in `tx`; how many. */
+  deleteNames(tx: EntityManager, names: readonly string[]): Promise<number> {
+    return this.sql.count(`DELETE FROM server_secrets WHERE name = ANY ($1::text[])`, [names], tx);
+  }
+
+  /** Waits for the transaction-level advisory lock `key` (released at commit or rollback): one replica at a time past it. */
+  async lockForTransaction(tx: EntityManager, key: number): Promise<void> {
+    await this.sql.rows(`SELECT pg_advisory_xact_lock($1)`, [key], tx);
+  }
 }

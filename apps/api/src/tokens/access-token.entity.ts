@@ -30,6 +30,21 @@ export class AccessToken {
   @Column({ name: 'device_login_id', type: 'uuid', nullable: true })
   deviceLoginId!: string | null;
 
+  /**
+   * The scope it was granted, space-separated (SCOPES). Null for a token made before scopes were
+   * stored on tokens: its device login's scope, or the CLI's for one made directly.
+   */
+  @Column({ type: 'text', nullable: true })
+  scope!: string | null;
+
+  /** The token it was made with (a token made on the site, or with a token), if a token made it. */
+  @Column({ name: 'minted_by_token_id', type: 'uuid', nullable: true })
+  mintedByTokenId!: string | null;
+
+  /** The device login (session) whose token made it, if one did: the family it lives and dies with. */
+  @Column({ name: 'minted_by_device_login_id', type: 'uuid', nullable: true })
+  mintedByDeviceLoginId!: string | null;
+
   @Column({ name: 'created_ip', type: 'text', nullable: true })
   createdIp!: string | null;
 

@@ -2,13 +2,15 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AccessToken } from './access-token.entity.js';
 import { AccessTokensRepository } from './access-tokens.repository.js';
+import { IdempotencyKeysRepository } from './idempotency-keys.repository.js';
 import { TokenRevocations } from './token-revocations.js';
 import { TokensService } from './tokens.service.js';
 
 /** Access tokens: issuing, listing and revoking them (verifying them is auth/'s). */
 @Module({
   imports: [TypeOrmModule.forFeature([AccessToken])],
-  providers: [TokensService, AccessTokensRepository, TokenRevocations],
-  exports: [TokensService, AccessTokensRepository, TokenRevocations],
+  providers: [TokensService, AccessTokensRepository, TokenRevocations, IdempotencyKeysRepository],
+  // IdempotencyKeysRepository: for the retention job's purge.
+  exports: [TokensService, AccessTokensRepository, TokenRevocations, IdempotencyKeysRepository],
 })
 export class TokensModule {}

@@ -5,14 +5,69 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
+import { open, seal } from '../common/sealed.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import type { TokenOrigin } from './access-token.entity.js';
-import { type AccessTokenDescription, AccessTokensRepository, type TokenListing } from './access-tokens.repository.js';
+import { type AccessTokenDescription, AccessTokensRepository, type Minter, type MinterDescription, type TokenListing } from './access-tokens.repository.js';
+import { IdempotencyKeysRepository } from './idempotency-keys.repository.js';
 import { TokenRevocations } from './token-revocations.js';
 
-export type { AccessTokenDescription, TokenListing } from './access-tokens.repository.js';
+export type { AccessTokenDescription, Minter, MinterDescription, TokenListing } from './access-tokens.repository.js';
+
+/** The token a new one was to be made with has been revoked or has expired meanwhile (a verification cached a moment ago). */
+export class MinterEndedError extends Error {
+  constructor() {
+    super('the token it was made with has ended');
+  }
+}
+
+/** Another request with the same Idempotency-Key (and credential) is being carried out right now. */
+export class IdempotencyKeyInProgressError extends Error {
+  constructor() {
+    super('a request with this idempotency key is in progress');
+  }
+}
+
+/** The Idempotency-Key was used before with another request body. */
+export class IdempotencyKeyReusedError extends Error {
+  constructor() {
+    super('the idempotency key was used with another request');
+  }
+}
+
+/**
+ * How long a token made with an Idempotency-Key is answered again for the same key (the draft
+ * leaves the window to the server, which must publish it: docs/operations.md).
+ */
+export const IDEMPOTENCY_WINDOW_HOURS = 24;
+
+/** What a token's answer is kept sealed under, for an Idempotency-Key (common/sealed.ts). */
+const IDEMPOTENT_REPLY = 'idempotent-reply';
+
+/**
+ * A request that may be sent again (draft-ietf-httpapi-idempotency-key-header): its key, together
+ * with whoever sent it.
+ */
+export interface IdempotentRequest {
+  /**
+   * The operation, the caller's credential and its Idempotency-Key, in one string: the same string
+   * is the same key from the same caller. Never stored: its SHA-256 finds the kept answer, and the
+   * answer is sealed under it, so the database alone never reveals the token.
+   */
+  secret: string;
+  /** The SHA-256 of the request's body: the same key with another body is refused. */
+  requestHash: Buffer;
+  /** The caller, whose account its kept answer goes with. */
+  callerId: string;
+}
+
+/** The grant that made a token, in words: "the Prospect CLI session on laptop", "token “CI runner”". */
+export function minterWords(minter: MinterDescription): string {
+  if (minter.clientName !== undefined) return minter.hostname ? `the ${minter.clientName} session on ${minter.hostname}` : `a ${minter.clientName} session`;
+  return minter.label ? `token “${minter.label}”` : 'an unnamed token';
+}
 
 export interface IssueTokenInput {
   userId: string;
@@ -24,6 +79,20 @@ export interface IssueTokenInput {
   deviceLoginId?: string | null;
   /** An admin issuing for someone else: recorded in the audit event. */
   issuedBy?: string;
+  /**
+   * What it is granted, space-separated (SCOPES). Unset: nothing stored, so it has what a token
+   * made before scopes were stored on tokens has (its device login's, or the CLI's).
+   */
+  scope?: string;
+  /** It must expire by then at the latest (the end of a grant's `admin`). */
+  endsBy?: Date | null;
+  /**
+   * The bearer token it is made with. The new token lives at most as long as that one could (a
+   * device login's token: its family's absolute end, and the end of its grant's `admin` if the new
+   * one carries `admin`), and is revoked with it.
+   * @throws MinterEndedError when it is no longer live.
+   */
+  minter?: { tokenId: string; deviceLoginId: string | null };
 }
 
 export interface IssuedToken {
@@ -43,6 +112,7 @@ export class TokensService {
     private readonly audit: AuditService,
     private readonly revocations: TokenRevocations,
     private readonly metrics: Metrics,
+    private readonly idempotencyKeys: IdempotencyKeysRepository,
   ) {}
 
   /** Issues a token and records it, in `manager`'s transaction or in one of its own. */
@@ -50,25 +120,100 @@ export class TokensService {
     return manager ? this.issueIn(manager, input) : this.db.transaction((tx) => this.issueIn(tx, input));
   }
 
+  /**
+   * Issues a token once per Idempotency-Key: the first request with the key issues it and keeps its
+   * answer (`answer(issued)`), sealed, in the same transaction (both or neither); the same key sent
+   * again within IDEMPOTENCY_WINDOW_HOURS gets that answer again, verbatim, and issues nothing (a
+   * token revoked meanwhile is answered as it was made: revoked, it lets nobody in). A request that
+   * finds no answer kept takes the key's lock (held to its commit) and looks again before it
+   * issues, so of requests sent at once with one key exactly one issues; the others are told it is
+   * in progress (never made to wait: the draft's answer, and no connection held for a waiter).
+   * @throws IdempotencyKeyInProgressError while another request holds the key.
+   * @throws IdempotencyKeyReusedError when the key was used with another body.
+   * @throws MinterEndedError as `issue` does.
+   */
+  issueIdempotently<R>(request: IdempotentRequest, input: IssueTokenInput, answer: (issued: IssuedToken) => R): Promise<R> {
+    const lookupHash = sha256(request.secret);
+    const context = lookupHash.toString('base64url');
+    const now = this.clock.now();
+    const windowStart = new Date(now.getTime() - IDEMPOTENCY_WINDOW_HOURS * 3600 * 1000);
+    const keptReply = async (tx: EntityManager): Promise<R | null> => {
+      const kept = await this.idempotencyKeys.findSince(tx, lookupHash, windowStart);
+      if (!kept) return null;
+      if (!kept.requestHash.equals(request.requestHash)) throw new IdempotencyKeyReusedError();
+      // Found by the secret's hash, it opens with the secret; were it ever not to, it is no answer.
+      return open<R>(request.secret, context, IDEMPOTENT_REPLY, kept.replySealed);
+    };
+    return this.db.transaction(async (tx) => {
+      // An answer already kept needs no lock: requests sent again after it are answered side by side.
+      const before = await keptReply(tx);
+      if (before !== null) return before;
+      if (!(await this.idempotencyKeys.tryLock(tx, lookupHash))) throw new IdempotencyKeyInProgressError();
+      // Kept by the request that held the lock until a moment ago?
+      const meanwhile = await keptReply(tx);
+      if (meanwhile !== null) return meanwhile;
+      const reply = answer(await this.issueIn(tx, input));
+      const replySealed = seal(request.secret, context, IDEMPOTENT_REPLY, reply);
+      await this.idempotencyKeys.save(tx, { lookupHash, userId: request.callerId, requestHash: request.requestHash, replySealed, createdAt: now });
+      return reply;
+    });
+  }
+
   private async issueIn(manager: EntityManager, input: IssueTokenInput): Promise<IssuedToken> {
     const ttl = Math.min(input.ttlSeconds ?? this.config.cliTokenTtlSeconds, this.config.accessTokenMaxTtlSeconds);
     const now = this.clock.now();
+    const ends = [now.getTime() + ttl * 1000];
+    if (input.endsBy) ends.push(input.endsBy.getTime());
+    if (input.minter) ends.push(await this.minterEnd(manager, input.minter.tokenId, input.scope, now));
     const accessToken = generateSecret(ACCESS_TOKEN_PREFIX);
-    const expiresAt = new Date(now.getTime() + ttl * 1000);
+    const expiresAt = new Date(Math.min(...ends));
+    const { minter } = input;
     const id = await this.accessTokens.insert(manager, {
       tokenHash: sha256(accessToken),
       userId: input.userId,
       origin: input.origin,
       label: input.label ?? null,
+      scope: input.scope ?? null,
       deviceLoginId: input.deviceLoginId ?? null,
+      // A device login's token is one of many (one an hour): the session, its family, made it.
+      mintedByTokenId: minter && !minter.deviceLoginId ? minter.tokenId : null,
+      mintedByDeviceLoginId: minter?.deviceLoginId ?? null,
       createdIp: input.ip ?? null,
       createdAt: now,
       expiresAt,
     });
-    const detail = { tokenId: id, origin: input.origin, ...(input.issuedBy ? { issuedBy: input.issuedBy } : {}) };
+    const detail = {
+      tokenId: id,
+      origin: input.origin,
+      ...(input.issuedBy ? { issuedBy: input.issuedBy } : {}),
+      // The grant that did it: the token presented, and its session for a device login's token.
+      ...(minter ? { mintedByTokenId: minter.tokenId, ...(minter.deviceLoginId ? { mintedByDeviceLoginId: minter.deviceLoginId } : {}) } : {}),
+    };
     await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, detail }, manager);
     this.metrics.token('issued');
     return { accessToken, id, expiresAt };
+  }
+
+  /**
+   * The latest a token made with `minterId` may live, read under the minting tree's lock (so a
+   * revocation of the minter cannot miss it): the minter's own end, or for a device login's token
+   * its family's absolute end while a refresh token keeps the family alive (the session outlives
+   * its hourly access tokens); no later than the grant's `admin` when the new token carries `admin`.
+   * @throws MinterEndedError
+   */
+  private async minterEnd(tx: EntityManager, minterId: string, scope: string | undefined, now: Date): Promise<number> {
+    await this.accessTokens.lockTreeOf(tx, minterId);
+    const minter = await this.accessTokens.minterState(tx, minterId, now);
+    if (!minter?.live) throw new MinterEndedError();
+    let end = Math.max(minter.expiresAt.getTime(), minter.familyExpiresAt?.getTime() ?? 0);
+    if (minter.adminUntil && scope?.split(' ').includes('admin')) end = Math.min(end, minter.adminUntil.getTime());
+    return end;
+  }
+
+  /** The grant that made a token (a token or a session), in words; null when it is gone. */
+  async describeMinter(minter: Minter): Promise<string | null> {
+    const described = await this.accessTokens.describeMinter(minter);
+    return described ? minterWords(described) : null;
   }
 
   /** What is known of an access token, active or not; null for one that does not exist. */
@@ -89,14 +234,20 @@ export class TokensService {
       await this.revokeFamily(token.deviceLoginId, 'revoked', ip);
       return;
     }
-    this.metrics.token('revoked', await this.accessTokens.revokeOne(tokenId, userId, this.clock.now(), ip ?? null));
-    this.revocations.tokensRevoked([tokenId]);
+    // Under its minting tree's lock, as a token being made with it takes it: what it made goes too.
+    const ids = await this.db.transaction(async (tx) => {
+      await this.accessTokens.lockTreeOf(tx, tokenId);
+      return this.accessTokens.revokeOne(tx, tokenId, userId, this.clock.now(), ip ?? null);
+    });
+    this.metrics.token('revoked', ids.length);
+    this.revocations.tokensRevoked(ids);
   }
 
   /**
-   * Revokes a family: every access and refresh token descended from one device login, with
-   * one audit event, in one statement. For a logout, a revoked session on the tokens page, a
-   * replayed device code and a reused refresh token. Returns how many access tokens it revoked.
+   * Revokes a family: every access and refresh token descended from one device login, and every
+   * token made with them (recursively, whoever they belong to), with its audit events, in one
+   * statement. For a logout, a revoked session on the tokens page, a replayed device code, a
+   * reused refresh token and a disabled client. Returns how many access tokens it revoked.
    */
   async revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, manager?: EntityManager): Promise<number> {
     if (!manager) return this.db.transaction((tx) => this.revokeFamily(deviceLoginId, reason, ip, tx));
@@ -110,17 +261,20 @@ export class TokensService {
   }
 
   /**
-   * "Sign out everywhere": every live token of this user, refresh tokens too, with one audit
+   * "Sign out everywhere": every live token of this user, refresh tokens too, and the tokens made
+   * with them for other people (by an administrator), with one audit
    * event per long-lived token and per session; returns how many of those it ended. The
    * user's families are locked first, as revokeFamily does, so no rotation slips past.
    */
   async revokeAllForUser(userId: string, ip?: string | null): Promise<number> {
-    const ended = await this.db.transaction(async (tx) => {
-      await this.accessTokens.lockFamiliesOfUser(tx, userId);
-      return this.accessTokens.revokeAllOfUser(tx, userId, this.clock.now(), ip ?? null);
+    const { ended, othersTokens } = await this.db.transaction(async (tx) => {
+      const now = this.clock.now();
+      await this.accessTokens.lockFamiliesOfUser(tx, userId, now);
+      return this.accessTokens.revokeEverythingOfUser(tx, userId, now, ip ?? null);
     });
     this.revocations.userRevoked(userId);
-    this.metrics.token('revoked', ended);
+    this.revocations.tokensRevoked(othersTokens);
+    this.metrics.token('revoked', ended + othersTokens.length);
     return ended;
   }
 

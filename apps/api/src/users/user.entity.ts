@@ -30,6 +30,14 @@ export class User {
   @Column({ name: 'email_verified_at', type: 'timestamptz', nullable: true })
   emailVerifiedAt!: Date | null;
 
+  /**
+   * Moves on whenever who controls the account changes (a new password by any path, a new
+   * address, a disable, an address proven by someone other than its creator): web sessions and
+   * mailed links record the epoch they were issued under and end when it moves on.
+   */
+  @Column({ name: 'credential_epoch', type: 'integer', default: 0 })
+  credentialEpoch!: number;
+
   @Column({ name: 'last_sign_in_at', type: 'timestamptz', nullable: true })
   lastSignInAt!: Date | null;
 

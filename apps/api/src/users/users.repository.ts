@@ -22,19 +22,39 @@ export class UsersRepository {
     private readonly sql: Sql,
   ) {}
 
-  findById(id: string): Promise<User | null> {
-    return this.users.findOneBy({ id });
+  /** In `manager`'s transaction when given (a sign-in through a provider reads under its lock). */
+  findById(id: string, manager?: EntityManager): Promise<User | null> {
+    return (manager?.getRepository(User) ?? this.users).findOneBy({ id });
   }
 
-  findByEmail(email: string): Promise<User | null> {
-    return this.users.findOneBy({ email });
+  findByEmail(email: string, manager?: EntityManager): Promise<User | null> {
+    return (manager?.getRepository(User) ?? this.users).findOneBy({ email });
+  }
+
+  /**
+   * The account of a browser session started through an identity provider, with whether that link
+   * still lets it in: not refused by its provider (a leaver) and the provider not disabled (issue
+   * #34). One statement, in place of findById, for such sessions only.
+   */
+  async findWithLiveLink(id: string, linkId: string): Promise<{ user: User; linkLive: boolean } | null> {
+    const [row] = await this.sql.rows<User & { linkLive: boolean }>(
+      `SELECT u.id, u.email, u.name, u.role, u.disabled_at AS "disabledAt", u.email_verified_at AS "emailVerifiedAt", u.credential_epoch AS "credentialEpoch",
+              u.last_sign_in_at AS "lastSignInAt", u.created_at AS "createdAt", u.updated_at AS "updatedAt",
+              EXISTS (SELECT 1 FROM federated_identities l JOIN identity_providers p ON p.id = l.provider_id
+                       WHERE l.id = $2 AND l.user_id = u.id AND l.refused_at IS NULL AND p.disabled_at IS NULL) AS "linkLive"
+         FROM users u WHERE u.id = $1`,
+      [id, linkId],
+    );
+    if (!row) return null;
+    const { linkLive, ...user } = row;
+    return { user, linkLive };
   }
 
   /** With its password hash, which no other read selects. */
   findWithPasswordHash(email: string): Promise<User | null> {
     return this.users.findOne({
       where: { email },
-      select: { id: true, email: true, name: true, role: true, passwordHash: true, disabledAt: true, emailVerifiedAt: true, lastSignInAt: true, createdAt: true, updatedAt: true },
+      select: { id: true, email: true, name: true, role: true, passwordHash: true, disabledAt: true, emailVerifiedAt: true, credentialEpoch: true, lastSignInAt: true, createdAt: true, updatedAt: true },
     });
   }
 
@@ -42,7 +62,7 @@ export class UsersRepository {
   async insert(user: NewUser, manager?: EntityManager): Promise<User> {
     const [row] = await this.sql.rows<User>(
       `INSERT INTO users (email, name, password_hash, role, email_verified_at) VALUES ($1, $2, $3, $4, $5)
-       RETURNING id, email, name, role, disabled_at AS "disabledAt", email_verified_at AS "emailVerifiedAt",
+       RETURNING id, email, name, role, disabled_at AS "disabledAt", email_verified_at AS "emailVerifiedAt", credential_epoch AS "credentialEpoch",
                  last_sign_in_at AS "lastSignInAt", created_at AS "createdAt", updated_at AS "updatedAt"`,
       [user.email, user.name, user.passwordHash, user.role, user.emailVerifiedAt ?? null],
       manager,
@@ -51,18 +71,30 @@ export class UsersRepository {
   }
 
   /**
-   * Makes `email` an administrator in one statement, idempotent when several instances start at
-   * once with the same PROSPECT_ADMIN_*: creates the account, or promotes the existing one
-   * (keeping its password), or finds it an admin already.
+   * Makes the operator's PROSPECT_ADMIN_* account, idempotent when several instances start at
+   * once: creates it (an admin with the operator's password), or finds it an admin already. An
+   * account with that address that is not an admin is 'taken': the caller promotes it only if it
+   * has the operator's password, since whoever signed up with the address first must not become
+   * the administrator with their own password (issue #31).
    */
-  async ensureAdmin(user: Omit<NewUser, 'role'>): Promise<'created' | 'promoted' | 'unchanged'> {
-    const [row] = await this.sql.rows<{ created: boolean }>(
-      `INSERT INTO users (email, name, password_hash, role, email_verified_at) VALUES ($1, $2, $3, 'admin', now())
-       ON CONFLICT (email) DO UPDATE SET role = 'admin' WHERE users.role <> 'admin'
-       RETURNING (xmax = 0) AS created`,
+  async ensureAdmin(user: Omit<NewUser, 'role'>): Promise<'created' | 'unchanged' | 'taken'> {
+    const [row] = await this.sql.rows<{ outcome: 'created' | 'unchanged' | 'taken' }>(
+      `WITH created AS (
+         INSERT INTO users (email, name, password_hash, role, email_verified_at) VALUES ($1, $2, $3, 'admin', now())
+         ON CONFLICT (email) DO NOTHING
+         RETURNING id
+       )
+       SELECT 'created' AS outcome FROM created
+       UNION ALL
+       SELECT CASE WHEN role = 'admin' THEN 'unchanged' ELSE 'taken' END FROM users WHERE email = $1 AND NOT EXISTS (SELECT 1 FROM created)`,
       [user.email, user.name, user.passwordHash],
     );
-    return !row ? 'unchanged' : row.created ? 'created' : 'promoted';
+    return row?.outcome ?? 'unchanged';
+  }
+
+  /** Makes the account with this address an admin (the operator's, found by its password); false when it was one already or is gone. */
+  async promote(email: string): Promise<boolean> {
+    return (await this.sql.count(`UPDATE users SET role = 'admin', updated_at = now() WHERE email = $1 AND role <> 'admin'`, [email])) > 0;
   }
 
   async update(id: string, changes: Partial<Pick<User, 'role' | 'passwordHash'>>): Promise<void> {
@@ -77,9 +109,11 @@ export class UsersRepository {
     now: Date,
     ip: string | null,
   ): Promise<boolean> {
-    const [column, value] = 'name' in change ? ['name', change.name] : ['password_hash', change.passwordHash];
+    // A new password is a new credential epoch: every other session and every mailed link ends.
+    const set = 'name' in change ? 'name = $2' : 'password_hash = $2, credential_epoch = credential_epoch + 1';
+    const value = 'name' in change ? change.name : change.passwordHash;
     const rows = await this.sql.rows(
-      `WITH changed AS (UPDATE users SET ${column} = $2, updated_at = $3 WHERE id = $1 RETURNING id)
+      `WITH changed AS (UPDATE users SET ${set}, updated_at = $3 WHERE id = $1 RETURNING id)
        INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT $4, id, $5, '{}'::jsonb, $3 FROM changed RETURNING id`,
       [id, value, now, event, ip],
     );
@@ -108,7 +142,8 @@ export class UsersRepository {
 
   /**
    * One page of people for the admin list, newest first, with what the list shows: whether they
-   * have a password yet (an invitation not accepted has none) and how many CLI sessions are live
+   * are invited still (no password yet, and no identity-provider link: an account made by a
+   * provider has none either) and how many CLI sessions are live
    * (a device session counts once however often it was refreshed; a long-lived token counts alone).
    * `search` matches name or e-mail, case-insensitively; `id` picks one person.
    */
@@ -116,7 +151,8 @@ export class UsersRepository {
     const pattern = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     const rows = await this.sql.rows<AdminUserRow & { total: number }>(
       `SELECT u.id, u.email, u.name, u.role, u.disabled_at AS "disabledAt", u.email_verified_at AS "emailVerifiedAt",
-              u.password_hash IS NULL AS invited, u.created_at AS "createdAt", u.last_sign_in_at AS "lastSignInAt",
+              u.password_hash IS NULL AND NOT EXISTS (SELECT 1 FROM federated_identities l WHERE l.user_id = u.id) AS invited,
+              u.created_at AS "createdAt", u.last_sign_in_at AS "lastSignInAt",
               EXISTS (SELECT 1 FROM totp_factors f WHERE f.user_id = u.id) AS "secondFactor",
               (SELECT count(DISTINCT COALESCE(t.device_login_id, t.id))::int FROM access_tokens t
                  WHERE t.user_id = u.id AND t.revoked_at IS NULL AND t.expires_at > $4)
@@ -145,11 +181,16 @@ export class UsersRepository {
     return rows.map((row) => row.id);
   }
 
-  /** Disables or enables, in `tx`, with its audit event naming the acting admin; false when nothing changed (unknown, or already so). */
+  /**
+   * Disables or enables, in `tx`, with its audit event naming the acting admin; false when nothing
+   * changed (unknown, or already so). Either is a new credential epoch: no link or session from
+   * before a disable works after the enable.
+   */
   async setDisabled(tx: EntityManager, id: string, disabled: boolean, now: Date, adminId: string, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH changed AS (
-         UPDATE users SET disabled_at = $2, updated_at = $3 WHERE id = $1 AND (disabled_at IS NULL) = ($2::timestamptz IS NOT NULL) RETURNING id
+         UPDATE users SET disabled_at = $2, credential_epoch = credential_epoch + 1, updated_at = $3
+          WHERE id = $1 AND (disabled_at IS NULL) = ($2::timestamptz IS NOT NULL) RETURNING id
        )
        INSERT INTO auth_events (type, user_id, ip, detail, created_at)
        SELECT $4, $5, $6, jsonb_build_object('accountId', id), $3 FROM changed RETURNING id`,

@@ -2,7 +2,8 @@ import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common'
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../database/sql.js';
-import { conflict } from '../common/api-exception.js';
+import { badRequest, conflict } from '../common/api-exception.js';
+import { looksLikeEmail } from '@prospect/contract';
 import { AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password.js';
@@ -13,6 +14,8 @@ import { UsersRepository } from './users.repository.js';
 export const MIN_PASSWORD_LENGTH = 8;
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 @Injectable()
 export class UsersService implements OnApplicationBootstrap {
@@ -32,31 +35,53 @@ export class UsersService implements OnApplicationBootstrap {
    * setup code per deployment: printed by the instance that makes it, valid until used.
    */
   async onApplicationBootstrap(): Promise<void> {
-    if (!this.config.admin) {
-      const issue = await this.adminSetup.issueIfNoAdmin();
-      if (issue && 'code' in issue) {
-        this.logger.warn(
-          `No administrator yet. To become it, sign up at ${this.config.publicUrl}/signup?setup_code=${issue.code} (the code works once, on any instance, until used).`,
-        );
-      } else if (issue) {
-        this.logger.warn(
-          `No administrator yet. A setup code was printed at ${issue.issuedAt.toISOString()} by the instance that made it, and works until used; lost it? \`node apps/api/dist/main.js setup-code\` prints a new one.`,
-        );
+    if (this.config.admin) {
+      const { email, password } = this.config.admin;
+      const address = normalizeEmail(email);
+      let done: 'created' | 'promoted' | 'unchanged' | 'taken' = await this.users.ensureAdmin({ email: address, name: address.split('@')[0]!, passwordHash: await hashPassword(password) });
+      // An account with the operator's own password is the operator's (demoted since, say): made admin again.
+      if (done === 'taken' && (await this.authenticate(address, password))) done = (await this.users.promote(address)) ? 'promoted' : 'unchanged';
+      if (done !== 'taken') {
+        await this.adminSetup.withdraw();
+        if (done !== 'unchanged') this.logger.log(`${done} admin ${address}`);
+        return;
       }
-      return;
+      // Someone else signed up with that address first: making them the admin would hand the
+      // deployment to whoever did (issue #31). The setup code below still works if no admin exists.
+      this.logger.warn(
+        `PROSPECT_ADMIN_EMAIL ${address} already has an account with another password, so it was not made an administrator: choose another address, or have an admin promote that account on /admin/users.`,
+      );
     }
-    await this.adminSetup.withdraw();
-    const { email, password } = this.config.admin;
-    const done = await this.users.ensureAdmin({ email: normalizeEmail(email), name: normalizeEmail(email).split('@')[0]!, passwordHash: await hashPassword(password) });
-    if (done !== 'unchanged') this.logger.log(`${done} admin ${normalizeEmail(email)}`);
+    const issue = await this.adminSetup.issueIfNoAdmin();
+    if (issue && 'code' in issue) {
+      this.logger.warn(
+        `No administrator yet. To become it, sign up at ${this.config.publicUrl}/signup?setup_code=${issue.code} (the code works once, on any instance, until used).`,
+      );
+    } else if (issue) {
+      this.logger.warn(
+        `No administrator yet. A setup code was printed at ${issue.issuedAt.toISOString()} by the instance that made it, and works until used; lost it? \`node apps/api/dist/main.js setup-code\` prints a new one.`,
+      );
+    }
   }
 
-  findById(id: string): Promise<User | null> {
-    return this.users.findById(id);
+  findById(id: string, manager?: EntityManager): Promise<User | null> {
+    return this.users.findById(id, manager);
   }
 
-  findByEmail(email: string): Promise<User | null> {
-    return this.users.findByEmail(normalizeEmail(email));
+  findByEmail(email: string, manager?: EntityManager): Promise<User | null> {
+    return this.users.findByEmail(normalizeEmail(email), manager);
+  }
+
+  /**
+   * The person a browser session is signed in as, read afresh; for a session started through an
+   * identity provider (`federatedLinkId`), null as well once that link no longer lets it in (the
+   * provider refused the person, or was disabled).
+   */
+  async findForSession(id: string, federatedLinkId?: string): Promise<User | null> {
+    if (federatedLinkId === undefined) return this.users.findById(id);
+    if (!UUID.test(federatedLinkId)) return null;
+    const found = await this.users.findWithLiveLink(id, federatedLinkId);
+    return found?.linkLive ? found.user : null;
   }
 
   /**
@@ -86,6 +111,8 @@ export class UsersService implements OnApplicationBootstrap {
   }
 
   private async insert(input: { email: string; name: string; passwordHash: string | null; role: User['role']; emailVerifiedAt?: Date | null }, manager?: EntityManager): Promise<User> {
+    // Every door checks the address already; this keeps a future one from storing what mail would not deliver as typed.
+    if (!looksLikeEmail(normalizeEmail(input.email))) throw badRequest('Please enter a valid e-mail address.');
     try {
       return await this.users.insert({ ...input, email: normalizeEmail(input.email), name: input.name.trim() }, manager);
     } catch (err) {

@@ -1,14 +1,16 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import type { Request } from 'express';
 import passport from 'passport';
 import { UsersService } from '../users/users.service.js';
 import { toWebUser, type WebUser } from './web-account.js';
 
 type Serialize = (user: Express.User, done: (err: unknown, id?: string) => void) => void;
-type Deserialize = (id: unknown, done: (err: unknown, user?: WebUser | false) => void) => void;
+type Deserialize = (req: Request, id: unknown, done: (err: unknown, user?: WebUser | false) => void) => void;
 
 /**
- * A session holds the user's id only; every request reads the person afresh (a
- * renamed or deleted user shows at once).
+ * A session holds the user's id (and the credential epoch it signed in under, and the identity-provider
+ * link it came through, if any); every request reads the person afresh (a renamed or deleted user
+ * shows at once, a changed password or a refused or disabled provider ends it).
  *
  * Registered with passport by hand rather than through @nestjs/passport's
  * PassportSerializer, so that it can also be removed: passport keeps serializers
@@ -20,12 +22,16 @@ type Deserialize = (id: unknown, done: (err: unknown, user?: WebUser | false) =>
 export class SessionSerializer implements OnApplicationShutdown {
   private readonly serialize: Serialize = (user, done) => done(null, (user as WebUser).id);
 
-  private readonly deserialize: Deserialize = (id, done) => {
+  // Three parameters: passport passes the request first, so the session's own fields are at hand.
+  private readonly deserialize: Deserialize = (req, id, done) => {
     if (typeof id !== 'string') return done(null, false);
-    this.users.findById(id).then(
-      // false: the user is gone or disabled, and passport drops them from the session (a request
-      // in flight when an admin disabled them may have written its session back).
-      (user) => done(null, user && !user.disabledAt ? toWebUser(user) : false),
+    this.users.findForSession(id, req.session.federatedLinkId).then(
+      // false: the user is gone or disabled, or the account's credentials changed since this
+      // session signed in (a new password, address or disable: its epoch moved on), or the
+      // identity provider it signed in through refused the person or was disabled, and passport
+      // drops them from the session (a request in flight when that happened may have written its
+      // session back).
+      (user) => done(null, user && !user.disabledAt && user.credentialEpoch === (req.session.credentialEpoch ?? 0) ? toWebUser(user) : false),
       (err: unknown) => done(err),
     );
   };

@@ -9,27 +9,48 @@ export interface WebUser {
   role: UserRole;
   /** Whether the owner followed a mailed link; REQUIRE_EMAIL_VERIFICATION gates approvals and tokens on it. */
   emailVerified: boolean;
+  /** The account's credential epoch when this was read (users.credential_epoch). */
+  credentialEpoch: number;
 }
 
 /** What a session keeps of a person. */
-export const toWebUser = (user: Pick<User, 'id' | 'email' | 'name' | 'role' | 'emailVerifiedAt'>): WebUser => ({
+export const toWebUser = (user: Pick<User, 'id' | 'email' | 'name' | 'role' | 'emailVerifiedAt' | 'credentialEpoch'>): WebUser => ({
   id: user.id,
   email: user.email,
   name: user.name,
   role: user.role,
   emailVerified: user.emailVerifiedAt !== null,
+  credentialEpoch: user.credentialEpoch,
 });
 
 declare module 'express-session' {
   interface SessionData {
     /** When the person signed in: the session ends WEB_SESSION_MAX_SECONDS later, used or not. */
     signedInAt?: number;
+    /**
+     * The account's credential epoch at sign-in: the session ends when the account's moves on (a
+     * new password, address or disable; session.serializer.ts). Absent in sessions older than
+     * the epoch, which count as epoch 0.
+     */
+    credentialEpoch?: number;
     /** A token just created on the tokens page, sealed under the session id until the page shows it once. */
     newToken?: string;
     /** A message for the next page the person sees after a redirect (accountOf shows it once). */
     notice?: string;
     /** The password was right and a second factor is asked for: who, since when (ms), and where to go then. */
-    pendingSignIn?: { userId: string; at: number; next: string };
+    pendingSignIn?: { userId: string; at: number; next: string; credentialEpoch?: number; federated?: FederatedSignIn };
+    /**
+     * The identity-provider link this session was started through (federated_identities.id): the
+     * session ends when that link is refused by its provider or the provider is disabled (the
+     * serializer checks it; web_sessions.federated_link_id lifts it out for the statements that end them).
+     */
+    federatedLinkId?: string;
+    /**
+     * A provider's sign-in whose address has a Prospect account not linked to it yet: linked only
+     * once the person proves that account in this browser (a full sign-in begun after `at`, or the
+     * link mailed to the address, whose hash is kept here). Bound to the account's state then (`epoch`).
+     */
+    pendingFederatedLink?: PendingFederatedLink;
     /** When the person last proved who they are (sign-in, or a re-confirmation): sudo mode lasts SUDO_SECONDS from it. */
     sudoAt?: number;
     /** The challenge of the passkey ceremony under way (registration or sign-in), used once. */
@@ -39,6 +60,34 @@ declare module 'express-session' {
     /** REQUIRE_SECOND_FACTOR: signed in without one; every page leads to setting it up. */
     mustEnrolSecondFactor?: boolean;
   }
+}
+
+/** A sign-in through an identity provider: the link it came through, and the provider's name for the log. */
+export interface FederatedSignIn {
+  linkId: string;
+  providerId: string;
+  providerName: string;
+}
+
+/** See SessionData.pendingFederatedLink. */
+export interface PendingFederatedLink {
+  providerId: string;
+  providerName: string;
+  issuer: string;
+  subject: string;
+  /** The address the provider asserted (verified), which is the account's. */
+  email: string;
+  userId: string;
+  /** The account's credential epoch when the provider's answer came. */
+  epoch: number;
+  at: number;
+  next: string;
+  /** The provider's amr/acr showed a second factor. */
+  secondFactor: boolean;
+  /** The provider's refresh token, sealed (federation/relying-party.ts), kept with the link once made. */
+  refreshTokenSealed?: string;
+  /** The mailed link's SHA-256 (base64url) and when it was sent. */
+  mail?: { hash: string; at: number };
 }
 
 declare module 'express-serve-static-core' {
@@ -57,3 +106,6 @@ export const WEB_USER_PROPERTY = 'webUser';
  * could read the session as it was before this request changed it.
  */
 export const saveSession = (req: Request) => new Promise<void>((resolve, reject) => req.session.save((err) => (err ? reject(err) : resolve())));
+
+/** A new session id for this session, its data dropped (express-session's regenerate, as a promise). */
+export const regenerateSession = (req: Request) => new Promise<void>((resolve, reject) => req.session.regenerate((err) => (err ? reject(err) : resolve())));

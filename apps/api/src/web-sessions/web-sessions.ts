@@ -90,11 +90,15 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
     this.chain!(req, res, next);
   }
 
-  /** Before sign-in: what the new session keeps of this one is the moment of sign-in, from which the absolute lifetime counts. */
-  startSignedInSession(req: Request): void {
+  /**
+   * Before sign-in: what the new session keeps of this one is the moment of sign-in, from which
+   * the absolute lifetime counts, and the account's credential epoch, with which it ends.
+   */
+  startSignedInSession(req: Request, credentialEpoch: number): void {
     delete req.session.csrfToken;
     delete req.session.pendingSignIn;
     req.session.signedInAt = req.session.sudoAt = this.clock.now().getTime();
+    req.session.credentialEpoch = credentialEpoch;
   }
 
   private readonly endAtAbsoluteLifetime = (req: Request, _res: Response, next: NextFunction): void => {

@@ -8,6 +8,7 @@ import { AccountService, LastAdminError, WrongPasswordError } from '../accounts/
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { MIN_PASSWORD_LENGTH, normalizeEmail } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
+import { signedInBrowser } from './device-cookies.js';
 import { field, queryParam } from './form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
@@ -20,7 +21,8 @@ const DONE: Record<string, string> = {
 
 /**
  * /settings/account: the signed-in person changes their name, address or password, or deletes the
- * account. The last three ask for the password in their own form, which is what sudo mode would ask.
+ * account. The last three ask for the password in their own form, which is what sudo mode would ask,
+ * counted against this signed-in session (signedInBrowser), never against the account.
  */
 @ApiExcludeController()
 @Public()
@@ -46,7 +48,7 @@ export class AccountPageController {
   async rename(@Req() req: Request, @Res() res: Response) {
     const name = field(req, 'name').trim();
     if (!name || name.length > 100) return this.render(req, res, 400, { nameError: 'Please enter your name (at most 100 characters).', typedName: name });
-    if (hasUnsafeText(name)) return this.render(req, res, 400, { nameError: 'Your name cannot contain control characters or bidirectional text controls.', typedName: name });
+    if (hasUnsafeText(name)) return this.render(req, res, 400, { nameError: 'Your name cannot contain control characters, invisible characters or bidirectional text controls.', typedName: name });
     await this.account.rename(req.webUser!.id, name, req.ip ?? null);
     res.redirect(303, '/settings/account?done=name');
   }
@@ -61,7 +63,7 @@ export class AccountPageController {
     }
     if (next !== field(req, 'password_again')) return this.render(req, res, 400, { passwordError: 'The two new passwords are not the same.' });
     const user = req.webUser!;
-    const refused = await this.refusal(req, res, 'passwordError', () => this.account.changePassword(user, field(req, 'current_password'), next, req.ip ?? null));
+    const refused = await this.refusal(req, res, 'passwordError', () => this.account.changePassword(user, field(req, 'current_password'), next, req.ip ?? null, signedInBrowser(req)));
     if (refused) return;
     // Every session of the account ended, this one too: this browser signs in again at once.
     await this.signIn.logIn(req, user);
@@ -76,7 +78,10 @@ export class AccountPageController {
     if (!looksLikeEmail(newEmail) || newEmail.length > 320 || hasUnsafeText(newEmail)) {
       return this.render(req, res, 400, { emailError: 'Please enter a valid e-mail address.', typedEmail: newEmail });
     }
-    const refused = await this.refusal(req, res, 'emailError', () => this.emailChange.request(req.webUser!, newEmail, field(req, 'password'), req.ip ?? null));
+    // EmailChangeService checks the password itself and takes no browser yet: it is given around the call.
+    const refused = await this.refusal(req, res, 'emailError', () =>
+      this.emailChange.request(req.webUser!, newEmail, field(req, 'password'), req.ip ?? null, signedInBrowser(req)),
+    );
     if (refused) return;
     this.render(req, res, 200, { emailSent: normalizeEmail(newEmail) });
   }
@@ -86,7 +91,7 @@ export class AccountPageController {
   @UseGuards(CsrfGuard)
   async deleteAccount(@Req() req: Request, @Res() res: Response) {
     const user = req.webUser!;
-    const refused = await this.refusal(req, res, 'deleteError', () => this.account.deleteAccount(user, field(req, 'password'), req.ip ?? null));
+    const refused = await this.refusal(req, res, 'deleteError', () => this.account.deleteAccount(user, field(req, 'password'), req.ip ?? null, signedInBrowser(req)));
     if (refused) return;
     // The session's row went with the account; this clears the browser's copy.
     await this.signIn.logOut(req);

@@ -1,6 +1,6 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { hasUnsafeText, InviteUserRequestSchema, utcMinute } from '@prospect/contract';
+import { ERROR_CODES, hasUnsafeText, InviteUserRequestSchema, utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { INVITATION_DAYS } from '../accounts/invitations.service.js';
 import { AdminUserRefusal, AdminUsersService } from '../admin/admin-users.service.js';
@@ -9,6 +9,8 @@ import { ApiException } from '../common/api-exception.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, pageParam, queryParam } from './form.js';
 import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
+import { IdentityProvidersService } from '../federation/identity-providers.service.js';
+import type { LinkForAdmin } from '../federation/federated-identities.repository.js';
 
 const DONE: Record<string, string> = {
   disabled: 'Disabled: they cannot sign in, and their tokens and sessions no longer work anywhere.',
@@ -19,7 +21,18 @@ const DONE: Record<string, string> = {
   'block-cleared': 'Their sign-in block is cleared.',
   'no-block': 'There was no sign-in block to clear.',
   'factor-removed': 'Their authenticator app and recovery codes are removed, and their browsers signed out: they sign in with the password alone now.',
+  unlinked: 'The identity provider is unlinked, and the browser sessions it started have ended: it no longer signs them in.',
 };
+
+/** A person's identity-provider links as the pages show them: "last verified at the provider". */
+const linkView = (link: LinkForAdmin) => ({
+  id: link.id,
+  providerName: link.providerName,
+  subject: link.subject,
+  linked: utcMinute(link.createdAt),
+  lastVerified: utcMinute(link.lastVerifiedAt),
+  refused: link.refusedAt && utcMinute(link.refusedAt),
+});
 
 /** /admin/users: admins find people, invite them, disable or enable them, make admins, send reset links. */
 @ApiExcludeController()
@@ -31,6 +44,7 @@ export class AdminUsersPageController {
   constructor(
     private readonly admin: AdminUsersService,
     private readonly csrf: CsrfService,
+    private readonly identityProviders: IdentityProvidersService,
   ) {}
 
   @Get()
@@ -98,6 +112,21 @@ export class AdminUsersPageController {
     return this.act(req, res, id, async () => (await this.admin.removeSecondFactor(id, req.webUser!.id, req.ip ?? null), 'factor-removed'));
   }
 
+  /** Removes one of the person's identity-provider links (it no longer signs them in; its sessions end). */
+  @Post(':id/links/:linkId/unlink')
+  @UseGuards(CsrfGuard, SudoGuard)
+  unlink(@Req() req: Request, @Res() res: Response, @Param('id', new ParseUUIDPipe()) id: string, @Param('linkId', new ParseUUIDPipe()) linkId: string) {
+    return this.act(req, res, id, async () => {
+      try {
+        await this.identityProviders.unlink(id, linkId, req.webUser!.id, req.ip ?? null);
+      } catch (err) {
+        if (err instanceof ApiException && err.getStatus() === 404) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, err.message);
+        throw err;
+      }
+      return 'unlinked';
+    });
+  }
+
   /** Runs an action, then shows the person again (a reload repeats nothing); a refusal is shown on their page. */
   private async act(req: Request, res: Response, id: string, action: () => Promise<string>) {
     let done: string;
@@ -115,6 +144,7 @@ export class AdminUsersPageController {
     const q = queryParam(req, 'q').trim().slice(0, 320);
     const page = pageParam(req);
     const list = await this.admin.list(hasUnsafeText(q) ? '' : q, page);
+    const links = await this.identityProviders.linksOf(list.users.map((u) => u.id));
     const pages = Math.max(1, Math.ceil(list.total / list.perPage));
     const link = (to: number) => new URLSearchParams({ ...(q ? { q } : {}), page: String(to) }).toString();
     res.status(status).render('admin-users', {
@@ -128,7 +158,12 @@ export class AdminUsersPageController {
       pages: pages > 1 ? pages : undefined,
       previous: page > 1 ? link(page - 1) : undefined,
       next: page < pages ? link(page + 1) : undefined,
-      users: list.users.map((u) => ({ ...u, created: utcMinute(new Date(u.createdAt)), lastSignIn: u.lastSignInAt && utcMinute(new Date(u.lastSignInAt)) })),
+      users: list.users.map((u) => ({
+        ...u,
+        created: utcMinute(new Date(u.createdAt)),
+        lastSignIn: u.lastSignInAt && utcMinute(new Date(u.lastSignInAt)),
+        links: links.filter((link) => link.userId === u.id).map(linkView),
+      })),
       invitationDays: INVITATION_DAYS,
       ...notice,
     });
@@ -149,6 +184,7 @@ export class AdminUsersPageController {
       person: { ...person, isYou: person.id === req.webUser!.id },
       created: utcMinute(new Date(person.createdAt)),
       lastSignIn: person.lastSignInAt && utcMinute(new Date(person.lastSignInAt)),
+      links: (await this.identityProviders.linksOf([person.id])).map(linkView),
       ...notice,
     });
   }

@@ -21,7 +21,8 @@ import { SignUpService } from '../accounts/sign-up.service.js';
 import { SecondFactorsService } from '../accounts/second-factors.service.js';
 import { Clock } from '../common/clock.js';
 import { VERIFY_LINK_HOURS } from '../accounts/email-verification.service.js';
-import { toWebUser, type WebUser, saveSession } from '../web-sessions/web-account.js';
+import { toWebUser, type WebUser, saveSession, regenerateSession } from '../web-sessions/web-account.js';
+import { FederationPolicy } from '../federation/federation-policy.js';
 
 
 /** "15 minutes", "40 seconds": how long a person must wait. */
@@ -46,6 +47,7 @@ export class AuthPagesController {
     private readonly clock: Clock,
     private readonly audit: AuditService,
     private readonly config: AppConfig,
+    private readonly federation: FederationPolicy,
   ) {}
 
   @Get()
@@ -56,7 +58,7 @@ export class AuthPagesController {
   @Get('login')
   loginPage(@Req() req: Request, @Res() res: Response) {
     if (req.webUser) return res.redirect(303, safeNext(queryParam(req, 'next'), this.config.publicUrl));
-    this.renderLogin(req, res, 200);
+    return this.renderLogin(req, res, 200);
   }
 
   @Post('login')
@@ -64,6 +66,14 @@ export class AuthPagesController {
   async login(@Req() req: Request, @Res() res: Response) {
     const account = normalizeEmail(field(req, 'email'));
     if (account.length > 320) return this.renderLogin(req, res, 400, 'Please enter a valid e-mail address.');
+    // A domain a provider enforces signs in there (issue #34): no password is checked, and the
+    // browser goes on to the provider (a page that follows a link: the CSP sends forms only to us).
+    const provider = await this.federation.enforcingProviderFor(account);
+    if (provider) {
+      const next = safeNext(field(req, 'next'), this.config.publicUrl);
+      const href = `/login/sso/${provider.id}?${new URLSearchParams({ next, login_hint: account }).toString()}`;
+      return res.status(200).render('sso-redirect', { layout: false, title: `Continue with ${provider.displayName}`, provider, email: account, href });
+    }
     const deviceCookie = this.deviceCookies.trustedFor(req, account);
     try {
       await this.limits.attemptSignIn(account, req.ip ?? '', deviceCookie);
@@ -93,8 +103,11 @@ export class AuthPagesController {
     await this.limits.signInSucceeded(account, req.ip ?? '', deviceCookie);
     const next = safeNext(field(req, 'next'), this.config.publicUrl);
     if (await this.factors.hasAny(user.id)) {
-      // Half signed in, in this session only, for a few minutes: the code comes next.
-      req.session.pendingSignIn = { userId: user.id, at: this.clock.now().getTime(), next };
+      // Half signed in, in this session only, for a few minutes, under the account's state now:
+      // the code comes next. A new session id first, as at the end of a sign-in, so an id planted
+      // in this browser before never becomes a half-signed-in one (session fixation).
+      await regenerateSession(req);
+      req.session.pendingSignIn = { userId: user.id, at: this.clock.now().getTime(), next, credentialEpoch: user.credentialEpoch };
       await saveSession(req);
       return res.redirect(303, '/login/code');
     }
@@ -118,8 +131,10 @@ export class AuthPagesController {
     const password = field(req, 'password');
     if (!name || name.length > 100) return this.renderSignup(req, res, 400, 'Please enter your name (at most 100 characters).');
     // A name and an address are shown in terminals and pages: no control characters (escape sequences, newlines) or bidi controls.
-    if (hasUnsafeText(name)) return this.renderSignup(req, res, 400, 'Your name cannot contain control characters or bidirectional text controls.');
-    if (!looksLikeEmail(email) || email.length > 320 || hasUnsafeText(email)) return this.renderSignup(req, res, 400, 'Please enter a valid e-mail address.');
+    if (hasUnsafeText(name)) return this.renderSignup(req, res, 400, 'Your name cannot contain control characters, invisible characters or bidirectional text controls.');
+    if (!looksLikeEmail(email)) return this.renderSignup(req, res, 400, 'Please enter a valid e-mail address.');
+    const provider = await this.federation.enforcingProviderFor(normalizeEmail(email));
+    if (provider) return this.renderSignup(req, res, 403, `${normalizeEmail(email)} signs in with ${provider.displayName}: use “Continue with ${provider.displayName}” on the sign-in page.`);
     if (password.length < MIN_PASSWORD_LENGTH || password.length > 1024) {
       return this.renderSignup(req, res, 400, `Your password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
     }
@@ -178,10 +193,12 @@ export class AuthPagesController {
     res.redirect(303, `/login?signed_out=${revokeTokens ? 'everywhere-and-tokens' : 'everywhere'}`);
   }
 
-  /** The sign-in form, keeping what was typed (never the password) and where to go next. */
-  private renderLogin(req: Request, res: Response, status: number, error?: string) {
+  /** The sign-in form, keeping what was typed (never the password) and where to go next, with a button for each enabled identity provider. */
+  private async renderLogin(req: Request, res: Response, status: number, error?: string) {
     const next = safeNext(field(req, 'next') || queryParam(req, 'next'), this.config.publicUrl);
+    const providers = (await this.federation.enabledProviders()).map((p) => ({ displayName: p.displayName, href: `/login/sso/${p.id}?next=${encodeURIComponent(next)}` }));
     res.status(status).render('login', {
+      providers,
       title: 'Sign in',
       error,
       notice: loginNotice(req),
@@ -218,6 +235,7 @@ const LOGIN_NOTICES: Record<string, string> = {
   'signed_out=everywhere-and-tokens': 'You are signed out on every device, and every CLI token of yours is revoked.',
   'signed_out=everywhere': 'You are signed out on every device.',
   'password=reset': 'Your password is changed, and every browser signed out. Sign in with the new one.',
+  'password=set': 'Your password is set. Sign in with it and your second factor.',
   'account=deleted': 'Your account is deleted, with every CLI token and session it had.',
   'email=verified': 'Your e-mail address is confirmed. Sign in to go on.',
   'code=expired': 'That sign-in waited too long for its code. Please sign in again.',

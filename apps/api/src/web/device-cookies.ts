@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { readCookie } from '../web-sessions/request-cookies.js';
 import { open, seal } from '../common/sealed.js';
+import { sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
-import { accountKey } from '../rate-limits/rate-limits.js';
+import { accountKey, type RecognisedBrowser } from '../rate-limits/rate-limits.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
 
 const YEAR_SECONDS = 365 * 24 * 3600;
@@ -25,7 +27,10 @@ interface DeviceCookie {
  * locks out only browsers that never signed in to it: the owner's browser still signs in
  * with the right password.
  *
- * One cookie per browser, for the account it last signed in to. It is sent only to /login.
+ * One cookie per browser, for the account it last signed in to. It is sent only to /login and
+ * below: the password step, its second step (/login/code, which counts codes the same way) and
+ * passkey sign-in (/login/passkey). Checks made once signed in use the session as their proof
+ * instead (signedInBrowser).
  */
 @Injectable()
 export class DeviceCookies implements OnModuleInit {
@@ -45,12 +50,12 @@ export class DeviceCookies implements OnModuleInit {
     return this.config.secureCookies ? '__Secure-prospect_device' : 'prospect_device';
   }
 
-  /** The id of the request's device cookie when it is genuine and vouches for this account, else null. */
-  trustedFor(req: Request, email: string): string | null {
+  /** The request's device cookie (its id) when it is genuine and vouches for this account (its normalized e-mail), else null. */
+  trustedFor(req: Request, email: string): RecognisedBrowser | null {
     const value = readCookie(req, this.name);
     if (!value || value.length > 512) return null;
     const cookie = open<DeviceCookie>(this.key, PURPOSE, PURPOSE, Buffer.from(value, 'base64url'));
-    return cookie?.account === accountKey(email) && typeof cookie.nonce === 'string' ? cookie.nonce : null;
+    return cookie?.account === accountKey(email) && typeof cookie.nonce === 'string' ? (cookie.nonce as RecognisedBrowser) : null;
   }
 
   /** After a successful sign-in: a new cookie for this account (a new id, so old failures stay with the old one). */
@@ -67,14 +72,21 @@ export class DeviceCookies implements OnModuleInit {
 }
 
 /**
- * One cookie's value from the Cookie header. Express parses no cookies of its own, and this is
- * the only one the pages read besides the session's (which express-session reads itself), so a
- * cookie parser on every page would be work for nothing. The value is base64url: nothing to decode.
+ * The recognised browser of a check made by a signed-in person (sudo, a password or address
+ * change, deletion, a code in sudo mode): the signed-in session itself, by the hash of its id;
+ * null when the request is not signed in (a half-signed-in session is not).
+ *
+ * Why the session and not the device cookie sent to more paths: every such check comes from a
+ * signed-in page, and a session is the stronger proof of the two. It is a whole sign-in of this
+ * very account (with every factor it asks for), which an attacker who merely knows or guesses
+ * the password cannot get, and it ends with the account's sessions (a password change, "sign out
+ * everywhere", a disabled account), where a device cookie lives a year and stays valid across
+ * them. It is already sent to every page; widening the device cookie's path to `/` would send a
+ * year-long credential with every request and rename it (`__Host-` on https), dropping every
+ * cookie issued so far. Counted per session, a stolen session gets 5 wrong passwords or codes
+ * per 15 minutes and blocks only itself, never its owner's other browsers, and a thief cannot
+ * make more sessions without signing in.
  */
-function readCookie(req: Request, name: string): string | null {
-  for (const pair of (req.headers.cookie ?? '').split(';')) {
-    const eq = pair.indexOf('=');
-    if (eq > 0 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim();
-  }
-  return null;
+export function signedInBrowser(req: Request): RecognisedBrowser | null {
+  return req.webUser && req.sessionID ? (`session:${sha256(req.sessionID).toString('base64url')}` as RecognisedBrowser) : null;
 }

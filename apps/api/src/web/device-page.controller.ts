@@ -4,12 +4,20 @@ import { CLI_CLIENT_ID, formatUserCode, normalizeUserCode } from '@prospect/cont
 import type { Request, Response } from 'express';
 import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
 import { Public } from '../auth/public.decorator.js';
-import { DeviceApprovalService, type DeviceLoginClient, UndecidableDeviceLoginError, type UndecidableReason } from '../device-login/device-approval.service.js';
+import {
+  DeviceApprovalService,
+  type DeviceDecision,
+  type DeviceLoginClient,
+  type DeviceLoginForApproval,
+  UndecidableDeviceLoginError,
+  type UndecidableReason,
+} from '../device-login/device-approval.service.js';
 import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard, VerifiedEmailGuard, SudoGuard } from './page-guards.js';
+import { accountOf, CsrfGuard, inSudoMode, PageRefusalFilter, SignedInGuard, SudoGuard, SudoRequired, VerifiedEmailGuard } from './page-guards.js';
 
 /**
  * Why a code cannot be decided, in words for whoever holds it: a code may come from any registered
@@ -48,6 +56,7 @@ export class DevicePageController {
     private readonly audit: AuditService,
     private readonly clock: Clock,
     private readonly limits: RateLimits,
+    private readonly config: AppConfig,
   ) {}
 
   @Get()
@@ -55,14 +64,19 @@ export class DevicePageController {
     const account = accountOf(req, this.csrf);
     const typed = queryParam(req, 'user_code');
     if (!typed) return res.render('device-code', { title: 'Enter the code', account });
+    let login: DeviceLoginForApproval;
     try {
-      const login = await this.withCodeAttempt(req, () => this.deviceLogins.findForApproval(typed));
-      const minutes = Math.max(0, Math.round((this.clock.now().getTime() - login.createdAt.getTime()) / 60_000));
-      const started = minutes === 0 ? 'less than a minute ago' : `${minutes} minute${minutes === 1 ? '' : 's'} ago`;
-      res.render('device-approve', { title: 'Approve sign-in', account, login, started });
+      login = await this.withCodeAttempt(req, () => this.deviceLogins.findForApproval(typed));
     } catch (err) {
-      this.renderRefusal(req, res, err, typed);
+      return this.renderRefusal(req, res, err, typed);
     }
+    // Administration is approved in sudo mode only: asked before the page, which it then shows
+    // again (as for every approval once sudo mode has lapsed, which its button checks).
+    if (login.asksForAdmin && !inSudoMode(req, this.clock, this.config)) throw new SudoRequired(`/device?user_code=${encodeURIComponent(login.userCode)}`);
+    const minutes = Math.max(0, Math.round((this.clock.now().getTime() - login.createdAt.getTime()) / 60_000));
+    const started = minutes === 0 ? 'less than a minute ago' : `${minutes} minute${minutes === 1 ? '' : 's'} ago`;
+    const adminHours = Math.round((this.config.adminGrantSeconds / 3600) * 10) / 10;
+    res.render('device-approve', { title: 'Approve sign-in', account, login, started, adminHours });
   }
 
   @Post('approve')
@@ -80,7 +94,7 @@ export class DevicePageController {
   private async decide(req: Request, res: Response, decision: 'approve' | 'deny') {
     const code = field(req, 'user_code');
     const userId = req.webUser!.id;
-    let client: DeviceLoginClient;
+    let client: DeviceDecision;
     try {
       // Guessing through the buttons is limited like guessing through the lookup.
       client = await this.withCodeAttempt(req, () =>
@@ -89,9 +103,12 @@ export class DevicePageController {
     } catch (err) {
       return this.renderRefusal(req, res, err, code);
     }
+    // The same decision sent again by the person who made it (a reload, a proxy's retry) went
+    // through the first time: it gets the same page, saying so, rather than "already used".
     res.status(200).render('device-decided', {
       title: decision === 'approve' ? `${client.displayName} is signed in` : 'Sign-in denied',
       approved: decision === 'approve',
+      madeBefore: client.madeBefore,
       client: client.displayName,
       inTerminal: cliCommandFor(client) !== undefined,
       account: accountOf(req, this.csrf),

@@ -9,6 +9,7 @@ import { toWebUser, saveSession } from '../web-sessions/web-account.js';
 import { field, queryParam } from './form.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
+import { SecondFactorsService } from '../accounts/second-factors.service.js';
 
 /** An invited person follows the mailed link, chooses a password and is signed in. */
 @ApiExcludeController()
@@ -20,14 +21,16 @@ export class InvitationPageController {
     private readonly invitations: InvitationsService,
     private readonly users: UsersService,
     private readonly signIn: SignInService,
+    private readonly factors: SecondFactorsService,
     private readonly csrf: CsrfService,
   ) {}
 
   @Get()
   async page(@Req() req: Request, @Res() res: Response) {
     const token = queryParam(req, 'token');
-    if (!(await this.invitations.isUsable(token))) return this.renderUnusable(res);
-    this.render(req, res, 200, token);
+    const invited = await this.invitations.usableFor(token);
+    if (!invited) return this.renderUnusable(res);
+    this.render(req, res, 200, token, invited.email);
   }
 
   @Post()
@@ -35,10 +38,12 @@ export class InvitationPageController {
   async accept(@Req() req: Request, @Res() res: Response) {
     const token = field(req, 'token');
     const password = field(req, 'password');
+    const invited = await this.invitations.usableFor(token);
+    if (!invited) return this.renderUnusable(res);
     if (password.length < MIN_PASSWORD_LENGTH || password.length > 1024) {
-      return this.render(req, res, 400, token, `Your password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
+      return this.render(req, res, 400, token, invited.email, `Your password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
     }
-    if (password !== field(req, 'password_again')) return this.render(req, res, 400, token, 'The two passwords are not the same.');
+    if (password !== field(req, 'password_again')) return this.render(req, res, 400, token, invited.email, 'The two passwords are not the same.');
     let userId: string;
     try {
       userId = (await this.invitations.accept(token, password, req.ip ?? null)).userId;
@@ -48,14 +53,16 @@ export class InvitationPageController {
     }
     const user = await this.users.findById(userId);
     if (!user || user.disabledAt) return res.redirect(303, '/login');
+    // A mailed link is one factor: an account with a second one signs in with both.
+    if (await this.factors.hasAny(user.id)) return res.redirect(303, '/login?password=set');
     await this.signIn.logIn(req, toWebUser(user));
     req.session.notice = 'Welcome to Prospect: your password is set.';
     await saveSession(req);
     res.redirect(303, '/settings/tokens');
   }
 
-  private render(req: Request, res: Response, status: number, token: string, error?: string) {
-    res.status(status).render('invitation', { title: 'Welcome to Prospect', error, token, minLength: MIN_PASSWORD_LENGTH, csrfToken: this.csrf.tokenFor(req) });
+  private render(req: Request, res: Response, status: number, token: string, email: string, error?: string) {
+    res.status(status).render('invitation', { title: 'Welcome to Prospect', error, token, email, minLength: MIN_PASSWORD_LENGTH, csrfToken: this.csrf.tokenFor(req) });
   }
 
   private renderUnusable(res: Response) {

@@ -90,6 +90,11 @@ export class SignedInGuard implements CanActivate {
   }
 }
 
+/** Sudo mode lasts SUDO_SECONDS from the sign-in or the last re-confirmation. */
+export function inSudoMode(req: Request, clock: Clock, config: AppConfig): boolean {
+  return clock.now().getTime() - (req.session.sudoAt ?? 0) < config.sudoSeconds * 1000;
+}
+
 /**
  * After SignedInGuard: lets the request through while sudo mode lasts (SUDO_SECONDS since the
  * sign-in or the last re-confirmation); else the person confirms first and comes back to the
@@ -103,7 +108,7 @@ export class SudoGuard implements CanActivate {
   ) {}
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<Request>();
-    if (this.clock.now().getTime() - (req.session.sudoAt ?? 0) < this.config.sudoSeconds * 1000) return true;
+    if (inSudoMode(req, this.clock, this.config)) return true;
     const code = (req.body as Record<string, unknown> | undefined)?.user_code;
     const returnTo = req.method !== 'GET' && typeof code === 'string' ? `${pageOf(context)}?user_code=${encodeURIComponent(code)}` : pageOf(context);
     throw new SudoRequired(returnTo);

@@ -41,3 +41,29 @@ export function pageHeaders(req: Request, res: Response, next: NextFunction): vo
   res.setHeader('Cache-Control', 'no-store');
   (req.secure ? overHttps : overHttp)(req, res, next);
 }
+
+/**
+ * A CSP source for where a redirect URI leads: its origin (`https://<id>.chromiumapp.org`,
+ * `http://127.0.0.1:51234`); the scheme alone for a private-use scheme (`com.example.app:`) and
+ * for an IPv6 loopback host, which CSP's host syntax cannot name. Undefined for anything else.
+ */
+export function formTargetSource(uri: string): string | undefined {
+  if (!URL.canParse(uri)) return undefined;
+  const url = new URL(uri);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return /^[a-z][a-z0-9+.-]*:$/.test(url.protocol) ? url.protocol : undefined;
+  if (url.hostname.startsWith('[')) return url.protocol;
+  return /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$/.test(url.origin) ? url.origin : undefined;
+}
+
+/**
+ * Lets this page's forms lead to `uri` as well as to this site. `form-action 'self'` also holds
+ * for the redirects that follow a form's submission: Chromium stops a consent form whose answer
+ * redirects to the client (`https://<id>.chromiumapp.org/…`) unless the page that holds the form
+ * allowed it. Only the consent page does, for the one redirect URI it answers to.
+ */
+export function allowFormTarget(res: Response, uri: string): void {
+  const source = formTargetSource(uri);
+  const policy = res.getHeader('Content-Security-Policy');
+  if (!source || typeof policy !== 'string') return;
+  res.setHeader('Content-Security-Policy', policy.replace("form-action 'self'", `form-action 'self' ${source}`));
+}

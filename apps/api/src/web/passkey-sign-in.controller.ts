@@ -8,6 +8,7 @@ import { Public } from '../auth/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { UsersService } from '../users/users.service.js';
 import { toWebUser } from '../web-sessions/web-account.js';
+import { DeviceCookies } from './device-cookies.js';
 import { field, safeNext } from './form.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
@@ -16,7 +17,9 @@ import { webAuthnResponse, webAuthnSite } from './webauthn-site.js';
 /**
  * Signing in with a passkey alone, from the sign-in page: a discoverable credential names its
  * person, and its user verification (the device's PIN or biometrics) is the second factor.
- * The page's script calls these and follows `next`.
+ * The page's script calls these and follows `next`. Each sign-in is counted before its assertion
+ * is verified (PasskeysService.authenticate): past the limit it is a 429 with Retry-After, and
+ * neither verified nor audited.
  */
 @ApiExcludeController()
 @Public()
@@ -28,6 +31,7 @@ export class PasskeySignInController {
     private readonly passkeys: PasskeysService,
     private readonly users: UsersService,
     private readonly signIn: SignInService,
+    private readonly deviceCookies: DeviceCookies,
     private readonly audit: AuditService,
     private readonly config: AppConfig,
   ) {}
@@ -50,7 +54,8 @@ export class PasskeySignInController {
     if (!challenge || !response) return refuse('That took too long or was already used: please try again.');
     let userId: string;
     try {
-      userId = await this.passkeys.authenticate(response, challenge, webAuthnSite(req, this.config));
+      const attempt = { ip: req.ip ?? '', browserFor: (ownerEmail: string) => this.deviceCookies.trustedFor(req, ownerEmail) };
+      userId = await this.passkeys.authenticate(response, challenge, webAuthnSite(req, this.config), attempt);
     } catch (err) {
       if (!(err instanceof PasskeyRefused)) throw err;
       await this.audit.record('web.login_failed', { ip: req.ip, detail: { reason: 'passkey refused' } });

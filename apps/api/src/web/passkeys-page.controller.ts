@@ -8,7 +8,7 @@ import { PasskeyRefused, PasskeysService } from '../accounts/passkeys.service.js
 import { Public } from '../auth/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { field } from './form.js';
-import { AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
+import { AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard, VerifiedEmailGuard } from './page-guards.js';
 import { webAuthnResponse, webAuthnSite } from './webauthn-site.js';
 
 /** A passkey's name as the person typed it, or what the list calls it without one. */
@@ -35,7 +35,7 @@ export class PasskeysPageController {
 
   @Post('options')
   @HttpCode(200)
-  @UseGuards(CsrfGuard, SudoGuard)
+  @UseGuards(CsrfGuard, VerifiedEmailGuard, SudoGuard)
   async options(@Req() req: Request, @Res() res: Response) {
     try {
       const options = await this.passkeys.registrationOptions(req.webUser!, webAuthnSite(req, this.config));
@@ -49,7 +49,7 @@ export class PasskeysPageController {
 
   @Post()
   @HttpCode(200)
-  @UseGuards(CsrfGuard, SudoGuard)
+  @UseGuards(CsrfGuard, VerifiedEmailGuard, SudoGuard)
   async register(@Req() req: Request, @Res() res: Response) {
     const challenge = req.session.passkeyChallenge;
     delete req.session.passkeyChallenge;

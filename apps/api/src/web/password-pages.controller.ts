@@ -33,7 +33,7 @@ export class PasswordPagesController {
   @UseGuards(CsrfGuard)
   async forgot(@Req() req: Request, @Res() res: Response) {
     const email = field(req, 'email').trim();
-    if (!looksLikeEmail(email) || email.length > 320) return this.renderForgot(req, res, 400, 'Please enter a valid e-mail address.', email);
+    if (!looksLikeEmail(email)) return this.renderForgot(req, res, 400, 'Please enter a valid e-mail address.', email);
     try {
       await this.resets.request(email, req.ip ?? null);
     } catch (err) {

@@ -14,13 +14,19 @@ import { UsersService } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { toWebUser, saveSession } from '../web-sessions/web-account.js';
 import { field } from './form.js';
+import { DeviceCookies } from './device-cookies.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
 
 /** How long the half-signed-in state (password right, code not yet given) lasts. */
 export const PENDING_SIGN_IN_SECONDS = 5 * 60;
 
-/** The second step of a sign-in for people with a second factor: the app's code, a recovery code, or a passkey. */
+/**
+ * The second step of a sign-in for people with a second factor: the app's code, a recovery code, or
+ * a passkey. A browser with a device cookie for the account is the owner's (it signed in before):
+ * its codes are counted apart from everyone else's (rate-limits.ts), so people who know the
+ * password and guess codes never make the owner's right code a 429 there.
+ */
 @ApiExcludeController()
 @Public()
 @UseFilters(PageRefusalFilter)
@@ -34,6 +40,7 @@ export class SecondFactorPageController {
     private readonly clock: Clock,
     private readonly audit: AuditService,
     private readonly passkeys: PasskeysService,
+    private readonly deviceCookies: DeviceCookies,
     private readonly config: AppConfig,
   ) {}
 
@@ -59,15 +66,14 @@ export class SecondFactorPageController {
   @HttpCode(200)
   @UseGuards(CsrfGuard)
   async passkey(@Req() req: Request, @Res() res: Response) {
-    const pending = this.pending(req);
+    const { pending, user } = await this.pendingAccount(req);
     const challenge = req.session.passkeyChallenge;
     delete req.session.passkeyChallenge;
     const response = webAuthnResponse<AuthenticationResponseJSON>(req);
     const refuse = (message: string) => res.status(401).json({ statusCode: 401, error: 'unauthorized', message });
-    const user = pending && (await this.users.findById(pending.userId));
-    if (!pending || !user || user.disabledAt || !challenge || !response) return refuse('That took too long or was already used: please sign in again.');
+    if (!pending || !user || !challenge || !response) return refuse('That took too long or was already used: please sign in again.');
     try {
-      await this.passkeys.authenticate(response, challenge, webAuthnSite(req, this.config), user.id);
+      await this.passkeys.authenticate(response, challenge, webAuthnSite(req, this.config), { ip: req.ip ?? '', browserFor: () => this.deviceCookies.trustedFor(req, user.email) }, user.id);
     } catch (err) {
       if (!(err instanceof PasskeyRefused)) throw err;
       await this.audit.record('web.login_failed', { userId: user.id, ip: req.ip, detail: { reason: 'passkey refused' } });
@@ -81,15 +87,14 @@ export class SecondFactorPageController {
   @HttpCode(200)
   @UseGuards(CsrfGuard)
   async verify(@Req() req: Request, @Res() res: Response) {
-    const pending = this.pending(req);
-    const user = pending && (await this.users.findById(pending.userId));
-    if (!pending || !user || user.disabledAt) {
+    const { pending, user } = await this.pendingAccount(req);
+    if (!pending || !user) {
       delete req.session.pendingSignIn;
       return res.redirect(303, '/login?code=expired');
     }
     let used;
     try {
-      used = await this.factors.verify(user, field(req, 'code'), req.ip ?? null);
+      used = await this.factors.verify(user, field(req, 'code'), req.ip ?? null, this.deviceCookies.trustedFor(req, user.email));
     } catch (err) {
       if (err instanceof WrongCodeError) {
         await this.audit.record('web.login_failed', { userId: user.id, ip: req.ip, detail: { reason: 'wrong second-factor code' } });
@@ -114,6 +119,17 @@ export class SecondFactorPageController {
     const pending = req.session.pendingSignIn;
     if (pending && this.clock.now().getTime() - pending.at <= PENDING_SIGN_IN_SECONDS * 1000) return pending;
     return undefined;
+  }
+
+  /**
+   * The half-signed-in state and its account, while the account is enabled and in the state the
+   * password step saw (its credential epoch): a password changed or reset since ends it.
+   */
+  private async pendingAccount(req: Request) {
+    const pending = this.pending(req);
+    const user = pending && (await this.users.findById(pending.userId));
+    if (!pending || !user || user.disabledAt || user.credentialEpoch !== (pending.credentialEpoch ?? 0)) return { pending: undefined, user: undefined };
+    return { pending, user };
   }
 
   private async render(req: Request, res: Response, status: number, error?: string) {

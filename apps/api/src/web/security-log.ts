@@ -9,6 +9,10 @@ const WORDS: Partial<Record<AuthEventType, string>> = {
   'web.signup': 'Created the account',
   'web.sudo': 'Confirmed it was you',
   'device.approve': 'Approved a device sign-in',
+  'oauth.consent': 'Allowed an app to sign in as you',
+  'oauth.consent_revoke': 'Disconnected an app',
+  'oauth.code_exchange': 'An app you allowed received its token',
+  'oauth.code_replay': 'An app’s sign-in code came back a second time: what it gave was revoked',
   'device.deny': 'Denied a device sign-in',
   'device.redeem': 'A device sign-in received its token',
   'token.issue': 'Created a token',
@@ -20,6 +24,7 @@ const WORDS: Partial<Record<AuthEventType, string>> = {
   'password.reset': 'Reset the password',
   'account.rename': 'Changed the name',
   'account.email_change': 'Changed the e-mail address',
+  'account.ownership_proven': 'Proved the address with a reset link: every earlier session, second factor and token of the account was ended',
   'email.verify': 'Confirmed the e-mail address',
   'account.invitation_accept': 'Accepted the invitation',
   'factor.totp_add': 'Set up an authenticator app',
@@ -28,6 +33,12 @@ const WORDS: Partial<Record<AuthEventType, string>> = {
   'factor.recovery_code_used': 'Used a recovery code',
   'factor.passkey_add': 'Added a passkey',
   'factor.passkey_remove': 'Removed a passkey',
+  'federation.login': 'Signed in through an identity provider',
+  'federation.login_refused': 'Sign-in through an identity provider refused',
+  'federation.signup': 'Created the account through an identity provider',
+  'federation.link': 'Linked an identity provider to the account',
+  'federation.unlink': 'Unlinked an identity provider',
+  'federation.refused_by_provider': 'The identity provider no longer accepts you: the sessions started through it were ended',
 };
 
 /** Shown types, for the query. */

@@ -11,7 +11,7 @@ import { AppConfig } from '../config/app-config.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, pageParam, queryParam } from './form.js';
-import { accountOf, AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
+import { accountOf, AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard, VerifiedEmailGuard } from './page-guards.js';
 import { describeEvent, SECURITY_LOG_TYPES } from './security-log.js';
 
 const EVENTS_PER_PAGE = 50;
@@ -48,7 +48,7 @@ export class SecurityPageController {
   /** A new key, shown as a QR code and as text, kept sealed in the session until its first code confirms it. */
   @Post('totp')
   @HttpCode(200)
-  @UseGuards(CsrfGuard, SudoGuard)
+  @UseGuards(CsrfGuard, VerifiedEmailGuard, SudoGuard)
   async begin(@Req() req: Request, @Res() res: Response) {
     if (await this.factors.hasTotp(req.webUser!.id)) return res.redirect(303, '/settings/security');
     const enrolment = await this.factors.beginEnrolment(req.webUser!);
@@ -58,7 +58,7 @@ export class SecurityPageController {
 
   @Post('totp/confirm')
   @HttpCode(200)
-  @UseGuards(CsrfGuard, SudoGuard)
+  @UseGuards(CsrfGuard, VerifiedEmailGuard, SudoGuard)
   async confirm(@Req() req: Request, @Res() res: Response) {
     const pending = req.session.pendingTotp;
     const user = req.webUser!;

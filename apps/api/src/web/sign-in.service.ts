@@ -3,9 +3,11 @@ import type { Request, Response } from 'express';
 import passport from 'passport';
 import { AuditService } from '../audit/audit.service.js';
 import { AppConfig } from '../config/app-config.js';
+import { Clock } from '../common/clock.js';
 import { UsersService } from '../users/users.service.js';
-import type { WebUser } from '../web-sessions/web-account.js';
+import type { FederatedSignIn, WebUser } from '../web-sessions/web-account.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
+import { FederationPolicy, SignInThroughProviderRequired } from '../federation/federation-policy.js';
 import { DeviceCookies } from './device-cookies.js';
 
 /**
@@ -20,6 +22,8 @@ export class SignInService {
     private readonly audit: AuditService,
     private readonly users: UsersService,
     private readonly config: AppConfig,
+    private readonly federation: FederationPolicy,
+    private readonly clock: Clock,
   ) {}
 
   /** The person these form fields sign in, or null (passport-local, LocalStrategy). */
@@ -30,16 +34,33 @@ export class SignInService {
   }
 
   /**
-   * The end of a sign-in with a password (and the second factor, when the person has one): this
-   * browser is trusted for the account (device cookie), the session starts, the sign-in is
-   * audited with the browser and recorded for the admin list. With REQUIRE_SECOND_FACTOR, a
-   * person without one is led to set it up.
+   * The end of a sign-in with a password, a passkey or through an identity provider (and the
+   * second factor, when one is asked for): this browser is trusted for the account (device
+   * cookie), the session starts, the sign-in is audited with the browser and recorded for the
+   * admin list. With REQUIRE_SECOND_FACTOR, a person without one is led to set it up.
+   *
+   * `federated`: the provider link this sign-in came through, or the half-signed-in state's
+   * (a provider's sign-in that went on to ask for Prospect's own factor). A sign-in not through a
+   * provider is refused for an address whose domain a provider enforces (issue #34), unless it is
+   * the proof that links that provider to this account (its pending link, in this browser).
+   * `secondFactor` 'provider': the provider's amr/acr showed one.
+   * @throws ApiException 403 (SignInThroughProviderRequired) for such a sign-in.
    */
-  async complete(req: Request, res: Response, user: WebUser, secondFactor: 'totp' | 'recovery-code' | 'passkey' | null): Promise<void> {
+  async complete(req: Request, res: Response, user: WebUser, secondFactor: 'totp' | 'recovery-code' | 'passkey' | 'provider' | null, federated?: FederatedSignIn): Promise<void> {
+    const via = federated ?? req.session.pendingSignIn?.federated;
+    if (!via && !this.federation.provesPendingLink(req.session.pendingFederatedLink, user.id, this.clock.now())) {
+      const provider = await this.federation.enforcingProviderFor(user.email);
+      if (provider) {
+        await this.audit.record('federation.login_refused', { userId: user.id, ip: req.ip, detail: { reason: 'sign-in without the enforcing provider', label: provider.displayName, providerId: provider.id } });
+        throw new SignInThroughProviderRequired(user.email, provider);
+      }
+    }
     this.deviceCookies.issue(res, user.email);
-    await this.logIn(req, user, { secondFactor: secondFactor !== null });
+    await this.logIn(req, user, { secondFactor: secondFactor !== null, federated: via });
     const browser = req.get('user-agent')?.slice(0, 200) ?? null;
-    await this.audit.record('web.login', { userId: user.id, ip: req.ip, detail: { browser, ...(secondFactor ? { secondFactor } : {}) } });
+    const factor: Record<string, string> = secondFactor ? { secondFactor } : {};
+    if (via) await this.audit.record('federation.login', { userId: user.id, ip: req.ip, detail: { browser, label: via.providerName, providerId: via.providerId, linkId: via.linkId, ...factor } });
+    else await this.audit.record('web.login', { userId: user.id, ip: req.ip, detail: { browser, ...factor } });
     await this.users.recordSignIn(user.id);
   }
 
@@ -47,11 +68,20 @@ export class SignInService {
    * Signs the person in: passport regenerates the session id and saves the session
    * before the redirect is sent, so the moment of sign-in (where the absolute lifetime
    * starts) must be in it already: a browser follows the redirect as soon as it has
-   * the headers. The anonymous session's CSRF token is not carried over. With
-   * REQUIRE_SECOND_FACTOR, a sign-in without one leads every page to setting it up.
+   * the headers. The anonymous session's CSRF token is not carried over. The session records
+   * the account's credential epoch, and ends when it moves on (session.serializer.ts). With
+   * REQUIRE_SECOND_FACTOR, a sign-in without one leads every page to setting it up. A sign-in
+   * through an identity provider records its link (`federatedLinkId`), and the session ends when
+   * the provider refuses the person or is disabled; any other sign-in records none.
    */
-  async logIn(req: Request, user: WebUser, options: { secondFactor?: boolean } = {}): Promise<void> {
-    this.sessions.startSignedInSession(req);
+  async logIn(req: Request, user: WebUser, options: { secondFactor?: boolean; federated?: FederatedSignIn } = {}): Promise<void> {
+    // The epoch as it is now, not as the caller read it: a caller that just changed the password
+    // signs its own browser in again under the new one.
+    const current = await this.users.findById(user.id);
+    if (!current || current.disabledAt) throw new Error(`cannot sign in ${user.id}: the account is gone or disabled`);
+    this.sessions.startSignedInSession(req, current.credentialEpoch);
+    if (options.federated) req.session.federatedLinkId = options.federated.linkId;
+    else delete req.session.federatedLinkId;
     if (this.config.requireSecondFactor && !options.secondFactor) req.session.mustEnrolSecondFactor = true;
     await new Promise<void>((resolve, reject) => req.logIn(user, { session: true, keepSessionInfo: true }, (err) => (err ? reject(err) : resolve())));
   }

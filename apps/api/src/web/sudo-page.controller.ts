@@ -1,4 +1,4 @@
-import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { Controller, Get, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { saveSession } from '../web-sessions/web-account.js';
@@ -9,11 +9,18 @@ import { Public } from '../auth/public.decorator.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
+import { signedInBrowser } from './device-cookies.js';
 import { field, queryParam, safeNext } from './form.js';
 import { AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
 import { SudoPages } from './sudo-pages.js';
+import { FederationPolicy } from '../federation/federation-policy.js';
+import { FederationRefused, FederationSignIn } from '../federation/federation-sign-in.service.js';
 
-/** Sudo mode: the signed-in person confirms who they are (password, or a code), and goes back where they were. */
+/**
+ * Sudo mode: the signed-in person confirms who they are (password, or a code), and goes back where
+ * they were. Both are counted against this signed-in session (signedInBrowser), never against the
+ * account: failed sign-ins elsewhere never make the owner's right password or code a 429 here.
+ */
 @ApiExcludeController()
 @Public()
 @UseGuards(SignedInGuard)
@@ -28,7 +35,30 @@ export class SudoPageController {
     private readonly audit: AuditService,
     private readonly config: AppConfig,
     private readonly clock: Clock,
+    private readonly federation: FederationSignIn,
+    private readonly policy: FederationPolicy,
   ) {}
+
+  /**
+   * Confirms through an identity provider linked to the person: a fresh sign-in there
+   * (`prompt=login`, `max_age=0`), whose answer (/login/sso/{id}/callback) counts only in this
+   * session and only for the identity linked to this person. A link, as the page's CSP sends
+   * forms only to us.
+   */
+  @Get('sso/:id')
+  async confirmWithProvider(@Req() req: Request, @Res() res: Response, @Param('id') id: string) {
+    const next = safeNext(queryParam(req, 'next'), this.config.publicUrl);
+    const user = req.webUser!;
+    if (!(await this.policy.linkedProviders(user.id)).some((p) => p.id === id)) {
+      return this.pages.render(req, res, 403, next, 'Your account is not linked to that identity provider: confirm another way.');
+    }
+    try {
+      res.redirect(303, await this.federation.begin(res, id, 'sudo', { next, userId: user.id, sessionId: req.sessionID }));
+    } catch (err) {
+      if (!(err instanceof FederationRefused)) throw err;
+      return this.pages.render(req, res, err.status, next, err.message);
+    }
+  }
 
   /** The same question asked from a link (a page's script sends the person here). */
   @Get()
@@ -43,10 +73,14 @@ export class SudoPageController {
     const next = safeNext(field(req, 'next'), this.config.publicUrl);
     const user = req.webUser!;
     const code = field(req, 'code').trim();
+    // A domain a provider enforces confirms there, as it signs in there (issue #34).
+    const provider = await this.policy.enforcingProviderFor(user.email);
+    if (provider) return this.pages.render(req, res, 403, next, `Your address signs in with ${provider.displayName}: confirm with ${provider.displayName}.`);
     try {
       // A code, when one is given (and the person has an app); else the password.
-      if (code) await this.factors.verify(user, code, req.ip ?? null);
-      else await this.account.checkPassword(user.email, field(req, 'password'), req.ip ?? null);
+      const browser = signedInBrowser(req);
+      if (code) await this.factors.verify(user, code, req.ip ?? null, browser);
+      else await this.account.checkPassword(user.email, field(req, 'password'), req.ip ?? null, browser);
     } catch (err) {
       if (err instanceof WrongPasswordError) return this.pages.render(req, res, 401, next, 'That password is not right.');
       if (err instanceof WrongCodeError) return this.pages.render(req, res, 401, next, 'That code is not right, or was used already.');

@@ -3,12 +3,14 @@ import type { Request, Response } from 'express';
 import { SecondFactorsService } from '../accounts/second-factors.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
+import { FederationPolicy } from '../federation/federation-policy.js';
 
 /** Why the person is asked, by the page they were on. */
 function reasonFor(returnTo: string): string {
   if (returnTo.startsWith('/device')) return 'Approving a sign-in gives a program access to your account.';
   if (returnTo.startsWith('/settings/tokens')) return 'A new token gives access to your account.';
   if (returnTo.startsWith('/admin')) return 'Administrators confirm who they are before changing anything.';
+  if (returnTo.startsWith('/oauth/authorize')) return 'Approving an app gives it access to your account.';
   return 'This changes how you sign in.';
 }
 
@@ -19,11 +21,19 @@ export class SudoPages {
     private readonly factors: SecondFactorsService,
     private readonly csrf: CsrfService,
     private readonly config: AppConfig,
+    private readonly federation: FederationPolicy,
   ) {}
 
+  /**
+   * The page. A person linked to identity providers may confirm there instead (a fresh sign-in:
+   * `prompt=login`, `max_age=0`); one whose domain a provider enforces confirms only there.
+   */
   async render(req: Request, res: Response, status: number, next: string, error?: string): Promise<void> {
     const account = { user: req.webUser!, csrfToken: this.csrf.tokenFor(req), isAdmin: req.webUser!.role === 'admin' };
+    const [linked, enforcing] = await Promise.all([this.federation.linkedProviders(req.webUser!.id), this.federation.enforcingProviderFor(req.webUser!.email)]);
     res.status(status).render('sudo', {
+      providers: linked.map((p) => ({ displayName: p.displayName, href: `/sudo/sso/${p.id}?next=${encodeURIComponent(next)}` })),
+      passwordRefused: enforcing !== undefined,
       title: 'Confirm it’s you',
       account,
       next,

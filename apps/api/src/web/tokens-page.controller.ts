@@ -1,4 +1,5 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Render, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { ClientIdSchema, parseScopes, type Scope, SCOPES } from '@prospect/contract';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { saveSession } from '../web-sessions/web-account.js';
@@ -8,21 +9,37 @@ import { Clock } from '../common/clock.js';
 import { Public } from '../auth/public.decorator.js';
 import { open, seal } from '../common/sealed.js';
 import { AppConfig } from '../config/app-config.js';
+import { AuthorizationService } from '../oauth/authorization.service.js';
+import { OAuthClientsService } from '../oauth/oauth-clients.service.js';
 import { sessionLabel } from '../refresh-tokens/refresh-tokens.service.js';
-import { type TokenListing, TokensService } from '../tokens/tokens.service.js';
+import { siteTokenScope } from '../tokens/granted-scope.js';
+import { minterWords, type TokenListing, TokensService } from '../tokens/tokens.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard, VerifiedEmailGuard, SudoGuard } from './page-guards.js';
 
 const when = (d: Date | null) => (d ? utcMinute(d) : 'never');
 
+/** The order a connected app's scopes are listed in. */
+const SCOPE_ORDER: readonly Scope[] = ['openid', 'profile', 'email', 'tokens', 'admin'];
+
 const DAY = 24 * 3600;
 const DEFAULT_DAYS = 30;
 const NEW_TOKEN = 'new-token';
 
-const ORIGINS: Record<TokenListing['origin'], string> = { device: 'device login', admin: 'issued by an admin', direct: 'created here' };
+/** Which grant made a token, in the page's words: a sign-in (a device's, or a connected app's), an administrator, a token or session, or this site. */
+function originOf(token: TokenListing, connectedAppTokens: ReadonlySet<string>): string {
+  if (connectedAppTokens.has(token.id)) return 'connected app';
+  if (token.origin === 'device') return 'device login';
+  if (token.origin === 'admin') return 'issued by an admin';
+  return token.mintedBy ? `made with ${minterWords(token.mintedBy)}` : 'made on this site';
+}
 
-/** Seed §7: issuing a CLI token must be easy from the UI. Lists, creates and revokes them. */
+/**
+ * Seed §7: issuing a CLI token must be easy from the UI. Lists, creates and revokes them; and the
+ * connected apps (issue #33): the clients the person approved in the browser, each revoked here
+ * with every session it holds.
+ */
 @ApiExcludeController()
 @Public()
 @UseGuards(SignedInGuard)
@@ -34,12 +51,25 @@ export class TokensPageController {
     private readonly csrf: CsrfService,
     private readonly config: AppConfig,
     private readonly clock: Clock,
+    private readonly authorization: AuthorizationService,
+    private readonly clients: OAuthClientsService,
   ) {}
 
   @Get()
   @Render('tokens')
-  list(@Req() req: Request) {
-    return this.page(req, { created: this.takeNewToken(req), revoked: queryParam(req, 'revoked') });
+  async list(@Req() req: Request) {
+    const appRevoked = queryParam(req, 'app_revoked');
+    const app = ClientIdSchema.safeParse(appRevoked).success ? await this.clients.find(appRevoked) : null;
+    return this.page(req, { created: this.takeNewToken(req), revoked: queryParam(req, 'revoked'), appRevoked: app?.name });
+  }
+
+  /** Revokes a connected app: its consent forgotten, every session it holds ended (on every replica), its codes used up. */
+  @Post('apps/:clientId/revoke')
+  @UseGuards(CsrfGuard)
+  async revokeApp(@Req() req: Request, @Res() res: Response, @Param('clientId') clientId: string) {
+    const revoked = ClientIdSchema.safeParse(clientId).success && (await this.authorization.revokeConsent(req.webUser!.id, clientId, req.ip ?? null));
+    if (!revoked) return res.status(404).render('tokens', await this.page(req, { error: 'No such connected app.' }));
+    res.redirect(303, `/settings/tokens?app_revoked=${encodeURIComponent(clientId)}`);
   }
 
   /** Creates a token, then redirects (a reload never creates a second one); the next page shows it once. */
@@ -48,11 +78,12 @@ export class TokensPageController {
   async create(@Req() req: Request, @Res() res: Response) {
     const label = field(req, 'label').trim();
     if (label.length > 100) return res.status(400).render('tokens', await this.page(req, { error: 'A label has at most 100 characters.' }));
-    if (hasUnsafeText(label)) return res.status(400).render('tokens', await this.page(req, { error: 'A label cannot contain control characters or bidirectional text controls.' }));
+    if (hasUnsafeText(label)) return res.status(400).render('tokens', await this.page(req, { error: 'A label cannot contain control characters, invisible characters or bidirectional text controls.' }));
     const days = Number(field(req, 'expires_in_days') || DEFAULT_DAYS);
     if (!this.lifetimes().includes(days)) return res.status(400).render('tokens', await this.page(req, { error: 'Please choose one of the lifetimes offered.' }));
     const ttlSeconds = Math.min(days * DAY, this.config.accessTokenMaxTtlSeconds);
-    const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null, ttlSeconds });
+    // Everything the person may do, `admin` for an administrator (this is sudo mode).
+    const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null, ttlSeconds, scope: siteTokenScope(req.webUser!.role) });
     // Kept until the redirect's page shows it, sealed under the session id, which the database never holds.
     req.session.newToken = seal(req.sessionID, req.webUser!.id, NEW_TOKEN, issued.accessToken).toString('base64url');
     await saveSession(req);
@@ -95,15 +126,16 @@ export class TokensPageController {
   }
 
   /** The page's view model: active tokens, newest first, and what just happened. */
-  private async page(req: Request, notice: { created?: string; error?: string; revoked?: string } = {}) {
+  private async page(req: Request, notice: { created?: string; error?: string; revoked?: string; appRevoked?: string } = {}) {
     const now = this.clock.now().getTime();
-    const all = await this.tokens.listForUser(req.webUser!.id);
+    const [all, apps] = await Promise.all([this.tokens.listForUser(req.webUser!.id), this.authorization.connectedApps(req.webUser!.id)]);
+    const connectedAppTokens = new Set(apps.flatMap((app) => app.accessTokenIds));
     const tokens = all
       .filter((t) => !t.revokedAt && t.expiresAt.getTime() > now)
       .map((t) => ({
         id: t.id,
         name: nameOf(t),
-        origin: ORIGINS[t.origin],
+        origin: originOf(t, connectedAppTokens),
         userAgent: t.userAgent ?? '',
         createdIp: t.createdIp ?? '',
         createdAt: when(t.createdAt),
@@ -126,6 +158,15 @@ export class TokensPageController {
       created: notice.created,
       error: notice.error,
       revokedName: revoked ? nameOf(revoked) : undefined,
+      connectedApps: apps.map((app) => ({
+        clientId: app.clientId,
+        name: app.clientName,
+        // As the consent page lists them: who you are first.
+        scopes: (parseScopes(app.scope) ?? []).sort((a, b) => SCOPE_ORDER.indexOf(a) - SCOPE_ORDER.indexOf(b)).map((name) => ({ name, words: SCOPES[name] })),
+        since: when(app.createdAt),
+        sessions: app.liveGrants === 1 ? '1 active session' : `${app.liveGrants} active sessions`,
+      })),
+      appRevoked: notice.appRevoked,
     };
   }
 }

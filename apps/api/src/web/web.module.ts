@@ -1,5 +1,5 @@
 import { Injectable, type MiddlewareConsumer, Module, type NestMiddleware, type NestModule, RequestMethod } from '@nestjs/common';
-import { ROUTES } from '@prospect/contract';
+import { OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { BODY_LIMIT } from '../common/body-limit.js';
 import { refuseMalformedForms } from '../common/well-formed-text.js';
@@ -26,12 +26,14 @@ import { PasswordPagesController } from './password-pages.controller.js';
 import { AccountPageController } from './account-page.controller.js';
 import { AdminClientsPageController } from './admin-clients-page.controller.js';
 import { AuthPagesController } from './auth-pages.controller.js';
+import { ConsentPageController } from './consent-page.controller.js';
 import { DeviceCookies } from './device-cookies.js';
 import { DevicePageController } from './device-page.controller.js';
 import { LocalStrategy } from './local.strategy.js';
 import { pageHeaders } from './page-headers.js';
 import { SignInService } from './sign-in.service.js';
 import { TokensPageController } from './tokens-page.controller.js';
+import { AdminIdentityProvidersPageController } from './admin-identity-providers-page.controller.js';
 
 /**
  * What every page request goes through: the document headers, the form parser (pages
@@ -57,7 +59,9 @@ class PageMiddleware implements NestMiddleware {
   imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule],
   controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController,
     AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
-    SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController],
+    SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
+    ConsentPageController,
+    AdminIdentityProvidersPageController],
   providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages],
 })
 export class WebModule implements NestModule {
@@ -68,6 +72,10 @@ export class WebModule implements NestModule {
       .apply(PageMiddleware)
       .exclude({ path: 'api/{*rest}', method: RequestMethod.ALL }, { path: 'oauth/{*rest}', method: RequestMethod.ALL }, { path: '.well-known/{*rest}', method: RequestMethod.ALL })
       .forRoutes({ path: '{*rest}', method: RequestMethod.ALL });
+    // The authorization endpoint is a page too (the sign-in it needs, the consent page): OAuth's path, the pages' chain.
+    consumer
+      .apply(PageMiddleware)
+      .forRoutes({ path: OAUTH_ROUTES.authorize, method: RequestMethod.GET }, { path: `${OAUTH_ROUTES.authorize}/{*rest}`, method: RequestMethod.POST });
     // The one API route a signed-in browser may call (with its CSRF token): see @AllowWebSession.
     consumer.apply(WebSessionMiddleware).forRoutes({ path: ROUTES.issueToken, method: RequestMethod.POST });
   }

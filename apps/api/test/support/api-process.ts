@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { cleanUpOnExit, scaledTimeout } from './process-cleanup.js';
 import { fileURLToPath } from 'node:url';
 
 /** The built server, as `npm start` runs it (the test script builds it first). */
@@ -21,11 +22,14 @@ export async function startApiProcess(env: Record<string, string>, timeoutMs = 3
     env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SIGNIN_PER_IP_PER_HOUR: '100000', SIGNUP_PER_IP_PER_HOUR: '100000', DEVICE_START_PER_IP_PER_MINUTE: '100000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const forget = cleanUpOnExit({ kill: child.pid! });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  void exited.then(forget);
+  timeoutMs = scaledTimeout(timeoutMs);
 
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no banner after ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);

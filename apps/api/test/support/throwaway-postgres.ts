@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { cleanUpOnExit } from './process-cleanup.js';
 import { chmod, chown, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,8 @@ export async function freePort(): Promise<number> {
  * `postgres` user when the tests run as root (initdb refuses root).
  */
 export class ThrowawayPostgres {
+  private forget?: () => void;
+
   private constructor(
     private readonly bin: string,
     private readonly dir: string,
@@ -58,6 +61,8 @@ export class ThrowawayPostgres {
   async start(): Promise<void> {
     const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
     await this.exec('pg_ctl', ['-D', join(this.dir, 'data'), '-o', options, '-l', join(this.dir, 'log'), '-w', '-t', '30', 'start']);
+    // An interrupted test run stops the cluster too (it runs in a session of its own, out of reach of Ctrl-C).
+    this.forget ??= cleanUpOnExit({ run: [...this.asUser, join(this.bin, 'pg_ctl'), '-D', join(this.dir, 'data'), '-m', 'immediate', 'stop'] });
   }
 
   /** A clean, fast stop: connections are closed, as when the server is restarted. */
@@ -73,11 +78,17 @@ export class ThrowawayPostgres {
   async destroy(): Promise<void> {
     await this.signalAll('SIGCONT').catch(() => undefined);
     await this.stop().catch(() => undefined);
+    this.forget?.();
     await rm(this.dir, { recursive: true, force: true });
   }
 
+  /** The server's main process. */
+  async postmasterPid(): Promise<number> {
+    return Number((await readFile(join(this.dir, 'data', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  }
+
   private async pids(): Promise<number[]> {
-    const postmaster = Number((await readFile(join(this.dir, 'data', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    const postmaster = await this.postmasterPid();
     const { stdout } = await run('pgrep', ['-P', String(postmaster)]).catch(() => ({ stdout: '' }));
     return [postmaster, ...stdout.split('\n').filter(Boolean).map(Number)];
   }

@@ -111,7 +111,7 @@ describe('OAuth clients pages', () => {
     it.each([
       ['', 'Please enter a display name (at most 100 characters).'],
       ['x'.repeat(101), 'Please enter a display name (at most 100 characters).'],
-      ['Acme\u001b[31m', 'A display name cannot contain control characters or bidirectional text controls.'],
+      ['Acme\u001b[31m', 'A display name cannot contain control characters, invisible characters or bidirectional text controls.'],
     ])('refuses the display name %j with a 400 page', async (name, message) => {
       const res = await register(await asAdmin(), { id: 'named-badly', name });
       expect(res.status).toBe(400);

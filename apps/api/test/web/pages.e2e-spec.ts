@@ -108,7 +108,7 @@ describe('web pages over HTTP', () => {
     expect(nul.text).toContain('Invalid name: it contains a NUL character');
     const escape = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'Eve\u001b[31m', email: 'esc@example.com', password: 'correct horse' });
     expect(escape.status).toBe(400);
-    expect(escape.text).toContain('Your name cannot contain control characters or bidirectional text controls.');
+    expect(escape.text).toContain('Your name cannot contain control characters, invisible characters or bidirectional text controls.');
     const login = await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email: 'a\u0000@example.com', password: 'x' }, { accept: 'text/html' });
     expect(login.status).toBe(400);
   });
@@ -261,7 +261,10 @@ describe('web sessions', () => {
   async function signUp() {
     const web = webClient(api);
     const form = await web.send('GET', '/signup');
-    const anonymous = sessionCookie(form.headers);
+    expect(sessionCookie(form.headers)).toBeUndefined(); // showing a form stores no session
+    // A session from before sign-in (a passkey ceremony keeps its challenge in one).
+    const ceremony = await web.agent.post('/login/passkey/options').set('x-csrf-token', web.csrfFrom(form.text)).send({});
+    const anonymous = sessionCookie(ceremony.headers);
     const res = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'S', email: `s${Date.now()}${Math.random()}@example.com`, password: 'correct horse' });
     expect(res.status).toBe(303);
     return { web, anonymous: anonymous!, signedIn: sessionCookie(res.headers)! };
@@ -311,10 +314,21 @@ describe('web sessions', () => {
 });
 
 describe('web sessions over https', () => {
-  it('use a __Host- cookie that is Secure, HttpOnly and SameSite=Lax', async () => {
+  it('use __Host- cookies that are Secure, HttpOnly and SameSite=Lax', async () => {
     const api = await startTestApp({ env: { PUBLIC_URL: 'https://prospect.example.com' } });
     try {
-      const res = await client(api).get('/login').set('x-forwarded-proto', 'https').expect(200);
+      // Showing the form sets only the anonymous CSRF cookie, with the same attributes.
+      const page = await client(api).get('/login').set('x-forwarded-proto', 'https').expect(200);
+      const csrfCookie = String(page.headers['set-cookie']);
+      expect(csrfCookie).toMatch(/^__Host-prospect_csrf=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+      const csrfToken = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
+      const res = await client(api)
+        .post('/login/passkey/options')
+        .set('x-forwarded-proto', 'https')
+        .set('cookie', csrfCookie.split(';')[0]!)
+        .set('x-csrf-token', csrfToken)
+        .send({})
+        .expect(200);
       const cookie = String(res.headers['set-cookie']);
       expect(cookie).toMatch(/^__Host-prospect_session=s%3Aprsw_[^;]+; Path=\/; Expires=[^;]+; HttpOnly; Secure; SameSite=Lax$/);
     } finally {

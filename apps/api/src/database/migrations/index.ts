@@ -19,6 +19,12 @@ import { AccountStates1795400000022 } from './1795400000022-account-states.js';
 import { SecondFactors1795400000023 } from './1795400000023-second-factors.js';
 import { Passkeys1795400000024 } from './1795400000024-passkeys.js';
 import { QuietPurge1795400000025 } from './1795400000025-quiet-purge.js';
+import { CredentialEpochs1795400000026 } from './1795400000026-credential-epochs.js';
+import { TokenMinters1795400000027 } from './1795400000027-token-minters.js';
+import { MailOutbox1795400000028 } from './1795400000028-mail-outbox.js';
+import { AuthorizationCode1795400000029 } from './1795400000029-authorization-code.js';
+import { IdentityProviders1795400000030 } from './1795400000030-identity-providers.js';
+import { IdempotencyKeys1795400000031 } from './1795400000031-idempotency-keys.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -38,4 +44,10 @@ export const MIGRATIONS = [
   SecondFactors1795400000023,
   Passkeys1795400000024,
   QuietPurge1795400000025,
+  CredentialEpochs1795400000026,
+  TokenMinters1795400000027,
+  MailOutbox1795400000028,
+  AuthorizationCode1795400000029,
+  IdentityProviders1795400000030,
+  IdempotencyKeys1795400000031,
 ];

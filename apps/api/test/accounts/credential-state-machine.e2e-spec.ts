@@ -1,0 +1,275 @@
+import fc from 'fast-check';
+import { AdminUsersService } from '../../src/admin/admin-users.service.js';
+import { EmailVerificationService } from '../../src/accounts/email-verification.service.js';
+import { askForReset, latestLink, postFrom, resetWith } from '../support/account-flows.js';
+import { ROUTES } from '@prospect/contract';
+import { createUser, deviceLoginToken } from '../support/fixtures.js';
+import { get } from '../support/http.js';
+import { SmtpSink } from '../support/smtp-sink.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { webClient, type WebClient } from '../web/web-client.js';
+
+/**
+ * Issue #31's rule as a state machine: random sequences of what an account's owner does (sign
+ * in on the web and in the CLI, reset, change the password or the address, verify) and what
+ * happens to it (an admin disables and enables it, an attacker floods its sign-in), run against
+ * the real API. The attacker keeps every credential ever issued (every mailed link, every browser
+ * session, every CLI token): after each step, none issued before a change of the account's state
+ * works, the CLI tokens end exactly when they must, and the owner still signs in with the right
+ * password from their own browser.
+ *
+ * A fixed seed and a bounded number of runs (25 sequences of up to 10 steps) keep it repeatable
+ * and short: about 25 s on the 2-core CI machine.
+ */
+const SEED = 3_112_026;
+const RUNS = 25;
+const MAX_COMMANDS = 10;
+
+/** What the account should be, as the owner knows it. */
+interface Model {
+  /** Moves on with every change of who controls the account. */
+  epoch: number;
+  email: string;
+  password: string;
+  /** Reset mails asked for (three an hour per account). */
+  resetMails: number;
+  /** Mails proving an address asked for (three an hour per account). */
+  addressMails: number;
+  /** A reset link of the current state, unused. */
+  freshReset: boolean;
+  /** The new address of an address-change link of the current state, unused. */
+  freshChange: string | null;
+  /** An attacker used up the address's sign-in failures: a browser new to it must wait. */
+  flooded: boolean;
+  /** Moves on when every CLI token of the account must end (a disable); a new password keeps them unless asked. */
+  tokenGeneration: number;
+}
+
+/** A credential the attacker holds, and the state it was issued under. */
+type Captured =
+  | { kind: 'session'; web: WebClient; epoch: number }
+  | { kind: 'link'; url: URL; epoch: number }
+  | { kind: 'token'; token: string; generation: number };
+
+interface Real {
+  api: TestApp;
+  smtp: SmtpSink;
+  userId: string;
+  adminId: string;
+  /** The owner's own browser: it signed in before, so it holds a device cookie for the account. */
+  owner: WebClient;
+  captured: Captured[];
+  /** The latest links of each kind that the model tracks as fresh. */
+  resetLink?: URL;
+  changeLink?: URL;
+}
+
+let counter = 0;
+const uniqueEmail = () => `sm-${Date.now()}-${++counter}@example.com`;
+const signedIn = async (web: WebClient) => (await web.send('GET', '/settings/tokens')).status === 200;
+
+async function signIn(web: WebClient, email: string, password: string) {
+  const form = await web.send('GET', '/login');
+  return web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password });
+}
+
+/** After every step: nothing issued under an earlier state works; the owner is signed in. */
+async function checkInvariants(model: Model, real: Real): Promise<void> {
+  for (const item of real.captured) {
+    if (item.kind === 'token') {
+      // A CLI token ends with a disable, and lives on through a new password (the person's choice on the reset form).
+      expect((await get(real.api, ROUTES.me, item.token)).status).toBe(item.generation < model.tokenGeneration ? 401 : 200);
+      continue;
+    }
+    if (item.epoch >= model.epoch) continue;
+    if (item.kind === 'session') expect(await signedIn(item.web)).toBe(false);
+    else expect((await webClient(real.api).send('GET', item.url.pathname + item.url.search)).status).toBe(410);
+  }
+  expect(await signedIn(real.owner)).toBe(true);
+}
+
+/** The owner signs in again in their own browser, as a person does after their account changed (whatever an attacker did meanwhile). */
+async function ownerSignsInAgain(model: Model, real: Real): Promise<void> {
+  if (await signedIn(real.owner)) return;
+  expect(await signIn(real.owner, model.email, model.password)).toMatchObject({ status: 303 });
+}
+
+/** A change of state: what the model says it does to the account. */
+function changed(model: Model, patch: Partial<Model> = {}): void {
+  Object.assign(model, { epoch: model.epoch + 1, freshReset: false, freshChange: null }, patch);
+}
+
+class OwnerSignsInElsewhere implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(model: Model, real: Real) {
+    const web = webClient(real.api);
+    const answer = await signIn(web, model.email, model.password);
+    if (model.flooded) {
+      // A browser new to the account waits out the attacker's block; the owner's own does not.
+      expect(answer.status).toBe(429);
+      expect(answer.headers['retry-after']).toBeDefined();
+    } else {
+      expect(answer).toMatchObject({ status: 303 });
+      real.captured.push({ kind: 'session', web, epoch: model.epoch });
+    }
+    await checkInvariants(model, real);
+  }
+  toString = () => 'owner signs in elsewhere';
+}
+
+class AttackerFloodsSignIn implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(model: Model, real: Real) {
+    await Promise.all(Array.from({ length: 8 }, () => signIn(webClient(real.api), model.email, 'a wrong guess')));
+    model.flooded = true;
+    // The owner's own browser is not the one locked out: signed out, it signs in again at once.
+    await real.owner.send('POST', '/logout', { _csrf: real.owner.csrfFrom((await real.owner.send('GET', '/settings/tokens')).text) });
+    expect(await signIn(real.owner, model.email, model.password)).toMatchObject({ status: 303 });
+    await checkInvariants(model, real);
+  }
+  toString = () => 'attacker floods the sign-in';
+}
+
+class RequestReset implements fc.AsyncCommand<Model, Real> {
+  check = (model: Readonly<Model>) => model.resetMails < 3;
+  async run(model: Model, real: Real) {
+    expect((await askForReset(real.api, model.email)).status).toBe(200);
+    model.resetMails += 1;
+    real.resetLink = await latestLink(real.api, real.smtp, model.email, '/password/reset');
+    real.captured.push({ kind: 'link', url: real.resetLink, epoch: model.epoch });
+    model.freshReset = true;
+    await checkInvariants(model, real);
+  }
+  toString = () => 'reset asked for';
+}
+
+class ResetPassword implements fc.AsyncCommand<Model, Real> {
+  check = (model: Readonly<Model>) => model.freshReset;
+  async run(model: Model, real: Real) {
+    const password = `reset password ${++counter}`;
+    expect(await resetWith(webClient(real.api), real.resetLink!, password)).toMatchObject({ status: 303 });
+    changed(model, { password });
+    await ownerSignsInAgain(model, real);
+    await checkInvariants(model, real);
+  }
+  toString = () => 'password reset with the link';
+}
+
+class ChangePassword implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(model: Model, real: Real) {
+    const password = `changed password ${++counter}`;
+    const answer = await postFrom(real.owner, '/settings/account', '/settings/account/password', { current_password: model.password, password, password_again: password });
+    expect(answer.status).toBe(303);
+    changed(model, { password });
+    await checkInvariants(model, real);
+  }
+  toString = () => 'password changed on the account page';
+}
+
+class RequestAddressChange implements fc.AsyncCommand<Model, Real> {
+  check = (model: Readonly<Model>) => model.addressMails < 3;
+  async run(model: Model, real: Real) {
+    const newEmail = uniqueEmail();
+    expect((await postFrom(real.owner, '/settings/account', '/settings/account/email', { email: newEmail, password: model.password })).status).toBe(200);
+    model.addressMails += 1;
+    real.changeLink = await latestLink(real.api, real.smtp, newEmail, '/email-change');
+    real.captured.push({ kind: 'link', url: real.changeLink, epoch: model.epoch });
+    model.freshChange = newEmail;
+    await checkInvariants(model, real);
+  }
+  toString = () => 'address change asked for';
+}
+
+class ConfirmAddressChange implements fc.AsyncCommand<Model, Real> {
+  check = (model: Readonly<Model>) => model.freshChange !== null;
+  async run(model: Model, real: Real) {
+    const page = await real.owner.send('GET', real.changeLink!.pathname + real.changeLink!.search);
+    expect(page.status).toBe(200);
+    const answer = await real.owner.send('POST', '/email-change', { _csrf: real.owner.csrfFrom(page.text), token: real.changeLink!.searchParams.get('token')! });
+    expect(answer.status).toBe(303);
+    changed(model, { email: model.freshChange!, flooded: false });
+    await checkInvariants(model, real);
+  }
+  toString = () => 'new address confirmed';
+}
+
+class SendVerification implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(model: Model, real: Real) {
+    await real.api.app.get(EmailVerificationService).send(real.userId, '/', { resend: false });
+    real.captured.push({ kind: 'link', url: await latestLink(real.api, real.smtp, model.email, '/verify-email'), epoch: model.epoch });
+    await checkInvariants(model, real);
+  }
+  toString = () => 'verification link sent';
+}
+
+class OwnerSignsInTheCli implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(model: Model, real: Real) {
+    real.captured.push({ kind: 'token', token: await deviceLoginToken(real.api, { id: real.userId }), generation: model.tokenGeneration });
+    await checkInvariants(model, real);
+  }
+  toString = () => 'owner signs in the CLI';
+}
+
+class AdminDisablesAndEnables implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(model: Model, real: Real) {
+    const admin = real.api.app.get(AdminUsersService);
+    await admin.update(real.userId, { disabled: true }, real.adminId, null);
+    await admin.update(real.userId, { disabled: false }, real.adminId, null);
+    changed(model, { tokenGeneration: model.tokenGeneration + 1 });
+    await ownerSignsInAgain(model, real);
+    await checkInvariants(model, real);
+  }
+  toString = () => 'an admin disables and enables the account';
+}
+
+describe('credential state machine (issue #31)', () => {
+  let smtp: SmtpSink;
+  let api: TestApp;
+  let adminId: string;
+  beforeAll(async () => {
+    smtp = await SmtpSink.start();
+    api = await startTestApp({ env: { SMTP_URL: smtp.url } });
+    adminId = (await createUser(api, { role: 'admin' })).id;
+  });
+  afterAll(async () => {
+    await api?.close();
+    await smtp?.stop();
+  });
+
+  it('no credential issued before a change of the account works after it, and the owner always signs in', async () => {
+    const commands = fc.commands(
+      [
+        // Signing in elsewhere twice as often: the sessions an attacker may steal.
+        fc.constant(new OwnerSignsInElsewhere()),
+        fc.constant(new OwnerSignsInElsewhere()),
+        fc.constant(new AttackerFloodsSignIn()),
+        fc.constant(new RequestReset()),
+        fc.constant(new ResetPassword()),
+        fc.constant(new ChangePassword()),
+        fc.constant(new RequestAddressChange()),
+        fc.constant(new ConfirmAddressChange()),
+        fc.constant(new SendVerification()),
+        fc.constant(new OwnerSignsInTheCli()),
+        fc.constant(new AdminDisablesAndEnables()),
+      ],
+      { maxCommands: MAX_COMMANDS },
+    );
+    await fc.assert(
+      fc.asyncProperty(commands, async (cmds) => {
+        const email = uniqueEmail();
+        const user = await createUser(api, { email });
+        const owner = webClient(api);
+        expect(await signIn(owner, email, 'correct horse battery')).toMatchObject({ status: 303 });
+        const model: Model = { epoch: 0, email, password: 'correct horse battery', resetMails: 0, addressMails: 0, freshReset: false, freshChange: null, flooded: false, tokenGeneration: 0 };
+        // The owner's browser signs in again after each change: it is checked apart from the captured ones.
+        const real: Real = { api, smtp, userId: user.id, adminId, owner, captured: [] };
+        await fc.asyncModelRun(() => ({ model, real }), cmds);
+      }),
+      { seed: SEED, numRuns: RUNS, endOnFailure: true },
+    );
+  });
+});
