@@ -35,6 +35,11 @@ export class HttpDrain {
   ) {
     server.requestTimeout = requestTimeoutSeconds * 1000;
     server.headersTimeout = Math.min(10_000, server.requestTimeout);
+    // An idle keep-alive connection outlives the proxy's own idle pool (haproxy drops its idle
+    // server connections after 5 s, pool-purge-delay): were Node to close first (its default is
+    // also 5 s), the proxy could send a request down a connection the server is closing, and a
+    // write it must not replay would come back 502 (issue #32).
+    server.keepAliveTimeout = 65_000;
     // An option of http.createServer, which Nest calls for us; read when the server starts listening.
     (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = 1_000;
     HttpDrain.byServer.set(server, this);

@@ -12,7 +12,8 @@ import { startTestApp, type TestApp } from './support/test-app.js';
 const TIMEOUT_MS = 1_000;
 
 /**
- * DATABASE_URL through Debian's PgBouncer 1.18 in transaction mode, which keeps no session
+ * DATABASE_URL through Debian's PgBouncer 1.18 running the shipped sample's settings
+ * (deploy/pgbouncer/pgbouncer.ini) in transaction mode, which keeps no session
  * state between transactions and knows no prepared statements: with DATABASE_DIRECT_URL
  * (LISTEN, migrations) and DATABASE_PREPARED_STATEMENTS=false, two replicas start together on
  * an empty database and serve everything; without them the start says what to set.
@@ -26,7 +27,7 @@ describe('behind PgBouncer in transaction mode', () => {
 
   beforeAll(async () => {
     database = await emptyServerDatabase();
-    bouncer = await PgBouncer.start(database.url, TIMEOUT_MS);
+    bouncer = await PgBouncer.start(database.url, TIMEOUT_MS, { poolSize: 3 });
   });
   afterAll(async () => {
     await b?.stop();

@@ -1,4 +1,5 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { DatabaseDeadlineExceeded } from './database-deadline.js';
 import { Sql } from './sql.js';
 
 /** Socket errors of a database that is gone or out of reach. */
@@ -20,6 +21,8 @@ const RELEASED_CONNECTION_ERRORS = new Set(['QueryRunnerAlreadyReleasedError', '
 
 /** True when `err` means the database cannot answer now (a 503), rather than a fault of ours (a 500). */
 export function isDatabaseUnavailable(err: unknown): boolean {
+  // A request's whole budget for the database spent waiting (DatabaseDeadline): a timeout like pg's own.
+  if (err instanceof DatabaseDeadlineExceeded) return true;
   if (err instanceof Error && RELEASED_CONNECTION_ERRORS.has(err.name)) return true;
   const driverError = ((err as { driverError?: unknown } | null)?.driverError ?? err) as { code?: unknown; message?: unknown } | null;
   if (!driverError || typeof driverError !== 'object') return false;
@@ -32,11 +35,11 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 const PROBE_INTERVAL_MS = 1_000;
 
 /**
- * The one notion of "the database is available": whoever finds it gone (a request, a
- * pooled connection, the revocation listener, a background write) reports here, and
- * the log says once that it went away and once that it came back, however many
- * requests failed (each answered 503 without a stack trace) and however often the
- * listener reconnected in between.
+ * The one notion of "the database is available" (to the pool, which every request uses):
+ * whoever finds it gone (a request, a pooled connection, a background write, the revocation
+ * listener when the pool fails too) reports here, and the log says once that it went away and
+ * once that it came back, however many requests failed (each answered 503 without a stack
+ * trace) and however often the listener reconnected in between.
  */
 @Injectable()
 export class DatabaseAvailability implements OnApplicationShutdown {
@@ -63,9 +66,28 @@ export class DatabaseAvailability implements OnApplicationShutdown {
   report(err: unknown): void {
     if (this.down) return;
     this.since = Date.now();
-    this.logger.warn(`database unavailable (${describe(err)}); answering 503 until it is back`);
+    this.logger.warn(`database unavailable (${describeDatabaseError(err)}); answering 503 until it is back`);
     this.probe = setInterval(() => void this.check(), PROBE_INTERVAL_MS);
     this.probe.unref();
+  }
+
+  /**
+   * A connection of its own, outside the pool (the revocation listener's), broke. That alone
+   * is no outage: requests use the pool. Asks the pool (within DATABASE_TIMEOUT_MS); when it
+   * cannot reach the database either, this is the outage, reported as such. Resolves whether it
+   * was (or already is) reported: false means the pool answers, and the failure is that
+   * connection's own, for its owner to say.
+   */
+  async reportIfPoolDown(): Promise<boolean> {
+    if (this.down) return true;
+    try {
+      await this.sql.pool.query('SELECT 1');
+      return false;
+    } catch (poolErr) {
+      if (!isDatabaseUnavailable(poolErr)) return false;
+      this.report(poolErr);
+      return true;
+    }
   }
 
   onApplicationShutdown(): void {
@@ -85,7 +107,8 @@ export class DatabaseAvailability implements OnApplicationShutdown {
   }
 }
 
-function describe(err: unknown): string {
+/** An error of pg or TypeORM as `code: message`, for a log line. */
+export function describeDatabaseError(err: unknown): string {
   const driverError = ((err as { driverError?: unknown } | null)?.driverError ?? err) as { code?: string; message?: string };
   return [driverError?.code, driverError?.message].filter(Boolean).join(': ') || 'unknown error';
 }

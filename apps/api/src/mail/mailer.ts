@@ -1,6 +1,10 @@
-import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import nodemailer, { type Transporter } from 'nodemailer';
-import { AppConfig } from '../config/app-config.js';
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
+import { Metrics } from '../metrics/metrics.js';
+import { MailOutboxRepository } from './mail-outbox.repository.js';
+import { MailTransport } from './mail-transport.js';
+import { MailWorker } from './mail-worker.js';
 
 /** One mail: a plain-text part (links on their own line) and a simple HTML part. */
 export interface Mail {
@@ -12,78 +16,88 @@ export interface Mail {
   link?: string;
 }
 
-/** After a failed try, how long to wait before the next: three tries in all. */
-const RETRY_DELAYS_MS = [1_000, 5_000];
+/** How often settled() looks at the outbox again. */
+const SETTLED_CHECK_MS = 25;
 
 /**
- * Outbound mail through nodemailer: SMTP_URL (`smtp://` or `smtps://`, credentials in the URL)
- * from MAIL_FROM. Without SMTP_URL (the embedded default of `npm start`), each mail is one log
- * line with its recipient, subject and link. `send` returns at once: callers call it after their
- * transaction committed, so no mail goes out for a change that rolled back, and a slow or broken
- * mail server never turns a request into a 500; a failed mail is tried three times, then logged.
+ * Outbound mail, through the outbox (mail_outbox, issue #32): `send` queues a mail as a row,
+ * inside the caller's transaction when given, so a link and the mail that carries it commit
+ * together or not at all, and a mail is never lost to a mail server that is down or a restart.
+ * Every replica's MailWorker sends what is queued (mail-worker.ts: retries, giving up,
+ * shutdown). A failure to queue is the caller's error: a page says "sent" only for what is queued.
  */
 @Injectable()
-export class Mailer implements OnApplicationShutdown {
+export class Mailer {
   private readonly logger = new Logger('Mail');
-  private readonly transport?: Transporter;
-  private readonly inFlight = new Set<Promise<void>>();
-  /** Resolved at shutdown: a delivery waiting to try again gives up then rather than hold the process. */
-  private stopping = false;
-  private stop!: () => void;
-  private readonly stopped = new Promise<void>((resolve) => (this.stop = resolve));
+  /** Mails being queued now, for settled(). */
+  private readonly queueing = new Set<Promise<void>>();
+  /** Mails queued in a transaction still open, by its query runner: counted and sent once it commits. */
+  private readonly awaitingCommit = new WeakMap<QueryRunner, number>();
 
-  constructor(config: AppConfig) {
-    if (config.smtpUrl) {
-      // Bounded waits: a mail server that hangs fails the try instead of holding it open.
-      this.transport = nodemailer.createTransport(`${config.smtpUrl}`, { from: config.mailFrom });
-      this.transport.set('connectionTimeout', 10_000);
-    }
+  constructor(
+    private readonly outbox: MailOutboxRepository,
+    private readonly worker: MailWorker,
+    private readonly transport: MailTransport,
+    private readonly metrics: Metrics,
+    @InjectDataSource() dataSource: DataSource,
+  ) {
+    // A mail queued in a transaction can be sent once it commits: wake this replica's worker then,
+    // rather than at its next poll.
+    const watcher: EntitySubscriberInterface = {
+      afterTransactionCommit: ({ queryRunner }) => this.transactionEnded(queryRunner, true),
+      afterTransactionRollback: ({ queryRunner }) => this.transactionEnded(queryRunner, false),
+    };
+    (dataSource.subscribers as EntitySubscriberInterface[]).push(watcher);
   }
 
   /** Whether mails leave the machine (SMTP_URL) or are written to the log. */
   get delivers(): boolean {
-    return this.transport !== undefined;
+    return this.transport.delivers;
   }
 
-  send(mail: Mail): void {
-    if (!this.transport) {
-      this.logger.log(`mail to ${mail.to} (no SMTP_URL, so written here): "${mail.subject}"${mail.link ? ` ${mail.link}` : ''}`);
-      return;
-    }
-    const delivery = this.deliver(this.transport, mail).finally(() => this.inFlight.delete(delivery));
-    this.inFlight.add(delivery);
+  /**
+   * Queues `mail`, in `tx` when given (it then goes only if that transaction commits). Resolves
+   * once it is queued; a failure (the database) rejects, and is logged even if nobody awaits it.
+   */
+  send(mail: Mail, tx?: EntityManager): Promise<void> {
+    const queued = this.enqueue(mail, tx);
+    this.queueing.add(queued);
+    queued.then(
+      () => this.queueing.delete(queued),
+      (err: Error) => {
+        this.queueing.delete(queued);
+        this.logger.warn(`could not queue the mail to ${mail.to} ("${mail.subject}"): ${err.message}`);
+      },
+    );
+    return queued;
   }
 
-  /** Resolves when every mail sent so far is delivered or given up on (tests, shutdown). */
+  /** Resolves when every mail queued so far (on any replica) is sent or given up (tests). */
   async settled(): Promise<void> {
-    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
+    while (this.queueing.size) await Promise.allSettled([...this.queueing]);
+    this.worker.wake();
+    while ((await this.outbox.countUnfinished()) > 0) await new Promise((resolve) => setTimeout(resolve, SETTLED_CHECK_MS));
   }
 
-  /** Lets the tries under way finish (each bounded by the connection timeout); no new try starts. */
-  async onApplicationShutdown(): Promise<void> {
-    this.stopping = true;
-    this.stop();
-    await this.settled();
-    this.transport?.close();
+  private async enqueue(mail: Mail, tx?: EntityManager): Promise<void> {
+    await this.outbox.insert(mail, tx);
+    const runner = tx?.queryRunner;
+    if (runner?.isTransactionActive) this.awaitingCommit.set(runner, (this.awaitingCommit.get(runner) ?? 0) + 1);
+    else this.queued(1);
   }
 
-  private async deliver(transport: Transporter, mail: Mail): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await transport.sendMail({ to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
-        return;
-      } catch (err) {
-        const delay = RETRY_DELAYS_MS[attempt];
-        if (delay === undefined || this.stopping) {
-          this.logger.error(`mail to ${mail.to} ("${mail.subject}") not sent after ${attempt + 1} tries: ${(err as Error).message}`);
-          return;
-        }
-        this.logger.warn(`mail to ${mail.to} failed (${(err as Error).message}); trying again in ${delay / 1000} s`);
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([new Promise((resolve) => (timer = setTimeout(resolve, delay))), this.stopped]);
-        clearTimeout(timer);
-      }
-    }
+  private transactionEnded(runner: QueryRunner | undefined, committed: boolean): void {
+    // A savepoint's end leaves the transaction open: wait for the real end.
+    if (!runner || runner.isTransactionActive) return;
+    const count = this.awaitingCommit.get(runner);
+    if (!count) return;
+    this.awaitingCommit.delete(runner);
+    if (committed) this.queued(count);
+  }
+
+  private queued(count: number): void {
+    this.metrics.mail('queued', count);
+    this.worker.wake();
   }
 }
 

@@ -1,9 +1,12 @@
 import { type RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { DatabaseDeadline, DatabaseDeadlineExceeded } from '../database/database-deadline.js';
 
 /** A request waiting for a point of its key. */
 interface Waiter {
   resolve: () => void;
   reject: (reason: unknown) => void;
+  /** Its deadline passed while it waited: it was answered (DatabaseDeadlineExceeded) and takes no point. */
+  gaveUp: boolean;
 }
 
 /** What this process holds of one key's window. */
@@ -38,6 +41,12 @@ const SWEEP_MS = 10_000;
  *   the limit. With `prefetch` 0 the count is exact.
  * - Once the shared counter is used up, this process refuses the key until the window ends
  *   without asking Postgres again.
+ * - A request waits no longer than its deadline (DatabaseDeadline: its whole budget for the
+ *   database, of which the insert after this wait is part too), whether the claim it waits for is
+ *   its own or one in flight for others before it: at the deadline it is answered
+ *   DatabaseDeadlineExceeded (a 503), and a point later claimed for it goes to the next request.
+ *   Without that, on a frozen database a request waited for the claim in flight, then for the next
+ *   one, each up to DATABASE_TIMEOUT_MS (issue #32).
  *
  * Hand-written because rate-limiter-flexible has no batched claims: its store limiters update
  * the row on every request, and its memory limiters do not share a count across replicas.
@@ -46,17 +55,25 @@ export class LeasedLimiter {
   private readonly leases = new Map<string, Lease>();
   private lastSweep = Date.now();
 
+  /**
+   * @param budgetMs a request's budget when it names no deadline of its own (the service's:
+   *   DATABASE_TIMEOUT_MS); unset, such a request waits as long as the claims take.
+   */
   constructor(
     private readonly store: RateLimiterPostgres,
     readonly prefetch: number,
+    private readonly budgetMs = Number.POSITIVE_INFINITY,
   ) {}
 
   get keyPrefix(): string {
     return this.store.keyPrefix;
   }
 
-  /** Resolves when `key` has a point for this request; rejects with a RateLimiterRes when refused (any other rejection is the database's). */
-  consume(key: string): Promise<void> {
+  /**
+   * Resolves when `key` has a point for this request; rejects with a RateLimiterRes when refused,
+   * with DatabaseDeadlineExceeded when `deadline` passes first (any other rejection is the database's).
+   */
+  consume(key: string, deadline = DatabaseDeadline.after(this.budgetMs)): Promise<void> {
     const now = Date.now();
     this.sweep(now);
     let lease = this.leases.get(key);
@@ -66,8 +83,20 @@ export class LeasedLimiter {
       lease.points--;
       return Promise.resolve();
     }
-    const waiting = new Promise<void>((resolve, reject) => lease.waiting.push({ resolve, reject }));
-    if (!lease.claiming) void this.claim(key, lease);
+    if (deadline.passed) return Promise.reject(new DatabaseDeadlineExceeded());
+    const waiting = new Promise<void>((resolve, reject) => {
+      let stopTimer = () => {};
+      const waiter: Waiter = { resolve: () => (stopTimer(), resolve()), reject: (reason) => (stopTimer(), reject(reason)), gaveUp: false };
+      lease.waiting.push(waiter);
+      stopTimer = deadline.whenPassed(() => {
+        waiter.gaveUp = true;
+        // Still queued: no claim is made for it. In a claim's batch: the claim hands its point on.
+        const queued = lease.waiting.indexOf(waiter);
+        if (queued >= 0) lease.waiting.splice(queued, 1);
+        reject(new DatabaseDeadlineExceeded());
+      });
+    });
+    if (!lease.claiming && lease.waiting.length) void this.claim(key, lease);
     return waiting;
   }
 
@@ -81,7 +110,7 @@ export class LeasedLimiter {
       result = await this.store.consume(key, asked);
     } catch (reason) {
       if (!(reason instanceof RateLimiterRes)) {
-        for (const waiter of batch) waiter.reject(reason);
+        for (const waiter of batch) if (!waiter.gaveUp) waiter.reject(reason);
         return this.claimed(key, lease);
       }
       result = reason;
@@ -89,9 +118,11 @@ export class LeasedLimiter {
     // The upsert added `asked` to the window's count and returned the sum: the points below the limit are ours.
     const granted = Math.min(asked, Math.max(0, this.store.points - (result.consumedPoints - asked)));
     const windowEnd = Date.now() + result.msBeforeNext;
-    batch.slice(0, granted).forEach((waiter) => waiter.resolve());
-    batch.slice(granted).forEach((waiter) => waiter.reject(refusal(result.msBeforeNext)));
-    lease.points = Math.max(0, granted - batch.length);
+    // Those whose deadline passed during the claim were answered: their points go to whoever comes next.
+    const live = batch.filter((waiter) => !waiter.gaveUp);
+    live.slice(0, granted).forEach((waiter) => waiter.resolve());
+    live.slice(granted).forEach((waiter) => waiter.reject(refusal(result.msBeforeNext)));
+    lease.points = Math.max(0, granted - live.length);
     lease.windowEnd = windowEnd;
     if (granted < asked) lease.refusedUntil = windowEnd;
     this.claimed(key, lease);

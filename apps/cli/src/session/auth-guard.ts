@@ -1,6 +1,6 @@
 import { DEFAULT_API_BASE_URL, ENV, type SessionFile } from '@prospect/contract';
 import { loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
-import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
+import { type CommandContext, envToken, requestedApiUrl, serverClockOf, writeLine } from '../context.js';
 import { authRequired, type CliError } from '../errors.js';
 import { refreshSession } from './refresh.js';
 import type { SessionRead } from './session-store.js';
@@ -21,19 +21,19 @@ export function notLoggedIn(read: Exclude<SessionRead, { kind: 'session' }>, ctx
  * refuses before the command's own code runs when there is no usable session.
  * Returns the session, or undefined when PROSPECT_SKIP_AUTH=1 bypasses it.
  */
-export async function requireSession(ctx: CommandContext, now = Date.now()): Promise<SessionFile | undefined> {
+export async function requireSession(ctx: CommandContext): Promise<SessionFile | undefined> {
   const token = envToken(ctx);
   if (token) {
     // PROSPECT_TOKEN beats the session file; the server checks it on every request.
     ctx.credentials = { accessToken: token, apiBaseUrl: normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL), source: 'env' };
     return undefined;
   }
-  const session = await requireFileSession(ctx, now);
+  const session = await requireFileSession(ctx);
   if (session) ctx.credentials = { accessToken: session.accessToken, apiBaseUrl: session.apiBaseUrl, source: 'file' };
   return session;
 }
 
-async function requireFileSession(ctx: CommandContext, now: number): Promise<SessionFile | undefined> {
+async function requireFileSession(ctx: CommandContext): Promise<SessionFile | undefined> {
   const read = await ctx.store.read();
   const asked = requestedApiUrl(ctx);
   const isForAnotherBackend = (session: SessionFile) => asked !== undefined && normalizeBaseUrl(asked) !== normalizeBaseUrl(session.apiBaseUrl);
@@ -47,9 +47,11 @@ async function requireFileSession(ctx: CommandContext, now: number): Promise<Ses
   // The backend first: an expired session for another backend than the one asked for
   // must say to log in to the one asked for (and its refresh token goes nowhere else).
   refuseOtherBackend(ctx, session);
-  // Expired or about to: renewed with its refresh token before the command runs.
-  session = (await refreshSession(ctx, session, () => now)).session;
-  if (Date.parse(session.expiresAt) <= now) {
+  // Expired or about to, by the server's clock: renewed with its refresh token before the command runs.
+  const { session: current, refreshed } = await refreshSession(ctx, session);
+  session = current;
+  // A pair the server has just issued is fresh whatever the clocks say; any other is judged by the server's time.
+  if (!refreshed && Date.parse(session.expiresAt) <= (await serverClockOf(ctx).now(session.apiBaseUrl))) {
     throw authRequired(`Session expired at ${session.expiresAt} — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
   }
   return session;

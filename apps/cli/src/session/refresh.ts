@@ -1,56 +1,93 @@
 import { AuthorizedResponseSchema, CLI_CLIENT_ID, OAUTH_ROUTES, ROUTES, type SessionFile } from '@prospect/contract';
-import { type ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine } from '../api-client/api-client.js';
-import { apiClientFor, type CommandContext } from '../context.js';
+import { type ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine, sessionTokenRejected } from '../api-client/api-client.js';
+import { apiClientFor, type CommandContext, serverClockOf } from '../context.js';
 import { authRequired, CliError, FileSystemError } from '../errors.js';
 import { withSessionLock } from './session-lock.js';
 
 /** The most ahead of its expiry that a session is refreshed before a command uses it. */
 export const MAX_REFRESH_AHEAD_MS = 60_000;
 
+/** What refreshing needs of a command's context. */
+export type RefreshContext = Pick<CommandContext, 'store' | 'fetch' | 'env' | 'signal' | 'serverClock'>;
+
 /**
  * How long before its expiry a session is renewed: a quarter of its access token's lifetime,
  * at most a minute. A fixed minute would renew a token that lives a minute or less before
  * every command, and five commands at once would renew it five times in a row. The lifetime
  * is `expiresAt - createdAt`: `createdAt` is when the session's current pair was obtained
- * (a login, or the refresh that saved it).
+ * (a login, or the refresh that saved it), by the server's clock as `expiresAt` is.
  */
 export function refreshAheadMs(session: SessionFile): number {
   const lifetimeMs = Date.parse(session.expiresAt) - Date.parse(session.createdAt);
   return Math.min(Math.max(lifetimeMs / 4, 0), MAX_REFRESH_AHEAD_MS);
 }
 
-/** True when the session would be refreshed before use: it has a refresh token and is within refreshAheadMs of expiry. */
-export function needsRefresh(session: SessionFile, now = Date.now()): boolean {
-  return session.refreshToken !== undefined && Date.parse(session.expiresAt) - now <= refreshAheadMs(session);
+/**
+ * True when the session would be refreshed before use: it has a refresh token and is within
+ * refreshAheadMs of expiry. `serverNow` is the server's time (ServerClock), which set `expiresAt`.
+ */
+export function needsRefresh(session: SessionFile, serverNow: number): boolean {
+  return session.refreshToken !== undefined && Date.parse(session.expiresAt) - serverNow <= refreshAheadMs(session);
 }
 
 export type RefreshResult = { session: SessionFile; refreshed: boolean };
 
 /**
- * Renews a session about to expire (needsRefresh) with its refresh token (the server rotates it),
- * and writes the new pair atomically. Two CLI processes refreshing at once take turns on the
- * session's lock (session-lock.ts), and the second finds the first one's new session instead of
- * presenting the used refresh token again, which the server would take for a reuse.
+ * Renews a session about to expire by the server's clock (needsRefresh) with its refresh token
+ * (the server rotates it), and writes the new pair atomically. Two CLI processes refreshing at
+ * once take turns on the session's lock (session-lock.ts), and the second finds the first one's
+ * new session instead of presenting the used refresh token again, which the server would take
+ * for a reuse.
  *
- * A refusal (reused, revoked, expired) ends the session: the file is removed and the error
- * (exit 4) says how to log in again. A network failure keeps the session: exit 1, or, while
- * the access token still works, the session as it is.
+ * Only the server's refusal of the refresh token (`invalid_grant`) ends the session: the file is
+ * removed and the error (exit 4) says how to log in again; nothing is revoked. Anything else (a
+ * network failure, a 5xx, an odd answer) keeps the session: exit 1, or, while the access token
+ * still works, the session as it is.
  */
-export async function refreshSession(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 'signal'>, session: SessionFile, now = Date.now): Promise<RefreshResult> {
-  if (!needsRefresh(session, now())) return { session, refreshed: false };
+export async function refreshSession(ctx: RefreshContext, session: SessionFile): Promise<RefreshResult> {
+  const clock = serverClockOf(ctx);
+  if (!needsRefresh(session, await clock.now(session.apiBaseUrl))) return { session, refreshed: false };
   return withSessionLock(ctx.store, async () => {
     // Whoever held the lock before us may have refreshed already, or logged out, or in again.
-    const current = await ctx.store.read();
-    if (current.kind !== 'session' || current.session.apiBaseUrl !== session.apiBaseUrl) {
-      throw authRequired(`The session changed while refreshing it — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
-    }
-    if (!needsRefresh(current.session, now())) return { session: current.session, refreshed: current.session.accessToken !== session.accessToken };
-    return { session: await exchange(ctx, current.session, now), refreshed: true };
+    const current = await currentSession(ctx, session);
+    if (!needsRefresh(current, await clock.now(current.apiBaseUrl))) return { session: current, refreshed: current.accessToken !== session.accessToken };
+    const renewed = await exchange(ctx, current);
+    return { session: renewed, refreshed: renewed.accessToken !== current.accessToken };
   });
 }
 
-async function exchange(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 'signal'>, session: SessionFile, now: () => number): Promise<SessionFile> {
+/**
+ * The server refused the session's access token (`refusal`, a 401 to a request made with it).
+ * The server's word beats this machine's clock: the session is renewed once with its refresh
+ * token, whatever the local clock says of `expiresAt`, and the caller asks again with the new
+ * token. A session another process renewed meanwhile is taken as it is. As for refreshSession,
+ * only a refusal of the refresh token ends the session.
+ */
+export async function renewRefusedSession(ctx: RefreshContext, session: SessionFile, refusal: ApiHttpError): Promise<SessionFile> {
+  return withSessionLock(ctx.store, async () => {
+    const current = await currentSession(ctx, session);
+    if (current.accessToken !== session.accessToken) return current;
+    if (!current.refreshToken) throw sessionTokenRejected(refusal, current.apiBaseUrl, { env: ctx.env });
+    return exchange(ctx, current, refusal);
+  });
+}
+
+/** The session in the file now (read under the lock): the same backend's, or the command stops. */
+async function currentSession(ctx: RefreshContext, session: SessionFile): Promise<SessionFile> {
+  const current = await ctx.store.read();
+  if (current.kind !== 'session' || current.session.apiBaseUrl !== session.apiBaseUrl) {
+    throw authRequired(`The session changed while refreshing it — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
+  }
+  return current.session;
+}
+
+/** The server's refusal of a refresh token (RFC 6749 §5.2 `invalid_grant`: reused, revoked, expired, unknown). */
+const isRefusedGrant = (err: unknown): err is ApiHttpError => err instanceof ApiHttpError && (err.status === 400 || err.status === 401) && err.code === 'invalid_grant';
+
+/** POST /refresh with the session's refresh token. `refusal`: the server refused its access token already, so it is of no use. */
+async function exchange(ctx: RefreshContext, session: SessionFile, refusal?: ApiHttpError): Promise<SessionFile> {
   const api = apiClientFor(ctx, session.apiBaseUrl);
+  const clock = serverClockOf(ctx);
   const ask = () => api.request('POST', ROUTES.refresh, { body: { refreshToken: session.refreshToken }, signal: ctx.signal });
   let body: unknown;
   try {
@@ -63,20 +100,25 @@ async function exchange(ctx: Pick<CommandContext, 'store' | 'fetch' | 'env' | 's
       ({ body } = await ask());
     }
   } catch (err) {
-    if (err instanceof ApiHttpError && err.status === 401) {
+    if (isRefusedGrant(err)) {
+      // The server ended the session: only the local file is left to go; nothing more is revoked.
       await ctx.store.remove();
+      // A disabled account: logging in again would not help, and that is the news.
+      if (refusal?.tokenProblem === 'disabled') throw sessionTokenRejected(refusal, session.apiBaseUrl, { done: 'removed the local session', env: ctx.env });
       throw authRequired(`${err.message} The local session is removed — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
     }
-    // Unreachable, 5xx, ...: the session stays; while its access token works, so does the command.
-    if (Date.parse(session.expiresAt) > now()) return session;
+    // Unreachable, 5xx, a redirect, any other answer: the session stays; while its access token works, so does the command.
+    if (!refusal && Date.parse(session.expiresAt) > (await clock.now(session.apiBaseUrl))) return session;
     if (err instanceof CliError) throw new CliError(`Could not refresh the session: ${err.message}`, 1, err.hint ?? 'The session is kept; try again when the server is back.');
     throw err;
   }
   const answer = AuthorizedResponseSchema.safeParse(body);
   if (!answer.success) throw new CliError(`${session.apiBaseUrl} answered the refresh with an unexpected shape; the session is kept.`, 1, 'Is it a Prospect server?');
   const { accessToken, refreshToken, expiresAt, user } = answer.data;
-  // createdAt: when this pair was obtained, which measures its lifetime (refreshAheadMs).
-  const renewed: SessionFile = { ...session, accessToken, expiresAt, user, createdAt: new Date(now()).toISOString(), ...(refreshToken ? { refreshToken } : {}) };
+  // createdAt: when this pair was obtained, by the server's clock (its answer just measured it),
+  // as expiresAt is: the two measure the pair's lifetime (refreshAheadMs).
+  const obtainedAt = await clock.now(session.apiBaseUrl);
+  const renewed: SessionFile = { ...session, accessToken, expiresAt, user, createdAt: new Date(obtainedAt).toISOString(), ...(refreshToken ? { refreshToken } : {}) };
   // Saved before anything else. If it cannot be, the old pair stays on disk and this command
   // stops: its next run presents the old token, which still answers this same successor.
   try {

@@ -1,0 +1,233 @@
+import { performance } from 'node:perf_hooks';
+import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { AppConfig } from '../config/app-config.js';
+import { DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
+import { Metrics } from '../metrics/metrics.js';
+import { type ClaimedMail, MailOutboxRepository } from './mail-outbox.repository.js';
+import { MailDeliveryError, MailTransport } from './mail-transport.js';
+import { maskAddress } from './mask-address.js';
+
+/** How often a replica looks for due mail when nothing woke it (another replica's mail, a retry coming due). */
+export const POLL_MS = 1_000;
+/** Mails one replica sends at once. */
+const CONCURRENT_SENDS = 5;
+/**
+ * The longest one send may take, whatever the server does: its timeouts bound each wait
+ * (mail-transport.ts), this bounds their sum. A try cut short counts as failed.
+ */
+const SEND_DEADLINE_MS = 30_000;
+/** How long a claim lasts: longer than any send may take, so only a replica that died (kill -9) lets one expire. */
+const CLAIM_SECONDS = 2 * (SEND_DEADLINE_MS / 1000);
+/** The longest wait between two tries. */
+const MAX_RETRY_SECONDS = 30 * 60;
+/** How long giving claims back at shutdown may take: past it, they expire by themselves. */
+const RELEASE_WAIT_MS = 500;
+/** What the admin sees on a mail whose send was cut short by a shutdown. */
+const ABANDONED = 'not answered before the replica stopped; sent again by the next one';
+/** A reason is kept to this length. */
+const MAX_REASON = 500;
+
+/**
+ * The outbox's worker, on every replica: it claims due mails (CONCURRENT_SENDS at a time, one
+ * statement with `FOR UPDATE SKIP LOCKED`, so two replicas never hold one row), sends each, and
+ * marks it sent; a failed try is due again after MAIL_RETRY_BASE_SECONDS, doubling to at most 30
+ * minutes, until MAIL_GIVE_UP_HOURS after it was queued, when it is given up with the reason kept
+ * (at once when the server refused it for good). It wakes when a mail of this replica commits
+ * (Mailer) and polls every POLL_MS for the rest.
+ *
+ * Delivery is at least once: a replica that dies after the server accepted a mail and before
+ * marking it sent leaves a claim that expires (CLAIM_SECONDS), and the next replica sends it again.
+ *
+ * Shutdown (main.ts calls stop() at SIGTERM): no new claim from then on; a send under way may
+ * finish until a moment before the process must exit, then it is abandoned and its claim given
+ * back, so the next replica (or this one restarted) sends it. The process exits within
+ * SHUTDOWN_GRACE_SECONDS whatever the mail server does.
+ */
+@Injectable()
+export class MailWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('MailOutbox');
+  private readonly inFlight = new Map<string, { mail: ClaimedMail; done: Promise<void> }>();
+  /** Sends cut short at shutdown: their outcome, whenever it comes, is not recorded (their claim was given back). */
+  private readonly abandoned = new Set<string>();
+  private running?: Promise<void>;
+  private stopping = false;
+  /** After the shutdown hook returned: the pool is closing, nothing more is started or written. */
+  private closed = false;
+  private abandonAt = Infinity;
+  private wakeUp?: () => void;
+  private wokenMeanwhile = false;
+
+  constructor(
+    private readonly outbox: MailOutboxRepository,
+    private readonly transport: MailTransport,
+    private readonly metrics: Metrics,
+    private readonly config: AppConfig,
+    private readonly availability: DatabaseAvailability,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    // Only the serving application sends: a one-off command (main.js purge) builds the same
+    // modules without an HTTP server, and must neither send nor write mail to its log.
+    if (!this.adapterHost.httpAdapter) return;
+    this.running = this.loop();
+  }
+
+  /** Looks for due mail now (a mail was just committed) instead of at the next poll. */
+  wake(): void {
+    this.wokenMeanwhile = true;
+    this.wakeUp?.();
+  }
+
+  /**
+   * No new claim from now on; sends under way may go on until shortly before `exitBy` (a
+   * Date.now() value), when the shutdown hook abandons them.
+   */
+  stop(exitBy: number): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    // The margin leaves the rest of the shutdown (the pool, the log) its time before exitBy.
+    this.abandonAt = exitBy - Math.min(1_000, Math.max(0, exitBy - Date.now()) / 2);
+    this.wake();
+  }
+
+  /** Before the pool closes: waits for the sends under way until abandonAt, then gives back the claims of the rest. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stop(Date.now() + this.config.shutdownGraceSeconds * 1000);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, this.abandonAt - Date.now()))));
+    await Promise.race([this.finished(), deadline]);
+    clearTimeout(timer);
+    const unfinished = [...this.inFlight.values()].map((send) => send.mail);
+    if (unfinished.length) {
+      this.logger.warn(`${unfinished.length} mail(s) still being sent at shutdown: left to the next replica (${unfinished.map((m) => m.id).join(', ')})`);
+      for (const mail of unfinished) this.abandoned.add(mail.id);
+      await withTimeout(this.releaseClaims(unfinished), RELEASE_WAIT_MS);
+    }
+    this.closed = true;
+    this.transport.close();
+  }
+
+  /** Resolves when the loop has ended and no send is under way. */
+  private async finished(): Promise<void> {
+    await this.running;
+    while (this.inFlight.size) await Promise.allSettled([...this.inFlight.values()].map((send) => send.done));
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      // A wake-up from now on is for this turn's claim or the nap after it.
+      this.wokenMeanwhile = false;
+      const free = CONCURRENT_SENDS - this.inFlight.size;
+      let claimed: ClaimedMail[] = [];
+      if (free > 0) {
+        try {
+          claimed = await this.outbox.claimDue(free, CLAIM_SECONDS);
+        } catch (err) {
+          this.report('claim due mail', err);
+        }
+        for (const mail of claimed) this.start(mail);
+      }
+      // As many due as free places: there may be more. Otherwise wait for a commit, a free place or the poll.
+      if (free > 0 && claimed.length === free) continue;
+      await this.nap();
+    }
+  }
+
+  private nap(): Promise<void> {
+    if (this.wokenMeanwhile || this.stopping) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, POLL_MS);
+      this.wakeUp = done;
+    });
+  }
+
+  private start(mail: ClaimedMail): void {
+    if (this.closed) return; // claimed as the pool closed: the claim expires, and another replica sends it
+    const done = this.send(mail).finally(() => {
+      const wasFull = this.inFlight.size === CONCURRENT_SENDS;
+      this.inFlight.delete(mail.id);
+      if (wasFull) this.wake();
+    });
+    this.inFlight.set(mail.id, { mail, done });
+  }
+
+  /** One try of one claimed mail, and its outcome recorded (unless it was abandoned meanwhile). */
+  private async send(mail: ClaimedMail): Promise<void> {
+    const started = performance.now();
+    let failure: MailDeliveryError | undefined;
+    try {
+      await withDeadline(this.transport.deliver(mail), SEND_DEADLINE_MS);
+    } catch (err) {
+      failure = err instanceof MailDeliveryError ? err : new MailDeliveryError((err as Error).message, false);
+    }
+    if (this.abandoned.has(mail.id)) return;
+    try {
+      if (!failure) {
+        await this.outbox.markSent(mail.id);
+        this.metrics.mail('sent');
+        this.logger.debug(`mail ${mail.id} to ${maskAddress(mail.to)} sent (try ${mail.attempts})`);
+        return;
+      }
+      const reason = failure.message.slice(0, MAX_REASON);
+      // On the database's clock: the claim's time plus what this try took.
+      const failedAt = mail.claimedAt.getTime() + (performance.now() - started);
+      const untilGiveUp = (mail.createdAt.getTime() + this.config.mailGiveUpHours * 3_600_000 - failedAt) / 1000;
+      const wait = Math.min(retryDelaySeconds(this.config.mailRetryBaseSeconds, mail.attempts), untilGiveUp);
+      if (failure.permanent || wait <= 0) {
+        await this.outbox.giveUp(mail.id, mail.claimedUntil, reason);
+        this.metrics.mail('failed');
+        this.logger.error(`mail ${mail.id} to ${mail.to} ("${mail.subject}") given up after ${mail.attempts} tries: ${reason}`);
+      } else {
+        await this.outbox.retryLater(mail.id, mail.claimedUntil, wait, reason);
+        this.metrics.mail('retried');
+        this.logger.warn(`mail ${mail.id} to ${mail.to} failed (${reason}); trying again in ${Math.round(wait)} s`);
+      }
+    } catch (err) {
+      // Its claim expires and another try follows: a mail that went out may go out twice (at least once).
+      this.report(`record the outcome of mail ${mail.id}`, err);
+    }
+  }
+
+  private async releaseClaims(mails: ClaimedMail[]): Promise<void> {
+    const byClaim = new Map<number, ClaimedMail[]>();
+    for (const mail of mails) byClaim.set(mail.claimedUntil.getTime(), [...(byClaim.get(mail.claimedUntil.getTime()) ?? []), mail]);
+    try {
+      for (const [claimedUntil, claim] of byClaim) await this.outbox.release(claim.map((m) => m.id), new Date(claimedUntil), ABANDONED);
+    } catch (err) {
+      this.report('give back the claims of unfinished mail (they expire by themselves)', err);
+    }
+  }
+
+  private report(what: string, err: unknown): void {
+    if (isDatabaseUnavailable(err)) this.availability.report(err);
+    else this.logger.warn(`could not ${what}: ${(err as Error).message}`);
+  }
+}
+
+/** MAIL_RETRY_BASE_SECONDS after the first failure, doubling with each one, at most MAX_RETRY_SECONDS. */
+export function retryDelaySeconds(baseSeconds: number, failures: number): number {
+  return Math.min(MAX_RETRY_SECONDS, baseSeconds * 2 ** Math.min(Math.max(0, failures - 1), 20));
+}
+
+/** The promise, or a failed try once `ms` passed (the send itself is left to its own timeouts). */
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new MailDeliveryError(`no answer from the mail server within ${ms / 1000} s`, false)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** Waits for `promise` at most `ms`. */
+async function withTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
