@@ -1,6 +1,10 @@
+import type { ClientType } from '@prospect/contract';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** A public OAuth client (RFC 8628): who may start a device login, and the name the approval page shows. */
+/**
+ * An OAuth client: who may start a device login (RFC 8628) or send people to the authorization
+ * endpoint (issue #33), and the name the approval and consent pages show.
+ */
 @Entity({ name: 'oauth_clients' })
 export class OAuthClient {
   /** The `client_id`: lower-case letters, digits, `.`, `_` and `-`, 3 to 64 characters. */
@@ -27,4 +31,20 @@ export class OAuthClient {
   /** Set by an admin: it starts no device login, and its tokens were revoked then. */
   @Column({ name: 'disabled_at', type: 'timestamptz', nullable: true })
   disabledAt!: Date | null;
+
+  /** `public` (PKCE only, the device flow) or `confidential` (authenticates with its secret). */
+  @Column({ type: 'text', default: 'public' })
+  type!: ClientType;
+
+  /** A confidential client's secret's SHA-256 (32 random bytes: no stretching needed); null for a public one. */
+  @Column({ name: 'secret_hash', type: 'bytea', nullable: true, select: false })
+  secretHash?: Buffer | null;
+
+  /** Where the code flow may send people back, compared exactly (a loopback one on any port); none: no code flow. */
+  @Column({ name: 'redirect_uris', type: 'text', array: true, default: '{}' })
+  redirectUris!: string[];
+
+  /** Browser origins that may call the token, revocation and userinfo endpoints for it (CORS). */
+  @Column({ name: 'allowed_origins', type: 'text', array: true, default: '{}' })
+  allowedOrigins!: string[];
 }

@@ -1,7 +1,9 @@
 import { RequestOrigin } from '../common/request-origin.js';
-import { Body, Controller, Get, Header, Headers, HttpCode, Ip, Post } from '@nestjs/common';
+import { Body, Controller, Get, Header, Headers, HttpCode, Ip, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
 import {
+  AuthorizationCodeTokenRequestSchema,
   AuthorizationServerMetadataSchema,
   type AuthorizationServerMetadata,
   DEVICE_CODE_GRANT_TYPE,
@@ -14,11 +16,17 @@ import {
   type IntrospectionResponse,
   IntrospectionResponseSchema,
   OAUTH_ROUTES,
+  type OpenIdConfiguration,
+  OpenIdConfigurationSchema,
   RefreshTokenRequestSchema,
+  type RevocationRequest,
   RevocationRequestSchema,
   type TokenResponse,
   TokenResponseSchema,
+  type UserInfoResponse,
+  UserInfoResponseSchema,
 } from '@prospect/contract';
+import * as z from 'zod/mini';
 import { forbidden } from '../common/api-exception.js';
 import { ApiErrors, ApiFormBody, ApiJsonResponse } from '../common/openapi.js';
 import { Public } from '../auth/public.decorator.js';
@@ -27,17 +35,29 @@ import { RateLimits } from '../rate-limits/rate-limits.js';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { OAuthService, oauthError } from './oauth.service.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
+import { AuthorizationService } from './authorization.service.js';
+import { ClientAuthentication } from './client-authentication.js';
+import { OAuthCors } from './oauth-cors.js';
+import { SigningKeys } from '../server-secrets/signing-keys.js';
+import { AppConfig } from '../config/app-config.js';
+import { DatabaseDeadline } from '../database/database-deadline.js';
 
 const deviceCodeGrant = new ZodBodyPipe(DeviceCodeTokenRequestSchema);
 const refreshTokenGrant = new ZodBodyPipe(RefreshTokenRequestSchema);
+const authorizationCodeGrant = new ZodBodyPipe(AuthorizationCodeTokenRequestSchema);
 
-/** The OAuth 2.0 surface: thin translations of form bodies to OAuthService calls. */
+/** The OAuth 2.0 and OpenID Connect surface: thin translations of form bodies to the services' calls. */
 @ApiTags('oauth')
 @Controller()
 export class OAuthController {
   constructor(
     private readonly oauth: OAuthService,
+    private readonly authorization: AuthorizationService,
+    private readonly clientAuthentication: ClientAuthentication,
+    private readonly cors: OAuthCors,
+    private readonly signingKeys: SigningKeys,
     private readonly limits: RateLimits,
+    private readonly config: AppConfig,
   ) {}
 
   @Get(OAUTH_ROUTES.metadata)
@@ -46,6 +66,60 @@ export class OAuthController {
   @ApiJsonResponse(200, 'The metadata.', AuthorizationServerMetadataSchema)
   metadata(): AuthorizationServerMetadata {
     return this.oauth.metadata();
+  }
+
+  @Get(OAUTH_ROUTES.openidConfiguration)
+  @Public()
+  @ApiOperation({ summary: 'OpenID Connect Discovery 1.0: the metadata with what OpenID Connect adds (ID token algorithm, claims, userinfo, JWKS).' })
+  @ApiJsonResponse(200, 'The OpenID provider configuration.', OpenIdConfigurationSchema)
+  openidConfiguration(): OpenIdConfiguration {
+    return this.oauth.openidConfiguration();
+  }
+
+  @Get(OAUTH_ROUTES.jwks)
+  @Public()
+  // Replicas read the keys from the database on every request; a verifier may keep them a few minutes.
+  @Header('Cache-Control', 'public, max-age=300')
+  @ApiOperation({
+    summary: 'The public keys ID tokens are signed with (RFC 7517), by kid.',
+    description: 'The signing key, and every key retired by a rotation until the ID tokens it signed have expired.',
+  })
+  @ApiJsonResponse(200, 'The JWKS.', z.object({ keys: z.array(z.record(z.string(), z.unknown())) }))
+  jwks() {
+    return this.signingKeys.publishedKeys();
+  }
+
+  @Get(OAUTH_ROUTES.userinfo)
+  @RequireScope('openid')
+  @ApiBearerAuth()
+  @Header('Cache-Control', 'no-store')
+  @ApiOperation({ summary: 'OpenID Connect userinfo: `sub` (the id /api/cli/auth/me answers), `name` with `profile`, `email` and `email_verified` with `email`.' })
+  @ApiJsonResponse(200, 'Who the token’s person is.', UserInfoResponseSchema)
+  @ApiErrors([401, 'No valid bearer token.'], [403, 'insufficient_scope: the token lacks `openid`.'])
+  userinfo(@Principal() caller: AuthPrincipal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<UserInfoResponse> {
+    return this.userinfoFor(caller, req, res);
+  }
+
+  @Post(OAUTH_ROUTES.userinfo)
+  @HttpCode(200)
+  @RequireScope('openid')
+  @ApiBearerAuth()
+  @Header('Cache-Control', 'no-store')
+  @ApiOperation({ summary: 'OpenID Connect userinfo, by POST (the same answer as GET).' })
+  @ApiJsonResponse(200, 'Who the token’s person is.', UserInfoResponseSchema)
+  @ApiErrors([401, 'No valid bearer token.'], [403, 'insufficient_scope: the token lacks `openid`.'])
+  userinfoByPost(@Principal() caller: AuthPrincipal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<UserInfoResponse> {
+    return this.userinfoFor(caller, req, res);
+  }
+
+  private async userinfoFor(caller: AuthPrincipal, req: Request, res: Response): Promise<UserInfoResponse> {
+    // A browser's call must come from an origin of the token's own client.
+    if (req.get('origin')) {
+      const token = /^Bearer +(\S+)$/i.exec(req.get('authorization') ?? '')?.[1] ?? '';
+      const client = await this.oauth.clientOfToken(token);
+      this.cors.requireAllowedOrigin(req, res, client ?? { id: 'this token’s client', allowedOrigins: [] });
+    }
+    return this.oauth.userinfo(caller);
   }
 
   @Post(OAUTH_ROUTES.deviceAuthorization)
@@ -62,8 +136,10 @@ export class OAuthController {
     @RequestOrigin() origin: string | undefined,
     @Headers('user-agent') userAgent?: string,
   ): Promise<DeviceAuthorizationResponse> {
-    await this.limits.deviceStart(ip);
-    return this.oauth.authorizeDevice(body, ip, userAgent ?? null, origin);
+    // One budget for the whole request (issue #32), as the CLI's device start.
+    const deadline = DatabaseDeadline.after(this.config.databaseTimeoutMs);
+    await this.limits.deviceStart(ip, deadline);
+    return this.oauth.authorizeDevice(body, ip, userAgent ?? null, origin, deadline);
   }
 
   @Post(OAUTH_ROUTES.token)
@@ -72,36 +148,54 @@ export class OAuthController {
   @Header('Cache-Control', 'no-store')
   @Header('Pragma', 'no-cache')
   @ApiOperation({
-    summary: 'RFC 6749 token endpoint: grant_type urn:ietf:params:oauth:grant-type:device_code (RFC 8628) or refresh_token (rotated).',
+    summary:
+      'RFC 6749 token endpoint: grant_type authorization_code (with the PKCE code_verifier), urn:ietf:params:oauth:grant-type:device_code (RFC 8628) or refresh_token (rotated).',
     description:
-      'Errors are RFC 6749 §5.2 bodies (400, `error` and `error_description`): authorization_pending, slow_down, access_denied, expired_token, invalid_grant, invalid_client, unsupported_grant_type, invalid_request.',
+      'A public client names itself with `client_id`; a confidential one authenticates with client_secret_basic or client_secret_post. Errors are RFC 6749 §5.2 bodies (400, or 401 for a failed Basic authentication; `error` and `error_description`): authorization_pending, slow_down, access_denied, expired_token, invalid_grant, invalid_client, unsupported_grant_type, invalid_request, invalid_scope.',
   })
-  @ApiFormBody(DeviceCodeTokenRequestSchema)
-  @ApiJsonResponse(200, 'An access token, and the refresh token that renews it (used once).', TokenResponseSchema)
-  @ApiErrors([400, 'An RFC 6749 §5.2 error.'])
-  token(@Body() body: unknown, @Ip() ip: string): Promise<TokenResponse> {
+  @ApiFormBody(AuthorizationCodeTokenRequestSchema)
+  @ApiJsonResponse(200, 'An access token, the refresh token that renews it (used once), and an ID token for a grant of `openid`.', TokenResponseSchema)
+  @ApiErrors([400, 'An RFC 6749 §5.2 error.'], [401, 'invalid_client: Basic authentication failed.'])
+  async token(@Body() body: unknown, @Ip() ip: string, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<TokenResponse> {
     const grantType = (body as Record<string, unknown> | undefined)?.grant_type;
     if (grantType === DEVICE_CODE_GRANT_TYPE) {
+      // The poll stays one statement: device logins are started by public clients only, which name themselves.
       const request = deviceCodeGrant.transform(body);
+      if (req.get('origin')) this.cors.requireAllowedOrigin(req, res, await this.clientAuthentication.authenticate(req.get('authorization'), request));
       return this.oauth.deviceCodeGrant(request.device_code, request.client_id, ip);
     }
     if (grantType === 'refresh_token') {
       const request = refreshTokenGrant.transform(body);
-      return this.oauth.refreshTokenGrant(request.refresh_token, request.client_id, ip, request.scope);
+      const client = await this.clientAuthentication.authenticate(req.get('authorization'), request);
+      this.cors.requireAllowedOrigin(req, res, client);
+      return this.oauth.refreshTokenGrant(request.refresh_token, client, ip, request.scope);
+    }
+    if (grantType === 'authorization_code') {
+      const request = authorizationCodeGrant.transform(body);
+      const client = await this.clientAuthentication.authenticate(req.get('authorization'), request);
+      this.cors.requireAllowedOrigin(req, res, client);
+      return this.authorization.exchange(client, { code: request.code, redirectUri: request.redirect_uri, codeVerifier: request.code_verifier }, ip);
     }
     if (typeof grantType !== 'string' || !grantType) throw oauthError(ERROR_CODES.invalidRequest, 'Missing field: grant_type.');
-    throw oauthError(ERROR_CODES.unsupportedGrantType, `Unsupported grant_type: use ${DEVICE_CODE_GRANT_TYPE} or refresh_token.`);
+    throw oauthError(ERROR_CODES.unsupportedGrantType, `Unsupported grant_type: use authorization_code, ${DEVICE_CODE_GRANT_TYPE} or refresh_token.`);
   }
 
   @Post(OAUTH_ROUTES.revoke)
   @Public()
   @HttpCode(200)
-  @ApiOperation({ summary: 'RFC 7009 revocation of an access or refresh token; a device-login token revokes its whole family. 200 for an unknown token.' })
+  @ApiOperation({
+    summary: 'RFC 7009 revocation of an access or refresh token; a token of a device login or code grant revokes its whole family. 200 for an unknown token.',
+    description: 'A confidential client authenticates as at the token endpoint; a public one may name itself with `client_id`, and must from a browser (CORS).',
+  })
   @ApiFormBody(RevocationRequestSchema)
   @ApiJsonResponse(200, 'Revoked, or nothing to revoke.')
-  @ApiErrors([400, 'invalid_request, or unauthorized_client (a token of another client).'])
-  async revoke(@Body(new ZodBodyPipe(RevocationRequestSchema)) body: { token: string; client_id?: string }, @Ip() ip: string): Promise<void> {
-    await this.oauth.revoke(body, ip);
+  @ApiErrors([400, 'invalid_request, invalid_client, or unauthorized_client (a token of another client).'], [401, 'invalid_client: Basic authentication failed.'])
+  async revoke(@Body(new ZodBodyPipe(RevocationRequestSchema)) body: RevocationRequest, @Ip() ip: string, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<void> {
+    // A client that says who it is is held to it (a confidential one proves it); one that says nothing may still revoke a token it holds.
+    const named = req.get('authorization')?.match(/^Basic\b/i) || body.client_id !== undefined || body.client_secret !== undefined || req.get('origin');
+    const client = named ? await this.clientAuthentication.authenticate(req.get('authorization'), body) : undefined;
+    if (client) this.cors.requireAllowedOrigin(req, res, client);
+    await this.oauth.revoke(body, ip, client);
   }
 
   @Post(OAUTH_ROUTES.introspect)

@@ -8,10 +8,17 @@ import { refuseMalformedForms } from '../common/well-formed-text.js';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
 import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js';
 import { TokensModule } from '../tokens/tokens.module.js';
+import { UsersModule } from '../users/users.module.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuthorizationCodesRepository } from './authorization-codes.repository.js';
+import { AuthorizationService } from './authorization.service.js';
+import { ClientAuthentication } from './client-authentication.js';
+import { ConsentsRepository } from './consents.repository.js';
+import { IdTokens } from './id-tokens.js';
 import { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
+import { OAuthCors } from './oauth-cors.js';
 import { OAuthController } from './oauth.controller.js';
 import { OAuthService } from './oauth.service.js';
 
@@ -37,11 +44,26 @@ class OAuthFormMiddleware implements NestMiddleware {
   }
 }
 
+/**
+ * The OAuth 2.0 authorization server and OpenID provider: clients, the device and code grants,
+ * tokens, revocation, introspection, userinfo, discovery; the consent page lives with the pages
+ * (web/consent-page.controller.ts) and uses AuthorizationService.
+ */
 @Module({
-  imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule],
+  imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule, UsersModule],
   controllers: [OAuthController],
-  providers: [OAuthService, OAuthClientsService, OAuthClientsRepository],
-  exports: [OAuthClientsService],
+  providers: [
+    OAuthService,
+    OAuthClientsService,
+    OAuthClientsRepository,
+    AuthorizationService,
+    AuthorizationCodesRepository,
+    ConsentsRepository,
+    ClientAuthentication,
+    IdTokens,
+    OAuthCors,
+  ],
+  exports: [OAuthClientsService, AuthorizationService, OAuthCors],
 })
 export class OAuthModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import {
   type AuthorizationServerMetadata,
+  type OpenIdConfiguration,
+  type UserInfoResponse,
   CLI_CLIENT_ID,
   CLI_SCOPES,
   DEVICE_CODE_GRANT_TYPE,
@@ -17,17 +19,23 @@ import {
   SCOPES,
   type TokenResponse,
 } from '@prospect/contract';
-import { ApiException } from '../common/api-exception.js';
+import type { AuthPrincipal } from '../auth/auth-principal.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { DeviceLoginService, type PollOutcome } from '../device-login/device-login.service.js';
 import { InvalidGrantError, RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
+import { ID_TOKEN_SIGNING_ALG } from '../server-secrets/signing-keys.js';
 import { TokensService } from '../tokens/tokens.service.js';
+import { UsersService } from '../users/users.service.js';
 import type { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
+import { oauthError } from './oauth-errors.js';
+import type { DatabaseDeadline } from '../database/database-deadline.js';
 
-/** An RFC 6749 §5.2 error: 400 with its code; the filter adds `error_description` and no-store. */
-export const oauthError = (code: ErrorCode, description: string) => new ApiException(400, code, description);
+export { oauthError } from './oauth-errors.js';
+
+/** What the ID token and userinfo may say, by scope (OpenID Connect Core §5.4). */
+const CLAIMS_SUPPORTED = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'amr', 'name', 'email', 'email_verified'];
 
 /** The device flow's states as RFC 8628 §3.5 names them. */
 const POLL_ERRORS: Record<Exclude<PollOutcome['kind'], 'authorized'>, [ErrorCode, string]> = {
@@ -47,11 +55,17 @@ const toEpoch = (d: Date) => Math.floor(d.getTime() / 1000);
 
 /**
  * What a device authorization may be granted: the scopes asked for, each one defined here
- * (SCOPES) and allowed to the client; without a `scope`, all the client is allowed (RFC 6749 §3.3).
+ * (SCOPES) and allowed to the client; without a `scope`, all the client is allowed but `admin`,
+ * which is only ever had when asked for (RFC 6749 §3.3 lets the default be ours; issue #31).
  * @throws invalid_scope naming what is unknown or not allowed.
  */
 function grantableScope(requested: string | undefined, client: OAuthClient): string {
-  if (requested === undefined || requested.trim() === '') return client.allowedScopes;
+  if (requested === undefined || requested.trim() === '') {
+    return client.allowedScopes
+      .split(' ')
+      .filter((scope) => scope && scope !== 'admin')
+      .join(' ');
+  }
   const asked = requested.split(' ').filter(Boolean);
   const unknown = asked.filter((scope) => !Object.hasOwn(SCOPES, scope));
   if (unknown.length) throw oauthError(ERROR_CODES.invalidScope, `Unknown scope: ${unknown.join(' ')} (scopes_supported lists them).`);
@@ -74,24 +88,46 @@ export class OAuthService {
     private readonly deviceLogins: DeviceLoginService,
     private readonly tokens: TokensService,
     private readonly refreshTokens: RefreshTokensService,
+    private readonly users: UsersService,
   ) {}
 
   /** RFC 8414: the issuer is PUBLIC_URL, and every endpoint hangs off it. */
   metadata(): AuthorizationServerMetadata {
     const base = this.config.publicUrl;
+    const clientAuthentication = ['none', 'client_secret_basic', 'client_secret_post'];
     return {
       issuer: base,
+      authorization_endpoint: base + OAUTH_ROUTES.authorize,
       device_authorization_endpoint: base + OAUTH_ROUTES.deviceAuthorization,
       token_endpoint: base + OAUTH_ROUTES.token,
       revocation_endpoint: base + OAUTH_ROUTES.revoke,
       introspection_endpoint: base + OAUTH_ROUTES.introspect,
-      grant_types_supported: [DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
-      // No authorization endpoint: the device flow is the only way in.
-      response_types_supported: [],
-      token_endpoint_auth_methods_supported: ['none'],
+      userinfo_endpoint: base + OAUTH_ROUTES.userinfo,
+      jwks_uri: base + OAUTH_ROUTES.jwks,
+      grant_types_supported: ['authorization_code', DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
+      // OAuth 2.1: the code flow only, with PKCE S256 for every client.
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      code_challenge_methods_supported: ['S256'],
+      token_endpoint_auth_methods_supported: clientAuthentication,
       scopes_supported: Object.keys(SCOPES),
-      revocation_endpoint_auth_methods_supported: ['none'],
+      revocation_endpoint_auth_methods_supported: clientAuthentication,
+      authorization_response_iss_parameter_supported: true,
       service_documentation: `${base}/api/docs`,
+    };
+  }
+
+  /** OpenID Connect Discovery 1.0: the same document, and what OpenID Connect adds. */
+  openidConfiguration(): OpenIdConfiguration {
+    return {
+      ...this.metadata(),
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: [ID_TOKEN_SIGNING_ALG],
+      claims_supported: CLAIMS_SUPPORTED,
+      prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
+      claims_parameter_supported: false,
+      request_parameter_supported: false,
+      request_uri_parameter_supported: false,
     };
   }
 
@@ -102,14 +138,19 @@ export class OAuthService {
     return client;
   }
 
-  /** RFC 8628 §3.1–3.2, on the same device logins as POST /api/cli/auth/device/start. */
-  async authorizeDevice(request: DeviceAuthorizationRequest, ip: string | null, userAgent: string | null, requestOrigin?: string): Promise<DeviceAuthorizationResponse> {
+  /**
+   * RFC 8628 §3.1–3.2, on the same device logins as POST /api/cli/auth/device/start. For public
+   * clients: a poll stays one statement (it names its client, no secret to check), so a
+   * confidential client signs people in with the code flow.
+   */
+  async authorizeDevice(request: DeviceAuthorizationRequest, ip: string | null, userAgent: string | null, requestOrigin: string | undefined, deadline: DatabaseDeadline): Promise<DeviceAuthorizationResponse> {
     if (!this.deviceLogins.enabled) throw oauthError(ERROR_CODES.unsupportedGrantType, 'Device login is turned off on this server.');
-    const client = await this.requireClient(request.client_id);
+    const client = await deadline.within(() => this.requireClient(request.client_id));
+    if (client.type !== 'public') throw oauthError(ERROR_CODES.unauthorizedClient, `${client.id} is a confidential client: the device flow is for public clients; use the authorization code flow.`);
     const scope = grantableScope(request.scope, client);
     // It says nothing of itself (no clientName): the approval page and the session's label
     // use the client's registered name.
-    const started = await this.deviceLogins.start({}, ip, userAgent, { id: client.id, scope }, requestOrigin);
+    const started = await this.deviceLogins.start({}, ip, userAgent, { id: client.id, scope }, requestOrigin, deadline);
     return {
       device_code: started.deviceCode,
       user_code: started.userCode,
@@ -131,9 +172,13 @@ export class OAuthService {
     return this.tokenResponse(reply.accessToken, new Date(reply.expiresAt), reply.refreshToken, scope);
   }
 
-  /** RFC 6749 §6, with rotation: the same rules as POST /api/cli/auth/refresh. */
-  async refreshTokenGrant(refreshToken: string, clientId: string, ip: string | null, scope?: string): Promise<TokenResponse> {
-    await this.requireClient(clientId);
+  /**
+   * RFC 6749 §6, with rotation: the same rules as POST /api/cli/auth/refresh, for a device grant's
+   * family and a code grant's alike.
+   * @param client the client, authenticated (ClientAuthentication).
+   */
+  async refreshTokenGrant(refreshToken: string, client: OAuthClient, ip: string | null, scope?: string): Promise<TokenResponse> {
+    const clientId = client.id;
     // RFC 6749 §6: a refresh may ask for the scope granted or less, never more. Tokens here
     // are not narrowed, so asking for less changes nothing either.
     if (scope !== undefined) {
@@ -156,12 +201,13 @@ export class OAuthService {
   }
 
   /**
-   * RFC 7009. A token of a device login takes its family with it (§2.1: revoking a refresh
-   * token SHOULD also revoke the access tokens of the same grant). An unknown token is no
-   * error (§2.2); a token of another client than the one named is refused.
+   * RFC 7009. A token of a device login or code grant takes its family with it (§2.1: revoking a
+   * refresh token SHOULD also revoke the access tokens of the same grant). An unknown token is no
+   * error (§2.2); a token of another client than the one named (or authenticated) is refused.
    */
-  async revoke(request: RevocationRequest, ip: string | null): Promise<void> {
-    const refusesClient = (clientId: string | null) => request.client_id !== undefined && clientId !== null && clientId !== request.client_id;
+  async revoke(request: RevocationRequest, ip: string | null, client?: OAuthClient): Promise<void> {
+    const named = client?.id ?? request.client_id;
+    const refusesClient = (clientId: string | null) => named !== undefined && clientId !== null && clientId !== named;
     const otherClient = () => oauthError(ERROR_CODES.unauthorizedClient, 'This token was issued to another client.');
     if (request.token.startsWith(REFRESH_TOKEN_PREFIX)) {
       const refresh = await this.refreshTokens.describe(request.token);
@@ -175,6 +221,23 @@ export class OAuthService {
     if (refusesClient(access.clientId)) throw otherClient();
     if (access.deviceLoginId) await this.tokens.revokeFamily(access.deviceLoginId, 'revoked by the client', ip);
     else await this.tokens.revokeForUser(access.userId, access.id, ip);
+  }
+
+  /** OpenID Connect Core §5.3: who the token's person is, as far as its scopes allow (`sub` is the id /me answers). */
+  async userinfo(principal: AuthPrincipal): Promise<UserInfoResponse> {
+    const user = await this.users.findById(principal.user.id);
+    if (!user) throw oauthError(ERROR_CODES.invalidToken, 'This token’s account no longer exists.', 401);
+    return {
+      sub: user.id,
+      ...(principal.scopes.includes('profile') ? { name: user.name } : {}),
+      ...(principal.scopes.includes('email') ? { email: user.email, email_verified: user.emailVerifiedAt !== null } : {}),
+    };
+  }
+
+  /** The client a bearer token was issued to (its grant's; the CLI's for a token made directly), for its origin check. */
+  async clientOfToken(rawToken: string): Promise<OAuthClient | null> {
+    const described = await this.tokens.describe(rawToken);
+    return this.clients.find(described?.clientId ?? CLI_CLIENT_ID);
   }
 
   /** RFC 7662: what a resource server may know of a token; `{active: false}` and nothing else for a dead one. */

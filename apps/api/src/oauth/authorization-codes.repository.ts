@@ -1,0 +1,191 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { Sql } from '../database/sql.js';
+
+/** An authorization code as its exchange reads it, locked. */
+export interface CodeRow {
+  id: string;
+  client_id: string;
+  user_id: string;
+  redirect_uri: string;
+  code_challenge: string;
+  scope: string;
+  nonce: string | null;
+  auth_time: Date;
+  amr: string[];
+  credential_epoch: number;
+  web_session: string;
+  expires_at: Date;
+  used_at: Date | null;
+  grant_id: string | null;
+}
+
+export interface NewAuthorizationCode {
+  codeHash: Buffer;
+  clientId: string;
+  userId: string;
+  redirectUri: string;
+  codeChallenge: string;
+  scope: string;
+  nonce: string | null;
+  authTime: Date;
+  amr: string[];
+  credentialEpoch: number;
+  /** The approving browser session's key, as `web_sessions.sid` holds it. */
+  webSession: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+/** The events that record a proof of identity in a browser session. */
+export type ProofEvent = 'web.login' | 'federation.login' | 'web.sudo';
+
+/** The person of a code as its exchange reads them. */
+export interface AccountForExchange {
+  email: string;
+  name: string;
+  emailVerified: boolean;
+  disabled: boolean;
+  credentialEpoch: number;
+  /** The browser session that approved the code has not signed out (or been ended). */
+  sessionLive: boolean;
+}
+
+/** How many codes one issuance deletes at most, of those expired a day ago (the purge rides on the writes, bounded). */
+const PURGE_BATCH = 100;
+
+/**
+ * Every statement on `authorization_codes`, and the root of a code grant's token family: a
+ * `device_logins` row (`grant_type = 'authorization_code'`, already redeemed), the table every
+ * family rule reads (refresh rotation, revocation, a client's disable, "sign out everywhere").
+ * The device-login module owns that table; this one statement writes it for the other door.
+ */
+@Injectable()
+export class AuthorizationCodesRepository {
+  constructor(private readonly sql: Sql) {}
+
+  /**
+   * Stores a code, and deletes (a bounded batch of) codes expired before `purgeBefore`: what a
+   * replay would still have revoked was revoked, and the audit log keeps the rest.
+   */
+  async insert(code: NewAuthorizationCode, purgeBefore: Date, tx?: EntityManager): Promise<void> {
+    await this.sql.rows(
+      `WITH purged AS (
+         DELETE FROM authorization_codes WHERE id IN (SELECT id FROM authorization_codes WHERE expires_at < $13 LIMIT ${PURGE_BATCH})
+       )
+       INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, nonce, auth_time, amr, credential_epoch, created_at, expires_at, web_session)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14)`,
+      [
+        code.codeHash,
+        code.clientId,
+        code.userId,
+        code.redirectUri,
+        code.codeChallenge,
+        code.scope,
+        code.nonce,
+        code.authTime,
+        code.amr,
+        code.credentialEpoch,
+        code.createdAt,
+        code.expiresAt,
+        purgeBefore,
+        code.webSession,
+      ],
+      tx,
+    );
+  }
+
+  /** The code with this hash, locked for the rest of `tx` (of two exchanges of one code, the second waits and sees it used). */
+  async lockByHash(tx: EntityManager, hash: Buffer): Promise<CodeRow | undefined> {
+    const [row] = await this.sql.rows<CodeRow>(
+      `SELECT id, client_id, user_id, redirect_uri, code_challenge, scope, nonce, auth_time, amr, credential_epoch, web_session, expires_at, used_at, grant_id
+         FROM authorization_codes WHERE code_hash = $1 FOR UPDATE`,
+      [hash],
+      tx,
+    );
+    return row;
+  }
+
+  /**
+   * The exchange, in `tx`: the code used, the family its tokens descend from made (a redeemed
+   * device login of the client, decided by the person: what every family rule reads), and the
+   * `oauth.code_exchange` event; one statement. The family's id.
+   * @param familyKeyHash stands in the family row's device code hash: a random value nobody holds.
+   */
+  async redeem(
+    tx: EntityManager,
+    code: { id: string; clientId: string; userId: string; scope: string },
+    familyKeyHash: Buffer,
+    now: Date,
+    ip: string | null,
+  ): Promise<string> {
+    const [row] = await this.sql.rows<{ id: string }>(
+      `WITH grant_family AS (
+         INSERT INTO device_logins (device_code_hash, user_code, status, decided_by_user_id, decided_at, client_id, scope, requested_ip, created_at, expires_at, redeemed_at, grant_type)
+         VALUES ($2, '', 'redeemed', $3, $5, $4, $6, $7, $5, $5, $5, 'authorization_code')
+         RETURNING id
+       ), used AS (
+         UPDATE authorization_codes SET used_at = $5, grant_id = (SELECT id FROM grant_family) WHERE id = $1 RETURNING id
+       ), audited AS (
+         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+         SELECT 'oauth.code_exchange', $3, $7, jsonb_build_object('clientId', $4::text, 'grantId', grant_family.id, 'scope', $6::text), $5 FROM grant_family
+       )
+       SELECT id FROM grant_family`,
+      [code.id, familyKeyHash, code.userId, code.clientId, now, code.scope, ip],
+      tx,
+    );
+    return row!.id;
+  }
+
+  /**
+   * The person a code was issued to, share-locked for the rest of `tx` (an admin's disable, an
+   * address or password change, which update the row, wait for the exchange or come first), with
+   * what the ID token says of them, and whether the browser session that approved it is still there.
+   */
+  async lockAccount(tx: EntityManager, userId: string, webSession: string): Promise<AccountForExchange | undefined> {
+    const [row] = await this.sql.rows<AccountForExchange>(
+      `SELECT email, name, email_verified_at IS NOT NULL AS "emailVerified", disabled_at IS NOT NULL AS disabled, credential_epoch AS "credentialEpoch",
+              EXISTS (SELECT 1 FROM web_sessions WHERE sid = $2 AND user_id = $1) AS "sessionLive"
+         FROM users WHERE id = $1 FOR SHARE`,
+      [userId, webSession],
+      tx,
+    );
+    return row;
+  }
+
+  /** A used code came back: recorded (`oauth.code_replay`), in `tx`, with how many tokens it revoked. */
+  async recordReplay(tx: EntityManager, code: { id: string; userId: string; clientId: string; grantId: string | null }, revokedTokens: number, now: Date, ip: string | null): Promise<void> {
+    await this.sql.rows(
+      `INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+       VALUES ('oauth.code_replay', $1, $2, jsonb_build_object('clientId', $3::text, 'grantId', $4::text, 'revokedTokens', $5::int), $6)`,
+      [code.userId, ip, code.clientId, code.grantId, revokedTokens, now],
+      tx,
+    );
+  }
+
+  /** Uses up every code not used yet of a client (for one person, or everyone): they can no longer be exchanged. How many. */
+  burnUnused(tx: EntityManager, clientId: string, userId: string | null, now: Date): Promise<number> {
+    return this.sql.count(
+      `UPDATE authorization_codes SET used_at = $3
+        WHERE client_id = $1 AND ($2::uuid IS NULL OR user_id = $2) AND used_at IS NULL`,
+      [clientId, userId, now],
+      tx,
+    );
+  }
+
+  /**
+   * How the person last proved who they are in the browser session whose proof is at `provenAt`
+   * (its sign-in, through a provider or not, or its last sudo re-confirmation): the first such
+   * event of theirs from then (within a minute), whose detail says with what; undefined when it
+   * recorded none (a sign-up).
+   */
+  async proofAt(userId: string, provenAt: Date): Promise<{ type: ProofEvent; detail: Record<string, unknown> } | undefined> {
+    const [row] = await this.sql.rows<{ type: ProofEvent; detail: Record<string, unknown> }>(
+      `SELECT type, detail FROM auth_events
+        WHERE user_id = $1 AND type IN ('web.login', 'federation.login', 'web.sudo') AND created_at >= $2 AND created_at < $2::timestamptz + interval '1 minute'
+        ORDER BY created_at, id LIMIT 1`,
+      [userId, provenAt],
+    );
+    return row;
+  }
+}
