@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import { ApiException } from '../common/api-exception.js';
+import { ERROR_CODES } from '@prospect/contract';
+import { FederatedIdentitiesRepository } from './federated-identities.repository.js';
+import { IdentityProvidersRepository } from './identity-providers.repository.js';
+
+/** How long a provider's sign-in waits for the person to prove the account it would be linked to (and its mailed link lasts). */
+export const PENDING_LINK_MINUTES = 30;
+
+/** An address whose domain a provider enforces tried another way in (a password, a passkey). */
+export class SignInThroughProviderRequired extends ApiException {
+  constructor(
+    readonly email: string,
+    readonly provider: { id: string; displayName: string },
+  ) {
+    super(403, ERROR_CODES.forbidden, `${email} signs in with ${provider.displayName}: use “Continue with ${provider.displayName}” on the sign-in page.`);
+  }
+}
+
+/**
+ * The policy at a provider's edge that the other doors ask about (issue #34): whether an address
+ * must sign in through a provider (`enforce`, for its domains, while the provider is enabled: a
+ * disabled provider enforces nothing, or nobody of the domain could sign in). Password sign-in,
+ * reset mail and passwords set by invitation are refused for such addresses.
+ */
+@Injectable()
+export class FederationPolicy {
+  constructor(
+    private readonly providers: IdentityProvidersRepository,
+    private readonly links: FederatedIdentitiesRepository,
+  ) {}
+
+  /** The enabled provider that enforces this address's domain, if any. */
+  enforcingProviderFor(email: string): Promise<{ id: string; displayName: string } | undefined> {
+    const at = email.lastIndexOf('@');
+    if (at < 0) return Promise.resolve(undefined);
+    return this.providers.enforcingFor(email.slice(at + 1).trim().toLowerCase());
+  }
+
+  /** The enabled providers this person is linked to (and not refused by): sudo mode can go back to them. */
+  linkedProviders(userId: string): Promise<Array<{ id: string; displayName: string }>> {
+    return this.links.providersOf(userId);
+  }
+
+  /**
+   * Whether this sign-in is the proof of an account that a provider's sign-in in this browser is
+   * waiting to link (its pending link, still in time): the one use an enforced account's password keeps.
+   */
+  provesPendingLink(pending: { userId: string; at: number } | undefined, userId: string, now: Date): boolean {
+    return pending?.userId === userId && now.getTime() - pending.at <= PENDING_LINK_MINUTES * 60_000;
+  }
+
+  /** The enabled providers, for the sign-in page. */
+  enabledProviders(): Promise<Array<{ id: string; displayName: string }>> {
+    return this.providers.listEnabled();
+  }
+}

@@ -1,0 +1,353 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { hasUnsafeText, looksLikeEmail } from '@prospect/contract';
+import type { Response } from 'express';
+import * as oidc from 'openid-client';
+import type { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service.js';
+import { ApiException } from '../common/api-exception.js';
+import { Clock } from '../common/clock.js';
+import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
+import { AppConfig } from '../config/app-config.js';
+import { isUniqueViolation } from '../database/sql.js';
+import { composeMail, Mailer } from '../mail/mailer.js';
+import { RateLimits } from '../rate-limits/rate-limits.js';
+import { TokensService } from '../tokens/tokens.service.js';
+import type { User } from '../users/user.entity.js';
+import { normalizeEmail, UsersService } from '../users/users.service.js';
+import type { FederatedSignIn, PendingFederatedLink } from '../web-sessions/web-account.js';
+import { FederatedIdentitiesRepository, type LinkProof } from './federated-identities.repository.js';
+import { type IdentityProviderRow, IdentityProvidersRepository } from './identity-providers.repository.js';
+import { type ProviderIdentity, ProviderAnswerRefused, ProviderUnreachable, RelyingParty } from './relying-party.js';
+import { showsSecondFactor } from './provider-claims.js';
+import { type Flight, SignInFlights } from './sign-in-flights.js';
+import { PENDING_LINK_MINUTES } from './federation-policy.js';
+
+/** Prefix of the mailed link that proves an account for linking (256 random bits). */
+export const LINK_PROOF_TOKEN_PREFIX = 'prsf_';
+/** A provider's discovery document is read again at a sign-in when it is older than this. */
+const REDISCOVER_AFTER_MS = 24 * 3600 * 1000;
+
+/**
+ * A sign-in through a provider that is not accepted: `reason` for the audit log (stable words),
+ * `message` for the person, `status` for the page.
+ */
+export class FederationRefused extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+    readonly status: number,
+    readonly userId: string | null = null,
+    /** The provider vouched for an identity first (which took a sign-in there): audited at once, not counted (AnonymousRefusals). */
+    readonly identified = userId !== null,
+  ) {
+    super(message);
+  }
+}
+
+/** Where a provider's sign-in leads. */
+export type SignInOutcome =
+  /** A linked account (or one made now): sign it in; `secondFactor` when the provider's amr/acr showed one. */
+  | { kind: 'signed-in'; user: User; via: FederatedSignIn; secondFactor: boolean; created: boolean }
+  /** An account with that address exists, not linked: the person proves it first. */
+  | { kind: 'proof-needed'; pending: Omit<PendingFederatedLink, 'next' | 'at'> };
+
+/**
+ * Sign-in through a team's own OpenID provider (issue #34), on the credential rule of #31:
+ * - a provider's answer is linked to an account by (issuer, subject) alone, never by an address;
+ * - a first sign-in creates an account only with the provider's `allowSignUp`, and only for an
+ *   address the provider asserts as verified (`email_verified: true`; saying nothing is not
+ *   verifying) within its `emailDomains` (the non-verifying-provider class of pre-hijacking);
+ * - an address that has an account already is linked only after the person proves that account
+ *   in the same browser: a full sign-in to it (its password and second factor), which keeps what
+ *   it had, or the link mailed to the address, which ends everything set up before, as a reset
+ *   that proves an address does (the classic–federated merge class);
+ * - an account made by federation has no password until its owner sets one (by a reset link,
+ *   refused while a provider enforces the domain).
+ */
+@Injectable()
+export class FederationSignIn {
+  private readonly logger = new Logger(FederationSignIn.name);
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly providers: IdentityProvidersRepository,
+    private readonly links: FederatedIdentitiesRepository,
+    private readonly relyingParty: RelyingParty,
+    private readonly flights: SignInFlights,
+    private readonly users: UsersService,
+    private readonly tokens: TokensService,
+    private readonly mailer: Mailer,
+    private readonly limits: RateLimits,
+    private readonly audit: AuditService,
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The redirect URI to register at the provider. */
+  redirectUri(providerId: string): string {
+    return `${this.config.publicUrl}/login/sso/${providerId}/callback`;
+  }
+
+  /** A configured provider's display name (enabled or not), for a refusal's page. */
+  async knownProviderName(providerId: string): Promise<string | undefined> {
+    return (await this.providers.findById(providerId))?.displayName;
+  }
+
+  /** An enabled provider, or a refusal saying it cannot be used. */
+  async enabledProvider(providerId: string): Promise<IdentityProviderRow> {
+    const provider = await this.providers.findById(providerId);
+    if (!provider) throw new FederationRefused('unknown provider', 'There is no such sign-in on this Prospect.', 404);
+    if (provider.disabledAt) throw new FederationRefused('provider disabled', `Sign-in with ${provider.displayName} is turned off on this Prospect. Ask an administrator.`, 403);
+    return provider;
+  }
+
+  /**
+   * Sends the browser to the provider: a new state, nonce and PKCE verifier kept in its flight
+   * cookie (sign-in-flights.ts); the provider's authorization URL to redirect to. For sudo mode
+   * (`purpose` 'sudo'), the provider is asked for a fresh sign-in (`prompt=login`, `max_age=0`),
+   * and the answer counts only in the session that asked.
+   */
+  async begin(
+    res: Response,
+    providerId: string,
+    purpose: Flight['purpose'],
+    options: { next: string; loginHint?: string; userId?: string; sessionId?: string },
+  ): Promise<string> {
+    const provider = await this.withFreshMetadata(await this.enabledProvider(providerId));
+    const flight: Flight = {
+      providerId,
+      state: oidc.randomState(),
+      nonce: oidc.randomNonce(),
+      codeVerifier: oidc.randomPKCECodeVerifier(),
+      at: this.clock.now().getTime(),
+      next: options.next,
+      purpose,
+      ...(purpose === 'sudo' ? { userId: options.userId, session: sha256(options.sessionId ?? '').toString('base64url') } : {}),
+    };
+    const url = await this.relyingParty.authorizationUrl(provider, this.redirectUri(providerId), flight, { loginHint: options.loginHint, fresh: purpose === 'sudo' });
+    this.flights.start(res, flight);
+    return url;
+  }
+
+  /**
+   * The provider, its discovery document read again when the stored one is over a day old (its
+   * endpoints may move; its keys are fetched by the relying party as they rotate). A provider that
+   * cannot be read keeps the document it had, and says so in the log.
+   */
+  private async withFreshMetadata(provider: IdentityProviderRow): Promise<IdentityProviderRow> {
+    const now = this.clock.now();
+    if (now.getTime() - provider.discoveredAt.getTime() < REDISCOVER_AFTER_MS) return provider;
+    try {
+      const { metadata } = await this.relyingParty.discover(provider.issuer, provider.clientId, 'unused: the document alone is read');
+      await this.providers.rediscovered(provider.id, metadata, now);
+      return { ...provider, metadata, discoveredAt: now, updatedAt: now };
+    } catch (err) {
+      if (!(err instanceof ProviderUnreachable)) throw err;
+      this.logger.warn(`kept the stored OpenID configuration of ${provider.id}: ${err.message}`);
+      return provider;
+    }
+  }
+
+  /**
+   * The provider's answer at `callbackUrl`, checked against the flight this browser started:
+   * the provider and the identity it vouches for.
+   * @throws FederationRefused
+   */
+  async answer(providerId: string, flight: Flight | null, callbackUrl: URL): Promise<{ provider: IdentityProviderRow; identity: ProviderIdentity }> {
+    if (!flight || flight.providerId !== providerId) {
+      throw new FederationRefused('no sign-in started in this browser', 'This sign-in was not started in this browser, or took more than ten minutes. Please start again.', 400);
+    }
+    const provider = await this.enabledProvider(providerId);
+    try {
+      return { provider, identity: await this.relyingParty.identify(provider, callbackUrl, { ...flight, fresh: flight.purpose === 'sudo' }) };
+    } catch (err) {
+      if (err instanceof ProviderAnswerRefused) {
+        if (err.kind === 'misconfigured') {
+          throw new FederationRefused(err.reason, `Sign-in with ${provider.displayName} is not working: ${provider.displayName} refused this Prospect’s client id or secret. Ask an administrator.`, 502);
+        }
+        const message =
+          err.kind === 'refused'
+            ? `${provider.displayName} did not sign you in. Please try again, or ask your administrator.`
+            : `The answer from ${provider.displayName} did not match the sign-in this browser started, so it was refused. Please start again.`;
+        throw new FederationRefused(err.reason, message, 401);
+      }
+      if (err instanceof ProviderUnreachable) throw new FederationRefused(`provider unreachable: ${err.message}`, `${provider.displayName} could not be reached. Please try again in a moment.`, 502);
+      throw err;
+    }
+  }
+
+  /**
+   * Where the identity leads: its linked account (the link verified now), an account made now,
+   * or an account with that address to prove first. Two first sign-ins of one identity at once
+   * make one account (lockIdentity); an account made meanwhile by another door is found on the retry.
+   * @throws FederationRefused
+   */
+  async signIn(provider: IdentityProviderRow, identity: ProviderIdentity, ip: string | null): Promise<SignInOutcome> {
+    const refreshTokenSealed = identity.refreshToken ? await this.relyingParty.sealRefreshToken(identity.issuer, identity.subject, identity.refreshToken) : undefined;
+    const secondFactor = showsSecondFactor(identity.amr, identity.acr);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.transaction(async (tx): Promise<SignInOutcome> => {
+          const now = this.clock.now();
+          await this.links.lockIdentity(tx, identity.issuer, identity.subject);
+          const link = await this.links.verified(tx, identity.issuer, identity.subject, identity.emailVerified ? (identity.email ?? null) : null, refreshTokenSealed, now);
+          if (link) {
+            const user = await this.users.findById(link.userId, tx);
+            if (!user || user.disabledAt) throw this.accountDisabled(user);
+            return { kind: 'signed-in', user, via: this.via(provider, link.id), secondFactor, created: false };
+          }
+          const email = this.provenAddress(provider, identity);
+          const existing = await this.users.findByEmail(email, tx);
+          if (existing) {
+            if (existing.disabledAt) throw this.accountDisabled(existing);
+            const pending = { providerId: provider.id, providerName: provider.displayName, issuer: identity.issuer, subject: identity.subject, email, userId: existing.id };
+            return { kind: 'proof-needed', pending: { ...pending, epoch: existing.credentialEpoch, secondFactor, refreshTokenSealed } };
+          }
+          if (!provider.allowSignUp) {
+            throw new FederationRefused(
+              'no account, and the provider makes none',
+              `There is no Prospect account for ${email}, and ${provider.displayName} does not create them here. Ask an administrator to invite you.`,
+              403,
+              null,
+              true,
+            );
+          }
+          const user = await this.users.create({ email, name: nameFrom(identity, email), emailVerified: true }, tx);
+          const linkId = await this.links.insert(tx, { userId: user.id, providerId: provider.id, issuer: identity.issuer, subject: identity.subject, email, refreshTokenSealed }, now);
+          const detail = { providerId: provider.id, label: provider.displayName, linkId };
+          await this.audit.record('federation.signup', { userId: user.id, ip, detail }, tx);
+          await this.audit.record('federation.link', { userId: user.id, ip, detail: { ...detail, proof: 'the first sign-in made the account' } }, tx);
+          return { kind: 'signed-in', user, via: this.via(provider, linkId), secondFactor, created: true };
+        });
+      } catch (err) {
+        // An account with the address was made meanwhile (sign-up, an invitation): it is found now.
+        const taken = isUniqueViolation(err) || (err instanceof ApiException && err.getStatus() === 409);
+        if (taken && attempt === 1) continue;
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * Sudo mode through the provider: the fresh sign-in must be of an identity linked to the person
+   * who asked (and the link is verified now).
+   * @throws FederationRefused
+   */
+  async confirmSudo(provider: IdentityProviderRow, identity: ProviderIdentity, userId: string): Promise<FederatedSignIn> {
+    const link = await this.db.transaction(async (tx) => {
+      await this.links.lockIdentity(tx, identity.issuer, identity.subject);
+      const found = await this.links.verified(tx, identity.issuer, identity.subject, null, undefined, this.clock.now());
+      if (found?.userId !== userId) throw new FederationRefused('sudo through the provider: another identity', `That ${provider.displayName} account is not the one linked to yours. Confirm with your own.`, 403, userId);
+      return found;
+    });
+    return this.via(provider, link.id);
+  }
+
+  /**
+   * Links the pending identity to the account the person just signed in to in this browser (its
+   * password and second factor): what the account had stays. Audited.
+   * @throws FederationRefused
+   */
+  async linkAfterSignIn(pending: PendingFederatedLink, ip: string | null): Promise<FederatedSignIn> {
+    return this.link(pending, 'sign-in', ip);
+  }
+
+  /**
+   * Mails the link that proves the account by its address (to the address the provider asserted,
+   * the account's); its hash, kept in this browser's pending link only.
+   * @throws TooManyRequests when the address had its share of unsolicited mail this hour.
+   */
+  async mailProof(pending: PendingFederatedLink): Promise<string> {
+    if (!(await this.limits.mailToRecipient(pending.email))) throw new FederationRefused('too many mails to the address', 'Too many mails went to this address this hour. Please try again later.', 429, pending.userId);
+    const token = generateSecret(LINK_PROOF_TOKEN_PREFIX);
+    const account = await this.users.findById(pending.userId);
+    await this.mailer.send(
+      composeMail(pending.email, `Link ${pending.providerName} to your Prospect account`, {
+        paragraphs: [
+          `Hello ${account?.name ?? pending.email},`,
+          `Someone (we hope you) signed in to Prospect at ${this.config.publicUrl} with ${pending.providerName} as ${pending.email}, which already has a Prospect account. Open this link in the same browser, within ${PENDING_LINK_MINUTES} minutes, to link them.`,
+          'Linking this way makes the account yours alone: its password, second factors, passkeys, sessions and CLI tokens from before end. Set a new password later if you want one.',
+        ],
+        link: { url: `${this.config.publicUrl}/login/link/confirm?token=${token}`, label: `Link ${pending.providerName}` },
+        footer: 'If it was not you, ignore this mail: nothing changes.',
+      }),
+    );
+    return sha256(token).toString('base64url');
+  }
+
+  /** Whether `token` is the mailed link of this pending link, still in time. */
+  mailedProofMatches(pending: PendingFederatedLink | undefined, token: string): pending is PendingFederatedLink & { mail: { hash: string; at: number } } {
+    if (!pending?.mail || !looksLikeSecret(token, LINK_PROOF_TOKEN_PREFIX)) return false;
+    if (this.clock.now().getTime() - pending.mail.at > PENDING_LINK_MINUTES * 60_000) return false;
+    return sha256(token).toString('base64url') === pending.mail.hash;
+  }
+
+  /**
+   * Links the pending identity after the mailed link proved the address: the account becomes the
+   * address owner's alone (linkProven 'mail': password, factors, other links, sessions end), and
+   * every CLI token and refresh family of it is revoked.
+   * @throws FederationRefused
+   */
+  async linkByMailedProof(pending: PendingFederatedLink, ip: string | null): Promise<FederatedSignIn> {
+    const via = await this.link(pending, 'mail', ip);
+    await this.tokens.revokeAllForUser(pending.userId, ip);
+    return via;
+  }
+
+  /** A pending link is usable for PENDING_LINK_MINUTES. */
+  pendingUsable(pending: PendingFederatedLink | undefined): pending is PendingFederatedLink {
+    return pending !== undefined && this.clock.now().getTime() - pending.at <= PENDING_LINK_MINUTES * 60_000;
+  }
+
+  private async link(pending: PendingFederatedLink, proof: LinkProof, ip: string | null): Promise<FederatedSignIn> {
+    const provider = await this.enabledProvider(pending.providerId);
+    const outcome = await this.db.transaction((tx) => this.links.linkProven(tx, pending, proof, this.clock.now(), ip));
+    if (outcome === 'changed') {
+      throw new FederationRefused('the account changed before it was linked', `Your account changed meanwhile. Please sign in with ${provider.displayName} again.`, 409, pending.userId);
+    }
+    if (outcome === 'taken') {
+      throw new FederationRefused(
+        'already linked to another identity',
+        `This ${provider.displayName} account, or your Prospect account, is linked to another one already. Ask an administrator to unlink it first.`,
+        409,
+        pending.userId,
+      );
+    }
+    return this.via(provider, outcome);
+  }
+
+  /** The address the provider vouches for, if it may sign in here: verified, and within its domains. */
+  private provenAddress(provider: IdentityProviderRow, identity: ProviderIdentity): string {
+    const email = identity.email ? normalizeEmail(identity.email) : '';
+    if (!looksLikeEmail(email)) throw new FederationRefused('no usable address from the provider', `${provider.displayName} did not give an e-mail address Prospect can use.`, 403, null, true);
+    if (!identity.emailVerified) {
+      throw new FederationRefused(
+        'address not verified by the provider (email_verified is not true)',
+        `${provider.displayName} did not confirm that ${email} is yours (email_verified), so it cannot sign you in here. Ask your administrator.`,
+        403,
+        null,
+        true,
+      );
+    }
+    const domain = email.slice(email.lastIndexOf('@') + 1);
+    if (!provider.emailDomains.includes(domain)) {
+      throw new FederationRefused('address outside the provider’s domains', `${provider.displayName} may sign in addresses of ${provider.emailDomains.join(', ')} only, not ${email}.`, 403, null, true);
+    }
+    return email;
+  }
+
+  private accountDisabled(user: User | null): FederationRefused {
+    return new FederationRefused('account disabled', 'An administrator of this Prospect disabled your account, so it cannot sign in. Ask them to enable it again.', 403, user?.id ?? null, true);
+  }
+
+  private via(provider: IdentityProviderRow, linkId: string): FederatedSignIn {
+    return { linkId, providerId: provider.id, providerName: provider.displayName };
+  }
+}
+
+/** The provider's name for the person, if it is one Prospect can show; else the address's local part. */
+function nameFrom(identity: ProviderIdentity, email: string): string {
+  const name = identity.name?.trim();
+  return name && name.length <= 100 && !hasUnsafeText(name) ? name : email.slice(0, email.indexOf('@'));
+}

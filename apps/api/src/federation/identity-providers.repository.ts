@@ -1,0 +1,144 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { Sql } from '../database/sql.js';
+
+export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post';
+
+/** A row of `identity_providers`. */
+export interface IdentityProviderRow {
+  id: string;
+  displayName: string;
+  issuer: string;
+  clientId: string;
+  clientSecretSealed: Buffer;
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+  /** Space-separated. */
+  scopes: string;
+  emailDomains: string[];
+  enforce: boolean;
+  allowSignUp: boolean;
+  /** The provider's discovery document, as read when it was created. */
+  metadata: Record<string, unknown>;
+  discoveredAt: Date;
+  disabledAt: Date | null;
+  createdByUserId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What an admin may change of a provider (the issuer stays: links are by issuer and subject). */
+export type IdentityProviderChanges = Partial<
+  Pick<IdentityProviderRow, 'displayName' | 'clientId' | 'clientSecretSealed' | 'scopes' | 'emailDomains' | 'enforce' | 'allowSignUp' | 'disabledAt'>
+>;
+
+const COLUMNS = `p.id, p.display_name AS "displayName", p.issuer, p.client_id AS "clientId", p.client_secret_sealed AS "clientSecretSealed",
+  p.token_endpoint_auth_method AS "tokenEndpointAuthMethod", p.scopes, p.email_domains AS "emailDomains", p.enforce, p.allow_sign_up AS "allowSignUp",
+  p.metadata, p.discovered_at AS "discoveredAt", p.disabled_at AS "disabledAt", p.created_by_user_id AS "createdByUserId",
+  p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
+
+const CHANGE_COLUMNS: Record<keyof IdentityProviderChanges, string> = {
+  displayName: 'display_name',
+  clientId: 'client_id',
+  clientSecretSealed: 'client_secret_sealed',
+  scopes: 'scopes',
+  emailDomains: 'email_domains',
+  enforce: 'enforce',
+  allowSignUp: 'allow_sign_up',
+  disabledAt: 'disabled_at',
+};
+
+/** Every statement on `identity_providers`. */
+@Injectable()
+export class IdentityProvidersRepository {
+  constructor(private readonly sql: Sql) {}
+
+  async findById(id: string): Promise<IdentityProviderRow | undefined> {
+    const [row] = await this.sql.rows<IdentityProviderRow>(`SELECT ${COLUMNS} FROM identity_providers p WHERE p.id = $1`, [id]);
+    return row;
+  }
+
+  /** The provider's row locked in `tx` (an admin's change, racing sign-ins and other changes). */
+  async lockedById(tx: EntityManager, id: string): Promise<IdentityProviderRow | undefined> {
+    const [row] = await this.sql.rows<IdentityProviderRow>(`SELECT ${COLUMNS} FROM identity_providers p WHERE p.id = $1 FOR UPDATE`, [id], tx);
+    return row;
+  }
+
+  /** Every provider, oldest first, with how many accounts are linked to it. */
+  list(): Promise<Array<IdentityProviderRow & { linkedAccounts: number }>> {
+    return this.sql.rows(
+      `SELECT ${COLUMNS}, (SELECT count(*)::int FROM federated_identities l WHERE l.provider_id = p.id) AS "linkedAccounts"
+         FROM identity_providers p ORDER BY p.created_at, p.id`,
+      [],
+    );
+  }
+
+  /** The enabled providers, for the sign-in page's buttons. */
+  listEnabled(): Promise<Array<{ id: string; displayName: string }>> {
+    return this.sql.rows(`SELECT id, display_name AS "displayName" FROM identity_providers WHERE disabled_at IS NULL ORDER BY created_at, id`, []);
+  }
+
+  /** The enabled provider that enforces this (lower-case) mail domain, if any. */
+  async enforcingFor(domain: string): Promise<{ id: string; displayName: string } | undefined> {
+    const [row] = await this.sql.rows<{ id: string; displayName: string }>(
+      `SELECT id, display_name AS "displayName" FROM identity_providers WHERE enforce AND disabled_at IS NULL AND $1 = ANY (email_domains) LIMIT 1`,
+      [domain],
+    );
+    return row;
+  }
+
+  /** Other providers that already claim one of these domains (a domain belongs to one provider). */
+  claimedElsewhere(domains: string[], exceptId: string | null, tx?: EntityManager): Promise<Array<{ id: string; domain: string }>> {
+    return this.sql.rows(
+      `SELECT p.id, d AS domain FROM identity_providers p, unnest(p.email_domains) d WHERE d = ANY ($1::text[]) AND ($2::text IS NULL OR p.id <> $2) ORDER BY d`,
+      [domains, exceptId],
+      tx,
+    );
+  }
+
+  /** @throws a unique violation (isUniqueViolation) when the id or the issuer is taken. */
+  async insert(tx: EntityManager, row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt'>): Promise<void> {
+    await this.sql.rows(
+      `INSERT INTO identity_providers (id, display_name, issuer, client_id, client_secret_sealed, token_endpoint_auth_method, scopes, email_domains,
+                                       enforce, allow_sign_up, metadata, discovered_at, created_by_user_id, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+      [
+        row.id,
+        row.displayName,
+        row.issuer,
+        row.clientId,
+        row.clientSecretSealed,
+        row.tokenEndpointAuthMethod,
+        row.scopes,
+        row.emailDomains,
+        row.enforce,
+        row.allowSignUp,
+        JSON.stringify(row.metadata),
+        row.discoveredAt,
+        row.createdByUserId,
+        row.createdAt,
+      ],
+      tx,
+    );
+  }
+
+  /** The changes, and `updated_at` (which versions the relying party's configuration of it). */
+  async update(tx: EntityManager, id: string, changes: IdentityProviderChanges, now: Date): Promise<void> {
+    const entries = Object.entries(changes).filter(([, value]) => value !== undefined) as Array<[keyof IdentityProviderChanges, unknown]>;
+    const sets = entries.map(([name], i) => `${CHANGE_COLUMNS[name]} = $${i + 3}`);
+    await this.sql.rows(
+      `UPDATE identity_providers SET ${[...sets, 'updated_at = $2'].join(', ')} WHERE id = $1`,
+      [id, now, ...entries.map(([, value]) => value)],
+      tx,
+    );
+  }
+
+  /** The provider's discovery document as read again now (and a new `updated_at`: the relying party rebuilds its configuration). */
+  async rediscovered(id: string, metadata: Record<string, unknown>, now: Date): Promise<void> {
+    await this.sql.rows(`UPDATE identity_providers SET metadata = $2, discovered_at = $3, updated_at = $3 WHERE id = $1`, [id, JSON.stringify(metadata), now]);
+  }
+
+  /** Deletes the provider; its links go with it (foreign key). */
+  async delete(tx: EntityManager, id: string): Promise<void> {
+    await this.sql.rows(`DELETE FROM identity_providers WHERE id = $1`, [id], tx);
+  }
+}

@@ -1,0 +1,215 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { type AdminIdentityProvider, type CreateIdentityProviderRequest, presetIssuer, type UpdateIdentityProviderRequest } from '@prospect/contract';
+import type { DataSource, EntityManager } from 'typeorm';
+import { AuditService } from '../audit/audit.service.js';
+import { badRequest, conflict, notFound } from '../common/api-exception.js';
+import { Clock } from '../common/clock.js';
+import { isUniqueViolation } from '../database/sql.js';
+import { FederatedIdentitiesRepository, type LinkForAdmin } from './federated-identities.repository.js';
+import { FederationSignIn } from './federation-sign-in.service.js';
+import { type IdentityProviderChanges, type IdentityProviderRow, IdentityProvidersRepository } from './identity-providers.repository.js';
+import { issuerProblem, ProviderUnreachable, RelyingParty } from './relying-party.js';
+
+/** The scopes asked for unless the admin says otherwise (and `offline_access` where the provider offers it: defaultScopes). */
+export const DEFAULT_SCOPES = ['openid', 'email', 'profile'];
+
+/**
+ * DEFAULT_SCOPES, and `offline_access` when the provider's document lists it (Microsoft Entra ID,
+ * Okta, Keycloak; not Google, which refuses it): its refresh token is what the leaver check asks
+ * the provider with.
+ */
+function defaultScopes(metadata: Record<string, unknown>): string[] {
+  const supported = Array.isArray(metadata.scopes_supported) ? metadata.scopes_supported : [];
+  return supported.includes('offline_access') ? [...DEFAULT_SCOPES, 'offline_access'] : DEFAULT_SCOPES;
+}
+/** Ids that read as pages of their own in URLs and logs rather than providers. */
+const RESERVED_IDS = new Set(['link', 'callback']);
+
+/**
+ * Identity providers as administrators configure them (the `/admin/identity-providers` page and
+ * the JSON API use the same methods): each change one locked transaction with its audit event.
+ */
+@Injectable()
+export class IdentityProvidersService {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly providers: IdentityProvidersRepository,
+    private readonly links: FederatedIdentitiesRepository,
+    private readonly relyingParty: RelyingParty,
+    private readonly federation: FederationSignIn,
+    private readonly audit: AuditService,
+    private readonly clock: Clock,
+  ) {}
+
+  async list(): Promise<AdminIdentityProvider[]> {
+    return (await this.providers.list()).map((row) => this.toAdmin(row, row.linkedAccounts));
+  }
+
+  /** @throws ApiException 404 */
+  async get(id: string): Promise<AdminIdentityProvider> {
+    const found = (await this.providers.list()).find((row) => row.id === id);
+    if (!found) throw notFound(`No identity provider with the id ${id}.`);
+    return this.toAdmin(found, found.linkedAccounts);
+  }
+
+  /**
+   * Configures a provider: the issuer (from a preset, or given) is discovered, its client secret
+   * sealed; disabled never, enforcing and making accounts only when asked.
+   * @throws ApiException 400 (an issuer that is not https, or not an OpenID provider Prospect can
+   *   use), 409 (the id or issuer is configured already, or a domain belongs to another provider).
+   */
+  async create(input: CreateIdentityProviderRequest, adminId: string, ip: string | null): Promise<AdminIdentityProvider> {
+    if (RESERVED_IDS.has(input.id)) throw badRequest(`The id ${input.id} is a path of the sign-in pages: please choose another.`);
+    const preset = input.preset ?? 'generic';
+    const issuer = preset === 'generic' ? input.issuer!.trim() : presetIssuer(preset, input.tenant);
+    const problem = issuerProblem(issuer);
+    if (problem) throw badRequest(`The issuer ${problem}.`);
+    const emailDomains = [...new Set(input.emailDomains)];
+    if (await this.providers.findById(input.id)) throw conflict(`An identity provider with the id ${input.id} exists already.`);
+    await this.refuseClaimedDomains(emailDomains, null);
+    let discovered;
+    try {
+      discovered = await this.relyingParty.discover(issuer, input.clientId, input.clientSecret);
+    } catch (err) {
+      if (err instanceof ProviderUnreachable) throw badRequest(err.message);
+      throw err;
+    }
+    const now = this.clock.now();
+    // As its document writes it (which discovery checked is the one asked for): the id_tokens' `iss`.
+    const discoveredIssuer = String(discovered.metadata.issuer);
+    const row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt'> = {
+      id: input.id,
+      displayName: input.displayName,
+      issuer: discoveredIssuer,
+      clientId: input.clientId,
+      clientSecretSealed: await this.relyingParty.sealClientSecret(input.id, input.clientSecret),
+      tokenEndpointAuthMethod: discovered.authMethod,
+      scopes: (input.scopes ?? defaultScopes(discovered.metadata)).join(' '),
+      emailDomains,
+      enforce: input.enforce ?? false,
+      allowSignUp: input.allowSignUp ?? false,
+      metadata: discovered.metadata,
+      discoveredAt: now,
+      createdByUserId: adminId,
+      createdAt: now,
+    };
+    try {
+      await this.db.transaction(async (tx) => {
+        await this.providers.insert(tx, row);
+        const detail = { providerId: row.id, label: row.displayName, issuer: discoveredIssuer, emailDomains: emailDomains.join(' '), enforce: row.enforce, allowSignUp: row.allowSignUp };
+        await this.audit.record('admin.identity_provider_create', { userId: adminId, ip, detail }, tx);
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`An identity provider with the id ${input.id} or the issuer ${discoveredIssuer} exists already.`);
+      throw err;
+    }
+    return this.toAdmin({ ...row, disabledAt: null, updatedAt: now }, 0);
+  }
+
+  /**
+   * Any of the changes, in one locked transaction, each audited. Disabling refuses its sign-ins
+   * from now and ends every browser session started through it (the serializer refuses any
+   * written back by a request in flight); enabling lets it sign people in again. `enforce` takes
+   * effect at once: password sign-in, reset mail and passwords set by invitation stop for its
+   * domains (existing sessions stay; CLI and extension grants end by their own rules).
+   * @returns the provider as it is now, and how many sessions ended.
+   * @throws ApiException 404, 409 (a domain of another provider)
+   */
+  async update(id: string, changes: UpdateIdentityProviderRequest, adminId: string, ip: string | null): Promise<{ provider: AdminIdentityProvider; sessionsEnded: number }> {
+    const emailDomains = changes.emailDomains ? [...new Set(changes.emailDomains)] : undefined;
+    // Outside the transaction: nothing waits on the pool while it holds a connection (the embedded database has one backend).
+    const clientSecretSealed = changes.clientSecret === undefined ? undefined : await this.relyingParty.sealClientSecret(id, changes.clientSecret);
+    const { provider, sessionsEnded } = await this.db.transaction(async (tx) => {
+      const current = await this.existing(tx, id);
+      if (emailDomains) await this.refuseClaimedDomains(emailDomains, id, tx);
+      const now = this.clock.now();
+      const settings: IdentityProviderChanges = {
+        displayName: changes.displayName,
+        clientId: changes.clientId,
+        clientSecretSealed,
+        scopes: changes.scopes?.join(' '),
+        emailDomains,
+        enforce: changes.enforce,
+        allowSignUp: changes.allowSignUp,
+      };
+      const changed = Object.entries(settings).filter(([, value]) => value !== undefined).map(([name]) => (name === 'clientSecretSealed' ? 'clientSecret' : name));
+      let sessionsEnded = 0;
+      let disabledAt = current.disabledAt;
+      if (changes.disabled === true && !current.disabledAt) disabledAt = now;
+      if (changes.disabled === false) disabledAt = null;
+      await this.providers.update(tx, id, { ...settings, disabledAt }, now);
+      const label = settings.displayName ?? current.displayName;
+      if (changed.length) {
+        const detail = { providerId: id, label, changed: changed.join(' '), ...(settings.enforce !== undefined ? { enforce: settings.enforce } : {}), ...(settings.allowSignUp !== undefined ? { allowSignUp: settings.allowSignUp } : {}), ...(emailDomains ? { emailDomains: emailDomains.join(' ') } : {}) };
+        await this.audit.record('admin.identity_provider_update', { userId: adminId, ip, detail }, tx);
+      }
+      if (changes.disabled === true) {
+        sessionsEnded = await this.links.endSessionsOfProvider(tx, id);
+        await this.audit.record('admin.identity_provider_disable', { userId: adminId, ip, detail: { providerId: id, label, sessions: sessionsEnded } }, tx);
+      } else if (changes.disabled === false && current.disabledAt) {
+        await this.audit.record('admin.identity_provider_enable', { userId: adminId, ip, detail: { providerId: id, label } }, tx);
+      }
+      return { provider: { ...current, ...stripUndefined(settings), disabledAt, updatedAt: now }, sessionsEnded };
+    });
+    const linked = (await this.providers.list()).find((row) => row.id === id)?.linkedAccounts ?? 0;
+    return { provider: this.toAdmin(provider, linked), sessionsEnded };
+  }
+
+  /**
+   * Deletes a provider: the browser sessions started through it end, its links go (the accounts
+   * stay: one made by federation has no password, and its owner sets one with a reset link).
+   * @throws ApiException 404
+   */
+  async remove(id: string, adminId: string, ip: string | null): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const provider = await this.existing(tx, id);
+      const sessions = await this.links.endSessionsOfProvider(tx, id);
+      await this.providers.delete(tx, id);
+      await this.audit.record('admin.identity_provider_delete', { userId: adminId, ip, detail: { providerId: id, label: provider.displayName, sessions } }, tx);
+    });
+  }
+
+  /** The links of these people (admin pages: "last verified at the provider"). */
+  linksOf(userIds: string[]): Promise<LinkForAdmin[]> {
+    return this.links.forAdmin(userIds);
+  }
+
+  /** An admin removes a person's link; its browser sessions end. @throws ApiException 404 */
+  async unlink(userId: string, linkId: string, adminId: string, ip: string | null): Promise<void> {
+    if (!(await this.links.unlink(linkId, userId, adminId, ip, this.clock.now()))) throw notFound('That person has no such link.');
+  }
+
+  private toAdmin(row: Omit<IdentityProviderRow, 'clientSecretSealed' | 'metadata'>, linkedAccounts: number): AdminIdentityProvider {
+    return {
+      id: row.id,
+      displayName: row.displayName,
+      issuer: row.issuer,
+      clientId: row.clientId,
+      scopes: row.scopes.split(' ').filter(Boolean),
+      emailDomains: row.emailDomains,
+      enforce: row.enforce,
+      allowSignUp: row.allowSignUp,
+      disabled: row.disabledAt !== null,
+      redirectUri: this.federation.redirectUri(row.id),
+      linkedAccounts,
+      createdAt: row.createdAt.toISOString(),
+    };
+  }
+
+  private async existing(tx: EntityManager, id: string): Promise<IdentityProviderRow> {
+    const provider = await this.providers.lockedById(tx, id);
+    if (!provider) throw notFound(`No identity provider with the id ${id}.`);
+    return provider;
+  }
+
+  /** A domain belongs to one provider: who may sign it in, and who enforces it, is never in doubt. */
+  private async refuseClaimedDomains(domains: string[], exceptId: string | null, tx?: EntityManager): Promise<void> {
+    const [claimed] = await this.providers.claimedElsewhere(domains, exceptId, tx);
+    if (claimed) throw conflict(`The domain ${claimed.domain} belongs to the identity provider ${claimed.id} already.`);
+  }
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

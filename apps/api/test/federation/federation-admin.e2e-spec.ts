@@ -1,0 +1,185 @@
+import { presetIssuer } from '@prospect/contract';
+import { TokensService } from '../../src/tokens/tokens.service.js';
+import { createUser } from '../support/fixtures.js';
+import { request } from '../support/http.js';
+import { signInAs, type WebClient } from '../web/web-client.js';
+import { acmeProvider, events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederation } from './support/federation.js';
+import { HttpBrowser } from './support/http-browser.js';
+import { CLIENT_SECRET, TestProvider } from './support/test-provider.js';
+
+/** Identity providers as admins configure them (issue #34): the JSON API, its pages, and "last verified at the provider" on /admin/users. */
+describe('identity providers for admins', () => {
+  let fed: Federation;
+  let second: TestProvider;
+  let adminPages: WebClient;
+  beforeAll(async () => {
+    fed = await startFederation({ providerIds: ['acme', 'beta', 'gamma'] });
+    second = await TestProvider.start(['beta', 'gamma'].map((id) => `${fed.api.baseUrl}/login/sso/${id}/callback`));
+    adminPages = await signInAs(fed.api, fed.admin.email, 'correct horse battery');
+  });
+  afterAll(async () => {
+    await second?.close();
+    await fed?.close();
+  });
+
+  const providerRow = async (id: string) => (await fed.api.dataSource.query(`SELECT * FROM identity_providers WHERE id = $1`, [id]))[0];
+  const postPage = async (page: string, path: string, form: Record<string, string>) => {
+    const text = (await adminPages.send('GET', page)).text;
+    return adminPages.send('POST', path, { _csrf: adminPages.csrfFrom(text), ...form });
+  };
+
+  it('is for admins only, and refuses what cannot be a provider with a 4xx that says why', async () => {
+    const userToken = (await fed.api.app.get(TokensService).issue({ userId: (await createUser(fed.api)).id, origin: 'direct' })).accessToken;
+    expect((await request(fed.api, 'GET', PROVIDERS, { token: userToken })).status).toBe(403);
+    expect((await request(fed.api, 'GET', PROVIDERS)).status).toBe(401);
+
+    const base = { ...acmeProvider(second), id: 'beta', emailDomains: ['beta.test'] };
+    const refusals: Array<[unknown, number, RegExp]> = [
+      [{ ...base, issuer: 'http://sso.example.com' }, 400, /https/],
+      [{ ...base, issuer: 'https://user:pw@sso.example.com' }, 400, /plain URL/],
+      [{ ...base, id: 'link' }, 400, /path of the sign-in pages/],
+      [{ ...base, id: 'Bad Id' }, 400, /id/],
+      [{ ...base, issuer: undefined, preset: 'microsoft' }, 400, /tenant/],
+      [{ ...base, issuer: undefined, preset: 'microsoft', tenant: 'common' }, 400, /tenant/],
+      [{ ...base, preset: 'google' }, 400, /preset fills in the issuer/],
+      [{ ...base, scopes: ['email'] }, 400, /openid/],
+      [{ ...base, emailDomains: [] }, 400, /emailDomains/],
+      [{ ...base, clientSecret: undefined }, 400, /clientSecret/],
+      [{ ...base, extra: true }, 400, /extra/],
+      [{ ...base, issuer: 'http://127.0.0.1:1' }, 400, /Could not read the OpenID configuration of http:\/\/127\.0\.0\.1:1/],
+      [{ ...base, id: 'acme' }, 409, /exists already/],
+      [{ ...base, emailDomains: ['acme.test'] }, 409, /acme\.test belongs to the identity provider acme/],
+      [{ ...base, issuer: fed.idp.issuer }, 409, /issuer/],
+      // The same issuer written otherwise: its discovery document names it as acme's does.
+      [{ ...base, issuer: `${fed.idp.issuer}/` }, 409, /issuer/],
+    ];
+    for (const [body, status, message] of refusals) {
+      const res = await fed.call('POST', PROVIDERS, body);
+      expect([JSON.stringify(body), res.status]).toEqual([JSON.stringify(body), status]);
+      expect(res.body.message).toMatch(message);
+    }
+    expect(await providerRow('beta')).toBeUndefined();
+    // The presets only fill in the issuer.
+    expect(presetIssuer('google')).toBe('https://accounts.google.com');
+    expect(presetIssuer('microsoft', 'contoso.onmicrosoft.com')).toBe('https://login.microsoftonline.com/contoso.onmicrosoft.com/v2.0');
+  });
+
+  it('keeps the client secret sealed and never shows it; answers the redirect URI to register; documents the API', async () => {
+    const created = await fed.call('POST', PROVIDERS, { ...acmeProvider(second), id: 'beta', displayName: 'Beta ID', emailDomains: ['Beta.test', 'beta.test'], scopes: ['openid', 'email'] });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({
+      id: 'beta',
+      displayName: 'Beta ID',
+      issuer: second.issuer,
+      clientId: 'prospect',
+      scopes: ['openid', 'email'],
+      emailDomains: ['beta.test'],
+      enforce: false,
+      allowSignUp: true,
+      disabled: false,
+      redirectUri: `${fed.api.baseUrl}/login/sso/beta/callback`,
+      linkedAccounts: 0,
+      createdAt: expect.any(String),
+    });
+    expect(JSON.stringify((await fed.call('GET', PROVIDERS)).body)).not.toContain(CLIENT_SECRET);
+    const row = await providerRow('beta');
+    expect(Buffer.from(row.client_secret_sealed).includes(Buffer.from(CLIENT_SECRET))).toBe(false);
+    expect(JSON.stringify(row)).not.toContain(CLIENT_SECRET);
+    expect(fed.api.logs()).not.toContain(CLIENT_SECRET);
+    expect(row.metadata.issuer).toBe(second.issuer);
+
+    // A wrong secret is refused by the provider's token endpoint; the right one signs in again.
+    second.users.set('bea', { sub: 'bea', email: 'bea@beta.test', email_verified: true });
+    expect((await fed.call('PATCH', `${PROVIDERS}/beta`, { clientSecret: 'not-the-secret' })).status).toBe(200);
+    const browser = new HttpBrowser();
+    const misconfigured = await signInThrough(browser, fed.api, '/login/sso/beta', 'bea');
+    expect(misconfigured.status).toBe(502);
+    expect(misconfigured.text).toContain('Ask an administrator');
+    expect((await events(fed.api, 'federation.login_refused')).at(-1)!.detail.reason).toMatch(/invalid_client|refused the client/);
+    await fed.call('PATCH', `${PROVIDERS}/beta`, { clientSecret: CLIENT_SECRET });
+    expect((await signInThrough(browser, fed.api, '/login/sso/beta', 'bea')).status).toBe(303);
+    expect(await signedInAs(browser, fed.api)).toBe('bea@beta.test');
+    expect((await fed.call('GET', `${PROVIDERS}/beta`)).body.linkedAccounts).toBe(1);
+    expect((await fed.call('GET', `${PROVIDERS}/nope`)).status).toBe(404);
+
+    const docs = (await request(fed.api, 'GET', '/api/docs-json')).body;
+    expect(Object.keys(docs.paths)).toEqual(expect.arrayContaining(['/api/admin/identity-providers', '/api/admin/identity-providers/{id}']));
+  });
+
+  it('deleting a provider ends its sessions and links; the accounts stay, without a password', async () => {
+    second.users.set('gus', { sub: 'gus', email: 'gus@gamma.test', email_verified: true });
+    await fed.call('DELETE', `${PROVIDERS}/beta`);
+    expect((await fed.call('POST', PROVIDERS, { ...acmeProvider(second), id: 'gamma', emailDomains: ['gamma.test'] })).status).toBe(201);
+    const browser = new HttpBrowser();
+    await signInThrough(browser, fed.api, '/login/sso/gamma', 'gus');
+    expect(await signedInAs(browser, fed.api)).toBe('gus@gamma.test');
+
+    expect((await fed.call('DELETE', `${PROVIDERS}/gamma`)).status).toBe(204);
+    expect(await signedInAs(browser, fed.api)).toBeNull();
+    expect(await fed.api.dataSource.query(`SELECT id FROM federated_identities WHERE provider_id = 'gamma'`)).toEqual([]);
+    expect(await fed.api.dataSource.query(`SELECT password_hash FROM users WHERE email = 'gus@gamma.test'`)).toEqual([{ password_hash: null }]);
+    expect((await fed.call('DELETE', `${PROVIDERS}/gamma`)).status).toBe(404);
+    expect((await events(fed.api, 'admin.identity_provider_delete')).at(-1)).toMatchObject({ user_id: fed.admin.id, detail: { providerId: 'gamma', sessions: 1 } });
+  });
+
+  it('the page adds, disables, enables and deletes a provider, showing the redirect URI to register', async () => {
+    const page = await adminPages.send('GET', '/admin/identity-providers');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`${fed.api.baseUrl}/login/sso/acme/callback`);
+    expect(page.text).not.toContain(CLIENT_SECRET);
+
+    const refused = await postPage('/admin/identity-providers', '/admin/identity-providers', { preset: 'generic', id: 'beta', displayName: 'Beta ID', issuer: 'http://sso.example.com', clientId: 'prospect', clientSecret: CLIENT_SECRET, emailDomains: 'beta.test' });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('https');
+    const added = await postPage('/admin/identity-providers', '/admin/identity-providers', {
+      preset: 'generic',
+      id: 'beta',
+      displayName: 'Beta ID',
+      issuer: second.issuer,
+      clientId: 'prospect',
+      clientSecret: CLIENT_SECRET,
+      emailDomains: 'beta.test, beta-two.test',
+      allowSignUp: 'on',
+    });
+    expect(added.status).toBe(303);
+    const shown = await adminPages.send('GET', added.location!);
+    expect(shown.text).toContain('Register this redirect URI at the provider');
+    expect(shown.text).toContain(`${fed.api.baseUrl}/login/sso/beta/callback`);
+    // No scopes typed: the default, with offline_access as this provider offers it (its refresh token serves the leaver check).
+    expect((await fed.call('GET', `${PROVIDERS}/beta`)).body).toMatchObject({ emailDomains: ['beta.test', 'beta-two.test'], allowSignUp: true, enforce: false, scopes: ['openid', 'email', 'profile', 'offline_access'] });
+
+    expect((await postPage('/admin/identity-providers', '/admin/identity-providers/beta/disable', {})).status).toBe(303);
+    expect((await fed.call('GET', `${PROVIDERS}/beta`)).body.disabled).toBe(true);
+    expect((await postPage('/admin/identity-providers', '/admin/identity-providers/beta/enable', {})).status).toBe(303);
+    const edited = await postPage('/admin/identity-providers', '/admin/identity-providers/beta', { displayName: 'Beta', clientId: 'prospect', scopes: 'openid email profile', emailDomains: 'beta.test', enforce: 'on' });
+    expect(edited.status).toBe(303);
+    expect((await fed.call('GET', `${PROVIDERS}/beta`)).body).toMatchObject({ displayName: 'Beta', enforce: true, allowSignUp: false, emailDomains: ['beta.test'], disabled: false });
+    expect((await postPage('/admin/identity-providers', '/admin/identity-providers/beta/delete', { confirm: 'nope' })).status).toBe(400);
+    expect((await postPage('/admin/identity-providers', '/admin/identity-providers/beta/delete', { confirm: 'beta' })).status).toBe(303);
+    expect((await fed.call('GET', `${PROVIDERS}/beta`)).status).toBe(404);
+  });
+
+  it('/admin/users shows when the provider last verified each person, and an admin unlinks one', async () => {
+    fed.idp.users.set('una', { sub: 'una', email: 'una@acme.test', email_verified: true, name: 'Una' });
+    const browser = new HttpBrowser();
+    await signInThrough(browser, fed.api, '/login/sso/acme', 'una');
+    const [una] = await fed.api.dataSource.query(`SELECT id FROM users WHERE email = 'una@acme.test'`);
+
+    const list = await adminPages.send('GET', '/admin/users?q=una%40acme.test');
+    expect(list.text).toContain('Last verified at the provider');
+    expect(list.text).toMatch(/Acme SSO: \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/);
+    // Made by the provider, without a password, but not an invitation waiting.
+    expect(list.text).not.toContain('>invited<');
+    const person = await adminPages.send('GET', `/admin/users/${una.id}`);
+    expect(person.text).toContain('Unlink Acme SSO');
+    const [link] = await fed.api.dataSource.query(`SELECT id FROM federated_identities WHERE user_id = $1`, [una.id]);
+    const unlinked = await adminPages.send('POST', `/admin/users/${una.id}/links/${link.id}/unlink`, { _csrf: adminPages.csrfFrom(person.text) });
+    expect(unlinked.status).toBe(303);
+    expect(await fed.api.dataSource.query(`SELECT id FROM federated_identities WHERE user_id = $1`, [una.id])).toEqual([]);
+    expect(await signedInAs(browser, fed.api)).toBeNull();
+    expect((await events(fed.api, 'federation.unlink')).at(-1)).toMatchObject({ user_id: una.id, detail: { providerId: 'acme', by: fed.admin.id } });
+    // Unlinked, the address has an account the provider must now prove again.
+    const again = await signInThrough(new HttpBrowser(), fed.api, '/login/sso/acme', 'una');
+    expect(again.location?.pathname).toBe('/login/link');
+  });
+});
