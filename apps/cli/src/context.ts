@@ -1,6 +1,7 @@
 import type { SessionFile } from '@prospect/contract';
 import { ENV } from '@prospect/contract';
 import { ApiClient, type FetchLike } from './api-client/api-client.js';
+import { ServerClock } from './session/server-clock.js';
 import type { SessionStore } from './session/session-store.js';
 
 /** Where every command gets what it needs, so tests can hand in their own. */
@@ -22,6 +23,8 @@ export interface CommandContext {
   credentials?: Credentials;
   /** Stops the command: Ctrl-C. */
   signal: AbortSignal;
+  /** The server's clock as measured against this machine's (serverClockOf); a test may hand in one with a fake local clock. */
+  serverClock?: ServerClock;
 }
 
 export interface Credentials {
@@ -45,7 +48,20 @@ export function requestedApiUrl(ctx: Pick<CommandContext, 'flags' | 'env'>): str
 
 export const writeLine = (stream: NodeJS.WritableStream, line = '') => stream.write(`${line}\n`);
 
-/** The one way a command gets a client of the API: for `baseUrl`, through the context's fetch (tests hand in their own). */
-export function apiClientFor(ctx: Pick<CommandContext, 'fetch'>, baseUrl: string, timeoutMs?: number): ApiClient {
-  return new ApiClient({ baseUrl, fetch: ctx.fetch, timeoutMs });
+/**
+ * The clock every expiry is judged by: the server's, as its answers tell it, kept beside the
+ * session file (session/server-clock.ts). One per command run.
+ */
+export function serverClockOf(ctx: Pick<CommandContext, 'store' | 'serverClock'>): ServerClock {
+  ctx.serverClock ??= new ServerClock(ctx.store.dir);
+  return ctx.serverClock;
+}
+
+/**
+ * The one way a command gets a client of the API: for `baseUrl`, through the context's fetch
+ * (tests hand in their own); with a session store, every answer also measures the server's clock.
+ */
+export function apiClientFor(ctx: Pick<CommandContext, 'fetch' | 'serverClock'> & Partial<Pick<CommandContext, 'store'>>, baseUrl: string, timeoutMs?: number): ApiClient {
+  if (ctx.store) ctx.serverClock ??= new ServerClock(ctx.store.dir);
+  return new ApiClient({ baseUrl, fetch: ctx.fetch, timeoutMs, serverClock: ctx.serverClock });
 }

@@ -8,9 +8,10 @@ process.once('SIGINT', () => {
   setTimeout(() => process.exit(EXIT.interrupted), 2_000).unref();
 });
 
-// Past a file-size limit (ulimit -f) a write fails with EFBIG, which is then said in one line:
-// Node ignores SIGXFSZ for that, but once proper-lockfile is loaded its signal-exit re-raises
-// the signal when it is the only listener, which would kill prospect in the middle of a save.
+// Past a file-size limit (ulimit -f) a write fails with EFBIG, which is then said in one line.
+// Node ignores SIGXFSZ for that, but signal-exit (which Ink loads for the login screen) listens
+// for it and re-raises it when it is the only listener, which would kill prospect in the middle
+// of saving the session: this listener keeps it from ever being the only one.
 process.on('SIGXFSZ', () => undefined);
 
 void runCli(process.argv.slice(2), {

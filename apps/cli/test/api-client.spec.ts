@@ -1,5 +1,5 @@
-import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine, normalizeMeResponse } from '../src/api-client/api-client.js';
-import { CliError } from '../src/errors.js';
+import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine, normalizeBaseUrl, normalizeMeResponse } from '../src/api-client/api-client.js';
+import { CliError, EXIT } from '../src/errors.js';
 import { fakeBackend, inAnHour, json, user } from './support/fake-backend.js';
 
 describe('GET /api/cli/auth/me normalization (seed §4.3)', () => {
@@ -11,6 +11,21 @@ describe('GET /api/cli/auth/me normalization (seed §4.3)', () => {
     ['wrapped in data', { data: { user, expiresAt } }],
   ])('accepts the %s variant', (_, body) => {
     expect(normalizeMeResponse(body)).toEqual({ user, expiresAt });
+  });
+
+  it.each([
+    ['top-level user', { user, expiresAt, madeWith: 'the token “CI runner”' }],
+    ['wrapped in data', { data: { user, expiresAt, madeWith: 'the token “CI runner”' } }],
+  ])('keeps madeWith, which token or session made this one, in the %s variant', (_, body) => {
+    expect(normalizeMeResponse(body)).toEqual({ user, expiresAt, madeWith: 'the token “CI runner”' });
+  });
+
+  it('shows madeWith only as one line of plain text, and leaves out one that is not text', () => {
+    const hostile = '\u001b]0;pwned\u0007the \u001b[31mProspect CLI\u001b[0m session on\u202e potpal\r\nFAKE LINE';
+    expect(normalizeMeResponse({ user, expiresAt, madeWith: hostile }).madeWith).toBe('the Prospect CLI session on potpal FAKE LINE');
+    expect(normalizeMeResponse({ user, expiresAt, madeWith: 'x'.repeat(5000) }).madeWith).toHaveLength(200);
+    expect(normalizeMeResponse({ user, expiresAt, madeWith: 42 })).toEqual({ user, expiresAt });
+    expect(normalizeMeResponse({ user, expiresAt, madeWith: ' \u0007 ' })).toEqual({ user, expiresAt });
   });
 
   it.each([
@@ -81,6 +96,61 @@ describe('ApiClient against a fake backend', () => {
   it('refuses a base URL that is not http(s)', () => {
     expect(() => new ApiClient({ baseUrl: 'ftp://example.com' })).toThrow(/http\(s\)/);
     expect(() => new ApiClient({ baseUrl: 'not a url' })).toThrow(/Not a URL/);
+  });
+});
+
+describe('normalizeBaseUrl: the backend, or the one meant', () => {
+  const refusal = (input: string) => {
+    try {
+      normalizeBaseUrl(input);
+    } catch (err) {
+      return { message: (err as CliError).message, exitCode: (err as CliError).exitCode };
+    }
+    throw new Error(`${input} was accepted`);
+  };
+
+  it.each([
+    ['http://localhost:3000/', 'http://localhost:3000'],
+    ['  https://id.example.com  ', 'https://id.example.com'],
+    // A server may be served under a prefix of its own: any path that is not one of the service's is kept.
+    ['https://corp.example/prospect/', 'https://corp.example/prospect'],
+    ['https://corp.example/tools/prospect', 'https://corp.example/tools/prospect'],
+  ])('takes %j as %j', (input, base) => {
+    expect(normalizeBaseUrl(input)).toBe(base);
+  });
+
+  it.each([
+    ['localhost:3000', 'http://localhost:3000'],
+    ['localhost', 'http://localhost'],
+    ['127.0.0.1:3000/', 'http://127.0.0.1:3000'],
+    ['[::1]:3000', 'http://[::1]:3000'],
+    ['api.localhost:8080', 'http://api.localhost:8080'],
+    ['id.example.com', 'https://id.example.com'],
+    ['id.example.com:80', 'https://id.example.com:80'],
+    ['10.0.0.5:3000', 'https://10.0.0.5:3000'],
+    ['localhost:3000/api', 'http://localhost:3000'],
+  ])('%j, without a scheme: "did you mean %s?", a usage error', (input, meant) => {
+    expect(refusal(input)).toEqual({ message: `${JSON.stringify(input)} has no scheme: did you mean ${meant}?`, exitCode: EXIT.usage });
+  });
+
+  it.each([
+    ['http://localhost:3000/api', 'http://localhost:3000'],
+    ['http://localhost:3000/api/', 'http://localhost:3000'],
+    ['http://localhost:3000/api/cli/auth/me', 'http://localhost:3000'],
+    ['http://localhost:3000/device?user_code=BCDF-GHJK', 'http://localhost:3000'],
+    ['http://localhost:3000/settings/tokens', 'http://localhost:3000'],
+    ['https://id.example.com/.well-known/oauth-authorization-server', 'https://id.example.com'],
+    ['https://corp.example/prospect/api', 'https://corp.example/prospect'],
+  ])('%j, a path of the service rather than its base: "did you mean %s?", a usage error', (input, base) => {
+    const given = input.replace(/[?].*$/, '').replace(/\/+$/, '');
+    expect(refusal(input)).toEqual({ message: `${given} is a path of the Prospect service, not its base URL: did you mean ${base}?`, exitCode: EXIT.usage });
+  });
+
+  it('still refuses what is not an http(s) URL, naming what it is', () => {
+    expect(refusal('ftp://example.com')).toEqual({ message: 'The backend must be an http(s) URL, not ftp:', exitCode: EXIT.usage });
+    expect(refusal('mailto:ada@example.com')).toEqual({ message: 'The backend must be an http(s) URL, not mailto:', exitCode: EXIT.usage });
+    expect(refusal('not a url')).toEqual({ message: 'Not a URL: "not a url".', exitCode: EXIT.usage });
+    expect(refusal('')).toEqual({ message: 'Not a URL: "".', exitCode: EXIT.usage });
   });
 });
 

@@ -19,7 +19,8 @@ describe('SessionStore', () => {
     dir = join(await mkdtemp(join(tmpdir(), 'prospect-session-')), 'config', 'prospect');
     store = new SessionStore(dir);
   });
-  afterEach(() => rm(dir, { recursive: true, force: true }));
+  // The temporary directory made above, not only the config directory inside it.
+  afterEach(() => rm(join(dir, '..', '..'), { recursive: true, force: true }));
 
   it('writes exactly the contract fields, owner-only, atomically, and reads them back', async () => {
     await store.write(session);

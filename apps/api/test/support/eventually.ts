@@ -1,6 +1,8 @@
-/** Waits (bounded) until `check` holds; the bound is the staleness a test allows and more. Answers whether it held. */
+import { scaledTimeout } from './process-cleanup.js';
+
+/** Waits (bounded, the bound scaled to the machine's load) until `check` holds; the bound is the staleness a test allows and more. Answers whether it held. */
 export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 3_000): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
+  const until = Date.now() + scaledTimeout(timeoutMs);
   while (Date.now() < until) {
     if (await check()) return true;
     await new Promise((r) => setTimeout(r, 20));

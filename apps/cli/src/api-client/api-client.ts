@@ -1,4 +1,4 @@
-import { DEFAULT_API_BASE_URL, ENV, ErrorBodySchema, ROUTES, type User, UserSchema } from '@prospect/contract';
+import { DEFAULT_API_BASE_URL, ENV, ErrorBodySchema, OAUTH_ROUTES, ROUTES, type User, UserSchema } from '@prospect/contract';
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
 import { CliError, EXIT } from '../errors.js';
@@ -94,6 +94,22 @@ function shellWord(word: string): string {
   return /^[\w@%+=:,./~-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
+/**
+ * A route of the service was not found under a base URL with a path (`https://host/prefix`): the
+ * service is not served there, which is no news about device login or tokens. The hint names the
+ * base the service usually has, the server's origin, with the command that logs in to it
+ * (`token`: with `--token -`). Undefined for a base without a path: there a 404 means what it says.
+ */
+export function notServedUnderPath(baseUrl: string, route: string, status: number, options: { env?: NodeJS.ProcessEnv; token?: boolean } = {}): CliError | undefined {
+  const { origin, pathname } = new URL(baseUrl);
+  if (status !== 404 || pathname === '/' || pathname === '') return undefined;
+  return new CliError(
+    `${baseUrl} is not the base URL of a Prospect service: ${baseUrl}${route} was not found (HTTP 404).`,
+    EXIT.failure,
+    `Its base is usually the server's address, without a path: did you mean ${origin}? Then run \`${loginCommandLine(origin, options)}\`.`,
+  );
+}
+
 /** The server could not be reached at all (refused, DNS, reset, timeout). */
 export class ApiUnreachableError extends CliError {
   constructor(readonly baseUrl: string, cause: string) {
@@ -103,25 +119,80 @@ export class ApiUnreachableError extends CliError {
 
 export type FetchLike = typeof fetch;
 
+/** Learns the server's clock from its answers (session/server-clock.ts). */
+export interface ServerTimeWitness {
+  /** This machine's clock. */
+  localNow(): number;
+  /** An answer's headers (`Date`), with when its request left and its answer came, by localNow. Never throws. */
+  observe(baseUrl: string, headers: Headers, sentAt: number, receivedAt: number): Promise<void>;
+}
+
 export interface ApiClientOptions {
   baseUrl: string;
   fetch?: FetchLike;
   /** Per request; the logout call uses a short one. */
   timeoutMs?: number;
+  /** Told of every answer, so expiries are judged by the server's clock. */
+  serverClock?: ServerTimeWitness;
 }
 
-/** A normalized backend URL: http(s), no trailing slash. Throws a usage error otherwise. */
+/**
+ * A normalized backend URL: http(s), no trailing slash. Throws a usage error otherwise, with the
+ * URL meant when it can be told: `localhost:3000` (no scheme) is `http://localhost:3000`, and
+ * `http://localhost:3000/api` (a path of the service's own) is `http://localhost:3000`.
+ */
 export function normalizeBaseUrl(input: string): string {
+  const text = input.trim();
+  if (!/^[a-z][a-z\d+.-]*:\/\//i.test(text)) {
+    const meant = withSchemeAdded(text);
+    if (meant) throw new CliError(`${JSON.stringify(text)} has no scheme: did you mean ${serviceBaseOf(meant)}?`, EXIT.usage);
+  }
   let url: URL;
   try {
-    url = new URL(input.trim());
+    url = new URL(text);
   } catch {
-    throw new CliError(`Not a URL: ${JSON.stringify(input)}.`, 2, 'Pass the backend as --api-url https://host');
+    throw new CliError(`Not a URL: ${JSON.stringify(input)}.`, EXIT.usage, 'Pass the backend as --api-url https://host');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new CliError(`The backend must be an http(s) URL, not ${url.protocol}`, 2);
+    throw new CliError(`The backend must be an http(s) URL, not ${url.protocol}`, EXIT.usage);
   }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  const given = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  const base = serviceBaseOf(url);
+  if (base !== given) {
+    throw new CliError(`${given} is a path of the Prospect service, not its base URL: did you mean ${base}?`, EXIT.usage);
+  }
+  return given;
+}
+
+/**
+ * The first path segment of every route and page of the service (`api`, `oauth`, `.well-known`,
+ * `device`, `settings`, …): a base URL, which those hang from, never holds one. Any other path
+ * is taken as given: a server may well be served under a prefix (`https://corp.example/prospect`).
+ */
+const SERVICE_PATH_ROOTS = new Set([...Object.values(ROUTES), ...Object.values(OAUTH_ROUTES)].map((route) => route.split('/')[1]!));
+
+/** The backend `url` names: its origin and path, cut before the first segment that is one of the service's own. */
+function serviceBaseOf(url: URL): string {
+  const segments = url.pathname.split('/').filter(Boolean);
+  const own = segments.findIndex((segment) => SERVICE_PATH_ROOTS.has(segment));
+  return url.origin + (own < 0 ? segments : segments.slice(0, own)).map((segment) => `/${segment}`).join('');
+}
+
+/**
+ * `host`, `host:port` or `host:port/path` typed without a scheme, as the URL meant: http for this
+ * machine (the loopback names and addresses, where a development server runs without TLS), https
+ * for anything else. Undefined for what is not a host (another scheme's URL, a user name, spaces).
+ */
+function withSchemeAdded(text: string): URL | undefined {
+  if (!/^(\[[\da-f:.]+\]|[^/?#:@[\]\s]+)(:\d+)?([/?#]\S*)?$/i.test(text)) return undefined;
+  try {
+    const { hostname } = new URL(`http://${text}`);
+    const loopback = hostname === 'localhost' || hostname.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
+    // Parsed again with its own scheme: `host:80` keeps its port under https.
+    return new URL(`${loopback ? 'http' : 'https'}://${text}`);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Who is asking, on every request: the server's approval and tokens pages show it. */
@@ -154,11 +225,13 @@ export class ApiClient {
   readonly baseUrl: string;
   private readonly fetchImpl: FetchLike;
   private readonly timeoutMs: number;
+  private readonly serverClock?: ServerTimeWitness;
 
   constructor(options: ApiClientOptions) {
     this.baseUrl = normalizeBaseUrl(options.baseUrl);
     this.fetchImpl = options.fetch ?? fetch;
     this.timeoutMs = options.timeoutMs ?? 15_000;
+    this.serverClock = options.serverClock;
   }
 
   /**
@@ -192,6 +265,7 @@ export class ApiClient {
     const timeout = AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
     let res: Response;
+    const sentAt = this.serverClock?.localNow();
     try {
       res = await this.fetchImpl(this.baseUrl + path, {
         method,
@@ -206,6 +280,8 @@ export class ApiClient {
       if (options.signal?.aborted) throw options.signal.reason ?? err;
       throw new ApiUnreachableError(this.baseUrl, describeNetworkError(err));
     }
+    // Every answer tells the server's time, a refusal's as much as a success's.
+    if (this.serverClock) await this.serverClock.observe(this.baseUrl, res.headers, sentAt!, this.serverClock.localNow());
     if (res.status >= 300 && res.status < 400) {
       await res.body?.cancel();
       throw new ApiHttpError(
@@ -244,9 +320,12 @@ export class ApiClient {
     return { status: res.status, statusText: res.statusText, body, headers: res.headers };
   }
 
-  /** GET /api/cli/auth/me, normalized from any of the seed's three variants (§4.3). */
-  /** Who the token is, and what it may do when the server says (`X-OAuth-Scopes`, as GitHub's API does). */
-  async me(token: string): Promise<{ user: User; expiresAt: string; scopes?: string[] }> {
+  /**
+   * GET /api/cli/auth/me, normalized from any of the seed's three variants (§4.3): who the token
+   * is, what it may do when the server says (`X-OAuth-Scopes`, as GitHub's API does), and which
+   * token or session made it (`madeWith`) when it was made with one.
+   */
+  async me(token: string): Promise<MeAnswer> {
     const { body, headers } = await this.request('GET', ROUTES.me, { token });
     const scopes = headers.get('x-oauth-scopes');
     return { ...normalizeMeResponse(body), ...(scopes === null ? {} : { scopes: stripControls(scopes).split(',').map((s) => s.trim()).filter(Boolean) }) };
@@ -283,10 +362,30 @@ function buildMeVariants() {
   ]);
 }
 
-/** Top-level `user`, a flat user, or `{data: {user}}`: all become `{user, expiresAt}`. */
-export function normalizeMeResponse(body: unknown): { user: User; expiresAt: string } {
+/** What GET /api/cli/auth/me says of a token. */
+export interface MeAnswer {
+  user: User;
+  expiresAt: string;
+  scopes?: string[];
+  /** Which token or session made this one, in the server's words ("the token “CI runner”"). */
+  madeWith?: string;
+}
+
+/** The most of `madeWith` that is shown: it names a token or a session, a line at most. */
+const MAX_MADE_WITH_LENGTH = 200;
+
+/**
+ * Top-level `user`, a flat user, or `{data: {user}}`: all become `{user, expiresAt}`, with
+ * `madeWith` when the server sent one as text. A `madeWith` of another type is left out rather
+ * than failing the answer: it is only ever shown, and a server from before it sends none.
+ */
+export function normalizeMeResponse(body: unknown): Omit<MeAnswer, 'scopes'> {
   const parsed = (meVariants ??= buildMeVariants()).safeParse(body);
   if (!parsed.success) throw new CliError('The server answered /api/cli/auth/me with an unexpected shape.', 1, 'Is --api-url pointing at a Prospect server?');
   const { user, expiresAt } = parsed.data;
-  return { user: { id: user.id, email: user.email, name: user.name }, expiresAt };
+  const fields = (body as { data?: unknown }).data ?? body;
+  const madeWith = (fields as { madeWith?: unknown }).madeWith;
+  // Stripped here too, not only with the rest of the body: this text goes straight to the terminal.
+  const shown = typeof madeWith === 'string' ? stripControls(madeWith.replace(/\s+/g, ' ')).replace(/ {2,}/g, ' ').trim().slice(0, MAX_MADE_WITH_LENGTH) : '';
+  return { user: { id: user.id, email: user.email, name: user.name }, expiresAt, ...(shown ? { madeWith: shown } : {}) };
 }

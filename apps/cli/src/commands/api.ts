@@ -1,6 +1,9 @@
-import { DEFAULT_API_BASE_URL } from '@prospect/contract';
+import { DEFAULT_API_BASE_URL, IDEMPOTENCY_KEY_HEADER, ROUTES } from '@prospect/contract';
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { ApiHttpError, sessionTokenRejected } from '../api-client/api-client.js';
+import { ApiHttpError, ApiUnreachableError, sessionTokenRejected } from '../api-client/api-client.js';
+import { realTiming } from '../device-login/device-login-client.js';
+import { renewRefusedSession } from '../session/refresh.js';
 import { stripControls } from '../api-client/untrusted-text.js';
 import { apiClientFor, type CommandContext, requestedApiUrl, writeLine } from '../context.js';
 import { CliError, usageError } from '../errors.js';
@@ -29,6 +32,10 @@ export const apiCommand: Command = {
   The answer is printed as indented JSON at a terminal, and as one line of JSON
   otherwise (for pipes and scripts).
 
+  Creating a token (POST /api/cli/auth/token) sends an Idempotency-Key (or yours,
+  from -H), and sends the request again with it when the answer is lost: the
+  server answers the same key with the same token, so none is made twice.
+
   Examples
     $ prospect api /api/cli/auth/me
     $ prospect api -i /api/cli/auth/token -f label=ci
@@ -54,14 +61,31 @@ export const apiCommand: Command = {
     if (!METHODS.includes(method)) throw usageError(`Unknown --method ${JSON.stringify(ctx.flags.method)}: use one of ${METHODS.join(', ')}.`);
     // fetch refuses a GET with a body, which would otherwise read as a network failure.
     if (method === 'GET' && body !== undefined) throw usageError('A GET request carries no body: drop --data, --input or -f, or use -X POST.');
-    const credentials = ctx.credentials;
     // Only PROSPECT_SKIP_AUTH=1 gets here without credentials.
-    const baseUrl = credentials?.apiBaseUrl ?? requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL;
+    const baseUrl = ctx.credentials?.apiBaseUrl ?? requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL;
     const api = apiClientFor(ctx, baseUrl);
+    const tokenCreation = createsToken(method, path);
+    // One key for this invocation, the same on every send of it (the retries below, the one after a renewal).
+    if (tokenCreation && !headers.some(([name]) => name.toLowerCase() === IDEMPOTENCY_KEY_HEADER.toLowerCase())) {
+      headers.push([IDEMPOTENCY_KEY_HEADER, `"${randomUUID()}"`]);
+    }
+    const sendOnce = () => api.request(method, path, { body, headers, token: ctx.credentials?.accessToken, signal: ctx.signal });
+    const send = tokenCreation ? () => sendAgainWhenSafe(ctx, sendOnce) : sendOnce;
     let res;
     try {
-      res = await api.request(method, path, { body, headers, token: credentials?.accessToken, signal: ctx.signal });
+      try {
+        res = await send();
+      } catch (err) {
+        // The server says the token expired, whatever this machine's clock says: a session's
+        // token is renewed once and the request sent again (a 401 did nothing on the server).
+        const session = ctx.credentials?.source === 'file' ? ctx.session : undefined;
+        if (!(err instanceof ApiHttpError && err.tokenProblem === 'expired' && session?.refreshToken)) throw err;
+        ctx.session = await renewRefusedSession(ctx, session, err);
+        ctx.credentials = { accessToken: ctx.session.accessToken, apiBaseUrl: ctx.session.apiBaseUrl, source: 'file' };
+        res = await send();
+      }
     } catch (err) {
+      const credentials = ctx.credentials;
       // -i shows the head of every answer, an error's too (as gh does), before the one error line.
       if (err instanceof ApiHttpError && ctx.flags.include) writeHead(ctx, err.status, err.statusText, err.headers);
       if (err instanceof ApiHttpError && err.status === 401 && credentials) throw sessionTokenRejected(err, api.baseUrl, { env: ctx.env, fromEnv: credentials.source === 'env' });
@@ -75,6 +99,41 @@ export const apiCommand: Command = {
     if (res.body !== undefined) writeLine(ctx.stdout, ctx.stdout.isTTY ? JSON.stringify(res.body, null, 2) : JSON.stringify(res.body));
   },
 };
+
+/**
+ * `POST /api/cli/auth/token`: a token made twice is a live secret nobody holds (issue #32), so the
+ * request carries an Idempotency-Key, and the server answers the same key with the same token.
+ * Express matches routes ignoring case and a trailing slash; so does this.
+ */
+function createsToken(method: string, path: string): boolean {
+  const route = path.split(/[?#]/, 1)[0]!.replace(/\/+$/, '').toLowerCase();
+  return method === 'POST' && route === ROUTES.issueToken.toLowerCase();
+}
+
+/** Sends of one token creation in all, when its answer is lost or its key is busy. */
+const TOKEN_CREATION_SENDS = 3;
+/** The longest a send waits for a busy key (the server's Retry-After, 1 s). */
+const BUSY_KEY_WAIT_MAX_MS = 5_000;
+
+/**
+ * Sends a token creation, and again, with the same Idempotency-Key, when that is safe and may
+ * help: its answer was lost (the connection dropped or timed out, or a proxy answered 502 or 504
+ * because the server died before answering: the token may exist, and the same key gets it), or the
+ * key is busy (409: the same request is still under way on the server; its answer comes next).
+ * Any other answer is final. At most TOKEN_CREATION_SENDS sends.
+ */
+async function sendAgainWhenSafe<T>(ctx: CommandContext, send: () => Promise<T>): Promise<T> {
+  for (let sent = 1; ; sent++) {
+    try {
+      return await send();
+    } catch (err) {
+      const lost = err instanceof ApiUnreachableError || (err instanceof ApiHttpError && (err.status === 502 || err.status === 504));
+      const busy = err instanceof ApiHttpError && err.status === 409;
+      if ((!lost && !busy) || sent >= TOKEN_CREATION_SENDS || ctx.signal.aborted) throw err;
+      if (busy) await realTiming.sleep(Math.min(BUSY_KEY_WAIT_MAX_MS, 1000 * Math.max(1, Number(err.headers.get('retry-after')) || 1)), ctx.signal);
+    }
+  }
+}
 
 const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []);
 

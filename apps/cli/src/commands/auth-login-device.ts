@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import type { DeviceStartRequest, Scope } from '@prospect/contract';
 import type { ApiClient } from '../api-client/api-client.js';
 import { type CommandContext, writeLine } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
@@ -13,9 +14,12 @@ import { DeviceLoginClient, DeviceLoginDeniedError, type DeviceLoginResult, type
  * pipes and CI get plain lines without spinner or escape codes. The flow
  * itself (device-login/) prints nothing: this is where it is shown.
  */
-export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined): Promise<DeviceLoginResult> {
+export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined, scopes?: Scope[]): Promise<DeviceLoginResult> {
   const device = new DeviceLoginClient(api, undefined, ctx.env);
-  const start = await device.start({ clientName: `prospect CLI ${VERSION}`, hostname: hostname() }, ctx.signal);
+  // The scopes only when asked for (`--scopes`): without them the server grants its default, and
+  // a server from before `scopes` (whose start refuses unknown fields) still takes the start.
+  const request = { clientName: `prospect CLI ${VERSION}`, hostname: hostname(), ...(scopes ? { scopes } : {}) } satisfies DeviceStartRequest;
+  const start = await device.start(request, ctx.signal);
   const hostNote = otherHostNote(api.baseUrl, start.verificationUrl);
   const browser = decideBrowser({ interactive: ctx.interactive, requested: ctx.flags.browser !== false, env: ctx.env, platform: process.platform });
 

@@ -1,6 +1,6 @@
-import { DEFAULT_API_BASE_URL, ENV, ROUTES, type SessionFile } from '@prospect/contract';
-import { type ApiClient, ApiHttpError, normalizeBaseUrl } from '../api-client/api-client.js';
-import { apiClientFor, type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
+import { CLI_DEFAULT_SCOPES, CLI_SCOPES, DEFAULT_API_BASE_URL, ENV, ROUTES, type Scope, type SessionFile } from '@prospect/contract';
+import { type ApiClient, ApiHttpError, normalizeBaseUrl, notServedUnderPath } from '../api-client/api-client.js';
+import { apiClientFor, type CommandContext, envToken, requestedApiUrl, serverClockOf, writeLine } from '../context.js';
 import type { DeviceLoginResult } from '../device-login/device-login-client.js';
 import { CliError, FileSystemError, usageError } from '../errors.js';
 import { humanDuration } from '../format.js';
@@ -14,13 +14,17 @@ export const loginCommand: Command = {
   description: 'Log in with your browser (device login), or with a token',
   usage: `
   Usage
-    $ prospect auth:login [--api-url <url>] [--timeout-seconds <n>]
+    $ prospect auth:login [--api-url <url>] [--timeout-seconds <n>] [--scopes <list>]
     $ prospect auth:login --token <token>
     $ prospect auth:login --token -          (reads the token from stdin)
 
   Options
     --api-url <url>          The Prospect server (default: $PROSPECT_API_BASE_URL or ${DEFAULT_API_BASE_URL})
     --token <token|->        Log in with a token from <server>/settings/tokens instead of the browser
+    --scopes <list>          What the session may do, comma-separated, of ${CLI_SCOPES.join(', ')}
+                             (default: ${CLI_DEFAULT_SCOPES.join(',')}). Administrators add admin to
+                             administer: approved in sudo mode, it lasts a few hours, then the
+                             session keeps the rest (sign in again with --scopes ${CLI_SCOPES.join(',')})
     --timeout-seconds <n>    How long to wait for approval (at most the code's lifetime)
     --no-browser             Do not open a browser; just show the link and code
     --no-qr                  Do not show the QR code
@@ -28,6 +32,7 @@ export const loginCommand: Command = {
   flags: {
     ...apiUrlFlag,
     token: { type: 'string' },
+    scopes: { type: 'string' },
     timeoutSeconds: { type: 'string' },
     browser: { type: 'boolean', default: true },
     qr: { type: 'boolean', default: true },
@@ -40,6 +45,10 @@ export const loginCommand: Command = {
     const baseUrl = normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL);
     const api = apiClientFor(ctx, baseUrl);
     const timeoutSeconds = parseTimeout(ctx.flags.timeoutSeconds);
+    const scopes = parseScopesFlag(ctx.flags.scopes);
+    if (scopes && typeof ctx.flags.token === 'string') {
+      throw usageError('--scopes is for the browser login: a token has the scopes it was made with.');
+    }
     // Before the server is asked anything: a login it redeems that cannot be saved here
     // would be a live session nobody holds.
     await ctx.store.checkWritable().catch((err: unknown) => {
@@ -47,7 +56,7 @@ export const loginCommand: Command = {
       throw new CliError(`Cannot log in: ${err.path} cannot be written (${err.reason}); set ${ENV.configDir} to a directory you can write to.`);
     });
     const session =
-      typeof ctx.flags.token === 'string' ? await loginWithToken(ctx, api, ctx.flags.token) : await loginWithDevice(ctx, api, timeoutSeconds);
+      typeof ctx.flags.token === 'string' ? await loginWithToken(ctx, api, ctx.flags.token) : await loginWithDevice(ctx, api, timeoutSeconds, scopes);
     let previous: SessionRead;
     try {
       // Under the session's lock: a refresh in another process neither overwrites nor removes it.
@@ -75,7 +84,8 @@ export const loginCommand: Command = {
     if (!ctx.interactive || typeof ctx.flags.token === 'string') {
       writeLine(ctx.stdout, `Logged in as ${session.user.name} <${session.user.email}> on ${session.apiBaseUrl}.`);
     }
-    const lifetime = humanDuration(Date.parse(session.expiresAt) - Date.now());
+    // By the server's clock, which set expiresAt: this machine's may be minutes or hours off.
+    const lifetime = humanDuration(Date.parse(session.expiresAt) - (await serverClockOf(ctx).now(session.apiBaseUrl)));
     writeLine(
       ctx.stderr,
       `${indent}Session saved to ${ctx.store.path} (${session.refreshToken ? `the access token lasts ${lifetime} and is renewed automatically` : `expires in ${lifetime}`}).`,
@@ -92,21 +102,42 @@ function parseTimeout(value: unknown): number | undefined {
   return n;
 }
 
-function toSession(apiBaseUrl: string, result: Omit<DeviceLoginResult, 'refreshToken'> & { refreshToken?: string }): SessionFile {
+/**
+ * `--scopes profile,tokens,admin` (commas or spaces), each one the CLI may ask for, in the
+ * registry's order; undefined without the flag, which leaves the server's default (CLI_DEFAULT_SCOPES).
+ */
+export function parseScopesFlag(value: unknown): Scope[] | undefined {
+  if (value === undefined) return undefined;
+  const names = typeof value === 'string' ? value.split(/[\s,]+/).filter(Boolean) : [];
+  const unknown = names.filter((name) => !CLI_SCOPES.includes(name as Scope));
+  if (!names.length || unknown.length) {
+    const what = names.length ? `unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => JSON.stringify(name)).join(', ')}` : 'no scope';
+    throw usageError(`--scopes takes a comma-separated list of ${CLI_SCOPES.join(', ')}; got ${what}.`, `For example: --scopes ${CLI_SCOPES.join(',')}`);
+  }
+  return CLI_SCOPES.filter((scope) => names.includes(scope));
+}
+
+/**
+ * The session of what the server just granted. `createdAt` is when, by the server's clock (its
+ * answer has just measured it), as `expiresAt` is: the two measure the pair's lifetime, which
+ * sets how early it is renewed (session/refresh.ts refreshAheadMs).
+ */
+async function toSession(ctx: CommandContext, apiBaseUrl: string, result: Omit<DeviceLoginResult, 'refreshToken'> & { refreshToken?: string }): Promise<SessionFile> {
+  const obtainedAt = await serverClockOf(ctx).now(apiBaseUrl);
   return {
     accessToken: result.accessToken,
     ...(result.refreshToken ? { refreshToken: result.refreshToken } : {}),
     apiBaseUrl,
     user: result.user,
     expiresAt: result.expiresAt,
-    createdAt: new Date().toISOString(),
+    createdAt: new Date(obtainedAt).toISOString(),
   };
 }
 
 /** Device login. Its code, and Ink, load only here, so the other commands start fast. */
-async function loginWithDevice(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined): Promise<SessionFile> {
+async function loginWithDevice(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined, scopes: Scope[] | undefined): Promise<SessionFile> {
   const { runDeviceLogin } = await import('./auth-login-device.js');
-  return toSession(api.baseUrl, await runDeviceLogin(ctx, api, timeoutSeconds));
+  return toSession(ctx, api.baseUrl, await runDeviceLogin(ctx, api, timeoutSeconds, scopes));
 }
 
 /** `--token`: accepted only once GET /api/cli/auth/me verifies it (seed §5). */
@@ -116,8 +147,12 @@ async function loginWithToken(ctx: CommandContext, api: ApiClient, flag: string)
   if (/\s/.test(token)) throw usageError('A token has no spaces: check what you pasted.');
   try {
     const me = await api.me(token);
-    return toSession(api.baseUrl, { accessToken: token, user: me.user, expiresAt: me.expiresAt });
+    return await toSession(ctx, api.baseUrl, { accessToken: token, user: me.user, expiresAt: me.expiresAt });
   } catch (err) {
+    if (err instanceof ApiHttpError) {
+      const elsewhere = notServedUnderPath(api.baseUrl, ROUTES.me, err.status, { env: ctx.env, token: true });
+      if (elsewhere) throw elsewhere;
+    }
     if (err instanceof ApiHttpError && err.status === 401) {
       const why = { expired: 'it has expired', revoked: 'it was revoked', disabled: 'its account is disabled', unknown: 'it is not a valid token' }[err.tokenProblem ?? 'unknown'];
       throw new CliError(`${api.baseUrl} refused the token: ${why}. Nothing was saved.`, 1, `Create a new one at ${api.baseUrl}${ROUTES.tokensPage}`);

@@ -1,5 +1,5 @@
-import { ENV, ROUTES } from '@prospect/contract';
-import { apiClientFor, type CommandContext, envToken, writeLine } from '../context.js';
+import { DEFAULT_REFRESH_TOKEN_TTL_SECONDS, ENV, ROUTES, type SessionFile, utcMinute } from '@prospect/contract';
+import { apiClientFor, type CommandContext, envToken, serverClockOf, writeLine } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { revokeSession } from '../session/refresh.js';
 import { withSessionLock } from '../session/session-lock.js';
@@ -56,6 +56,24 @@ export const logoutCommand: Command = {
       writeLine(ctx.stdout, `revoke it at ${server}${ROUTES.tokensPage}, or log in with it again and run \`prospect auth:logout --revoke\`.`);
     } else {
       writeLine(ctx.stdout, `Logged out of ${server}${revoked ? ' and revoked the token on the server' : ' (the server could not be told; the local session is removed)'}.`);
+      if (!revoked) writeLine(ctx.stdout, await stillValidThere(ctx, read.session));
     }
   },
 };
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/**
+ * The one line an offline logout owes: what the server still honours of the session it forgot,
+ * for how long, and where to end it. A refresh token lives REFRESH_TOKEN_TTL_SECONDS (by default
+ * DEFAULT_REFRESH_TOKEN_TTL_SECONDS) from the moment its pair was obtained (`createdAt`, by the
+ * server's clock); a pasted token, until its `expiresAt`.
+ */
+async function stillValidThere(ctx: CommandContext, session: SessionFile): Promise<string> {
+  const revokeAt = `${session.apiBaseUrl}${ROUTES.tokensPage}`;
+  if (!session.refreshToken) return `The token still works until ${utcMinute(session.expiresAt)}: revoke it at ${revokeAt}.`;
+  const serverNow = await serverClockOf(ctx).now(session.apiBaseUrl);
+  const leftMs = Date.parse(session.createdAt) + DEFAULT_REFRESH_TOKEN_TTL_SECONDS * 1000 - serverNow;
+  const days = Math.min(Math.max(Math.ceil(leftMs / DAY_MS), 1), DEFAULT_REFRESH_TOKEN_TTL_SECONDS * 1000 / DAY_MS);
+  return `Its refresh token may still be valid on the server for up to ${days} day${days === 1 ? '' : 's'}: revoke the session at ${revokeAt}.`;
+}

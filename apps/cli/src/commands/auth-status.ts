@@ -1,11 +1,11 @@
 import { DEFAULT_API_BASE_URL, ENV } from '@prospect/contract';
 import { loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
-import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
+import { type CommandContext, envToken, requestedApiUrl, serverClockOf, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
 import { expiryMoment } from '../format.js';
 import { refreshSession } from '../session/refresh.js';
 import type { Command } from './command.js';
-import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, sessionReportFlags } from './session-report.js';
+import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, type ServerSays, sessionReportFlags, verifySession } from './session-report.js';
 
 /** `prospect auth:status`, like `gh auth status`: what the CLI would authenticate with, and where it comes from. */
 export const statusCommand: Command = {
@@ -17,12 +17,21 @@ export const statusCommand: Command = {
   async run(ctx: CommandContext) {
     const fromEnv = envToken(ctx);
     let status: Status;
+    let said: ServerSays | undefined;
+    let refreshed = false;
     if (fromEnv) {
       status = { server: normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL), tokenSource: 'PROSPECT_TOKEN', token: fromEnv };
+      if (ctx.flags.verify) said = await askServer(ctx, status.server, status.token);
     } else {
       let session = await readReportedSession(ctx);
-      // --verify asks the server about the token a command would use: renewed first, if due.
-      if (ctx.flags.verify) session = (await refreshSession(ctx, session)).session;
+      if (ctx.flags.verify) {
+        // --verify asks the server about the token a command would use: renewed first, if due,
+        // and renewed again if the server refuses it while its refresh token lives.
+        ({ session, refreshed } = await refreshSession(ctx, session));
+        const verified = await verifySession(ctx, session);
+        ({ session, said } = verified);
+        refreshed ||= verified.renewed;
+      }
       status = {
         server: session.apiBaseUrl,
         tokenSource: ctx.store.path,
@@ -32,16 +41,19 @@ export const statusCommand: Command = {
         refreshToken: Boolean(session.refreshToken),
       };
     }
-    if (ctx.flags.verify) {
-      const said = await askServer(ctx, status.server, status.token);
-      status = said.valid ? { ...status, user: said.user, expiresAt: said.expiresAt, scopes: said.scopes, serverSays: 'valid' } : { ...status, serverSays: said.problem };
+    if (said) {
+      status = said.valid
+        ? { ...status, user: said.user, expiresAt: said.expiresAt, scopes: said.scopes, madeWith: said.madeWith, serverSays: 'valid' }
+        : { ...status, serverSays: said.problem };
     }
-    const expired = status.expiresAt !== undefined && Date.parse(status.expiresAt) <= Date.now();
+    // By the server's clock, which set expiresAt (this machine's may be minutes or hours off).
+    const serverNow = await serverClockOf(ctx).now(status.server);
+    const expired = status.expiresAt !== undefined && Date.parse(status.expiresAt) <= serverNow;
     // An expired access token with a refresh token is renewed by the next command.
     const usable = (!expired || status.refreshToken === true) && (status.serverSays === undefined || status.serverSays === 'valid');
     const { token: _secret, ...shown } = status;
     if (ctx.flags.json) {
-      printJson(ctx, { ...shown, expired, usable });
+      printJson(ctx, { ...shown, expired, usable, ...(ctx.flags.verify && !fromEnv ? { refreshed } : {}) });
     } else {
       const line = (label: string, value: string) => writeLine(ctx.stdout, `${`${label}:`.padEnd(13)} ${value}`);
       line('Server', status.server);
@@ -50,10 +62,13 @@ export const statusCommand: Command = {
       line('Token from', status.tokenSource === 'PROSPECT_TOKEN' ? 'the PROSPECT_TOKEN environment variable' : status.tokenSource);
       // Only the server knows them: shown with --verify, as gh shows `Token scopes`.
       if (status.scopes) line('Token scopes', status.scopes.length ? status.scopes.map((scope) => `'${scope}'`).join(', ') : 'none');
-      if (status.expiresAt) line('Expires', `${expired ? 'expired ' : ''}${expiryMoment(status.expiresAt)}`);
+      // A token made with another token or a session: which one, as the server words it.
+      if (status.madeWith) line('Made with', status.madeWith);
+      if (status.expiresAt) line('Expires', `${expired ? 'expired ' : ''}${expiryMoment(status.expiresAt, serverNow)}`);
       if (status.refreshToken !== undefined) {
         line('Refresh', status.refreshToken ? 'a refresh token is stored; the access token is renewed when it expires' : 'none');
       }
+      if (refreshed) line('Refreshed', 'just now: a new access token and refresh token are saved');
       if (status.serverSays) line('Server says', status.serverSays === 'valid' ? 'the token is valid' : `the token is ${status.serverSays}`);
     }
     if (!usable) {
@@ -77,5 +92,7 @@ interface Status {
   expiresAt?: string;
   refreshToken?: boolean;
   scopes?: string[];
+  /** Which token or session made this token (GET /me's `madeWith`), when the server says. */
+  madeWith?: string;
   serverSays?: string;
 }

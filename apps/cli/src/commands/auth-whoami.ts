@@ -1,39 +1,59 @@
-import { loginCommandLine, sessionTokenRejected } from '../api-client/api-client.js';
-import { type CommandContext, writeLine } from '../context.js';
+import { DEFAULT_API_BASE_URL, ENV } from '@prospect/contract';
+import { loginCommandLine, normalizeBaseUrl, sessionTokenRejected } from '../api-client/api-client.js';
+import { type CommandContext, envToken, requestedApiUrl, serverClockOf, writeLine } from '../context.js';
 import { authRequired } from '../errors.js';
 import { describeExpiry } from '../format.js';
 import { refreshSession } from '../session/refresh.js';
+import { withSessionLock } from '../session/session-lock.js';
 import type { Command } from './command.js';
-import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, sessionReportFlags } from './session-report.js';
+import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, sessionReportFlags, verifySession } from './session-report.js';
 
 export const whoamiCommand: Command = {
   name: 'auth:whoami',
   description: 'Show who you are logged in as',
   usage: `${SESSION_REPORT_USAGE('auth:whoami', 'Check the session with the server (GET /api/cli/auth/me) and update it')}
   An access token about to expire (within a quarter of its lifetime, at most a minute) is
-  first renewed with the session's refresh token, as every command does.
+  first renewed with the session's refresh token, as every command does. With PROSPECT_TOKEN
+  set, it says who that token is, which only the server knows: it always asks.
 `,
   flags: sessionReportFlags,
   requiresAuth: false,
   async run(ctx: CommandContext) {
+    const fromEnv = envToken(ctx);
+    if (fromEnv) return whoamiFromEnv(ctx, fromEnv);
     let session = await readReportedSession(ctx);
     let verified = false;
     let refreshed = false;
     ({ session, refreshed } = await refreshSession(ctx, session));
 
     if (ctx.flags.verify) {
-      const said = await askServer(ctx, session.apiBaseUrl, session.accessToken);
+      const { session: checked, said, renewed } = await verifySession(ctx, session);
+      session = checked;
+      refreshed ||= renewed;
       if (!said.valid) {
-        // The server says the token is dead: so is the local session.
-        await ctx.store.remove();
-        throw sessionTokenRejected(said.error, session.apiBaseUrl, { done: 'removed the local session', env: ctx.env });
+        // Still refused after a renewal the server granted: its refresh token lives, and so does the session.
+        if (session.refreshToken) throw sessionTokenRejected(said.error, session.apiBaseUrl, { env: ctx.env });
+        // No refresh token, and the server says the token is dead: so is the local session.
+        const removed = await withSessionLock(ctx.store, async () => {
+          const current = await ctx.store.read();
+          // Another process logged in meanwhile: that session is not the one refused.
+          if (current.kind === 'session' && current.session.accessToken !== session.accessToken) return false;
+          return ctx.store.remove();
+        });
+        throw sessionTokenRejected(said.error, session.apiBaseUrl, { done: removed ? 'removed the local session' : undefined, env: ctx.env });
       }
       session = { ...session, user: said.user, expiresAt: said.expiresAt };
-      await ctx.store.write(session);
+      const verifiedSession = session;
+      await withSessionLock(ctx.store, async () => {
+        const current = await ctx.store.read();
+        // Renewed or replaced by another process meanwhile: what it wrote is newer than what was verified.
+        if (current.kind === 'session' && current.session.accessToken === verifiedSession.accessToken) await ctx.store.write(verifiedSession);
+      });
       verified = true;
     }
 
-    const expired = Date.parse(session.expiresAt) <= Date.now();
+    const serverNow = await serverClockOf(ctx).now(session.apiBaseUrl);
+    const expired = Date.parse(session.expiresAt) <= serverNow;
     if (ctx.flags.json) {
       printJson(ctx, { user: session.user, apiBaseUrl: session.apiBaseUrl, expiresAt: session.expiresAt, expired, verified, refreshed, refreshable: Boolean(session.refreshToken) });
     } else if (!expired) {
@@ -42,11 +62,29 @@ export const whoamiCommand: Command = {
       writeLine(
         ctx.stdout,
         session.refreshToken
-          ? `Access token ${describeExpiry(session.expiresAt)}; renewed automatically`
-          : `Session ${describeExpiry(session.expiresAt)}`,
+          ? `Access token ${describeExpiry(session.expiresAt, serverNow)}; renewed automatically`
+          : `Session ${describeExpiry(session.expiresAt, serverNow)}`,
       );
     }
     // An expired session never reads as logged in.
     if (expired) throw authRequired(`Your session for ${session.apiBaseUrl} (${session.user.email}) expired at ${session.expiresAt} — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
   },
 };
+
+/**
+ * PROSPECT_TOKEN beats the session file here too, as in every command: the token's person is
+ * the server's to say (GET /me), so it is asked every time, and a refusal says what to do about
+ * the variable, since logging in would not change what the commands use.
+ */
+async function whoamiFromEnv(ctx: CommandContext, token: string): Promise<void> {
+  const server = normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL);
+  const said = await askServer(ctx, server, token);
+  if (!said.valid) throw sessionTokenRejected(said.error, server, { env: ctx.env, fromEnv: true });
+  const serverNow = await serverClockOf(ctx).now(server);
+  if (ctx.flags.json) {
+    printJson(ctx, { user: said.user, apiBaseUrl: server, expiresAt: said.expiresAt, expired: false, verified: true, refreshed: false, refreshable: false, tokenSource: ENV.token });
+    return;
+  }
+  writeLine(ctx.stdout, `Logged in to ${server} as ${person(said.user)} (verified), with the token in ${ENV.token}`);
+  writeLine(ctx.stdout, `Token ${describeExpiry(said.expiresAt, serverNow)}`);
+}

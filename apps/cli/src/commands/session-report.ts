@@ -2,6 +2,7 @@ import type { SessionFile, User } from '@prospect/contract';
 import { ApiHttpError, type TokenProblem } from '../api-client/api-client.js';
 import { apiClientFor, type CommandContext, writeLine } from '../context.js';
 import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
+import { renewRefusedSession } from '../session/refresh.js';
 import { apiUrlFlag, type FlagSpec } from './command.js';
 
 /**
@@ -43,14 +44,29 @@ export async function askServer(
   ctx: CommandContext,
   baseUrl: string,
   token: string,
-): Promise<{ valid: true; user: User; expiresAt: string; scopes?: string[] } | { valid: false; problem: TokenProblem; error: ApiHttpError }> {
+): Promise<{ valid: true; user: User; expiresAt: string; scopes?: string[]; madeWith?: string } | { valid: false; problem: TokenProblem; error: ApiHttpError }> {
   try {
     const me = await apiClientFor(ctx, baseUrl).me(token);
-    return { valid: true, user: me.user, expiresAt: me.expiresAt, scopes: me.scopes };
+    return { valid: true, user: me.user, expiresAt: me.expiresAt, scopes: me.scopes, madeWith: me.madeWith };
   } catch (err) {
     if (!(err instanceof ApiHttpError && err.status === 401)) throw err;
     return { valid: false, problem: err.tokenProblem ?? 'unknown', error: err };
   }
+}
+
+export type ServerSays = Awaited<ReturnType<typeof askServer>>;
+
+/**
+ * askServer for a session's token. A refusal is not the end of a session that holds a refresh
+ * token: only the server's refusal of that refresh token is (renewRefusedSession removes the
+ * session then, and throws). So a refused access token is renewed once, whatever this
+ * machine's clock says, and the server asked again with the new one; `renewed` says so.
+ */
+export async function verifySession(ctx: CommandContext, session: SessionFile): Promise<{ session: SessionFile; said: ServerSays; renewed: boolean }> {
+  const said = await askServer(ctx, session.apiBaseUrl, session.accessToken);
+  if (said.valid || !session.refreshToken) return { session, said, renewed: false };
+  const renewed = await renewRefusedSession(ctx, session, said.error);
+  return { session: renewed, said: await askServer(ctx, renewed.apiBaseUrl, renewed.accessToken), renewed: true };
 }
 
 export const person = (user: Pick<User, 'name' | 'email'>) => `${user.name} <${user.email}>`;

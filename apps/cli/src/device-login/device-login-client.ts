@@ -1,7 +1,7 @@
 import { DevicePollResponseSchema, MAX_DEVICE_LOGIN_SECONDS, ROUTES, type User } from '@prospect/contract';
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
-import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine } from '../api-client/api-client.js';
+import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine, notServedUnderPath } from '../api-client/api-client.js';
 import { CliError } from '../errors.js';
 
 /** What the person needs to approve the login, normalized from the start response. */
@@ -57,7 +57,7 @@ export class DeviceLoginUnsupportedError extends CliError {
     super(
       `${baseUrl} does not offer device login.`,
       1,
-      `Create a token at ${baseUrl}/settings/tokens, then run: ${loginCommandLine(baseUrl, { env, token: true })}`,
+      `Create a token at ${baseUrl}${ROUTES.tokensPage}, then run: ${loginCommandLine(baseUrl, { env, token: true })}`,
     );
   }
 }
@@ -181,6 +181,9 @@ export class DeviceLoginClient {
       return normalizeStartResponse(body, this.target);
     } catch (err) {
       if (err instanceof ApiHttpError && [404, 405, 501].includes(err.status)) {
+        // Nothing under a base URL with a path: the service is elsewhere, most likely at the origin.
+        const elsewhere = notServedUnderPath(this.api.baseUrl, ROUTES.deviceStart, err.status, { env: this.env });
+        if (elsewhere) throw elsewhere;
         // A Prospect server answers its own error body: then device login is turned off there.
         if (err.code === undefined) throw new NotProspectServerError(this.api.baseUrl, err.status);
         throw new DeviceLoginUnsupportedError(this.target);

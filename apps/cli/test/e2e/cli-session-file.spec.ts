@@ -77,7 +77,10 @@ describe('auth:logout', () => {
     await box.writeSession(validSession(backend.url, { refreshToken: `prsr_${'b'.repeat(43)}` }));
     const run = await box.run(['auth:logout']);
     expect(run.code).toBe(0);
-    expect(run.stdout).toBe(`Logged out of ${backend.url} (the server could not be told; the local session is removed).\n`);
+    expect(run.stdout).toBe(
+      `Logged out of ${backend.url} (the server could not be told; the local session is removed).\n` +
+        `Its refresh token may still be valid on the server for up to 30 days: revoke the session at ${backend.url}/settings/tokens.\n`,
+    );
     expect(box.hasSession()).toBe(false);
     expect(await box.run(['auth:logout'])).toMatchObject({ code: 0, stdout: 'Not logged in.\n' });
   });

@@ -1,0 +1,120 @@
+/**
+ * `npm run cli:install` (issue #36, item 1): the CLI packed as the tarball a release publishes
+ * (`npm pack -w apps/cli`) and installed under a prefix, then run as a person would, from a
+ * directory outside the repository: `prospect --version`, `prospect auth:login --help`, the
+ * login screen's bundle, and a hint the CLI prints, pasted into a shell.
+ *
+ * It packs what `npm run build` left in dist/ (`--no-build`): rebuilding here would rewrite
+ * dist/ under the other test files that run the binary meanwhile. The registry is an address
+ * where nothing answers, so the install proves the tarball needs nothing from it.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { assertBuilt } from '../support/run-cli.js';
+import { fakeBackend, json, user } from '../support/fake-backend.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+
+let root: string;
+let outside: string;
+
+beforeAll(assertBuilt);
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'prospect-cli-install-'));
+  outside = join(root, 'somewhere-else');
+  await mkdir(outside);
+});
+afterEach(() => rm(root, { recursive: true, force: true }));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * A command with a clean environment: none of the npm_* variables of an `npm test` around this
+ * one (npm_config_local_prefix would point a nested npm at apps/cli), a HOME and a config
+ * directory of its own, and a registry that cannot be reached.
+ */
+function run(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; stdin?: string }): Promise<Run> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && !name.startsWith('PROSPECT_')));
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: { ...env, HOME: root, CI: 'true', PROSPECT_CONFIG_DIR: join(root, 'config'), npm_config_registry: 'http://127.0.0.1:9/', npm_config_update_notifier: 'false', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+const cliInstall = (args: string[], env: Record<string, string> = {}) => run('npm', ['run', 'cli:install', '--', '--no-build', ...args], { cwd: REPO_ROOT, env });
+
+it('installs a self-contained tarball under --prefix, and `prospect` runs from anywhere', async () => {
+  const prefix = join(root, 'prefix');
+  const { version } = JSON.parse(await readFile(join(REPO_ROOT, 'apps/cli/package.json'), 'utf8'));
+  const install = await cliInstall(['--prefix', prefix]);
+  expect({ code: install.code, stderr: install.stderr }).toMatchObject({ code: 0 });
+  const bin = join(prefix, 'bin', 'prospect');
+  expect(install.stdout).toContain(`Installed prospect ${version}: ${bin}\n`);
+  expect(install.stdout).toContain(`${join(prefix, 'bin')} is not on your PATH`);
+
+  // What was installed is the package as published: bin and the bundles, no dependency, no source map.
+  const installed = join(prefix, 'lib', 'node_modules', '@prospect', 'cli');
+  const manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8'));
+  expect(manifest).toMatchObject({ name: '@prospect/cli', version, bin: { prospect: 'bin/prospect.cjs' }, engines: { node: expect.any(String) } });
+  expect(manifest.dependencies).toBeUndefined();
+  expect(existsSync(join(installed, 'node_modules'))).toBe(false);
+  expect(existsSync(join(installed, 'dist', 'prospect.js.map'))).toBe(false);
+
+  expect(await run(bin, ['--version'], { cwd: outside })).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  const onPath = { PATH: `${join(prefix, 'bin')}${delimiter}${process.env.PATH}` };
+  const help = await run('prospect', ['auth:login', '--help'], { cwd: outside, env: onPath });
+  expect(help).toMatchObject({ code: 0, stderr: '' });
+  expect(help.stdout).toContain('$ prospect auth:login');
+
+  // The login screen (Ink, React, yoga) is its own bundle, loaded only at a terminal: it loads from the install too.
+  const screen = await run(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(join(installed, 'dist', 'login-screen.mjs'))}); console.log(typeof m.runLoginScreen)`], { cwd: outside });
+  expect(screen).toEqual({ code: 0, stdout: 'function\n', stderr: '' });
+
+  // A hint the CLI prints is a command that runs, pasted into a shell as it is.
+  const backend = await fakeBackend({
+    'GET /api/cli/auth/me': (req, _b, res) =>
+      req.headers.authorization === 'Bearer prs_pasted' ? json(res, 200, { user, expiresAt: '2030-01-01T00:00:00.000Z' }) : json(res, 401, { statusCode: 401, error: 'invalid_token', message: 'No.' }),
+  });
+  try {
+    const whoami = await run('prospect', ['auth:whoami', '--api-url', backend.url], { cwd: outside, env: onPath });
+    expect(whoami.code).toBe(4);
+    const hint = /run `(prospect [^`]+)`/.exec(whoami.stderr)?.[1];
+    expect(hint).toBe(`prospect auth:login --api-url ${backend.url}`);
+    const login = await run('/bin/sh', ['-c', `${hint} --token -`], { cwd: outside, env: onPath, stdin: 'prs_pasted\n' });
+    expect(login).toMatchObject({ code: 0, stdout: `Logged in as ${user.name} <${user.email}> on ${backend.url}.\n` });
+  } finally {
+    await backend.close();
+  }
+});
+
+it('installs into npm_config_prefix when it is set, as npm itself would', async () => {
+  const prefix = join(root, 'from-env');
+  const install = await cliInstall([], { npm_config_prefix: prefix });
+  expect(install.code).toBe(0);
+  expect((await run(join(prefix, 'bin', 'prospect'), ['--version'], { cwd: outside })).code).toBe(0);
+});
+
+it('refuses an unknown option with its usage, exit 2, installing nothing', async () => {
+  const install = await run('npm', ['run', 'cli:install', '--', '--prefx', join(root, 'p')], { cwd: REPO_ROOT });
+  expect(install.code).toBe(2);
+  expect(install.stderr).toContain('Usage: npm run cli:install [-- --prefix <dir>] [-- --no-build]');
+  expect(existsSync(join(root, 'p'))).toBe(false);
+});
