@@ -2,6 +2,29 @@ import { DataSource } from 'typeorm';
 import { typeOrmOptions } from '../src/database/typeorm-options.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
+/** Every table the migrations create, in name order. */
+const EVERY_TABLE = [
+  'access_tokens',
+  'account_tokens',
+  'auth_events',
+  'authorization_codes',
+  'device_logins',
+  'federated_identities',
+  'idempotency_keys',
+  'identity_providers',
+  'mail_outbox',
+  'oauth_clients',
+  'oauth_consents',
+  'passkeys',
+  'rate_limits',
+  'recovery_codes',
+  'refresh_tokens',
+  'server_secrets',
+  'totp_factors',
+  'users',
+  'web_sessions',
+];
+
 describe('migrations', () => {
   let database: TestDatabase;
   let db: DataSource;
@@ -26,53 +49,13 @@ describe('migrations', () => {
     expect(await tables()).toEqual([]);
     const applied = await db.runMigrations({ transaction: 'each' });
     expect(applied.length).toBe(db.migrations.length);
-    expect(await tables()).toEqual([
-      'access_tokens',
-      'account_tokens',
-      'auth_events',
-      'authorization_codes',
-      'device_logins',
-      'federated_identities',
-      'idempotency_keys',
-      'identity_providers',
-      'mail_outbox',
-      'oauth_clients',
-      'oauth_consents',
-      'passkeys',
-      'rate_limits',
-      'recovery_codes',
-      'refresh_tokens',
-      'server_secrets',
-      'totp_factors',
-      'users',
-      'web_sessions',
-    ]);
+    expect(await tables()).toEqual(EVERY_TABLE);
 
     for (let i = 0; i < applied.length; i++) await db.undoLastMigration({ transaction: 'each' });
     expect(await tables()).toEqual([]);
 
     await db.runMigrations({ transaction: 'each' });
-    expect(await tables()).toEqual([
-      'access_tokens',
-      'account_tokens',
-      'auth_events',
-      'authorization_codes',
-      'device_logins',
-      'federated_identities',
-      'idempotency_keys',
-      'identity_providers',
-      'mail_outbox',
-      'oauth_clients',
-      'oauth_consents',
-      'passkeys',
-      'rate_limits',
-      'recovery_codes',
-      'refresh_tokens',
-      'server_secrets',
-      'totp_factors',
-      'users',
-      'web_sessions',
-    ]);
+    expect(await tables()).toEqual(EVERY_TABLE);
     expect(await db.showMigrations()).toBe(false); // nothing pending
   });
 
