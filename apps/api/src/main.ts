@@ -1,3 +1,4 @@
+import type { Server } from 'node:net';
 import { NestFactory } from '@nestjs/core';
 import type { Logger } from 'pino';
 import { AppModule } from './app.module.js';
@@ -9,7 +10,9 @@ import { DatabaseInfo } from './database/database-info.js';
 import { migrateDatabase, prepareSchema, withDataSource } from './database/migrations-runner.js';
 import { Sql } from './database/sql.js';
 import { ServerSecretsRepository } from './server-secrets/server-secrets.repository.js';
+import { SigningKeys } from './server-secrets/signing-keys.js';
 import { HttpDrain } from './http-drain.js';
+import { MailWorker } from './mail/mail-worker.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { AdminSetupCodes } from './users/admin-setup-codes.js';
 import type { EmbeddedPostgres } from './database/embedded-postgres.js';
@@ -20,15 +23,16 @@ const SERVER_POOL_SIZE = 10;
 /**
  * `main.js` serves; `main.js migrate` applies pending migrations, `main.js setup-code` prints a new
  * admin setup code, `main.js purge` runs the hourly retention purge once (after a large import, or
- * from a scheduler of its own); each then exits.
+ * from a scheduler of its own), `main.js rotate-keys` replaces the ID tokens' signing key now (the
+ * old one stays published until what it signed has expired); each then exits.
  */
-const COMMANDS = ['migrate', 'setup-code', 'purge'];
+const COMMANDS = ['migrate', 'setup-code', 'purge', 'rotate-keys'];
 
 async function main(): Promise<void> {
   const command = process.argv[2];
   if (command !== undefined && !COMMANDS.includes(command)) {
     process.stderr.write(
-      `Unknown command: ${command}. Run without one to serve, \`migrate\` to apply pending migrations, \`setup-code\` for a new admin setup code, or \`purge\` to delete what retention keeps no longer.\n`,
+      `Unknown command: ${command}. Run without one to serve, \`migrate\` to apply pending migrations, \`setup-code\` for a new admin setup code, \`purge\` to delete what retention keeps no longer, or \`rotate-keys\` to replace the ID tokens' signing key now.\n`,
     );
     process.exit(2);
   }
@@ -43,6 +47,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
+  if (command === 'migrate') refuseAnUnintendedMigration(config, process.argv.slice(3));
 
   let embedded: EmbeddedPostgres | undefined;
   let poolSize = SERVER_POOL_SIZE;
@@ -55,7 +60,12 @@ async function main(): Promise<void> {
   const databaseUrl = config.databaseUrl ?? embedded!.url;
   if (command) {
     try {
-      const output = command === 'purge' ? await purgeOnce(databaseUrl, Boolean(embedded), logger) : await runCommand(command, databaseUrl, Boolean(embedded), config);
+      const output =
+        command === 'purge'
+          ? await purgeOnce(databaseUrl, Boolean(embedded), logger)
+          : command === 'rotate-keys'
+            ? await rotateKeys(databaseUrl, Boolean(embedded), logger)
+            : await runCommand(command, databaseUrl, Boolean(embedded), config);
       process.stdout.write(`${output}\n`);
       return;
     } finally {
@@ -80,6 +90,8 @@ async function main(): Promise<void> {
     let code = 0;
     try {
       app.get(ShutdownState).stopping = true;
+      // No new mail claimed from now on; a send under way is abandoned in time to exit within the grace (mail/mail-worker.ts).
+      app.get(MailWorker).stop(Date.now() + (config.shutdownDelaySeconds + config.shutdownGraceSeconds) * 1000);
       if (config.shutdownDelaySeconds > 0) {
         logger.info({ signal }, `shutting down: not ready any more, serving ${config.shutdownDelaySeconds} s more while load balancers notice`);
         await new Promise((resolve) => setTimeout(resolve, config.shutdownDelaySeconds * 1000));
@@ -111,8 +123,9 @@ async function main(): Promise<void> {
     [
       '',
       `  Prospect API is running on ${publicUrl}`,
+      `  Listening on:       ${listeningOn(address, config.host, port)}`,
       `  Create an account:  ${publicUrl}/signup`,
-      `  Sign in the CLI:    npx prospect auth:login --api-url ${publicUrl}`,
+      `  Sign in the CLI:    prospect auth:login --api-url ${publicUrl}   (no prospect yet? npm run cli:install)`,
       `  API docs:           ${publicUrl}/api/docs`,
       ...(setupCode ? [`  First admin:        ${publicUrl}/signup?setup_code=${setupCode}  (no administrator yet; the code works once)`] : []),
       `  Mail:               ${config.smtpUrl ? `through ${new URL(config.smtpUrl).host} from ${config.mailFrom}` : 'written to the log, one line per mail (set SMTP_URL to send it)'}`,
@@ -123,13 +136,25 @@ async function main(): Promise<void> {
   );
 }
 
+/**
+ * Where this process accepts connections (HOST and PORT), which behind a proxy is not the public
+ * URL: with three replicas on one machine, each banner names its own port.
+ */
+function listeningOn(address: ReturnType<Server['address']>, host: string, port: number): string {
+  const bound = typeof address === 'object' && address ? address.address : host;
+  const hostPort = `${bound.includes(':') ? `[${bound}]` : bound}:${port}`;
+  return bound === '0.0.0.0' || bound === '::' ? `${hostPort} (every address of this machine)` : hostPort;
+}
+
 /** A one-off command on the database, without serving; returns what it prints. */
 async function runCommand(command: string, poolUrl: string, embedded: boolean, config: AppConfig): Promise<string> {
   // A one-off command holds a session (the migrations' advisory lock): never through a pooler.
   const databaseUrl = config.databaseDirectUrl ?? poolUrl;
   if (command === 'migrate') {
     const applied = await migrateDatabase(databaseUrl, { embedded, timeoutMs: config.databaseTimeoutMs });
-    return applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}` : 'The database is up to date.';
+    // Named, so an operator sees which database a shell's variables pointed at (never its password).
+    const database = embedded ? `the embedded database in ${config.dataDir}` : nameOfDatabase(databaseUrl);
+    return applied.length ? `Applied ${applied.length} migration(s) to ${database}: ${applied.join(', ')}` : `${database[0]!.toUpperCase()}${database.slice(1)} is up to date.`;
   }
   // setup-code: a new code in place of one whose log line was lost.
   const code = await withDataSource(databaseUrl, config.databaseTimeoutMs, async (dataSource) => {
@@ -140,6 +165,36 @@ async function runCommand(command: string, poolUrl: string, embedded: boolean, c
   return code
     ? `New admin setup code (the earlier one no longer works): ${config.publicUrl}/signup?setup_code=${code}`
     : 'An administrator exists already: no setup code is needed.';
+}
+
+/** `the database prospect@db.internal:5432/prospect`: who, where and which, never the password. */
+function nameOfDatabase(url: string): string {
+  const parsed = new URL(url);
+  const user = decodeURIComponent(parsed.username);
+  return `the database ${user ? `${user}@` : ''}${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname === '/' ? '' : decodeURIComponent(parsed.pathname)}`;
+}
+
+/**
+ * `migrate` in a shell where DATABASE_URL did not arrive (another terminal, a `sudo` that dropped
+ * it) would migrate the embedded database and report "up to date": refused, in one line, unless
+ * `--embedded` asks for exactly that. Exits 2, a usage error, before anything is opened.
+ */
+function refuseAnUnintendedMigration(config: AppConfig, args: string[]): void {
+  const refuse = (why: string) => {
+    process.stderr.write(`Refusing to migrate: ${why}\n`);
+    process.exit(2);
+  };
+  const unknown = args.filter((arg) => arg !== '--embedded');
+  if (unknown.length) refuse(`unknown argument ${unknown[0]}; \`migrate\` takes only --embedded.`);
+  const embeddedAsked = args.includes('--embedded');
+  if (!config.databaseUrl && !embeddedAsked) {
+    refuse(
+      `DATABASE_URL is not set, so this would migrate the embedded database in ${config.dataDir}. Set DATABASE_URL to your server's, or run \`migrate --embedded\` (npm run migrate -- --embedded) to migrate the embedded one.`,
+    );
+  }
+  if (config.databaseUrl && embeddedAsked) {
+    refuse(`--embedded asks for the embedded database, but DATABASE_URL is set (${nameOfDatabase(config.databaseUrl)}). Unset DATABASE_URL, or drop --embedded.`);
+  }
 }
 
 /**
@@ -157,6 +212,28 @@ async function purgeOnce(databaseUrl: string, embedded: boolean, logger: Logger)
     if (!counts) return 'Another replica is purging now: nothing done.';
     const { tokens, refreshTokens, deviceLogins, webSessions, auditEvents } = counts;
     return `Purged in ${Date.now() - started} ms: ${tokens} access tokens, ${refreshTokens} refresh tokens, ${deviceLogins} device logins, ${webSessions} web sessions, ${auditEvents} audit events.`;
+  } finally {
+    await app.close();
+  }
+}
+
+/**
+ * A new ID-token signing key, with the application's own wiring and no HTTP server: every replica
+ * signs with it from its next ID token (they read the keys from the database); the keys it replaced
+ * stay in the JWKS until the ID tokens they signed have expired (server-secrets/signing-keys.ts).
+ */
+async function rotateKeys(databaseUrl: string, embedded: boolean, logger: Logger): Promise<string> {
+  const app = await NestFactory.createApplicationContext(AppModule.forRoot({ env: process.env, databaseUrl, embedded, poolSize: 2 }), {
+    logger: new PinoNestLogger(logger),
+    abortOnError: false,
+  });
+  try {
+    const { kid, stillPublished, deleted } = await app.get(SigningKeys).rotate();
+    return [
+      `New ID-token signing key ${kid}: it signs from now on, on every replica.`,
+      stillPublished.length ? `Still published until the ID tokens they signed expire: ${stillPublished.join(', ')}.` : 'No earlier key is still published.',
+      ...(deleted.length ? [`No longer published (deleted): ${deleted.join(', ')}.`] : []),
+    ].join('\n');
   } finally {
     await app.close();
   }

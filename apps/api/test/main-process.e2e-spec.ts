@@ -1,10 +1,11 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROUTES } from '@prospect/contract';
 import { runApiProcess, startApiProcess } from './support/api-process.js';
 import { client } from './support/http.js';
+import { freePort } from './support/throwaway-postgres.js';
 
 describe('the API process (npm start)', () => {
   let dataDir: string;
@@ -24,7 +25,9 @@ describe('the API process (npm start)', () => {
     const api = await startApiProcess({ PROSPECT_DATA_DIR: dataDir });
     const banner = api.stdout();
     expect(banner).toContain(`Create an account:  ${api.baseUrl}/signup`);
-    expect(banner).toContain(`npx prospect auth:login --api-url ${api.baseUrl}`);
+    // The address it listens on, beside the public URL: behind a proxy the two differ, and each replica's banner names its own.
+    expect(banner).toContain(`  Listening on:       127.0.0.1:${new URL(api.baseUrl).port}\n`);
+    expect(banner).toContain(`prospect auth:login --api-url ${api.baseUrl}   (no prospect yet? npm run cli:install)`);
     // An empty database has no administrator: the banner says how to become it.
     expect(banner).toMatch(new RegExp(`First admin: +${api.baseUrl}/signup\\?setup_code=prss_[A-Za-z0-9_-]{43} `));
     await client(api.baseUrl).get(ROUTES.health).expect(200);
@@ -52,6 +55,43 @@ describe('the API process (npm start)', () => {
     const again = await startApiProcess({ PROSPECT_DATA_DIR: dataDir });
     await client(again.baseUrl).get(ROUTES.health).expect(200);
     expect(await again.stop('SIGINT')).toBe(0);
+  });
+
+  it('names the listening address apart from PUBLIC_URL, a replica behind a proxy', async () => {
+    const port = await freePort();
+    const api = await startApiProcess({ PROSPECT_DATA_DIR: dataDir, PORT: String(port), PUBLIC_URL: 'http://id.example.com:8080' });
+    try {
+      const banner = api.stdout();
+      expect(banner).toContain('  Prospect API is running on http://id.example.com:8080\n');
+      expect(banner).toContain(`\n  Listening on:       127.0.0.1:${port}\n`);
+      await client(`http://127.0.0.1:${port}`).get(ROUTES.healthLive).expect(200);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it('`migrate` without DATABASE_URL refuses in one line, naming --embedded, and opens nothing; `migrate --embedded` migrates and names it', async () => {
+    const refused = await runApiProcess({ PROSPECT_DATA_DIR: dataDir }, ['migrate']);
+    expect(refused).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `Refusing to migrate: DATABASE_URL is not set, so this would migrate the embedded database in ${dataDir}. Set DATABASE_URL to your server's, or run \`migrate --embedded\` (npm run migrate -- --embedded) to migrate the embedded one.\n`,
+    });
+    expect(await readdir(dataDir)).toEqual([]);
+
+    const migrated = await runApiProcess({ PROSPECT_DATA_DIR: dataDir }, ['migrate', '--embedded']);
+    expect(migrated).toMatchObject({ code: 0, stderr: '' });
+    expect(migrated.stdout).toMatch(new RegExp(`^Applied \\d+ migration\\(s\\) to the embedded database in ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: `));
+    const again = await runApiProcess({ PROSPECT_DATA_DIR: dataDir }, ['migrate', '--embedded']);
+    expect(again).toEqual({ code: 0, stdout: `The embedded database in ${dataDir} is up to date.\n`, stderr: '' });
+
+    // Asked for the embedded database where DATABASE_URL names a server: which one was meant is unclear, so neither.
+    const both = await runApiProcess({ PROSPECT_DATA_DIR: dataDir, DATABASE_URL: 'postgres://prospect:s3cret@db.internal:6432/prospect' }, ['migrate', '--embedded']);
+    expect(both).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'Refusing to migrate: --embedded asks for the embedded database, but DATABASE_URL is set (the database prospect@db.internal:6432/prospect). Unset DATABASE_URL, or drop --embedded.\n',
+    });
   });
 
   it('finishes a request that is in flight when SIGTERM arrives', async () => {

@@ -13,6 +13,12 @@ async function appliedMigrations(url: string): Promise<string[]> {
   }
 }
 
+/** How `migrate` names a database: user, host, port and name, never the password. */
+function databaseName(url: string): string {
+  const { username, hostname, port, pathname } = new URL(url);
+  return `${username ? `${decodeURIComponent(username)}@` : ''}${hostname}:${port || '5432'}${decodeURIComponent(pathname)}`;
+}
+
 /** Lines a process logged at error level (pino: 50) or any stack trace. */
 const errorLines = (output: string) => output.split('\n').filter((line) => line.includes('"level":50') || /^\s+at /.test(line));
 
@@ -39,9 +45,10 @@ describe('migrations with many instances', () => {
   it('`main.js migrate` applies what is pending and exits; run again, or three at once, it finds nothing to do', async () => {
     const first = await runApiProcess({ DATABASE_URL: database.url }, ['migrate']);
     expect(first).toMatchObject({ code: 0, stderr: '' });
-    expect(first.stdout).toBe(`Applied ${MIGRATIONS.length} migration(s): ${MIGRATIONS.map((m) => m.name).join(', ')}\n`);
+    // It names the database it migrated (issue #36), without the password.
+    expect(first.stdout).toBe(`Applied ${MIGRATIONS.length} migration(s) to the database ${databaseName(database.url)}: ${MIGRATIONS.map((m) => m.name).join(', ')}\n`);
     const again = await Promise.all([1, 2, 3].map(() => runApiProcess({ DATABASE_URL: database.url }, ['migrate'])));
-    for (const run of again) expect(run).toEqual({ code: 0, stdout: 'The database is up to date.\n', stderr: '' });
+    for (const run of again) expect(run).toEqual({ code: 0, stdout: `The database ${databaseName(database.url)} is up to date.\n`, stderr: '' });
     expect(await appliedMigrations(database.url)).toEqual(MIGRATIONS.map((m) => m.name));
   });
 
@@ -62,6 +69,6 @@ describe('migrations with many instances', () => {
 
   it('an unknown command is a usage error, before anything is opened', async () => {
     const run = await runApiProcess({ DATABASE_URL: database.url }, ['migrat']);
-    expect(run).toEqual({ code: 2, stdout: '', stderr: 'Unknown command: migrat. Run without one to serve, `migrate` to apply pending migrations, `setup-code` for a new admin setup code, or `purge` to delete what retention keeps no longer.\n' });
+    expect(run).toEqual({ code: 2, stdout: '', stderr: 'Unknown command: migrat. Run without one to serve, `migrate` to apply pending migrations, `setup-code` for a new admin setup code, `purge` to delete what retention keeps no longer, or `rotate-keys` to replace the ID tokens\' signing key now.\n' });
   });
 });

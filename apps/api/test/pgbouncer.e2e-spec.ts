@@ -41,7 +41,7 @@ describe('behind PgBouncer in transaction mode', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toBe(
       'prospect-api failed to start: DATABASE_URL leads to a connection pooler (it refused the startup parameter statement_timeout): ' +
-        'set DATABASE_DIRECT_URL to the Postgres server itself and DATABASE_PREPARED_STATEMENTS=false (README: PgBouncer)\n',
+        'set DATABASE_DIRECT_URL to the Postgres server itself and DATABASE_PREPARED_STATEMENTS=false (docs/operations.md: PgBouncer)\n',
     );
   });
 

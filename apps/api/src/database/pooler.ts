@@ -20,7 +20,7 @@ const logger = new Logger('Database');
 export class PoolerSetupError extends Error {
   constructor(detail: string) {
     super(
-      `DATABASE_URL leads to a connection pooler (${detail}): set DATABASE_DIRECT_URL to the Postgres server itself and DATABASE_PREPARED_STATEMENTS=false (README: PgBouncer)`,
+      `DATABASE_URL leads to a connection pooler (${detail}): set DATABASE_DIRECT_URL to the Postgres server itself and DATABASE_PREPARED_STATEMENTS=false (docs/operations.md: PgBouncer)`,
     );
   }
 }

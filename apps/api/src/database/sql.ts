@@ -20,7 +20,7 @@ const UNIQUE_VIOLATION = '23505';
  * On a Postgres server each statement is a named prepared statement: every
  * pooled connection parses and plans it once instead of on every request,
  * which raised poll and start throughput by a quarter or more on the 2-core
- * bench machine, where Postgres shares the cores (README.md, Performance).
+ * bench machine, where Postgres shares the cores (docs/performance.md).
  * Postgres replans them itself after a migration; the statements name the
  * columns they return, so a new column never changes their result type.
  * Not on the embedded PGlite, whose socket server shares one backend among

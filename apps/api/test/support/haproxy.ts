@@ -1,10 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { eventually } from './eventually.js';
+import { cleanUpOnExit } from './process-cleanup.js';
 import { freePort } from './throwaway-postgres.js';
 
 /** The load balancer config the repository ships (docker-compose.yml uses it too). */
 export const HAPROXY_CFG = fileURLToPath(new URL('../../../../deploy/haproxy/haproxy.cfg', import.meta.url));
+/** The body of its own 503 (no replica ready), beside it: the API's one error body. */
+export const HAPROXY_503_BODY = fileURLToPath(new URL('../../../../deploy/haproxy/503.json', import.meta.url));
 
 /** Debian's haproxy (installed by .ci/run) running the shipped config in front of the given replicas. */
 export class HaProxy {
@@ -21,6 +24,9 @@ export class HaProxy {
     const env: Record<string, string> = { PROSPECT_PROXY_BIND: `127.0.0.1:${port}`, PROSPECT_PROXY_STATS_BIND: `127.0.0.1:${statsPort}` };
     replicas.forEach((address, i) => (env[`PROSPECT_API${i + 1}`] = address));
     const child = spawn('haproxy', ['-db', '-f', HAPROXY_CFG], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Ends with the test process however it ends (Ctrl-C included), unless stopped first.
+    const forget = cleanUpOnExit({ kill: child.pid! });
+    child.once('exit', forget);
     let output = '';
     child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
@@ -55,6 +61,16 @@ export class HaProxy {
   /** Its log: one line per request, with the server that answered and the termination state. */
   log(): string {
     return this.output();
+  }
+
+  /**
+   * The log line of the request with this X-Request-Id (the config logs it as `reqId="…"`), once
+   * haproxy has written it (at the end of the request); undefined if it never does.
+   */
+  async logLineOf(requestId: string, timeoutMs = 5_000): Promise<string | undefined> {
+    const find = () => this.output().split('\n').find((line) => line.endsWith(` reqId="${requestId}"`));
+    await eventually(() => find() !== undefined, timeoutMs);
+    return find();
   }
 
   async stop(): Promise<void> {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './throwaway-postgres.js';
 
-/** The PgBouncer sample the repository ships (README: PgBouncer). */
+/** The PgBouncer sample the repository ships (docs/operations.md: PgBouncer). */
 export const PGBOUNCER_INI = fileURLToPath(new URL('../../../../deploy/pgbouncer/pgbouncer.ini', import.meta.url));
 
 /**
