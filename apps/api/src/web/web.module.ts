@@ -34,6 +34,7 @@ import { pageHeaders } from './page-headers.js';
 import { SignInService } from './sign-in.service.js';
 import { TokensPageController } from './tokens-page.controller.js';
 import { AdminIdentityProvidersPageController } from './admin-identity-providers-page.controller.js';
+import { FederationPagesController } from './federation-pages.controller.js';
 
 /**
  * What every page request goes through: the document headers, the form parser (pages
@@ -61,7 +62,7 @@ class PageMiddleware implements NestMiddleware {
     AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
-    AdminIdentityProvidersPageController],
+    AdminIdentityProvidersPageController, FederationPagesController],
   providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages],
 })
 export class WebModule implements NestModule {

@@ -11,16 +11,16 @@ import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
 import { UsersService } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { type FederatedSignIn, type PendingFederatedLink, regenerateSession, saveSession, toWebUser } from '../web-sessions/web-account.js';
-import { DeviceCookies } from '../web/device-cookies.js';
-import { field, queryParam, safeNext } from '../web/form.js';
-import { SignInService } from '../web/sign-in.service.js';
-import { AnonymousRefusals } from './anonymous-refusals.js';
-import { FederatedIdentitiesRepository } from './federated-identities.repository.js';
-import { PENDING_LINK_MINUTES } from './federation-policy.js';
-import { FederationRefused, FederationSignIn } from './federation-sign-in.service.js';
-import type { IdentityProviderRow } from './identity-providers.repository.js';
-import type { ProviderIdentity } from './relying-party.js';
-import { type Flight, SignInFlights } from './sign-in-flights.js';
+import { DeviceCookies } from './device-cookies.js';
+import { field, queryParam, safeNext } from './form.js';
+import { SignInService } from './sign-in.service.js';
+import { AnonymousRefusals } from '../federation/anonymous-refusals.js';
+import { FederatedIdentitiesRepository } from '../federation/federated-identities.repository.js';
+import { PENDING_LINK_MINUTES } from '../federation/federation-policy.js';
+import { FederationRefused, FederationSignIn } from '../federation/federation-sign-in.service.js';
+import type { IdentityProviderRow } from '../federation/identity-providers.repository.js';
+import type { ProviderIdentity } from '../federation/relying-party.js';
+import { type Flight, SignInFlights } from '../federation/sign-in-flights.js';
 
 /** Where the second step of a sign-in goes after the password proved the account to link. */
 const FINISH_LINK = '/login/link/finish';
