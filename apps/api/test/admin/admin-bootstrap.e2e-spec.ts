@@ -1,0 +1,66 @@
+import pg from 'pg';
+import { type ApiProcess, runApiProcess, startApiProcess } from '../support/api-process.js';
+import { emptyServerDatabase } from '../support/server-database.js';
+
+async function admins(url: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<{ email: string }>(`SELECT email FROM users WHERE role = 'admin'`)).rows.map((r) => r.email);
+  } finally {
+    await client.end();
+  }
+}
+
+const CODE_LINE = /signup\?setup_code=(prss_[A-Za-z0-9_-]{43})/;
+const startAll = (env: Record<string, string>) => Promise.all([1, 2, 3].map(() => startApiProcess(env, 60_000)));
+const output = (api: ApiProcess) => api.stdout() + api.stderr();
+/** The process's output once it holds `text`: log lines are written in batches, flushed every second. */
+async function outputWith(api: ApiProcess, text: string): Promise<string> {
+  for (let i = 0; i < 50 && !output(api).includes(text); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  return output(api);
+}
+
+/** The first administrator of a deployment of many instances, started at once. */
+describe('admin bootstrap with replicas', () => {
+  let database: { url: string; drop(): Promise<void> };
+  beforeEach(async () => (database = await emptyServerDatabase()));
+  afterEach(() => database.drop());
+
+  it('PROSPECT_ADMIN_*: three instances at once all come up and make one admin, with no error line', async () => {
+    const apis = await startAll({ DATABASE_URL: database.url, PROSPECT_ADMIN_EMAIL: 'Root@Example.com', PROSPECT_ADMIN_PASSWORD: 'correct horse battery' });
+    try {
+      expect(await admins(database.url)).toEqual(['root@example.com']);
+      for (const api of apis) expect(output(api)).not.toMatch(/"level":50|already exists/);
+    } finally {
+      await Promise.all(apis.map((api) => api.stop()));
+    }
+  });
+
+  it('no admin yet: one setup code per deployment, printed by the instance that made it, kept by a restart; `setup-code` replaces it', async () => {
+    const apis = await startAll({ DATABASE_URL: database.url });
+    let code: string;
+    try {
+      const codes = apis.map((api) => CODE_LINE.exec(output(api))?.[1]).filter(Boolean);
+      expect(codes).toHaveLength(1);
+      code = codes[0]!;
+      // The others say where it is, and how to get a new one.
+      for (const api of apis.filter((a) => !output(a).includes(code))) {
+        expect(await outputWith(api, 'A setup code was printed at')).toContain('`node apps/api/dist/main.js setup-code` prints a new one');
+      }
+    } finally {
+      await Promise.all(apis.map((api) => api.stop()));
+    }
+    const restarted = await startApiProcess({ DATABASE_URL: database.url });
+    try {
+      expect(await outputWith(restarted, 'A setup code was printed at')).toContain('A setup code was printed at');
+      expect(output(restarted)).not.toMatch(CODE_LINE);
+    } finally {
+      await restarted.stop();
+    }
+    const replaced = await runApiProcess({ DATABASE_URL: database.url, PUBLIC_URL: 'https://id.example.com' }, ['setup-code']);
+    expect(replaced.code).toBe(0);
+    expect(replaced.stdout).toMatch(/^New admin setup code \(the earlier one no longer works\): https:\/\/id\.example\.com\/signup\?setup_code=prss_[A-Za-z0-9_-]{43}\n$/);
+    expect(replaced.stdout).not.toContain(code);
+  });
+});

@@ -1,0 +1,210 @@
+import { Secret, TOTP } from 'otpauth';
+import { PasskeysRepository } from '../../src/accounts/passkeys.repository.js';
+import { Mailer } from '../../src/mail/mailer.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { createUser } from '../support/fixtures.js';
+import { SmtpSink } from '../support/smtp-sink.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { signInAs, webClient, type WebClient } from '../web/web-client.js';
+
+const PASSWORD = 'correct horse battery';
+const NEW_PASSWORD = 'a brand new passphrase';
+
+/** An authenticator app's code for `key` (as the page shows it) at the fake clock's time, `steps` steps of 30 s away. */
+const codeFor = (key: string, clock: FakeClock, steps = 0) =>
+  new TOTP({ secret: Secret.fromBase32(key.replace(/\s/g, '')), period: 30 }).generate({ timestamp: clock.now().getTime() + steps * 30_000 });
+
+/**
+ * Issue #31 item 5: the owner is never the one locked out. Every password check and every
+ * second-step code counts the owner's recognised browser (a device cookie at /login and its
+ * second step, the signed-in session once signed in) apart from everyone else; an attacker's
+ * failures, however many and however parallel, never make the owner's right password or code a
+ * 429 there, and still reach no more than the limit.
+ */
+describe('the owner is never the one locked out', () => {
+  const clock = new FakeClock(Date.now());
+  let smtp: SmtpSink;
+  let api: TestApp;
+  beforeAll(async () => {
+    smtp = await SmtpSink.start();
+    api = await startTestApp({ clock, env: { SMTP_URL: smtp.url } });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await smtp?.stop();
+  });
+  /** Each test starts with no counters: every client is 127.0.0.1. */
+  beforeEach(() => api.dataSource.query(`DELETE FROM rate_limits`));
+
+  const post = async (web: WebClient, page: string, path: string, form: Record<string, string> = {}) => {
+    const text = (await web.send('GET', page)).text;
+    return web.send('POST', path, { _csrf: web.csrfFrom(text), ...form });
+  };
+  const signInForm = async (web: WebClient, email: string, password: string, next?: string) => {
+    const form = await web.send('GET', '/login');
+    return web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password, ...(next ? { next } : {}) });
+  };
+  /** Five wrong passwords for `email`, each from a new browser without cookies; then a new browser is refused even the right one. */
+  const attackerBlocks = async (email: string) => {
+    for (let i = 0; i < 5; i++) expect((await signInForm(webClient(api), email, 'wrong guess')).status).toBe(401);
+    expect((await signInForm(webClient(api), email, PASSWORD)).status).toBe(429);
+  };
+  const events = async (type: string, userId: string, reason?: string) =>
+    Number(
+      (
+        await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = $1 AND user_id = $2 AND ($3::text IS NULL OR detail ->> 'reason' = $3)`, [
+          type,
+          userId,
+          reason ?? null,
+        ])
+      )[0].n,
+    );
+
+  describe('passwords asked of a signed-in person', () => {
+    it('after five wrong sign-ins from elsewhere, bob on his signed-in browser confirms sudo, changes his address and password, and deletes the account with the right password', async () => {
+      const bob = await createUser(api);
+      const browser = await signInAs(api, bob.email, PASSWORD);
+      await attackerBlocks(bob.email);
+
+      const sudo = await post(browser, '/sudo?next=%2Fsettings%2Ftokens', '/sudo', { password: PASSWORD, next: '/settings/tokens' });
+      expect(sudo).toMatchObject({ status: 303, location: '/settings/tokens' });
+
+      const newEmail = `bob-moved-${Date.now()}@example.com`;
+      const address = await post(browser, '/settings/account', '/settings/account/email', { email: newEmail, password: PASSWORD });
+      expect(address.status).toBe(200);
+      expect(address.text).toContain(`A link is on its way to <strong>${newEmail}</strong>`);
+      await api.app.get(Mailer).settled();
+      expect(smtp.to(newEmail).map((m) => m.subject)).toEqual(['Confirm your new e-mail address for Prospect']);
+
+      const changed = await post(browser, '/settings/account', '/settings/account/password', { current_password: PASSWORD, password: NEW_PASSWORD, password_again: NEW_PASSWORD });
+      expect(changed).toMatchObject({ status: 303, location: '/settings/account?done=password' });
+
+      // The account is still blocked for everyone else, with the old password and the new.
+      expect((await signInForm(webClient(api), bob.email, NEW_PASSWORD)).status).toBe(429);
+
+      const deleted = await post(browser, '/settings/account', '/settings/account/delete', { password: NEW_PASSWORD });
+      expect(deleted).toMatchObject({ status: 303, location: '/login?account=deleted' });
+      expect(await api.dataSource.query(`SELECT id FROM users WHERE id = $1`, [bob.id])).toEqual([]);
+    });
+
+    it('a stolen session gets 5 wrong passwords of 50 sent at once, blocks only itself, and bob on his own browser is not refused', async () => {
+      const bob = await createUser(api);
+      const own = await signInAs(api, bob.email, PASSWORD);
+      const stolen = await signInAs(api, bob.email, PASSWORD); // another session of bob's, in a thief's hands
+      const form = await stolen.send('GET', '/sudo?next=%2Fsettings%2Ftokens');
+      const guesses = await Promise.all(Array.from({ length: 50 }, () => stolen.send('POST', '/sudo', { _csrf: stolen.csrfFrom(form.text), password: 'wrong guess', next: '/settings/tokens' })));
+      // Counted before the password is checked: no more than 5 reach it, however many come at once.
+      expect(guesses.filter((r) => r.status === 401)).toHaveLength(5);
+      const refused = guesses.filter((r) => r.status === 429);
+      expect(refused).toHaveLength(45);
+      expect(Number(refused[0]!.headers['retry-after'])).toBeGreaterThan(14 * 60);
+      expect((await stolen.send('POST', '/sudo', { _csrf: stolen.csrfFrom(form.text), password: PASSWORD, next: '/settings/tokens' })).status).toBe(429);
+
+      // Bob's own browser, and a new browser at /login, are not blocked by the thief's failures.
+      expect(await post(own, '/sudo?next=%2Fsettings%2Ftokens', '/sudo', { password: PASSWORD, next: '/settings/tokens' })).toMatchObject({ status: 303 });
+      expect((await signInForm(webClient(api), bob.email, PASSWORD)).status).toBe(303);
+    });
+  });
+
+  describe('second-step codes', () => {
+    /** Sets up the app in a signed-in browser; the key and the recovery codes. */
+    async function enrol(web: WebClient): Promise<{ key: string; codes: string[] }> {
+      const begun = await post(web, '/settings/security', '/settings/security/totp');
+      const key = /<code class="totp-key">([A-Z2-7 ]+)<\/code>/.exec(begun.text)![1]!;
+      const done = await web.send('POST', '/settings/security/totp/confirm', { _csrf: web.csrfFrom(begun.text), code: codeFor(key, clock) });
+      expect(done.status).toBe(200);
+      const codes = [...done.text.matchAll(/<li><code>([a-z2-9]{5}-[a-z2-9]{5})<\/code><\/li>/g)].map((m) => m[1]!);
+      expect(codes).toHaveLength(10);
+      return { key, codes };
+    }
+    /** The password step in `web`, which must lead to the second step. */
+    async function passwordStep(web: WebClient, email: string) {
+      expect(await signInForm(web, email, PASSWORD, '/settings/tokens')).toMatchObject({ status: 303, location: '/login/code' });
+      return web;
+    }
+    const signOut = async (web: WebClient) => expect((await post(web, '/settings/tokens', '/logout')).status).toBe(303);
+
+    it('200 parallel wrong codes from 20 half-signed-in sessions check only 5; bob’s right code and recovery code from his recognised browser are accepted, and his code in sudo mode', async () => {
+      const bob = await createUser(api);
+      const browser = await signInAs(api, bob.email, PASSWORD); // bob's browser: it now holds a device cookie for his account
+      const { key, codes } = await enrol(browser);
+      await signOut(browser);
+      clock.advanceSeconds(30); // past the step of the code that confirmed the app
+
+      // Twenty browsers that know the password, half signed in; ten wrong codes each, all at once.
+      const valid = new Set([-1, 0, 1].map((steps) => codeFor(key, clock, steps)));
+      const wrongCodes = Array.from({ length: 200 }, (_, i) => String(100000 + i * 7)).filter((code) => !valid.has(code));
+      const attackers: WebClient[] = [];
+      // One after another: parallel password steps would share the account's 5 tries, right password or not.
+      for (let i = 0; i < 20; i++) attackers.push(await passwordStep(webClient(api), bob.email));
+      const forms = await Promise.all(attackers.map((web) => web.send('GET', '/login/code')));
+      const answers = await Promise.all(
+        wrongCodes.map((code, i) => attackers[i % 20]!.send('POST', '/login/code', { _csrf: attackers[i % 20]!.csrfFrom(forms[i % 20]!.text), code })),
+      );
+      // Counted before the code is checked: 5 reach it, and only those are audited as wrong codes.
+      expect(answers.filter((r) => r.status === 401)).toHaveLength(5);
+      expect(answers.filter((r) => r.status === 429)).toHaveLength(wrongCodes.length - 5);
+      expect(await events('web.login_failed', bob.id, 'wrong second-factor code')).toBe(5);
+      // Any browser bob never signed in with is refused even the right code now (and told where to go)…
+      const newcomer = await passwordStep(webClient(api), bob.email);
+      const blocked = await post(newcomer, '/login/code', '/login/code', { code: codeFor(key, clock) });
+      expect(blocked.status).toBe(429);
+      expect(blocked.text).toContain('sign in from a browser you have used for this account before');
+
+      // …but bob's browser, which signed in before, is not.
+      await passwordStep(browser, bob.email);
+      expect(await post(browser, '/login/code', '/login/code', { code: codeFor(key, clock) })).toMatchObject({ status: 303, location: '/settings/tokens' });
+      expect((await browser.send('GET', '/settings/tokens')).status).toBe(200);
+
+      // His code in sudo mode, from his signed-in session (a later step: each is accepted once).
+      clock.advanceSeconds(30);
+      expect(await post(browser, '/sudo?next=%2Fsettings%2Ftokens', '/sudo', { code: codeFor(key, clock), next: '/settings/tokens' })).toMatchObject({ status: 303, location: '/settings/tokens' });
+
+      // A recovery code, from the same browser, while the attackers go on (still half signed in, still refused).
+      await signOut(browser);
+      const more = await Promise.all(attackers.map((web, i) => web.send('POST', '/login/code', { _csrf: web.csrfFrom(forms[i]!.text), code: '999999' })));
+      expect(more.map((r) => r.status)).toEqual(Array(20).fill(429));
+      await passwordStep(browser, bob.email);
+      expect(await post(browser, '/login/code', '/login/code', { code: codes[0]! })).toMatchObject({ status: 303, location: '/settings/tokens' });
+      expect(await events('web.login_failed', bob.id, 'wrong second-factor code')).toBe(5);
+      expect(await events('factor.recovery_code_used', bob.id)).toBe(1);
+    });
+
+    it('a recognised browser’s own wrong codes block only itself, 5 of 50 at once checked', async () => {
+      const bob = await createUser(api);
+      const browser = await signInAs(api, bob.email, PASSWORD);
+      const { key } = await enrol(browser);
+      await signOut(browser);
+      clock.advanceSeconds(30);
+      await passwordStep(browser, bob.email);
+      const form = await browser.send('GET', '/login/code');
+      const valid = new Set([-1, 0, 1].map((steps) => codeFor(key, clock, steps)));
+      const wrongCodes = Array.from({ length: 50 }, (_, i) => String(200000 + i * 11)).filter((code) => !valid.has(code));
+      const answers = await Promise.all(wrongCodes.map((code) => browser.send('POST', '/login/code', { _csrf: browser.csrfFrom(form.text), code })));
+      expect(answers.filter((r) => r.status === 401)).toHaveLength(5);
+      expect(answers.filter((r) => r.status === 429)).toHaveLength(wrongCodes.length - 5);
+      expect((await browser.send('POST', '/login/code', { _csrf: browser.csrfFrom(form.text), code: codeFor(key, clock) })).status).toBe(429);
+      // Those were that browser's failures, not the account's: another browser that has the code gets in.
+      const other = await passwordStep(webClient(api), bob.email);
+      expect(await post(other, '/login/code', '/login/code', { code: codeFor(key, clock) })).toMatchObject({ status: 303, location: '/settings/tokens' });
+    });
+
+    it('setting up an app is counted apart: guesses at the second step do not block bob’s first code', async () => {
+      const bob = await createUser(api);
+      const browser = await signInAs(api, bob.email, PASSWORD);
+      // Bob has a passkey only, so a sign-in with his password asks for a second step.
+      await api.app.get(PasskeysRepository).insert(
+        { userId: bob.id, credentialId: `cred-${Date.now()}`, publicKey: Buffer.alloc(77), counter: 0, transports: [], name: 'Phone', createdAt: clock.now() },
+        null,
+      );
+      const attacker = await passwordStep(webClient(api), bob.email);
+      const form = await attacker.send('GET', '/login/code');
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => attacker.send('POST', '/login/code', { _csrf: attacker.csrfFrom(form.text), code: String(300000 + i) })));
+      expect(answers.filter((r) => r.status === 401)).toHaveLength(5);
+      expect(answers.filter((r) => r.status === 429)).toHaveLength(15);
+
+      await enrol(browser);
+      expect(await api.dataSource.query(`SELECT user_id FROM totp_factors WHERE user_id = $1`, [bob.id])).toHaveLength(1);
+    });
+  });
+});

@@ -1,0 +1,230 @@
+import net, { type AddressInfo } from 'node:net';
+import { OAUTH_ROUTES, ROUTES } from '@prospect/contract';
+import { TokensService } from '../../src/tokens/tokens.service.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { authorizedPoll, createUser } from '../support/fixtures.js';
+import { get, post, request, type JsonResponse } from '../support/http.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+const HOUR = 3600;
+const DAY = 24 * HOUR;
+
+/** Waits (at most 5 s) until a statement of the API sits in the slowing trigger's pg_sleep. */
+async function sleepingBackendOf(api: TestApp): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (Date.now() < deadline) {
+    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`);
+    if (n > 0) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error('no statement reached the slowed INSERT within 5 s');
+}
+
+/**
+ * A TCP proxy in front of the API that forwards one request and drops its answer: the client's
+ * connection is cut when the first byte of the answer reaches the proxy, after the server
+ * committed — what a killed API, a killed CLI or a dropped connection leaves behind.
+ */
+async function answerDroppingProxy(apiPort: number) {
+  let answerDropped!: () => void;
+  const dropped = new Promise<void>((resolve) => (answerDropped = resolve));
+  const server = net.createServer((client) => {
+    const upstream = net.connect(apiPort, '127.0.0.1');
+    client.pipe(upstream);
+    upstream.once('data', () => {
+      client.destroy();
+      upstream.destroy();
+      answerDropped();
+    });
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    dropped,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('a lost refresh answer is never a reuse (issue #19)', () => {
+  const clock = new FakeClock();
+  let api: TestApp;
+  beforeAll(async () => {
+    api = await startTestApp({ clock });
+  });
+  afterAll(() => api.close());
+
+  const refresh = (refreshToken: string) => post(api, ROUTES.refresh, { refreshToken });
+  const signIn = async () => {
+    const user = await createUser(api);
+    const { body } = await authorizedPoll(api, user);
+    const family = (await api.app.get(TokensService).describe(body.accessToken))!.deviceLoginId!;
+    return { user, family, accessToken: body.accessToken as string, refreshToken: body.refreshToken as string };
+  };
+  const reuses = async (family: string) =>
+    (await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'token.reuse' AND detail->>'deviceLoginId' = $1`, [family]))[0].n;
+  const refreshTokensOf = async (family: string) =>
+    (await api.dataSource.query(`SELECT count(*)::int AS n FROM refresh_tokens WHERE device_login_id = $1`, [family]))[0].n;
+  const accessTokensOf = async (family: string) =>
+    (await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE device_login_id = $1`, [family]))[0].n;
+  const liveRefreshTokensOf = async (family: string) =>
+    (await api.dataSource.query(`SELECT count(*)::int AS n FROM refresh_tokens WHERE device_login_id = $1 AND rotated_at IS NULL AND revoked_at IS NULL`, [family]))[0].n;
+  /** The rotation happens, its answer never reaches the client. */
+  const refreshWithAnswerLost = async (refreshToken: string) => {
+    const proxy = await answerDroppingProxy(Number(new URL(api.baseUrl).port));
+    try {
+      const sent = fetch(proxy.url + ROUTES.refresh, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refreshToken }) });
+      await expect(sent).rejects.toThrow();
+      await proxy.dropped;
+    } finally {
+      await proxy.close();
+    }
+  };
+
+  it('the old token presented 15 s after a dropped answer, and days later, gets the same successor: the session is kept, no reuse', async () => {
+    const { family, refreshToken } = await signIn();
+    await refreshWithAnswerLost(refreshToken);
+    expect(await refreshTokensOf(family)).toBe(2); // the server did rotate
+
+    clock.advanceSeconds(15);
+    const retried = await refresh(refreshToken);
+    expect(retried.status).toBe(200);
+    expect((await get(api, ROUTES.me, retried.body.accessToken)).status).toBe(200);
+    expect((await refresh(refreshToken)).body).toEqual(retried.body); // and again the same
+
+    // Days later (the access token of that pair is long dead, the refresh token lives 30 days):
+    // the same refresh token, with a fresh access token so the answer works at once.
+    clock.advanceSeconds(3 * DAY);
+    const late = await refresh(refreshToken);
+    expect(late.status).toBe(200);
+    expect(late.body.refreshToken).toBe(retried.body.refreshToken);
+    expect(late.body.accessToken).not.toBe(retried.body.accessToken);
+    expect(late.body.expiresAt).toBe(new Date(clock.now().getTime() + HOUR * 1000).toISOString());
+    expect((await get(api, ROUTES.me, late.body.accessToken)).status).toBe(200);
+    expect((await refresh(refreshToken)).body).toEqual(late.body); // presented again: that pair, not another
+
+    expect(await reuses(family)).toBe(0);
+    expect(await refreshTokensOf(family)).toBe(2); // answered again, never rotated again
+    // The family lives on: the recovered refresh token rotates as any other.
+    expect((await refresh(late.body.refreshToken)).status).toBe(200);
+  });
+
+  it('the same through the OAuth token endpoint (RFC 6749 refresh grant)', async () => {
+    const { family, refreshToken } = await signIn();
+    const grant = (token: string) =>
+      request(api, 'POST', OAUTH_ROUTES.token, {
+        body: new URLSearchParams({ grant_type: 'refresh_token', client_id: 'prospect-cli', refresh_token: token }).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+    const lost = await grant(refreshToken); // answered, and ignored
+    expect(lost.status).toBe(200);
+    clock.advanceSeconds(15);
+    const again = await grant(refreshToken);
+    expect(again.status).toBe(200);
+    expect(again.body.refresh_token).toBe(lost.body.refresh_token);
+    expect(again.body.access_token).toBe(lost.body.access_token);
+    expect(again.body.expires_in).toBe(HOUR - 15);
+    expect(await reuses(family)).toBe(0);
+  });
+
+  it('once the successor was used, its predecessor is a reuse, and so is any older generation; the newest rotated one is still answered', async () => {
+    const { family, accessToken, refreshToken: first } = await signIn();
+    await refreshWithAnswerLost(first);
+    clock.advanceSeconds(15);
+    const second = (await refresh(first)).body; // recovered after the lost answer
+    clock.advanceSeconds(60);
+    const third = (await refresh(second.refreshToken)).body; // the successor is used now…
+    clock.advanceSeconds(60);
+    expect((await refresh(second.refreshToken)).body).toEqual(third); // …its own answer may be lost too
+
+    // `first` is two generations behind the newest (`third`) and its successor was used: a copy.
+    const reuse = await refresh(first);
+    expect(reuse.status).toBe(401);
+    expect(reuse.body.message).toMatch(/already used.*revoked/);
+    expect(await reuses(family)).toBe(1);
+    for (const token of [accessToken, second.accessToken, third.accessToken]) expect((await get(api, ROUTES.me, token)).status).toBe(401);
+    for (const token of [second.refreshToken, third.refreshToken]) expect((await refresh(token)).body.message).toMatch(/revoked/);
+    expect(await liveRefreshTokensOf(family)).toBe(0);
+  });
+
+  describe('under concurrency', () => {
+    it('50 parallel refreshes of one token rotate it once and all answer the same pair; 50 more days later too', async () => {
+      const { family, refreshToken } = await signIn();
+      const fifty = () => Promise.all(Array.from({ length: 50 }, () => refresh(refreshToken)));
+      const answers = await fifty();
+      expect(answers.map((a) => a.status)).toEqual(Array(50).fill(200));
+      for (const answer of answers) expect(answer.body).toEqual(answers[0].body);
+      expect(await refreshTokensOf(family)).toBe(2);
+
+      // Its answer lost, the old token is presented by 50 at once when the access token is dead:
+      // one fresh access token for all of them, and still no second rotation.
+      clock.advanceSeconds(2 * DAY);
+      const late = await fifty();
+      expect(late.map((a) => a.status)).toEqual(Array(50).fill(200));
+      for (const answer of late) expect(answer.body).toEqual(late[0].body);
+      expect(late[0].body.refreshToken).toBe(answers[0].body.refreshToken);
+      expect(await refreshTokensOf(family)).toBe(2);
+      expect(await accessTokensOf(family)).toBe(3); // the device login's, the rotation's, the one fresh one
+      expect(await reuses(family)).toBe(0);
+      expect((await get(api, ROUTES.me, late[0].body.accessToken)).status).toBe(200);
+    });
+
+    it('a token and its successor presented in parallel leave one live refresh token, or a family revoked as reused: never two', async () => {
+      for (let round = 0; round < 15; round++) {
+        const { family, refreshToken: first } = await signIn();
+        const second = (await refresh(first)).body;
+        // Fired in order (the predecessor first, likely answered again) or shuffled (likely a reuse).
+        const fired = [first, first, first, second.refreshToken, second.refreshToken, second.refreshToken];
+        const presented = round % 2 ? fired.sort(() => Math.random() - 0.5) : fired;
+        const answers: Array<JsonResponse & { presented: string }> = await Promise.all(
+          presented.map(async (token) => ({ ...(await refresh(token)), presented: token })),
+        );
+        const reused = answers.some((a) => a.status === 401 && /already used/.test(a.body.message));
+        if (reused) {
+          expect(await reuses(family)).toBe(1);
+          expect(await liveRefreshTokensOf(family)).toBe(0);
+          for (const a of answers) if (a.status !== 200) expect(a.body.message).toMatch(/already used|revoked/);
+        } else {
+          expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200));
+          expect(await liveRefreshTokensOf(family)).toBe(1);
+          expect(await reuses(family)).toBe(0);
+        }
+        // However they interleaved: `second` rotated once (a reuse needs it used), one successor per
+        // token, and every answer to the same token is the same pair.
+        expect(await refreshTokensOf(family)).toBe(3);
+        for (const token of [first, second.refreshToken]) {
+          const bodies = answers.filter((a) => a.presented === token && a.status === 200).map((a) => a.body);
+          for (const body of bodies) expect(body).toEqual(bodies[0]);
+        }
+        const fromFirst = answers.find((a) => a.presented === first && a.status === 200);
+        if (fromFirst) expect(fromFirst.body.refreshToken).toBe(second.refreshToken);
+      }
+    });
+
+    it('a late second presentation beside a family revocation: the fresh access token it writes is revoked too (the family is locked)', async () => {
+      const { family, refreshToken } = await signIn();
+      await refreshWithAnswerLost(refreshToken);
+      clock.advanceSeconds(2 * DAY); // the pair's access token is dead: a second presentation issues one
+      // Widen the window: writing that access token takes half a second.
+      await api.dataSource.query(`CREATE FUNCTION test_slow_access_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END $$`);
+      await api.dataSource.query(`CREATE TRIGGER test_slow_access_insert BEFORE INSERT ON access_tokens FOR EACH ROW EXECUTE FUNCTION test_slow_access_insert()`);
+      try {
+        const presentation = refresh(refreshToken);
+        await sleepingBackendOf(api); // the presentation holds the family's lock, writing
+        await api.app.get(TokensService).revokeFamily(family, 'test');
+        const answered = await presentation;
+        expect(answered.status).toBe(200); // it held the lock first
+        expect((await get(api, ROUTES.me, answered.body.accessToken)).status).toBe(401);
+        const live = await api.dataSource.query(
+          `SELECT id FROM access_tokens WHERE device_login_id = $1 AND revoked_at IS NULL UNION ALL SELECT id FROM refresh_tokens WHERE device_login_id = $1 AND revoked_at IS NULL`,
+          [family],
+        );
+        expect(live).toEqual([]);
+      } finally {
+        await api.dataSource.query(`DROP TRIGGER test_slow_access_insert ON access_tokens`);
+        await api.dataSource.query(`DROP FUNCTION test_slow_access_insert()`);
+      }
+    });
+  });
+});
