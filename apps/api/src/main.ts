@@ -1,3 +1,5 @@
+// First: with an OTLP endpoint set, it instruments http, Express and pg before anything loads them.
+import { tracing } from './telemetry/register.js';
 import type { Server } from 'node:net';
 import { NestFactory } from '@nestjs/core';
 import type { Logger } from 'pino';
@@ -46,7 +48,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, tracing?.logFields);
   if (command === 'migrate') refuseAnUnintendedMigration(config, process.argv.slice(3));
 
   let embedded: EmbeddedPostgres | undefined;
@@ -87,11 +89,13 @@ async function main(): Promise<void> {
   const shutdown = async (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
+    // What the delay and the grace allow in all: the spans' last export fits in what is left of it.
+    const deadline = Date.now() + (config.shutdownDelaySeconds + config.shutdownGraceSeconds) * 1000;
     let code = 0;
     try {
       app.get(ShutdownState).stopping = true;
       // No new mail claimed from now on; a send under way is abandoned in time to exit within the grace (mail/mail-worker.ts).
-      app.get(MailWorker).stop(Date.now() + (config.shutdownDelaySeconds + config.shutdownGraceSeconds) * 1000);
+      app.get(MailWorker).stop(deadline);
       if (config.shutdownDelaySeconds > 0) {
         logger.info({ signal }, `shutting down: not ready any more, serving ${config.shutdownDelaySeconds} s more while load balancers notice`);
         await new Promise((resolve) => setTimeout(resolve, config.shutdownDelaySeconds * 1000));
@@ -106,6 +110,10 @@ async function main(): Promise<void> {
       logger.error({ err: (err as Error).message }, 'shutdown failed');
     } finally {
       await embedded?.stop().catch(() => undefined);
+    }
+    if (tracing) {
+      const spans = await tracing.shutdown(deadline - Date.now());
+      if (spans !== 'flushed') logger.warn(`traces: the last spans were not exported (${spans})`);
     }
     logger.info('stopped');
     await new Promise<void>((resolve) => logger.flush(() => resolve()));

@@ -24,17 +24,20 @@ export const REDACTED_PATHS = [
  * @param destination defaults to stdout, written asynchronously in 4 KiB
  *   batches: a synchronous write per request line cost a quarter of /me's CPU.
  *   `main.ts` flushes it on shutdown. Tests pass a stream to read lines back.
+ * @param traceFields with tracing on (telemetry/), the active span's `trace_id` and `span_id`
+ *   for every line; without it, no line pays for looking them up.
  */
-export function createLogger(level: string, destination?: DestinationStream): Logger {
+export function createLogger(level: string, destination?: DestinationStream, traceFields?: () => object): Logger {
+  // Every line written while a request is handled names it (see requestLogger).
+  const requestFields = () => {
+    const request = requestContext.getStore();
+    return request ? { reqId: request.id } : {};
+  };
   const options = {
     level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     base: { service: 'prospect-api' },
-    // Every line written while a request is handled names it (see requestLogger).
-    mixin: () => {
-      const request = requestContext.getStore();
-      return request ? { reqId: request.id } : {};
-    },
+    mixin: traceFields ? () => ({ ...requestFields(), ...traceFields() }) : requestFields,
   };
   if (destination) return pino(options, destination);
   const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096 });

@@ -1,6 +1,7 @@
 import { DEFAULT_API_BASE_URL, ENV, ErrorBodySchema, OAUTH_ROUTES, ROUTES, type User, UserSchema } from '@prospect/contract';
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
+import { randomBytes } from 'node:crypto';
 import { CliError, EXIT } from '../errors.js';
 import { VERSION } from '../version.js';
 import { stripControls, stripControlsDeep } from './untrusted-text.js';
@@ -198,6 +199,37 @@ function withSchemeAdded(text: string): URL | undefined {
 /** Who is asking, on every request: the server's approval and tokens pages show it. */
 export const USER_AGENT = `prospect-cli/${VERSION} (${process.platform}; node ${process.versions.node})`;
 
+/**
+ * The W3C trace context this command's requests carry (`traceparent`), so the server's spans of
+ * one command form one trace: the trace of TRACEPARENT when the environment holds a valid one (a
+ * CI job's or a script's, whose flags are kept), else a new trace for this invocation. Each
+ * request is a span of its own (a new parent id). Fixed on first use: one command, one trace.
+ */
+let commandTrace: { traceId: string; flags: string } | undefined;
+
+/** `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`; ids of zeros and version ff are invalid; a later version may add fields. */
+const TRACEPARENT = /^([\da-f]{2})-([\da-f]{32})-([\da-f]{16})-([\da-f]{2})(-.*)?$/;
+
+function traceparent(): string {
+  commandTrace ??= traceOf(process.env.TRACEPARENT) ?? { traceId: nonZeroHex(16), flags: '01' };
+  return `00-${commandTrace.traceId}-${nonZeroHex(8)}-${commandTrace.flags}`;
+}
+
+function traceOf(given: string | undefined): { traceId: string; flags: string } | undefined {
+  const match = TRACEPARENT.exec(given?.trim() ?? '');
+  if (!match) return undefined;
+  const [, version, traceId, parentId, flags, rest] = match;
+  if (version === 'ff' || (version === '00' && rest !== undefined) || /^0+$/.test(traceId!) || /^0+$/.test(parentId!)) return undefined;
+  return { traceId: traceId!, flags: flags! };
+}
+
+function nonZeroHex(bytes: number): string {
+  for (;;) {
+    const hex = randomBytes(bytes).toString('hex');
+    if (!/^0+$/.test(hex)) return hex;
+  }
+}
+
 /** Every answer of the API is a small JSON document; a bigger one is refused, not buffered. */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
 
@@ -252,7 +284,7 @@ export class ApiClient {
       headers?: ReadonlyArray<readonly [string, string]>;
     } = {},
   ): Promise<{ status: number; statusText: string; body: unknown; headers: Headers }> {
-    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT, traceparent: traceparent() };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
     const extra = new Set<string>();
