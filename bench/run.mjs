@@ -11,6 +11,9 @@ import { JSON_HEADERS, ROUTES, START_BODY, loads, oidcLoads, seed } from './lib/
 import { cannon, summarizeRun } from './lib/load.mjs';
 import { countLines, cpuSeconds, freePort, machineInfo, readProcStatus, tail, waitReady } from './lib/processes.mjs';
 import { LABEL, report } from './lib/report.mjs';
+import { heapFlagsFromManifest } from './lib/heap-cap.mjs';
+import { openHeapSampling, openWindow, probeFor } from './lib/probe.mjs';
+import { formatHeapSummary, summarizeHeapProfile } from './heap-profile-summary.mjs';
 import { createSession, startApi } from './lib/session.mjs';
 import { API_MAIN, BENCH_DIR, DEFAULT_DATABASE_URL, ROOT, envNumbers, fmt, isNo, isYes, makeLog, sleep } from './lib/util.mjs';
 
@@ -44,6 +47,8 @@ const settings = {
   endpoints: (env.BENCH_ENDPOINTS || ENDPOINT_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
   targets: (env.BENCH_TARGETS || TARGET_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean),
   profile: isYes(env.BENCH_PROFILE),
+  // Where each request's bytes are allocated: the sampling heap profiler over every measured run.
+  heapSample: isYes(env.BENCH_HEAP_SAMPLE),
   cli: !isNo(env.BENCH_CLI),
   keepLogs: isYes(env.BENCH_KEEP_LOGS),
 };
@@ -55,7 +60,7 @@ settings.targets = TARGET_NAMES.filter((t) => settings.targets.includes(t));
 const floorsRun = FLOORS.filter((t) => settings.targets.includes(t));
 // Only a full, unprofiled run is a result worth recording.
 const isFullRun =
-  !settings.profile && settings.endpoints.length === 3 && settings.targets.length === TARGET_NAMES.length && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3 && !settings.rate;
+  !settings.profile && !settings.heapSample && settings.endpoints.length === 3 && settings.targets.length === TARGET_NAMES.length && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3 && !settings.rate;
 const writeResults = env.BENCH_WRITE ? isYes(env.BENCH_WRITE) : isFullRun;
 
 const log = makeLog('bench');
@@ -160,11 +165,20 @@ async function main() {
 
   // The API, as production runs it; its migrations create the schema.
   const apiFlags = (env.BENCH_API_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  // BENCH_HEAP_FROM_MANIFEST=1: the API with the heap flag its image would have under the Kubernetes manifest's limit.
+  if (isYes(env.BENCH_HEAP_FROM_MANIFEST)) {
+    const { limit, flags } = heapFlagsFromManifest();
+    apiFlags.unshift(...flags);
+    env.BENCH_API_NODE_FLAGS = apiFlags.join(' ');
+    log(`heap from the manifest's memory limit ${limit.text}: ${flags.join(' ') || 'no flag'}`);
+  }
+  // Every server runs with the allocation probe preloaded (bench/lib/alloc-probe.mjs, a port of its own).
+  const probes = { api: await probeFor() };
   const {
     child: api,
     url: apiUrl,
     spawnedAt: apiSpawnedAt,
-  } = await startApi(session, { databaseUrl, pollIntervalS: settings.pollIntervalS, nodeArgs: [...apiFlags, ...profArgs('api')], logBase: join(tmpDir, 'api') });
+  } = await startApi(session, { databaseUrl, pollIntervalS: settings.pollIntervalS, nodeArgs: [...probes.api.nodeArgs, ...apiFlags, ...profArgs('api')], logBase: join(tmpDir, 'api'), extraEnv: probes.api.env });
   const rss = { api: { afterStart: readProcStatus(api.pid, 'VmRSS') } };
 
   const db = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 120_000 });
@@ -179,9 +193,10 @@ async function main() {
   const spawnedAt = { api: apiSpawnedAt };
   for (const t of floorsRun) {
     const port = await freePort();
-    const floorEnv = { ...env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, DEVICE_POLL_INTERVAL_SECONDS: String(settings.pollIntervalS), POOL_SIZE: '10' };
+    probes[t] = await probeFor();
+    const floorEnv = { ...env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, DEVICE_POLL_INTERVAL_SECONDS: String(settings.pollIntervalS), POOL_SIZE: '10', ...probes[t].env };
     spawnedAt[t] = Date.now();
-    servers[t] = session.startChild(LABEL[t], [...profArgs(t), t === 'floor' ? FLOOR_MAIN : STACK_MAIN], floorEnv, join(tmpDir, t));
+    servers[t] = session.startChild(LABEL[t], [...probes[t].nodeArgs, ...profArgs(t), t === 'floor' ? FLOOR_MAIN : STACK_MAIN], floorEnv, join(tmpDir, t));
     urls[t] = `http://127.0.0.1:${port}`;
     await waitReady(servers[t], `${urls[t]}/healthz`);
     log(`${LABEL[t]} ready on :${port} (pid ${servers[t].pid}) after ${Date.now() - spawnedAt[t]} ms`);
@@ -195,8 +210,10 @@ async function main() {
     const port = await freePort();
     const seedOut = join(tmpDir, 'oidc-seed.json');
     spawnedAt.oidc = Date.now();
-    servers.oidc = session.startChild(LABEL.oidc, [...profArgs('oidc'), OIDC_MAIN], {
+    probes.oidc = await probeFor();
+    servers.oidc = session.startChild(LABEL.oidc, [...probes.oidc.nodeArgs, ...profArgs('oidc'), OIDC_MAIN], {
       ...env,
+      ...probes.oidc.env,
       PORT: String(port),
       DATABASE_URL: databaseUrl,
       POOL_SIZE: '10',
@@ -218,6 +235,18 @@ async function main() {
         `${fmt(settings.deviceCodes)} codes in rotation hold up to ${fmt(settings.deviceCodes / minGapS)} polls/s`;
   log(`poll: ${pollNote}`);
 
+  // What each server allocates with no request at all (timers, pools, listeners), per ms: taken off
+  // the allocations of every measured run, so that bytes per request are the requests' own even
+  // when a busy machine leaves few requests to share a run's background allocations.
+  const idleAllocPerMs = {};
+  for (const t of Object.keys(servers)) {
+    const closeWindow = await openWindow(probes[t].port);
+    await sleep(3_000);
+    const idle = await closeWindow();
+    idleAllocPerMs[t] = idle ? Math.max(0, idle.allocatedBytes / idle.windowMs) : 0;
+    log(`${LABEL[t]} allocates ${fmt((idleAllocPerMs[t] * 1000) / 1024)} KiB/s when idle`);
+  }
+
   rss.api.sampled = 0;
   sampler = setInterval(() => {
     rss.api.sampled = Math.max(rss.api.sampled, readProcStatus(api.pid, 'VmRSS') ?? 0);
@@ -227,6 +256,7 @@ async function main() {
   const shared = loads(data);
   const L = { api: shared, floor: shared, stack: shared, oidc: oidcData && oidcLoads(oidcData, OIDC_CLIENT_ID) };
   const results = {};
+  const heapSummaries = [];
   const timeline = [];
   let peakPollRps = 0;
   for (let round = 1; round <= settings.rounds; round++) {
@@ -239,19 +269,44 @@ async function main() {
         if (e === 'me') await db.query('UPDATE access_tokens SET last_used_at = now()').then(() => db.query('VACUUM access_tokens'));
         if (settings.warmupS > 0) await load(urls[target], L[target][e], settings.warmupS);
         const loadStart = Date.now();
+        const closeWindow = await openWindow(probes[target].port);
+        const closeSampling = settings.heapSample ? await openHeapSampling(probes[target].port) : undefined;
+        let peakRss = 0;
+        const rssSampler = setInterval(() => (peakRss = Math.max(peakRss, readProcStatus(server.pid, 'VmRSS') ?? 0)), 250);
         const cpuBefore = cpuSeconds(server.pid);
         const r = summarizeRun(await load(urls[target], L[target][e], settings.durationS));
         const cpuAfter = cpuSeconds(server.pid);
+        clearInterval(rssSampler);
+        const heap = await closeWindow();
+        if (closeSampling) {
+          const heapProfile = await closeSampling();
+          mkdirSync(profileDir, { recursive: true });
+          const file = join(profileDir, `heap-${target}-${e}-r${round}-${stamp}.heapprofile`);
+          writeFileSync(file, JSON.stringify(heapProfile));
+          heapSummaries.push(`\n## Allocations: ${LABEL[target]} ${e}, round ${round} (${relative(ROOT, file)})\n\n${formatHeapSummary(summarizeHeapProfile(heapProfile), 30, r.total)}`);
+        }
+        // Bytes the server's JavaScript heap allocated per answered request, and the share of
+        // the server's CPU time its garbage collections took (bench/lib/alloc-probe.mjs).
+        if (heap && r.total) {
+          r.allocBytes = Math.max(0, heap.allocatedBytes - (idleAllocPerMs[target] ?? 0) * heap.windowMs) / r.total;
+          r.allocBytesRaw = heap.allocatedBytes / r.total;
+          r.gcMs = heap.gcMs;
+          r.fullGcs = heap.fullGcCount;
+        }
+        r.peakRss = Math.max(peakRss, readProcStatus(server.pid, 'VmRSS') ?? 0);
         // The server's own CPU per answered request: what the framework costs, less sensitive
         // than req/s to whatever else the shared cores are doing.
-        if (cpuBefore !== undefined && cpuAfter !== undefined && r.total) r.cpuUs = ((cpuAfter - cpuBefore) * 1e6) / r.total;
+        if (cpuBefore !== undefined && cpuAfter !== undefined && r.total) {
+          r.cpuUs = ((cpuAfter - cpuBefore) * 1e6) / r.total;
+          if (r.gcMs !== undefined && cpuAfter > cpuBefore) r.gcShare = r.gcMs / 1000 / (cpuAfter - cpuBefore);
+        }
         r.rss = readProcStatus(server.pid, 'VmRSS');
         // Relative to the server's start, about where its CPU profile begins.
         timeline.push({ target, e, fromMs: loadStart - spawnedAt[target], toMs: Date.now() - spawnedAt[target] });
         ((results[e] ??= {})[target] ??= []).push(r);
         if (e === 'poll') peakPollRps = Math.max(peakPollRps, r.rps);
         log(
-          `round ${round} ${e.padEnd(5)} ${LABEL[target].padEnd(11)} ${fmt(r.rps).padStart(6)} req/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  CPU ${fmt(r.cpuUs)} µs/req  non-2xx ${r.non2xx}${r.errors + r.timeouts ? `  errors ${r.errors + r.timeouts}` : ''}${r.rss ? `  RSS ${fmt(r.rss / 2 ** 20)} MiB` : ''}`,
+          `round ${round} ${e.padEnd(5)} ${LABEL[target].padEnd(11)} ${fmt(r.rps).padStart(6)} req/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  CPU ${fmt(r.cpuUs)} µs/req  alloc ${fmt((r.allocBytes ?? NaN) / 1024, 1)} KiB/req  GC ${fmt((r.gcShare ?? NaN) * 100, 1)} %  non-2xx ${r.non2xx}${r.errors + r.timeouts ? `  errors ${r.errors + r.timeouts}` : ''}${r.peakRss ? `  peak RSS ${fmt(r.peakRss / 2 ** 20)} MiB` : ''}`,
         );
         await sleep(300); // let background writes settle
       }
@@ -281,6 +336,7 @@ async function main() {
     log('partial or profiled run: results not written to bench/results (BENCH_WRITE=1 forces it)');
   }
 
+  for (const text of heapSummaries) process.stdout.write(text);
   if (settings.profile) {
     for (const label of ['api', ...floorsRun, ...(servers.oidc ? ['oidc'] : [])]) {
       const file = readdirSync(profileDir).find((f) => f === `${label}-${stamp}.cpuprofile`);

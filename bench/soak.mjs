@@ -14,6 +14,7 @@ import { JSON_HEADERS, ROUTES, START_BODY, loads, seed } from './lib/data.mjs';
 import { countLines, cpuSeconds, machineInfo, readProcStatus, tail } from './lib/processes.mjs';
 import { createSession, startApi } from './lib/session.mjs';
 import { mib, pct, report } from './lib/soak-report.mjs';
+import { heapFlagsFromManifest } from './lib/heap-cap.mjs';
 import { API_MAIN, BENCH_DIR, DEFAULT_DATABASE_URL, ROOT, envNumbers, fmt, isYes, makeLog, sleep } from './lib/util.mjs';
 
 // hdr-histogram-js comes with autocannon; resolved from autocannon's own directory, so it is
@@ -31,6 +32,8 @@ const settings = {
   // The production default: a code may be polled again after 4 s (the API forgives 1 s of jitter).
   pollIntervalS: num('SOAK_POLL_INTERVAL', 5),
   apiNodeFlags: (env.SOAK_API_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean),
+  // The heap flag the image's start script computes from the Kubernetes manifest's memory limit (bench/lib/heap-cap.mjs).
+  heapFromManifest: isYes(env.SOAK_HEAP_FROM_MANIFEST),
   keepLogs: isYes(env.SOAK_KEEP_LOGS),
 };
 if (!(settings.minutes > 0)) throw new Error('SOAK_MINUTES must be more than 0');
@@ -282,6 +285,12 @@ async function main() {
   const { url: databaseUrl, pgVersion } = await session.createDatabase('prospect_soak');
   const info = machineInfo(pgVersion, ['apps/api', 'libs/contract']);
   const tmpDir = session.makeTmpDir();
+  if (settings.heapFromManifest) {
+    const { limit, flags } = heapFlagsFromManifest();
+    settings.apiNodeFlags = [...flags, ...settings.apiNodeFlags];
+    settings.manifestLimit = limit.text;
+    log(`heap from the manifest's memory limit ${limit.text}: ${flags.join(' ') || 'no flag'}`);
+  }
   const { child: api, url: apiUrl } = await startApi(session, {
     databaseUrl,
     pollIntervalS: settings.pollIntervalS,

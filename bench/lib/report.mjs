@@ -32,6 +32,9 @@ function aggregate(runs) {
     p50: median(runs.map((r) => r.p50)),
     p99: median(runs.map((r) => r.p99)),
     cpuUs: runs.every((r) => r.cpuUs !== undefined) ? median(runs.map((r) => r.cpuUs)) : undefined,
+    allocBytes: runs.every((r) => r.allocBytes !== undefined) ? median(runs.map((r) => r.allocBytes)) : undefined,
+    gcShare: runs.every((r) => r.gcShare !== undefined) ? median(runs.map((r) => r.gcShare)) : undefined,
+    peakRss: Math.max(...runs.map((r) => r.peakRss ?? 0)) || undefined,
     non2xx: sum('non2xx'),
     errors: sum('errors') + sum('timeouts'),
     codes,
@@ -104,6 +107,20 @@ export function report({ settings, floorsRun, env, info, results, rss, logLines,
     );
   }
   out();
+  // What each request costs its server in memory (bench/lib/alloc-probe.mjs, preloaded in every server).
+  const kib = (b) => (b === undefined ? '–' : fmt(b / 1024, 1));
+  const pct = (x) => (x === undefined ? '–' : `${fmt(x * 100, 1)} %`);
+  const mibOf = (b) => (b === undefined ? '–' : fmt(b / 2 ** 20));
+  const shown = TARGET_NAMES.filter(run);
+  out(`| endpoint | ${shown.map((t) => `${LABEL[t]} KiB allocated/req`).join(' | ')} | ${shown.map((t) => `${LABEL[t]} GC share of CPU`).join(' | ')} | ${shown.map((t) => `${LABEL[t]} peak RSS MiB`).join(' | ')} |`);
+  out(`|---|${shown.map(() => '---:|').join('').repeat(3)}`);
+  for (const e of settings.endpoints) {
+    const agg = Object.fromEntries(shown.map((t) => [t, aggregate(results[e]?.[t])]));
+    out(`| \`${loadsMeta[e]}\` | ${shown.map((t) => kib(agg[t]?.allocBytes)).join(' | ')} | ${shown.map((t) => pct(agg[t]?.gcShare)).join(' | ')} | ${shown.map((t) => mibOf(agg[t]?.peakRss)).join(' | ')} |`);
+  }
+  out();
+  out('KiB allocated/req: bytes the server\'s JavaScript heap allocated over the measured run (growth of the used heap plus what every collection freed, from `v8.GCProfiler`), less what the same server allocates idle over as long (measured for 3 s before the loads), per answer, median across rounds. GC share: the collections\' own time over the server\'s CPU time in the run. Peak RSS: the highest 250 ms `VmRSS` sample during the measured runs of that endpoint.');
+  out();
   const mib = (b) => fmt(b / 2 ** 20, 1);
   if (rss.api?.peak !== undefined) {
     const floors = [...floorsRun, 'oidc'].filter((t) => rss[t]?.peak !== undefined).map((t) => `${LABEL[t]} ${mib(rss[t].peak)} MiB`);
@@ -128,13 +145,13 @@ export function report({ settings, floorsRun, env, info, results, rss, logLines,
   }
   out('<details><summary>Every run</summary>');
   out();
-  out('| round | endpoint | target | req/s | p50 ms | p99 ms | max ms | requests | CPU µs/req | non-2xx | errors+timeouts | RSS after, MiB |');
-  out('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  out('| round | endpoint | target | req/s | p50 ms | p99 ms | max ms | requests | CPU µs/req | KiB alloc/req (before idle subtracted) | GC share | full GCs | non-2xx | errors+timeouts | peak RSS in run, MiB | RSS after, MiB |');
+  out('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const e of settings.endpoints)
     for (const target of settings.targets)
       (results[e]?.[target] ?? []).forEach((r, i) =>
         out(
-          `| ${i + 1} | ${e} | ${LABEL[target]} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(r.total)} | ${fmt(r.cpuUs)} | ${fmt(r.non2xx)} | ${fmt(r.errors + r.timeouts)} | ${r.rss ? fmt(r.rss / 2 ** 20) : ''} |`,
+          `| ${i + 1} | ${e} | ${LABEL[target]} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(r.total)} | ${fmt(r.cpuUs)} | ${r.allocBytes === undefined ? '–' : `${fmt(r.allocBytes / 1024, 1)} (${fmt(r.allocBytesRaw / 1024, 1)})`} | ${r.gcShare === undefined ? '–' : `${fmt(r.gcShare * 100, 1)} %`} | ${fmt(r.fullGcs)} | ${fmt(r.non2xx)} | ${fmt(r.errors + r.timeouts)} | ${r.peakRss ? fmt(r.peakRss / 2 ** 20) : ''} | ${r.rss ? fmt(r.rss / 2 ** 20) : ''} |`,
         ),
       );
   out();

@@ -137,7 +137,7 @@ export function createSession({ log, databaseUrl, keepLogs = false, tmpPrefix = 
  * (its request log to `<logBase>.out.log`), DATABASE_URL, on a free loopback port; resolves once
  * `/api/health` answers. Its migrations create the schema.
  */
-export async function startApi(session, { databaseUrl, pollIntervalS, nodeArgs = [], logBase }) {
+export async function startApi(session, { databaseUrl, pollIntervalS, nodeArgs = [], logBase, extraEnv = {} }) {
   const port = await freePort();
   const apiEnv = {
     ...process.env,
@@ -152,6 +152,7 @@ export async function startApi(session, { databaseUrl, pollIntervalS, nodeArgs =
     // pay one counter update per 65 rather than one each.
     DEVICE_START_PER_IP_PER_MINUTE: '1000000000',
     PUBLIC_URL: '',
+    ...extraEnv,
   };
   const spawnedAt = Date.now();
   const child = session.startChild('API', [...nodeArgs, API_MAIN], apiEnv, logBase);

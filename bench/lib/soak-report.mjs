@@ -80,7 +80,7 @@ export function report({ settings, MINUTES, DURATION_S, TIMEOUT_S, ROUTE_NAMES }
         : ', which with the 1 s jitter allowance throttles no poll'),
   );
   out(
-    `- API: \`node ${settings.apiNodeFlags.length ? `${settings.apiNodeFlags.join(' ')} ` : ''}apps/api/dist/main.js\`, NODE_ENV=production, LOG_LEVEL=info, request log to a file (${fmt(logLines)} lines written), DATABASE_URL pool of 10; ` +
+    `- API: \`node ${settings.apiNodeFlags.length ? `${settings.apiNodeFlags.join(' ')} ` : ''}apps/api/dist/main.js\`${settings.manifestLimit ? ` (the heap flag the image's start script gives it under deploy/kubernetes' memory limit, ${settings.manifestLimit})` : ''}, NODE_ENV=production, LOG_LEVEL=info, request log to a file (${fmt(logLines)} lines written), DATABASE_URL pool of 10; ` +
       `stopped with SIGTERM after the load: ${apiExit}`,
   );
   if (db) out(`- Database: ${mib(db.sizeBefore)} MiB before the load, ${mib(db.sizeAfter)} MiB after; ${fmt(db.deviceLogins)} device logins, ${fmt(db.authEvents)} auth events at the end`);

@@ -1,10 +1,11 @@
 // Small helpers shared by bench/run.mjs and bench/soak.mjs.
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const ROOT = join(BENCH_DIR, '..');
-export const API_MAIN = join(ROOT, 'apps/api/dist/main.js');
+// BENCH_API_MAIN: another build of the API (e.g. a copy of dist/ from before a change) for an A/B.
+export const API_MAIN = process.env.BENCH_API_MAIN ? resolve(process.env.BENCH_API_MAIN) : join(ROOT, 'apps/api/dist/main.js');
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** `(name, fallback) => number` over `env`: unset or empty gives the fallback, anything not a non-negative number throws. */

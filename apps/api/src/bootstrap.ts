@@ -21,6 +21,7 @@ import { DatabaseAvailability } from './database/database-availability.js';
 import { HttpDrain } from './http-drain.js';
 import { PinoNestLogger, requestLogger } from './logging/logger.js';
 import { Metrics } from './metrics/metrics.js';
+import { requestMetrics } from './metrics/request-metrics.js';
 import { OAuthCors } from './oauth/oauth-cors.js';
 import { configureViews } from './web/views.js';
 
@@ -50,41 +51,43 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   const metrics = app.get(Metrics);
+  // The middleware every request goes through, in this order, as one router layer rather than
+  // seven (issue #35): Express's router allocates a match, a params object and a closure for every
+  // layer it passes a request through, about half a KiB each.
   app.use(
-    requestLogger(logger, (req, status, seconds) => {
-      // The route's template ('/api/cli/auth/device/poll'), never the path a client typed: bounded labels.
-      const labels = { method: req.method, route: (req.route as { path?: string } | undefined)?.path ?? 'unmatched', status: String(status) };
-      metrics.httpRequests.inc(labels);
-      metrics.httpDuration.observe(labels, seconds);
-    }),
+    oneLayer(
+      requestLogger(logger, requestMetrics(metrics)),
+      // OWASP's REST set on every answer: no sniffing, no framing, HSTS on https. Pages add the
+      // document set (web/page-headers.ts); helmet's full set on every JSON answer cost /me a
+      // tenth of its throughput and protects nothing a browser renders.
+      constantHeaders(
+        helmet({
+          contentSecurityPolicy: { useDefaults: false, directives: { 'default-src': helmet.contentSecurityPolicy.dangerouslyDisableDefaultSrc, 'frame-ancestors': ["'none'"] } },
+          crossOriginOpenerPolicy: false,
+          crossOriginResourcePolicy: false,
+          originAgentCluster: false,
+          referrerPolicy: false,
+          strictTransportSecurity: config.secureCookies ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+          xDnsPrefetchControl: false,
+          xDownloadOptions: false,
+          xFrameOptions: false,
+          xPermittedCrossDomainPolicies: false,
+          xXssProtection: false,
+        }),
+      ),
+      // A NUL or bytes that are not UTF-8 in a query string: a 400 before any route, page or parser.
+      refuseMalformedQueries,
+      // CORS on the OAuth endpoints a browser client calls (token, revocation, userinfo, JWKS,
+      // discovery), for the origins registered clients allow; nowhere else (oauth/oauth-cors.ts).
+      app.get(OAuthCors).middleware,
+      // JSON bodies for the API; the pages read forms (web.module.ts). Not mounted on a path:
+      // a mounted middleware makes Express rewrite req.url for every request under it. So every
+      // path parses JSON, and every parsed body is checked at once (depth, text), known route or not.
+      express.json({ limit: BODY_LIMIT }),
+      refuseNonJsonBodies,
+      refuseUnreadableBodies,
+    ),
   );
-  // OWASP's REST set on every answer: no sniffing, no framing, HSTS on https. Pages add the
-  // document set (web/page-headers.ts); helmet's full set on every JSON answer cost /me a
-  // tenth of its throughput and protects nothing a browser renders.
-  app.use(
-    helmet({
-      contentSecurityPolicy: { useDefaults: false, directives: { 'default-src': helmet.contentSecurityPolicy.dangerouslyDisableDefaultSrc, 'frame-ancestors': ["'none'"] } },
-      crossOriginOpenerPolicy: false,
-      crossOriginResourcePolicy: false,
-      originAgentCluster: false,
-      referrerPolicy: false,
-      strictTransportSecurity: config.secureCookies ? { maxAge: 31_536_000, includeSubDomains: true } : false,
-      xDnsPrefetchControl: false,
-      xDownloadOptions: false,
-      xFrameOptions: false,
-      xPermittedCrossDomainPolicies: false,
-      xXssProtection: false,
-    }),
-  );
-  // A NUL or bytes that are not UTF-8 in a query string: a 400 before any route, page or parser.
-  app.use(refuseMalformedQueries);
-  // CORS on the OAuth endpoints a browser client calls (token, revocation, userinfo, JWKS,
-  // discovery), for the origins registered clients allow; nowhere else (oauth/oauth-cors.ts).
-  app.use(app.get(OAuthCors).middleware);
-  // JSON bodies for the API; the pages read forms (web.module.ts). Not mounted on a path:
-  // a mounted middleware makes Express rewrite req.url for every request under it. So every
-  // path parses JSON, and every parsed body is checked at once (depth, text), known route or not.
-  app.use(express.json({ limit: BODY_LIMIT }), refuseNonJsonBodies, refuseUnreadableBodies);
   app.useStaticAssets(STATIC_ROOT, { prefix: '/assets/', maxAge: '1h', index: false, fallthrough: true });
   // The passkey pages' WebAuthn helper, served from its package as built (its UMD bundle).
   app.useStaticAssets(WEBAUTHN_BROWSER_BUNDLE, { prefix: '/assets/vendor/simplewebauthn/', maxAge: '1h', index: false, fallthrough: true });
@@ -115,4 +118,59 @@ function refuseNonJsonBodies(req: Request, _res: Response, next: NextFunction): 
   } else {
     next();
   }
+}
+
+type Middleware = (req: Request, res: Response, next: NextFunction) => void;
+
+/**
+ * Middleware run one after another inside a single router layer, as the router would run them as
+ * layers of their own: each calls `next()` to go on or `next(error)` to hand an error to the
+ * error handlers (the rest of the chain is skipped, as the router skips non-error layers); one
+ * that throws hands over its error the same way. One `next` per request, whatever the length.
+ */
+function oneLayer(...chain: Middleware[]): Middleware {
+  return (req, res, out) => {
+    let i = 0;
+    const next: NextFunction = (err?: unknown) => {
+      if (err) return out(err);
+      const step = chain[i++];
+      if (!step) return out();
+      try {
+        step(req, res, next);
+      } catch (thrown) {
+        out(thrown);
+      }
+    };
+    next();
+  };
+}
+
+/**
+ * helmet's answer headers, worked out once: with no per-request directive (no nonce, no function)
+ * they are the same for every request, yet helmet rebuilds its Content-Security-Policy string and
+ * walks its middleware chain per request (issue #35). helmet stays the source of truth: it is run
+ * twice at startup against a recording response, and the recording is refused unless both runs
+ * agree and it called `next` straight away (a per-request header would show up here).
+ */
+function constantHeaders(middleware: (req: never, res: never, next: (err?: unknown) => void) => void) {
+  const record = () => {
+    const headers: [string, string][] = [];
+    const removed: string[] = [];
+    let nextCalls = 0;
+    const res = { setHeader: (name: string, value: string) => void headers.push([name, String(value)]), removeHeader: (name: string) => void removed.push(name) };
+    middleware({ headers: {}, method: 'GET', url: '/' } as never, res as never, (err) => {
+      if (err) throw err;
+      nextCalls++;
+    });
+    if (nextCalls !== 1) throw new Error('helmet did not answer at once: its headers cannot be worked out once');
+    return { headers, removed };
+  };
+  const first = record();
+  if (JSON.stringify(first) !== JSON.stringify(record())) throw new Error('helmet set different headers on two runs: they are per request');
+  const { headers, removed } = first;
+  return (_req: Request, res: Response, next: NextFunction): void => {
+    for (const name of removed) res.removeHeader(name);
+    for (const [name, value] of headers) res.setHeader(name, value);
+    next();
+  };
 }

@@ -61,12 +61,33 @@ export class BearerAuthGuard implements CanActivate {
     private readonly refused: RefusedTokens,
   ) {}
 
+  /** What a route's decorators say, read once per handler (issue #35): they never change after startup. */
+  private readonly routeRules = new WeakMap<object, RouteRules>();
+
+  private rulesOf(context: ExecutionContext): RouteRules {
+    const handler = context.getHandler();
+    const owner = context.getClass();
+    let rules = this.routeRules.get(handler);
+    // A handler inherited by another controller class reads that class's decorators afresh.
+    if (!rules || rules.owner !== owner) {
+      const targets = [handler, owner];
+      rules = {
+        owner,
+        isPublic: this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets) ?? false,
+        allowsWebSession: this.reflector.getAllAndOverride<boolean>(ALLOWS_WEB_SESSION, targets) ?? false,
+        requiredScope: this.reflector.getAllAndOverride<Scope | undefined>(REQUIRED_SCOPE, targets),
+      };
+      this.routeRules.set(handler, rules);
+    }
+    return rules;
+  }
+
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
+    const rules = this.rulesOf(context);
+    if (rules.isPublic) return true;
     const http = context.switchToHttp();
     const req = http.getRequest<Request & { user?: AuthPrincipal }>();
-    if (!req.headers.authorization && this.reflector.getAllAndOverride<boolean>(ALLOWS_WEB_SESSION, targets)) {
+    if (!req.headers.authorization && rules.allowsWebSession) {
       const principal = this.webSessionPrincipal(req);
       if (principal) {
         req.user = principal;
@@ -85,7 +106,7 @@ export class BearerAuthGuard implements CanActivate {
     const res = http.getResponse<Response>();
     const refusal = await new Promise<unknown>((resolve) => this.authenticate(req, res, resolve));
     if (refusal !== undefined) throw this.refusalOf(refusal, req);
-    this.checkScope(req.user!, this.reflector.getAllAndOverride<Scope | undefined>(REQUIRED_SCOPE, targets), res);
+    this.checkScope(req.user!, rules.requiredScope, res);
     return true;
   }
 
@@ -143,6 +164,13 @@ export class BearerAuthGuard implements CanActivate {
     }
     return { user: req.webUser, expiresAt: req.session.cookie.expires ?? new Date(Date.now()), via: 'web-session', scopes: ALL_SCOPES, confirmedAt: req.session.sudoAt ?? 0 };
   }
+}
+
+interface RouteRules {
+  owner: object;
+  isPublic: boolean;
+  allowsWebSession: boolean;
+  requiredScope: Scope | undefined;
 }
 
 /** passport's failure (failWithError): an Error named AuthenticationError with the strategy's status. */
