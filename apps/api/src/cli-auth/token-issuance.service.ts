@@ -6,6 +6,7 @@ import { Clock } from '../common/clock.js';
 import { toPublicUser } from '../users/user.entity.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
 import type { AuthPrincipal } from '../auth/auth-principal.js';
+import { inSudoMode } from '../auth/sudo-rule.js';
 import { mintedTokenScope, siteTokenScope } from '../tokens/granted-scope.js';
 import {
   IdempotencyKeyInProgressError,
@@ -59,8 +60,8 @@ export class TokenIssuanceService {
     if (!forOther && caller.via === 'web-session' && this.verification.blocks(caller.user)) {
       throw forbidden('Confirm your e-mail address first: follow the link in the mail we sent you.');
     }
-    // As on the tokens page: a browser mints tokens only in sudo mode.
-    if (caller.via === 'web-session' && this.clock.now().getTime() - (caller.confirmedAt ?? 0) >= this.config.sudoSeconds * 1000) {
+    // As on the tokens page (the same rule): a browser mints tokens only in sudo mode.
+    if (caller.via === 'web-session' && !inSudoMode(caller.confirmedAt, this.clock, this.config)) {
       throw forbidden('Confirm it is you first: open the tokens page and confirm with your password, then try again.');
     }
     const byBearer = caller.via === 'bearer' && caller.tokenId !== undefined;

@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { formatUserCode, normalizeUserCode, parseScopes, SCOPES } from '@prospect/contract';
+import { formatUserCode, normalizeUserCode, parseScopes, type Scope, SCOPES } from '@prospect/contract';
+import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
+import { RateLimits } from '../rate-limits/rate-limits.js';
 import { DeviceLoginsRepository } from './device-logins.repository.js';
 
 /** Why a person cannot decide a device login; each gets its own page. */
@@ -34,6 +36,12 @@ export interface DeviceDecision extends DeviceLoginClient {
   madeBefore: boolean;
 }
 
+/** The signed-in person who typed (or followed) a user code, and the address they did it from: whose guesses are counted. */
+export interface CodeHolder {
+  userId: string;
+  ip: string | null;
+}
+
 /** What the approval page shows about a pending device login. */
 export interface DeviceLoginForApproval {
   id: string;
@@ -48,7 +56,7 @@ export interface DeviceLoginForApproval {
   createdAt: Date;
   expiresAt: Date;
   /** What approving grants, in words for the person (SCOPES). */
-  scopes: Array<{ name: string; words: string }>;
+  scopes: Array<{ name: Scope; words: string }>;
   /** It asks for `admin`: approved only in sudo mode, and for ADMIN_GRANT_SECONDS. */
   asksForAdmin: boolean;
 }
@@ -61,9 +69,24 @@ export class DeviceApprovalService {
     private readonly clock: Clock,
     private readonly metrics: Metrics,
     private readonly config: AppConfig,
+    private readonly limits: RateLimits,
+    private readonly audit: AuditService,
   ) {}
 
-  /** A pending, unexpired login by the code a person typed or followed; throws why not otherwise. */
+  /**
+   * A person opens the code they typed or followed: the approval page's lookup, under the
+   * wrong-code limit (USER_CODE_TRIES_PER_MINUTE per person and per address; TooManyRequests).
+   */
+  findFor(person: CodeHolder, userCodeInput: string): Promise<DeviceLoginForApproval> {
+    return this.counted(person, () => this.findForApproval(userCodeInput));
+  }
+
+  /** A person approves or denies by the code on the page's form: the buttons are limited like the lookup, so guessing through them gains nothing. */
+  decideFor(person: CodeHolder, userCodeInput: string, decision: 'approve' | 'deny'): Promise<DeviceDecision> {
+    return this.counted(person, () => (decision === 'approve' ? this.approve(userCodeInput, person.userId, person.ip) : this.deny(userCodeInput, person.userId, person.ip)));
+  }
+
+  /** A pending, unexpired login by its code; throws why not otherwise. Uncounted: a person's typed code goes through findFor. */
   async findForApproval(userCodeInput: string): Promise<DeviceLoginForApproval> {
     const userCode = normalizeUserCode(userCodeInput);
     if (!userCode) throw new UndecidableDeviceLoginError('unknown');
@@ -93,6 +116,7 @@ export class DeviceApprovalService {
   /**
    * The person approves (in sudo mode, which the page checks for every approval). A login that
    * asked for `admin` has it for ADMIN_GRANT_SECONDS from now: its tokens carry it until then.
+   * Uncounted: the page's buttons go through decideFor.
    * @returns the client now signed in, for the page that says so.
    */
   approve(userCode: string, userId: string, ip: string | null): Promise<DeviceDecision> {
@@ -136,5 +160,28 @@ export class DeviceApprovalService {
     if (login.status === 'cancelled') throw new UndecidableDeviceLoginError('cancelled', client);
     if (login.status === 'pending' && login.expiresAt.getTime() <= this.clock.now().getTime()) throw new UndecidableDeviceLoginError('expired', client);
     throw new UndecidableDeviceLoginError('decided', client);
+  }
+
+  /**
+   * Runs one use of a typed user code under the wrong-code limit: the try is counted (in
+   * Postgres, atomically, so every replica and any number of parallel requests share it) before
+   * the code is looked up; a code that exists (pending, or expired, used, cancelled: a real code
+   * all the same) gives its point back, so a person approving their own logins never runs out; an
+   * unknown one is audited.
+   */
+  private async counted<T>(person: CodeHolder, use: () => Promise<T>): Promise<T> {
+    const ip = person.ip ?? '';
+    await this.limits.attemptUserCode(person.userId, ip);
+    try {
+      const result = await use();
+      await this.limits.userCodeFound(person.userId, ip);
+      return result;
+    } catch (err) {
+      if (err instanceof UndecidableDeviceLoginError) {
+        if (err.reason === 'unknown') await this.audit.record('web.code_failed', { userId: person.userId, ip: person.ip });
+        else await this.limits.userCodeFound(person.userId, ip);
+      }
+      throw err;
+    }
   }
 }

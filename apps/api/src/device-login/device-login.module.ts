@@ -10,8 +10,8 @@ import { DeviceLoginsRepository } from './device-logins.repository.js';
 
 /**
  * The device authorization grant (RFC 8628): the terminal's side (start, poll, cancel) and the
- * browser's (find a login by its user code, approve or deny it), on one table. No HTTP here:
- * cli-auth/, oauth/ and web/ word the outcomes for their callers.
+ * browser's (find a login by its user code, approve or deny it, under the wrong-code limit of
+ * rate-limits/), on one table. No HTTP here: cli-auth/, oauth/ and web/ word the outcomes for their callers.
  */
 @Module({
   imports: [TypeOrmModule.forFeature([DeviceLogin]), AuthModule, TokensModule, RefreshTokensModule],

@@ -147,7 +147,7 @@ export class AuthPagesController {
         return res.status(200).render('signup-check-email', { title: 'Check your e-mail', email: normalizeEmail(email), hours: VERIFY_LINK_HOURS });
       }
       this.deviceCookies.issue(res, outcome.email);
-      await this.signIn.logIn(req, toWebUser(outcome));
+      await this.signIn.firstSignIn(req, toWebUser(outcome));
       if (setupCode) {
         req.session.notice = 'Your account is ready, and you are the administrator of this Prospect: you can register OAuth clients and manage what others use. The setup code no longer works.';
         await saveSession(req);

@@ -1,6 +1,6 @@
 import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { OAUTH_ROUTES, SCOPES } from '@prospect/contract';
+import { OAUTH_ROUTES } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { EmailVerificationService } from '../accounts/email-verification.service.js';
 import { AuditService } from '../audit/audit.service.js';
@@ -24,10 +24,8 @@ import {
   SudoRequired,
   VerifiedEmailGuard,
 } from './page-guards.js';
+import { scopeLines } from './scope-words.js';
 import { SignInService } from './sign-in.service.js';
-
-/** How the consent page lists the scopes: who you are first, then what it may see and do. */
-const SCOPE_ORDER = ['openid', 'profile', 'email', 'tokens'] as const;
 
 /**
  * The authorization endpoint's browser side (issue #33): GET /oauth/authorize checks the request
@@ -115,12 +113,14 @@ export class ConsentPageController {
 
   private renderConsent(req: Request, res: Response, request: AuthorizationRequest, otherAccountHinted: boolean) {
     allowFormTarget(res, request.redirectUri);
-    const scopes = SCOPE_ORDER.filter((scope) => request.scopes.includes(scope)).map((name) => ({ name, words: SCOPES[name] }));
+    const account = accountOf(req, this.csrf);
+    // In sentences, who you are first; `admin` for administrators only (it gives nobody else anything).
+    const scopes = scopeLines(request.scopes, { isAdmin: account?.isAdmin === true });
     // The request as the form carries it back: exactly what was checked, nothing else.
     const hidden = [...new URLSearchParams(this.authorization.canonicalPath(request).split('?')[1]).entries()].map(([name, value]) => ({ name, value }));
     res.render('consent', {
       title: `Sign in to ${request.client.name}`,
-      account: accountOf(req, this.csrf),
+      account,
       client: { id: request.client.id, name: request.client.name },
       scopes,
       hidden,

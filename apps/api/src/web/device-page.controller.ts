@@ -2,11 +2,11 @@ import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/
 import { ApiExcludeController } from '@nestjs/swagger';
 import { CLI_CLIENT_ID, formatUserCode, normalizeUserCode } from '@prospect/contract';
 import type { Request, Response } from 'express';
-import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Public } from '../auth/public.decorator.js';
 import {
+  type CodeHolder,
   DeviceApprovalService,
   type DeviceDecision,
   type DeviceLoginClient,
@@ -14,9 +14,10 @@ import {
   UndecidableDeviceLoginError,
   type UndecidableReason,
 } from '../device-login/device-approval.service.js';
-import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
+import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
+import { scopeLines } from './scope-words.js';
 import { accountOf, CsrfGuard, inSudoMode, PageRefusalFilter, SignedInGuard, SudoGuard, SudoRequired, VerifiedEmailGuard } from './page-guards.js';
 
 /**
@@ -40,6 +41,9 @@ const UNDECIDABLE: Record<UndecidableReason, { status: number; title: string; te
   },
 };
 
+/** Whose typed codes these are (the wrong-code limit counts them per person and per address: DeviceApprovalService). */
+const holderOf = (req: Request): CodeHolder => ({ userId: req.webUser!.id, ip: req.ip ?? null });
+
 /** The command that starts a new sign-in, for pages about a login the CLI started. */
 const cliCommandFor = (client?: DeviceLoginClient) => (client?.id === CLI_CLIENT_ID ? 'prospect auth:login' : undefined);
 
@@ -53,9 +57,7 @@ export class DevicePageController {
   constructor(
     private readonly deviceLogins: DeviceApprovalService,
     private readonly csrf: CsrfService,
-    private readonly audit: AuditService,
     private readonly clock: Clock,
-    private readonly limits: RateLimits,
     private readonly config: AppConfig,
   ) {}
 
@@ -66,7 +68,7 @@ export class DevicePageController {
     if (!typed) return res.render('device-code', { title: 'Enter the code', account });
     let login: DeviceLoginForApproval;
     try {
-      login = await this.withCodeAttempt(req, () => this.deviceLogins.findForApproval(typed));
+      login = await this.deviceLogins.findFor(holderOf(req), typed);
     } catch (err) {
       return this.renderRefusal(req, res, err, typed);
     }
@@ -76,7 +78,20 @@ export class DevicePageController {
     const minutes = Math.max(0, Math.round((this.clock.now().getTime() - login.createdAt.getTime()) / 60_000));
     const started = minutes === 0 ? 'less than a minute ago' : `${minutes} minute${minutes === 1 ? '' : 's'} ago`;
     const adminHours = Math.round((this.config.adminGrantSeconds / 3600) * 10) / 10;
-    res.render('device-approve', { title: 'Approve sign-in', account, login, started, adminHours });
+    const isAdmin = account?.isAdmin === true;
+    res.render('device-approve', {
+      title: 'Approve sign-in',
+      account,
+      login,
+      started,
+      adminHours,
+      // In sentences, `admin` for administrators only (it gives nobody else anything).
+      scopes: scopeLines(login.scopes.map((scope) => scope.name), { isAdmin }),
+      grantsAdmin: login.asksForAdmin && isAdmin,
+      // The client's name is shown once, the registered one; what it calls itself is a detail.
+      program: login.userAgent ?? login.clientName,
+      sentName: login.userAgent ? login.clientName : null,
+    });
   }
 
   @Post('approve')
@@ -93,13 +108,9 @@ export class DevicePageController {
 
   private async decide(req: Request, res: Response, decision: 'approve' | 'deny') {
     const code = field(req, 'user_code');
-    const userId = req.webUser!.id;
     let client: DeviceDecision;
     try {
-      // Guessing through the buttons is limited like guessing through the lookup.
-      client = await this.withCodeAttempt(req, () =>
-        decision === 'approve' ? this.deviceLogins.approve(code, userId, req.ip ?? null) : this.deviceLogins.deny(code, userId, req.ip ?? null),
-      );
+      client = await this.deviceLogins.decideFor(holderOf(req), code, decision);
     } catch (err) {
       return this.renderRefusal(req, res, err, code);
     }
@@ -113,30 +124,6 @@ export class DevicePageController {
       inTerminal: cliCommandFor(client) !== undefined,
       account: accountOf(req, this.csrf),
     });
-  }
-
-  /**
-   * Runs one use of a typed user code under the wrong-code limit: the try is counted (in
-   * Postgres, atomically, so every replica and any number of parallel requests share it)
-   * before the code is looked up; a code that exists gives its point back, an unknown one
-   * is audited.
-   */
-  private async withCodeAttempt<T>(req: Request, use: () => Promise<T>): Promise<T> {
-    const userId = req.webUser!.id;
-    const ip = req.ip ?? '';
-    await this.limits.attemptUserCode(userId, ip);
-    try {
-      const result = await use();
-      await this.limits.userCodeFound(userId, ip);
-      return result;
-    } catch (err) {
-      if (err instanceof UndecidableDeviceLoginError) {
-        // Expired, used or cancelled: a real code all the same.
-        if (err.reason === 'unknown') await this.audit.record('web.code_failed', { userId, ip: req.ip });
-        else await this.limits.userCodeFound(userId, ip);
-      }
-      throw err;
-    }
   }
 
   /** The page for a code that was refused: too many tries, or why it cannot be decided. */

@@ -5,6 +5,7 @@ import { Reflector } from '@nestjs/core';
 import { EmailVerificationService } from '../accounts/email-verification.service.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
+import { inSudoMode as sessionInSudoMode } from '../auth/sudo-rule.js';
 import { SudoPages } from './sudo-pages.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import type { WebUser } from '../web-sessions/web-account.js';
@@ -90,9 +91,9 @@ export class SignedInGuard implements CanActivate {
   }
 }
 
-/** Sudo mode lasts SUDO_SECONDS from the sign-in or the last re-confirmation. */
+/** This browser's session is in sudo mode (auth/sudo-rule.ts: SUDO_SECONDS from the sign-in or the last re-confirmation). */
 export function inSudoMode(req: Request, clock: Clock, config: AppConfig): boolean {
-  return clock.now().getTime() - (req.session.sudoAt ?? 0) < config.sudoSeconds * 1000;
+  return sessionInSudoMode(req.session.sudoAt, clock, config);
 }
 
 /**

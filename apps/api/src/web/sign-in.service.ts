@@ -65,6 +65,16 @@ export class SignInService {
   }
 
   /**
+   * The first sign-in of an account just made (a sign-up, an accepted invitation): the session
+   * starts and, as for every other sign-in (complete), the admin list's "last sign-in" is recorded.
+   * A browser signed in again after a change of its own credentials (logIn alone) is no new sign-in.
+   */
+  async firstSignIn(req: Request, user: WebUser): Promise<void> {
+    await this.logIn(req, user);
+    await this.users.recordSignIn(user.id);
+  }
+
+  /**
    * Signs the person in: passport regenerates the session id and saves the session
    * before the redirect is sent, so the moment of sign-in (where the absolute lifetime
    * starts) must be in it already: a browser follows the redirect as soon as it has

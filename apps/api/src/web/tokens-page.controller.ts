@@ -1,5 +1,5 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Render, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
-import { ClientIdSchema, parseScopes, type Scope, SCOPES } from '@prospect/contract';
+import { ClientIdSchema, parseScopes } from '@prospect/contract';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { saveSession } from '../web-sessions/web-account.js';
@@ -16,12 +16,10 @@ import { siteTokenScope } from '../tokens/granted-scope.js';
 import { minterWords, type TokenListing, TokensService } from '../tokens/tokens.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
+import { scopeLines } from './scope-words.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard, VerifiedEmailGuard, SudoGuard } from './page-guards.js';
 
 const when = (d: Date | null) => (d ? utcMinute(d) : 'never');
-
-/** The order a connected app's scopes are listed in. */
-const SCOPE_ORDER: readonly Scope[] = ['openid', 'profile', 'email', 'tokens', 'admin'];
 
 const DAY = 24 * 3600;
 const DEFAULT_DAYS = 30;
@@ -141,6 +139,9 @@ export class TokensPageController {
         createdAt: when(t.createdAt),
         lastUsedAt: when(t.lastUsedAt),
         expiresAt: when(t.expiresAt),
+        // A device login's (or an app's) session: its listed end is the refresh token's, which
+        // each renewal moves later; its access tokens are short (the CLI says so too).
+        session: t.origin === 'device',
       }));
     const revoked = notice.revoked ? all.find((t) => t.id === notice.revoked && t.revokedAt) : undefined;
     return {
@@ -149,6 +150,9 @@ export class TokensPageController {
       onTokens: true,
       account: accountOf(req, this.csrf),
       tokens,
+      hasSessions: tokens.some((t) => t.session),
+      accessTokenMinutes: Math.round(this.config.accessTokenTtlSeconds / 60),
+      sessionMaxDays: Math.round(this.config.refreshTokenMaxLifetimeSeconds / DAY),
       publicUrl: this.config.publicUrl,
       lifetimes: this.lifetimes().map((days, i, all) => ({
         days,
@@ -162,7 +166,7 @@ export class TokensPageController {
         clientId: app.clientId,
         name: app.clientName,
         // As the consent page lists them: who you are first.
-        scopes: (parseScopes(app.scope) ?? []).sort((a, b) => SCOPE_ORDER.indexOf(a) - SCOPE_ORDER.indexOf(b)).map((name) => ({ name, words: SCOPES[name] })),
+        scopes: scopeLines(parseScopes(app.scope) ?? [], { isAdmin: req.webUser!.role === 'admin' }),
         since: when(app.createdAt),
         sessions: app.liveGrants === 1 ? '1 active session' : `${app.liveGrants} active sessions`,
       })),

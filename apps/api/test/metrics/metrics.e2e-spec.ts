@@ -2,6 +2,7 @@ import { ROUTES } from '@prospect/contract';
 import supertest from 'supertest';
 import { MetricsServer } from '../../src/metrics/metrics-server.js';
 import { authorizedPoll, createUser, deny, poll, startDeviceLogin } from '../support/fixtures.js';
+import { eventually } from '../support/eventually.js';
 import { client, get, post } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -40,7 +41,13 @@ describe('metrics on METRICS_PORT', () => {
     await deny(api, denied.userCode, user);
     await poll(api, denied.deviceCode);
 
-    const text = await scrape();
+    // A request is counted when its response's 'finish' fires, which may come just after the client
+    // has read the answer: scrape until the last of them is in, then check every number.
+    let text = '';
+    await eventually(async () => {
+      text = await scrape();
+      return sample(text, 'http_request_duration_seconds_count', { method: 'GET', route: ROUTES.me, status: '401' }) === 1 && (sample(text, 'http_requests_total', { method: 'POST', route: ROUTES.devicePoll, status: '200' }) ?? 0) >= 2;
+    });
     expect(sample(text, 'http_requests_total', { method: 'GET', route: ROUTES.me, status: '200' })).toBe(2);
     expect(sample(text, 'http_requests_total', { method: 'GET', route: ROUTES.me, status: '401' })).toBe(1);
     expect(sample(text, 'http_requests_total', { method: 'POST', route: ROUTES.devicePoll, status: '200' })).toBeGreaterThanOrEqual(2);
@@ -58,7 +65,8 @@ describe('metrics on METRICS_PORT', () => {
 
   it('labels an unknown path by the template that answered it (the catch-all), never by what the client typed', async () => {
     await get(api, '/api/no/such/route/12345');
-    const text = await scrape();
+    let text = '';
+    await eventually(async () => (sample((text = await scrape()), 'http_requests_total', { method: 'GET', route: '/{*rest}', status: '404' }) ?? 0) >= 1);
     expect(sample(text, 'http_requests_total', { method: 'GET', route: '/{*rest}', status: '404' })).toBeGreaterThanOrEqual(1);
     expect(text).not.toContain('12345');
   });
@@ -68,7 +76,8 @@ describe('metrics on METRICS_PORT', () => {
     try {
       const answers = await Promise.all([1, 2, 3].map(() => post(limited, ROUTES.deviceStart, {})));
       expect(answers.map((res) => res.status).sort()).toEqual([200, 429, 429]);
-      const text = (await supertest(`http://127.0.0.1:${limited.app.get(MetricsServer).port}`).get('/metrics')).text;
+      let text = '';
+      await eventually(async () => sample((text = (await supertest(`http://127.0.0.1:${limited.app.get(MetricsServer).port}`).get('/metrics')).text), 'prospect_rate_limit_refusals_total', { limit: 'start:ip' }) === 2);
       expect(sample(text, 'prospect_rate_limit_refusals_total', { limit: 'start:ip' })).toBe(2);
     } finally {
       await limited.close();

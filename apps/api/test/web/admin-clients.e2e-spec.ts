@@ -205,7 +205,9 @@ describe('OAuth clients pages', () => {
       const page = await (await asPerson()).send('GET', `/device?user_code=${start.userCode}`);
       expect(page.status).toBe(200);
       expect(page.text).toContain('<h1 class="asker"><strong>Prospect CLI</strong> wants to sign in as you</h1>');
-      expect(page.text).toContain('<dt>Calls itself</dt><dd>prospect CLI 0.1.0</dd>');
+      // What it says about itself (no User-Agent here: the name it sent), under its own label, once.
+      expect(page.text).toContain('<dt>Program</dt><dd>prospect CLI 0.1.0</dd>');
+      expect(page.text).not.toContain('Calls itself');
       expect(page.text).toContain('<dt>Computer</dt><dd>laptop</dd>');
     });
 
@@ -216,7 +218,9 @@ describe('OAuth clients pages', () => {
       expect(page.status).toBe(200);
       expect(page.text).toContain('<strong>Acme &lt;Sync&gt;</strong> wants to sign in as you');
       expect(page.text).not.toContain('<Sync>');
-      expect(page.text).toContain('<dt>Calls itself</dt><dd>Prospect CLI</dd>');
+      // A registered client that calls itself "Prospect CLI": the page says which name is registered and which it only says.
+      expect(page.text).toContain('<dt>Program</dt><dd>Prospect CLI</dd>');
+      expect(page.text).toContain('Acme &lt;Sync&gt; is the name registered with Prospect; the computer and program are what it says about itself.');
     });
   });
 
