@@ -4,10 +4,12 @@
 //  - dist/prospect.js — every command, CommonJS (dist/package.json says so).
 //    A CommonJS entry skips Node's ES-module loader, about 8 ms of a ~100 ms
 //    run; builtins are required without ES-module facades.
-//  - dist/login-screen.mjs (+ chunks) — the Ink view of `auth:login`, ES
-//    modules because Ink and yoga use top-level await. Loaded with import()
-//    only when a person at a terminal logs in; it takes everything it needs as
-//    arguments, so no class is shared between the two bundles.
+//  - dist/login-screen.mjs and dist/account-picker.mjs (+ chunks) — the Ink
+//    views of `auth:login` and of choosing an account (`auth:switch`,
+//    `auth:logout`), ES modules because Ink and yoga use top-level await.
+//    Loaded with import() only when a person at a terminal needs one; each
+//    takes everything it needs as arguments, so no class is shared between
+//    the bundles.
 import { build } from 'esbuild';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 
@@ -45,11 +47,11 @@ const meowWithoutPackageJson = {
   },
 };
 
-/** The Ink view stays out of the CommonJS bundle: it is the separate ES-module entry. */
-const loginScreenIsSeparate = {
-  name: 'login-screen-is-separate',
+/** The Ink views stay out of the CommonJS bundle: each is an entry of the ES-module build. */
+const inkViewsAreSeparate = {
+  name: 'ink-views-are-separate',
   setup(b) {
-    b.onResolve({ filter: /[\\/]ui[\\/]login-screen\.js$/ }, () => ({ path: './login-screen.mjs', external: true }));
+    b.onResolve({ filter: /[\\/]ui[\\/](login-screen|account-picker)\.js$/ }, (args) => ({ path: `./${/(login-screen|account-picker)\.js$/.exec(args.path)[1]}.mjs`, external: true }));
   },
 };
 
@@ -73,7 +75,7 @@ await build({
   entryPoints: ['src/main.ts'],
   outfile: 'dist/prospect.js',
   format: 'cjs',
-  plugins: [meowWithoutPackageJson, loginScreenIsSeparate],
+  plugins: [meowWithoutPackageJson, inkViewsAreSeparate],
   // meow reads import.meta.url; this is its CommonJS equivalent.
   define: { 'import.meta.url': '__importMetaUrl' },
   banner: { js: "#!/usr/bin/env node\nconst __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
@@ -81,7 +83,7 @@ await build({
 
 await build({
   ...common,
-  entryPoints: { 'login-screen': 'src/ui/login-screen.tsx' },
+  entryPoints: { 'login-screen': 'src/ui/login-screen.tsx', 'account-picker': 'src/ui/account-picker.tsx' },
   outdir: 'dist',
   outExtension: { '.js': '.mjs' },
   format: 'esm',

@@ -5,7 +5,7 @@ import { CliError, EXIT, FileSystemError, usageError } from './errors.js';
 import type { CommandContext } from './context.js';
 import type { Command } from './commands/command.js';
 import { COMMANDS } from './commands/index.js';
-import { requireSession } from './session/auth-guard.js';
+import { requireSession } from './commands/auth-guard.js';
 import { configDir, SessionStore } from './session/session-store.js';
 import { VERSION } from './version.js';
 import type { FetchLike } from './api-client/api-client.js';

@@ -1,30 +1,24 @@
 import type { SessionFile } from '@prospect/contract';
 import { ENV } from '@prospect/contract';
-import { ApiClient, type FetchLike } from './api-client/api-client.js';
-import { ServerClock } from './session/server-clock.js';
-import type { SessionStore } from './session/session-store.js';
+import type { SessionContext } from './session/session-context.js';
 
-/** Where every command gets what it needs, so tests can hand in their own. */
-export interface CommandContext {
+/**
+ * Where every command gets what it needs, so tests can hand in their own. It builds on the
+ * session's context (store, fetch, env, signal, server clock): session/ is below the commands.
+ */
+export interface CommandContext extends SessionContext {
   /** Positional arguments after the command name. */
   input: string[];
   flags: Record<string, unknown>;
-  env: NodeJS.ProcessEnv;
   stdout: NodeJS.WriteStream;
   stderr: NodeJS.WriteStream;
   stdin: NodeJS.ReadStream;
   /** A person at a terminal: stdin and stdout are TTYs and this is not CI. Computed once. */
   interactive: boolean;
-  store: SessionStore;
-  fetch?: FetchLike;
   /** The session, for commands that require one (set by the auth guard); unset when the token comes from PROSPECT_TOKEN. */
   session?: SessionFile;
   /** What a guarded command authenticates with: the session file's token, or PROSPECT_TOKEN's. */
   credentials?: Credentials;
-  /** Stops the command: Ctrl-C. */
-  signal: AbortSignal;
-  /** The server's clock as measured against this machine's (serverClockOf); a test may hand in one with a fake local clock. */
-  serverClock?: ServerClock;
 }
 
 export interface Credentials {
@@ -47,21 +41,3 @@ export function requestedApiUrl(ctx: Pick<CommandContext, 'flags' | 'env'>): str
 }
 
 export const writeLine = (stream: NodeJS.WritableStream, line = '') => stream.write(`${line}\n`);
-
-/**
- * The clock every expiry is judged by: the server's, as its answers tell it, kept beside the
- * session file (session/server-clock.ts). One per command run.
- */
-export function serverClockOf(ctx: Pick<CommandContext, 'store' | 'serverClock'>): ServerClock {
-  ctx.serverClock ??= new ServerClock(ctx.store.dir);
-  return ctx.serverClock;
-}
-
-/**
- * The one way a command gets a client of the API: for `baseUrl`, through the context's fetch
- * (tests hand in their own); with a session store, every answer also measures the server's clock.
- */
-export function apiClientFor(ctx: Pick<CommandContext, 'fetch' | 'serverClock'> & Partial<Pick<CommandContext, 'store'>>, baseUrl: string, timeoutMs?: number): ApiClient {
-  if (ctx.store) ctx.serverClock ??= new ServerClock(ctx.store.dir);
-  return new ApiClient({ baseUrl, fetch: ctx.fetch, timeoutMs, serverClock: ctx.serverClock });
-}

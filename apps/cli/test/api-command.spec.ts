@@ -7,20 +7,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../src/cli.js';
+import { capturedStream } from './support/captured-stream.js';
 import { fakeBackend, json } from './support/fake-backend.js';
-
-/** A stdout or stderr that keeps what is written, and says it is (or is not) a terminal. */
-function stream(isTTY: boolean) {
-  let written = '';
-  const out = new Writable({
-    write(chunk, _encoding, done) {
-      written += chunk.toString();
-      done();
-    },
-  }) as unknown as NodeJS.WriteStream;
-  out.isTTY = isTTY;
-  return { out, written: () => written };
-}
 
 let backend: Awaited<ReturnType<typeof fakeBackend>>;
 let configDir: string;
@@ -34,8 +22,8 @@ afterEach(async () => {
 });
 
 async function api(args: string[], stdoutIsTTY: boolean) {
-  const stdout = stream(stdoutIsTTY);
-  const stderr = stream(false);
+  const stdout = capturedStream(stdoutIsTTY);
+  const stderr = capturedStream(false);
   const code = await runCli(['api', ...args], {
     env: { PROSPECT_TOKEN: 'prs_env', PROSPECT_API_BASE_URL: backend.url, PROSPECT_CONFIG_DIR: configDir },
     stdout: stdout.out,

@@ -12,27 +12,17 @@ import { Readable, Writable } from 'node:stream';
 import { ROUTES } from '@prospect/contract';
 import { TcpProxy } from '../../api/test/support/tcp-proxy.js';
 import { runCli } from '../src/cli.js';
+import { capturedStream } from './support/captured-stream.js';
 import { fakeBackend, json, user } from './support/fake-backend.js';
 import { cliToken, createUser, startRealApi, type TestApp } from './support/real-api.js';
-
-const writable = () => {
-  let written = '';
-  const out = new Writable({
-    write(chunk, _encoding, done) {
-      written += chunk.toString();
-      done();
-    },
-  }) as unknown as NodeJS.WriteStream;
-  return { out, written: () => written };
-};
 
 let configDir: string;
 beforeEach(async () => (configDir = await mkdtemp(join(tmpdir(), 'prospect-idempotency-'))));
 afterEach(() => rm(configDir, { recursive: true, force: true }));
 
 async function api(baseUrl: string, args: string[], token = 'prs_env') {
-  const stdout = writable();
-  const stderr = writable();
+  const stdout = capturedStream();
+  const stderr = capturedStream();
   const code = await runCli(['api', ...args], {
     env: { PROSPECT_TOKEN: token, PROSPECT_API_BASE_URL: baseUrl, PROSPECT_CONFIG_DIR: configDir },
     stdout: stdout.out,

@@ -10,20 +10,7 @@ import {
   type WaitEvent,
 } from '../src/device-login/device-login-client.js';
 import { fakeBackend, inAnHour, json, user } from './support/fake-backend.js';
-
-/** Time that moves only when the client sleeps: the tests never wait for real. */
-function fakeTiming() {
-  let now = 1_000_000;
-  const sleeps: number[] = [];
-  const timing: Timing = {
-    now: () => now,
-    sleep: async (ms) => {
-      sleeps.push(ms);
-      now += ms;
-    },
-  };
-  return { timing, sleeps };
-}
+import { fakeTiming } from './support/fake-timing.js';
 
 const start = { deviceCode: 'prsd_x', userCode: 'BCDF-GHJK', verificationUrl: 'http://id.example.com/device?user_code=BCDF-GHJK', intervalSeconds: 5, expiresInSeconds: 600 };
 

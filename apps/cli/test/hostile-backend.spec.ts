@@ -3,11 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiClient, MAX_ANSWER_BYTES } from '../src/api-client/api-client.js';
 import { stripControls } from '../src/api-client/untrusted-text.js';
-import { DeviceLoginClient, type Timing, type WaitEvent } from '../src/device-login/device-login-client.js';
+import { DeviceLoginClient, type WaitEvent } from '../src/device-login/device-login-client.js';
 import { CliError } from '../src/errors.js';
 import { refreshSession } from '../src/session/refresh.js';
 import { SessionStore } from '../src/session/session-store.js';
 import { fakeBackend, inAnHour, json, user } from './support/fake-backend.js';
+import { fakeTiming } from './support/fake-timing.js';
 
 const ESC = '\u001b';
 const BEL = '\u0007';
@@ -136,16 +137,7 @@ describe('a hostile server', () => {
         'POST /api/cli/auth/device/start': (_req, _b, res) => json(res, 200, startAnswer(backend.url)),
         'POST /api/cli/auth/device/poll': (_req, _b, res) => json(res, ...(answers[polls++]! as unknown as [number, object, Record<string, string>])),
       });
-      // Time moves only when the client sleeps; every sleep is recorded.
-      let now = 0;
-      const sleeps: number[] = [];
-      const timing: Timing = {
-        now: () => now,
-        sleep: async (ms) => {
-          sleeps.push(ms);
-          now += ms;
-        },
-      };
+      const { timing, sleeps } = fakeTiming(0);
       const events: WaitEvent[] = [];
       try {
         const client = new DeviceLoginClient(new ApiClient({ baseUrl: backend.url }), timing);

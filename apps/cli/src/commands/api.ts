@@ -5,7 +5,8 @@ import { ApiHttpError, ApiUnreachableError, sessionTokenRejected } from '../api-
 import { realTiming } from '../device-login/device-login-client.js';
 import { renewRefusedSession } from '../session/refresh.js';
 import { stripControls } from '../api-client/untrusted-text.js';
-import { apiClientFor, type CommandContext, requestedApiUrl, writeLine } from '../context.js';
+import { type CommandContext, requestedApiUrl, writeLine } from '../context.js';
+import { apiClientFor } from '../session/session-context.js';
 import { CliError, usageError } from '../errors.js';
 import { apiUrlFlag, type Command } from './command.js';
 

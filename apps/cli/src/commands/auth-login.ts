@@ -1,13 +1,15 @@
 import { CLI_DEFAULT_SCOPES, CLI_SCOPES, DEFAULT_API_BASE_URL, ENV, ROUTES, type Scope, type SessionFile } from '@prospect/contract';
 import { type ApiClient, ApiHttpError, normalizeBaseUrl, notServedUnderPath } from '../api-client/api-client.js';
-import { apiClientFor, type CommandContext, envToken, requestedApiUrl, serverClockOf, writeLine } from '../context.js';
+import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
+import { apiClientFor, serverClockOf } from '../session/session-context.js';
 import type { DeviceLoginResult } from '../device-login/device-login-client.js';
 import { CliError, FileSystemError, usageError } from '../errors.js';
 import { humanDuration } from '../format.js';
 import { revokeSession } from '../session/refresh.js';
-import { withSessionLock } from '../session/session-lock.js';
-import type { SessionRead } from '../session/session-store.js';
+import { Accounts } from '../session/accounts.js';
+import { accountName, commandFor } from './account-choice.js';
 import { apiUrlFlag, type Command } from './command.js';
+import { person } from './session-report.js';
 
 export const loginCommand: Command = {
   name: 'auth:login',
@@ -28,6 +30,10 @@ export const loginCommand: Command = {
     --timeout-seconds <n>    How long to wait for approval (at most the code's lifetime)
     --no-browser             Do not open a browser; just show the link and code
     --no-qr                  Do not show the QR code
+
+  Logging in to another server, or as another person, keeps the accounts you were
+  logged in to, and the new one becomes the active one: \`prospect auth:status\` lists
+  them, \`prospect auth:switch\` changes which one the commands use.
 `,
   flags: {
     ...apiUrlFlag,
@@ -57,14 +63,10 @@ export const loginCommand: Command = {
     });
     const session =
       typeof ctx.flags.token === 'string' ? await loginWithToken(ctx, api, ctx.flags.token) : await loginWithDevice(ctx, api, timeoutSeconds, scopes);
-    let previous: SessionRead;
+    let saved: Awaited<ReturnType<Accounts['logIn']>>;
     try {
       // Under the session's lock: a refresh in another process neither overwrites nor removes it.
-      previous = await withSessionLock(ctx.store, async () => {
-        const read = await ctx.store.read();
-        await ctx.store.write(session);
-        return read;
-      });
+      saved = await new Accounts(ctx.store).logIn(session);
     } catch (err) {
       // The directory failed since the check (the disk filled up): a device login is ended on
       // the server rather than left alive there; a --token token is the person's own to keep.
@@ -74,13 +76,14 @@ export const loginCommand: Command = {
     }
     // Indented like the Ink view above them, when there is one (a device login at a terminal).
     const indent = ctx.interactive && typeof ctx.flags.token !== 'string' ? ' ' : '';
-    if (previous.kind === 'session' && previous.session.accessToken !== session.accessToken) {
-      const { user, apiBaseUrl } = previous.session;
-      // The replaced session ends on its server too (best effort, same server only): a refresh
-      // token left behind would keep a session alive nobody uses.
-      const ended = apiBaseUrl === session.apiBaseUrl && (await revokeSession(apiClientFor(ctx, apiBaseUrl, 3_000), previous.session));
-      writeLine(ctx.stderr, `${indent}Replaced the session of ${user.name} <${user.email}> on ${apiBaseUrl}${ended ? ' (signed out on the server)' : ''}.`);
+    for (const replaced of saved.replaced.filter((old) => old.accessToken !== session.accessToken)) {
+      // The replaced session (the same person on the same server) ends on its server too, best
+      // effort: a refresh token left behind would keep a session alive nobody uses.
+      const ended = await revokeSession(apiClientFor(ctx, replaced.apiBaseUrl, 3_000), replaced);
+      writeLine(ctx.stderr, `${indent}Replaced the session of ${person(replaced.user)} on ${replaced.apiBaseUrl}${ended ? ' (signed out on the server)' : ''}.`);
     }
+    // Logging in as another person, or to another server, keeps the account active until now.
+    if (saved.kept) writeLine(ctx.stderr, `${indent}Kept the session of ${accountName(saved.kept)}: switch back with \`${commandFor('auth:switch', saved.kept)}\`.`);
     if (!ctx.interactive || typeof ctx.flags.token === 'string') {
       writeLine(ctx.stdout, `Logged in as ${session.user.name} <${session.user.email}> on ${session.apiBaseUrl}.`);
     }

@@ -1,8 +1,10 @@
 import { DEFAULT_REFRESH_TOKEN_TTL_SECONDS, ENV, ROUTES, type SessionFile, utcMinute } from '@prospect/contract';
-import { apiClientFor, type CommandContext, envToken, serverClockOf, writeLine } from '../context.js';
+import { type CommandContext, envToken, writeLine } from '../context.js';
+import { apiClientFor, serverClockOf } from '../session/session-context.js';
 import { CliError, EXIT } from '../errors.js';
 import { revokeSession } from '../session/refresh.js';
-import { withSessionLock } from '../session/session-lock.js';
+import { Accounts, activeOf, allOf, type StoredAccounts } from '../session/accounts.js';
+import { ACCOUNT_FLAGS_USAGE, accountFlags, accountName, describeWanted, matchAccounts, pickAccount, wantedAccount } from './account-choice.js';
 import type { Command } from './command.js';
 
 /** Revoking on the server is a courtesy: offline, logging out still works. */
@@ -12,20 +14,26 @@ const REVOKE_TIMEOUT_MS = 3_000;
  * `prospect auth:logout`. A session this CLI made by device login (it holds a refresh token)
  * belongs to this machine: it is revoked on the server, every token of it. A token pasted with
  * `--token` may be in use elsewhere (a CI secret, another laptop): it is only forgotten here, as
- * `gh auth logout` does, unless `--revoke` says to revoke it too.
+ * `gh auth logout` does, unless `--revoke` says to revoke it too. With several accounts stored,
+ * it logs out of the one --host and --user name, or the one picked at a terminal.
  */
 export const logoutCommand: Command = {
   name: 'auth:logout',
-  description: 'Log out: remove the local session (a device login is also revoked on the server)',
+  description: 'Log out of an account: forget its session (a device login is also revoked on the server)',
   usage: `
   Usage
-    $ prospect auth:logout [--revoke]
+    $ prospect auth:logout [--host <url>] [--user <email>] [--revoke]
 
   Options
-    --revoke  Also revoke a token that was pasted with \`auth:login --token\` (it stops working
-              everywhere it is used). A device-login session is always revoked.
+${ACCOUNT_FLAGS_USAGE}
+    --revoke            Also revoke a token that was pasted with \`auth:login --token\` (it stops
+                        working everywhere it is used). A device-login session is always revoked.
+
+  With one account stored, it logs out of that one. With several, say which with --host
+  and --user, or pick one at a terminal. Logging out of the active account makes another
+  one active (one on the same server first), and says which.
 `,
-  flags: { revoke: { type: 'boolean', default: false } },
+  flags: { ...accountFlags, revoke: { type: 'boolean', default: false } },
   requiresAuth: false,
   async run(ctx: CommandContext) {
     if (envToken(ctx)) {
@@ -35,31 +43,57 @@ export const logoutCommand: Command = {
         `Unset ${ENV.token} to stop using it (revoke it on the server's tokens page if it should stop working everywhere).`,
       );
     }
-    if ((await ctx.store.read()).kind === 'none') {
+    const accounts = new Accounts(ctx.store);
+    const stored = await accounts.read();
+    const all = allOf(stored);
+    if (stored.active.kind === 'none' && !all.length) {
       writeLine(ctx.stdout, 'Not logged in.');
       return;
     }
+    const target = await chooseTarget(ctx, stored);
     // Under the session's lock: a refresh in another process cannot write the session back.
-    const { read, revoke, revoked, removed } = await withSessionLock(ctx.store, async () => {
-      const read = await ctx.store.read();
-      const revoke = read.kind === 'session' && (Boolean(read.session.refreshToken) || ctx.flags.revoke === true);
-      const revoked = revoke && (await revokeSession(apiClientFor(ctx, read.session.apiBaseUrl, REVOKE_TIMEOUT_MS), read.session));
-      return { read, revoke, revoked, removed: await ctx.store.remove() };
+    const out = await accounts.logOut(target, async (session) => {
+      const revoke = Boolean(session.refreshToken) || ctx.flags.revoke === true;
+      return { revoke, revoked: revoke && (await revokeSession(apiClientFor(ctx, session.apiBaseUrl, REVOKE_TIMEOUT_MS), session)) };
     });
-    if (read.kind !== 'session') {
-      writeLine(ctx.stdout, removed ? 'Removed an unreadable session file. Not logged in.' : 'Not logged in.');
-      return;
-    }
-    const server = read.session.apiBaseUrl;
-    if (!revoke) {
-      writeLine(ctx.stdout, `Logged out of ${server}. The token you pasted was only forgotten here and still works wherever else it is used:`);
-      writeLine(ctx.stdout, `revoke it at ${server}${ROUTES.tokensPage}, or log in with it again and run \`prospect auth:logout --revoke\`.`);
+    if (!out.ended) {
+      writeLine(ctx.stdout, target ? `${accountName(target)} was logged out meanwhile.` : out.wasActive ? 'Removed an unreadable session file. Not logged in.' : 'Not logged in.');
     } else {
-      writeLine(ctx.stdout, `Logged out of ${server}${revoked ? ' and revoked the token on the server' : ' (the server could not be told; the local session is removed)'}.`);
-      if (!revoked) writeLine(ctx.stdout, await stillValidThere(ctx, read.session));
+      const { session, result } = out.ended;
+      const server = session.apiBaseUrl;
+      // With one account, the server says which; with several, the person too.
+      const which = all.length > 1 ? accountName(session) : server;
+      if (!result.revoke) {
+        writeLine(ctx.stdout, `Logged out of ${which}. The token you pasted was only forgotten here and still works wherever else it is used:`);
+        writeLine(ctx.stdout, `revoke it at ${server}${ROUTES.tokensPage}, or log in with it again and run \`prospect auth:logout --revoke\`.`);
+      } else {
+        writeLine(ctx.stdout, `Logged out of ${which}${result.revoked ? ' and revoked the token on the server' : ' (the server could not be told; the local session is removed)'}.`);
+        if (!result.revoked) writeLine(ctx.stdout, await stillValidThere(ctx, session));
+      }
     }
+    if (out.nowActive) writeLine(ctx.stdout, `Now active: ${accountName(out.nowActive)} (\`prospect auth:switch\` changes it).`);
+    else if (out.wasActive && all.length > 1) writeLine(ctx.stdout, 'No account is active now.');
   },
 };
+
+/**
+ * Which account to log out of: the one --host and --user name; else the only one (undefined:
+ * the active file, whatever it holds, as before there were several); else the one picked at a
+ * terminal, or a one-line error saying which flags to pass.
+ */
+async function chooseTarget(ctx: CommandContext, stored: StoredAccounts): Promise<SessionFile | undefined> {
+  const all = allOf(stored);
+  const active = activeOf(stored);
+  const wanted = wantedAccount(ctx);
+  if (wanted) {
+    const matches = matchAccounts(all, wanted);
+    if (!matches.length) throw new CliError(`No stored account matches ${describeWanted(wanted)}; nothing was logged out.`, EXIT.failure, 'See the stored accounts with `prospect auth:status`.');
+    if (matches.length === 1) return matches[0];
+    return pickAccount(ctx, matches, { command: 'auth:logout', question: 'Log out of which account?', active, stored: all.length });
+  }
+  if (all.length <= 1) return active ? undefined : all[0];
+  return pickAccount(ctx, all, { command: 'auth:logout', question: 'Log out of which account?', active, stored: all.length });
+}
 
 const DAY_MS = 24 * 3600 * 1000;
 

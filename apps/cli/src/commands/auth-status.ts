@@ -1,21 +1,31 @@
-import { DEFAULT_API_BASE_URL, ENV } from '@prospect/contract';
+import { DEFAULT_API_BASE_URL, ENV, type SessionFile, utcMinute } from '@prospect/contract';
 import { loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
-import { type CommandContext, envToken, requestedApiUrl, serverClockOf, writeLine } from '../context.js';
+import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
+import { serverClockOf } from '../session/session-context.js';
 import { authRequired } from '../errors.js';
 import { expiryMoment } from '../format.js';
+import { Accounts, activeOf, type StoredAccounts } from '../session/accounts.js';
 import { refreshSession } from '../session/refresh.js';
+import { accountName } from './account-choice.js';
 import type { Command } from './command.js';
 import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, type ServerSays, sessionReportFlags, verifySession } from './session-report.js';
 
 /** `prospect auth:status`, like `gh auth status`: what the CLI would authenticate with, and where it comes from. */
 export const statusCommand: Command = {
   name: 'auth:status',
-  description: 'Show the server, the user, where the token comes from and when it expires',
-  usage: SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token', [['--show-token', 'Print the token itself instead of its masked form']]),
+  description: 'Show the server, the user, where the token comes from and when it expires; list every account',
+  usage: `${SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token', [['--show-token', 'Print the token itself instead of its masked form']])}
+  With several accounts stored (\`prospect auth:login\` to another server, or as another
+  person, keeps them), it also lists each one, the active one marked with *; --json adds
+  them as \`accounts\`. \`prospect auth:switch\` changes the active one.
+`,
   flags: { ...sessionReportFlags, showToken: { type: 'boolean', default: false } },
   requiresAuth: false,
   async run(ctx: CommandContext) {
     const fromEnv = envToken(ctx);
+    const stored = await new Accounts(ctx.store).read();
+    // The active account as this run leaves it (renewed or verified), for the list.
+    let active: SessionFile | undefined;
     let status: Status;
     let said: ServerSays | undefined;
     let refreshed = false;
@@ -23,6 +33,11 @@ export const statusCommand: Command = {
       status = { server: normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL), tokenSource: 'PROSPECT_TOKEN', token: fromEnv };
       if (ctx.flags.verify) said = await askServer(ctx, status.server, status.token);
     } else {
+      // Stored accounts but none active (its session was refused and removed, or its file is unreadable): they are listed, and how to pick one.
+      if (stored.active.kind !== 'session' && stored.others.length) {
+        await reportAccounts(ctx, stored, undefined);
+        throw authRequired(`No account is active — run \`prospect auth:switch\` to use one of the ${stored.others.length} stored.`);
+      }
       let session = await readReportedSession(ctx);
       if (ctx.flags.verify) {
         // --verify asks the server about the token a command would use: renewed first, if due,
@@ -32,6 +47,7 @@ export const statusCommand: Command = {
         ({ session, said } = verified);
         refreshed ||= verified.renewed;
       }
+      active = session;
       status = {
         server: session.apiBaseUrl,
         tokenSource: ctx.store.path,
@@ -52,8 +68,9 @@ export const statusCommand: Command = {
     // An expired access token with a refresh token is renewed by the next command.
     const usable = (!expired || status.refreshToken === true) && (status.serverSays === undefined || status.serverSays === 'valid');
     const { token: _secret, ...shown } = status;
+    const accounts = await listAccounts(ctx, stored, active);
     if (ctx.flags.json) {
-      printJson(ctx, { ...shown, expired, usable, ...(ctx.flags.verify && !fromEnv ? { refreshed } : {}) });
+      printJson(ctx, { ...shown, expired, usable, ...(ctx.flags.verify && !fromEnv ? { refreshed } : {}), accounts });
     } else {
       const line = (label: string, value: string) => writeLine(ctx.stdout, `${`${label}:`.padEnd(13)} ${value}`);
       line('Server', status.server);
@@ -70,6 +87,8 @@ export const statusCommand: Command = {
       }
       if (refreshed) line('Refreshed', 'just now: a new access token and refresh token are saved');
       if (status.serverSays) line('Server says', status.serverSays === 'valid' ? 'the token is valid' : `the token is ${status.serverSays}`);
+      // One account is the block above; several (or one beside PROSPECT_TOKEN) are listed too.
+      if (accounts.length > 1 || (fromEnv && accounts.length)) printAccounts(ctx, accounts, Boolean(fromEnv));
     }
     if (!usable) {
       const fix = fromEnv ? `set ${ENV.token} to a valid token, or unset it to use your session` : `run \`${loginCommandLine(status.server, { env: ctx.env })}\``;
@@ -77,6 +96,49 @@ export const statusCommand: Command = {
     }
   },
 };
+
+interface ListedAccount {
+  server: string;
+  user: { id: string; email: string; name: string };
+  expiresAt: string;
+  expired: boolean;
+  refreshToken: boolean;
+  active: boolean;
+}
+
+/** Every stored account, the active one first (as `active` has it after this run's renewal), each judged by its server's clock. */
+async function listAccounts(ctx: CommandContext, stored: StoredAccounts, active: SessionFile | undefined): Promise<ListedAccount[]> {
+  const current = active ?? activeOf(stored);
+  const sessions = [...(current ? [current] : []), ...stored.others];
+  return Promise.all(
+    sessions.map(async (session) => ({
+      server: session.apiBaseUrl,
+      user: session.user,
+      expiresAt: session.expiresAt,
+      expired: Date.parse(session.expiresAt) <= (await serverClockOf(ctx).now(session.apiBaseUrl)),
+      refreshToken: Boolean(session.refreshToken),
+      active: session === current,
+    })),
+  );
+}
+
+/** One line per account, the active one marked with a star, as `gh auth status` marks it. */
+function printAccounts(ctx: CommandContext, accounts: ListedAccount[], fromEnv: boolean): void {
+  writeLine(ctx.stdout);
+  writeLine(ctx.stdout, fromEnv ? `Stored accounts (not used while ${ENV.token} is set):` : 'Accounts (* active; `prospect auth:switch` changes it):');
+  for (const account of accounts) {
+    const expiry = `${account.expired ? 'expired' : 'expires'} ${utcMinute(account.expiresAt)}`;
+    const state = account.refreshToken ? `access token ${expiry}, renewed when used` : account.expired ? `${expiry}: log in again` : expiry;
+    writeLine(ctx.stdout, `  ${account.active ? '*' : ' '} ${accountName({ apiBaseUrl: account.server, user: account.user })}: ${state}`);
+  }
+}
+
+/** No account is active, several are stored: the list, in the shape asked for. */
+async function reportAccounts(ctx: CommandContext, stored: StoredAccounts, active: SessionFile | undefined): Promise<void> {
+  const accounts = await listAccounts(ctx, stored, active);
+  if (ctx.flags.json) printJson(ctx, { usable: false, accounts });
+  else printAccounts(ctx, accounts, false);
+}
 
 /** Its prefix and a star for every other character, as `gh auth status` shows one: which kind of token, none of the secret. */
 function maskToken(token: string): string {

@@ -1,6 +1,7 @@
 import { DEFAULT_API_BASE_URL, ENV } from '@prospect/contract';
 import { loginCommandLine, normalizeBaseUrl, sessionTokenRejected } from '../api-client/api-client.js';
-import { type CommandContext, envToken, requestedApiUrl, serverClockOf, writeLine } from '../context.js';
+import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
+import { serverClockOf } from '../session/session-context.js';
 import { authRequired } from '../errors.js';
 import { describeExpiry } from '../format.js';
 import { refreshSession } from '../session/refresh.js';

@@ -3,8 +3,9 @@ import { loginCommand } from './auth-login.js';
 import { logoutCommand } from './auth-logout.js';
 import { statusCommand } from './auth-status.js';
 import { tokenCommand } from './auth-token.js';
+import { switchCommand } from './auth-switch.js';
 import { whoamiCommand } from './auth-whoami.js';
 import type { Command } from './command.js';
 
 /** Every command, by the name typed after `prospect`. */
-export const COMMANDS: ReadonlyMap<string, Command> = new Map([loginCommand, whoamiCommand, statusCommand, tokenCommand, logoutCommand, apiCommand].map((c) => [c.name, c]));
+export const COMMANDS: ReadonlyMap<string, Command> = new Map([loginCommand, whoamiCommand, statusCommand, switchCommand, tokenCommand, logoutCommand, apiCommand].map((c) => [c.name, c]));

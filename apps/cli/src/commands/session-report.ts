@@ -1,7 +1,8 @@
 import type { SessionFile, User } from '@prospect/contract';
 import { ApiHttpError, type TokenProblem } from '../api-client/api-client.js';
-import { apiClientFor, type CommandContext, writeLine } from '../context.js';
-import { notLoggedIn, refuseOtherBackend } from '../session/auth-guard.js';
+import { type CommandContext, writeLine } from '../context.js';
+import { apiClientFor } from '../session/session-context.js';
+import { notLoggedIn, refuseOtherBackend } from './auth-guard.js';
 import { renewRefusedSession } from '../session/refresh.js';
 import { apiUrlFlag, type FlagSpec } from './command.js';
 
@@ -35,7 +36,7 @@ ${options.map(([flag, text]) => `    ${flag.padEnd(width)}${text}`).join('\n')}
 export async function readReportedSession(ctx: CommandContext): Promise<SessionFile> {
   const read = await ctx.store.read();
   if (read.kind !== 'session') throw notLoggedIn(read, ctx);
-  refuseOtherBackend(ctx, read.session);
+  await refuseOtherBackend(ctx, read.session);
   return read.session;
 }
 

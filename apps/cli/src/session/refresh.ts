@@ -1,14 +1,15 @@
 import { AuthorizedResponseSchema, CLI_CLIENT_ID, OAUTH_ROUTES, ROUTES, type SessionFile } from '@prospect/contract';
 import { type ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine, sessionTokenRejected } from '../api-client/api-client.js';
-import { apiClientFor, type CommandContext, serverClockOf } from '../context.js';
+import { apiClientFor, type SessionContext, serverClockOf } from './session-context.js';
 import { authRequired, CliError, FileSystemError } from '../errors.js';
+import { sameAccount } from './accounts.js';
 import { withSessionLock } from './session-lock.js';
 
 /** The most ahead of its expiry that a session is refreshed before a command uses it. */
 export const MAX_REFRESH_AHEAD_MS = 60_000;
 
 /** What refreshing needs of a command's context. */
-export type RefreshContext = Pick<CommandContext, 'store' | 'fetch' | 'env' | 'signal' | 'serverClock'>;
+export type RefreshContext = SessionContext;
 
 /**
  * How long before its expiry a session is renewed: a quarter of its access token's lifetime,
@@ -72,10 +73,13 @@ export async function renewRefusedSession(ctx: RefreshContext, session: SessionF
   });
 }
 
-/** The session in the file now (read under the lock): the same backend's, or the command stops. */
+/**
+ * The session in the file now (read under the lock): the same account's, or the command stops
+ * (another process switched accounts or logged out meanwhile: its token is not this command's).
+ */
 async function currentSession(ctx: RefreshContext, session: SessionFile): Promise<SessionFile> {
   const current = await ctx.store.read();
-  if (current.kind !== 'session' || current.session.apiBaseUrl !== session.apiBaseUrl) {
+  if (current.kind !== 'session' || !sameAccount(current.session, session)) {
     throw authRequired(`The session changed while refreshing it — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
   }
   return current.session;

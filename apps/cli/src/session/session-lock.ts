@@ -86,16 +86,19 @@ async function tryLock(store: SessionStore, lockDir: string): Promise<HeldLock |
   }
   const ownerFile = ownerName();
   const owner = join(lockDir, ownerFile);
+  // Counted as held before its file exists: another wait of this same process that finds the
+  // file meanwhile must not take this process's pid in it for a previous run's.
+  heldHere.add(ownerFile);
   try {
     await writeFile(owner, '', { flag: 'wx', mode: 0o600 });
     // By this process's clock, as every later touch: staleness is judged by the same clock.
     await touch(lockDir);
   } catch (err) {
+    heldHere.delete(ownerFile);
     await unlink(owner).catch(() => undefined);
     await rmdir(lockDir).catch(() => undefined);
     throw cannotLock(store, err);
   }
-  heldHere.add(ownerFile);
   const touching = setInterval(() => void touch(lockDir).catch(() => undefined), LOCK_TOUCH_MS);
   // Never what keeps the process alive.
   touching.unref();

@@ -61,14 +61,30 @@ export class SessionStore {
    */
   async write(session: SessionFile): Promise<void> {
     const valid = SessionFileSchema.parse(session);
+    await this.writeAtomically(this.path, `${JSON.stringify(valid, null, 2)}\n`);
+  }
+
+  /** Writes `path`, a file of this directory, as the session file is written: whole or not at all, readable by its owner only. */
+  async writeAtomically(path: string, text: string): Promise<void> {
     const temp = this.tempPath();
     try {
       await this.ensureDir();
-      await writeFile(temp, `${JSON.stringify(valid, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-      await rename(temp, this.path);
+      await writeFile(temp, text, { mode: 0o600, flag: 'wx' });
+      await rename(temp, path);
     } catch (err) {
       await rm(temp, { force: true }).catch(() => undefined);
-      throw FileSystemError.from(err, this.path) ?? err;
+      throw FileSystemError.from(err, path) ?? err;
+    }
+  }
+
+  /** Removes `path`, a file of this directory; idempotent: removing a missing file is fine. */
+  async removeFile(path: string): Promise<boolean> {
+    try {
+      await rm(path);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
     }
   }
 
@@ -121,13 +137,7 @@ export class SessionStore {
   }
 
   /** Idempotent: removing a missing file is fine. */
-  async remove(): Promise<boolean> {
-    try {
-      await rm(this.path);
-      return true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw err;
-    }
+  remove(): Promise<boolean> {
+    return this.removeFile(this.path);
   }
 }

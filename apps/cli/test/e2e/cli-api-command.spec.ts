@@ -4,13 +4,11 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { assertBuilt, makeSandbox, validSession, type Sandbox } from '../support/run-cli.js';
+import { validSession } from '../support/run-cli.js';
 import { fakeBackend, json } from '../support/fake-backend.js';
+import { box, useSandbox } from '../support/e2e-suite.js';
 
-let box: Sandbox;
-beforeAll(assertBuilt);
-beforeEach(async () => (box = await makeSandbox()));
-afterEach(() => box.cleanup());
+useSandbox();
 
 describe('prospect api', () => {
   /** A backend that answers every request to /echo with what it received, and /conflict with a 409. */

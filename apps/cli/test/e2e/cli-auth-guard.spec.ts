@@ -2,13 +2,11 @@
  * What a command authenticates with: PROSPECT_TOKEN, auth:status, auth:token, and the auth guard in front of every non-auth command.
  * The built binary as a person or a script runs it (see ../support/run-cli.ts).
  */
-import { assertBuilt, makeSandbox, validSession, type Sandbox } from '../support/run-cli.js';
+import { validSession } from '../support/run-cli.js';
 import { fakeBackend, json, user } from '../support/fake-backend.js';
+import { box, useSandbox } from '../support/e2e-suite.js';
 
-let box: Sandbox;
-beforeAll(assertBuilt);
-beforeEach(async () => (box = await makeSandbox()));
-afterEach(() => box.cleanup());
+useSandbox();
 
 describe('PROSPECT_TOKEN, auth:status and auth:token', () => {
   const me = (token: string) => fakeBackend({
@@ -164,13 +162,15 @@ describe('the auth guard (prospect api)', () => {
     expect(run.stderr).toContain('Your session is for http://127.0.0.1:9, not http://127.0.0.1:8');
   });
 
-  it('says which session a new login replaces, and names itself on every request', async () => {
+  it('says which session a login to another server keeps, and names itself on every request', async () => {
     const backend = await fakeBackend({ 'GET /api/cli/auth/me': (_q, _b, res) => json(res, 200, { user, expiresAt: '2030-01-01T00:00:00.000Z' }) });
     try {
       await box.writeSession(validSession('http://127.0.0.1:9'));
       const run = await box.run(['auth:login', '--api-url', backend.url, '--token', 'prs_new']);
       expect(run.code).toBe(0);
-      expect(run.stderr).toContain(`Replaced the session of ${user.name} <${user.email}> on http://127.0.0.1:9.`);
+      expect(run.stderr).toContain(
+        `Kept the session of ${user.name} <${user.email}> on http://127.0.0.1:9: switch back with \`prospect auth:switch --host http://127.0.0.1:9 --user ${user.email}\`.`,
+      );
       expect(backend.requests[0]!.userAgent).toMatch(/^prospect-cli\/0\.1\.0 \(linux; node \d+\.\d+\.\d+\)$/);
     } finally {
       await backend.close();

@@ -4,22 +4,12 @@
  * the server is out of reach, and what GET /me says of the grant that made a token.
  */
 import { ROUTES } from '@prospect/contract';
-import { assertBuilt, makeSandbox, type Sandbox, validSession } from '../support/run-cli.js';
-import { authorizedPoll, cliToken, createUser, startRealApi, type TestApp } from '../support/real-api.js';
+import { validSession } from '../support/run-cli.js';
+import { authorizedPoll, cliToken, createUser } from '../support/real-api.js';
 import { fakeBackend } from '../support/fake-backend.js';
+import { api, box, person, useRealApi } from '../support/e2e-suite.js';
 
-let api: TestApp;
-let person: Awaited<ReturnType<typeof createUser>>;
-let box: Sandbox;
-
-beforeAll(async () => {
-  assertBuilt();
-  api = await startRealApi();
-  person = await createUser(api, { name: 'Grace Hopper', email: `grace-edges-${Date.now()}@example.com` });
-});
-afterAll(() => api?.close());
-beforeEach(async () => (box = await makeSandbox()));
-afterEach(() => box.cleanup());
+useRealApi('edges');
 
 /** A session from a real device login, written where the CLI keeps it. */
 async function deviceSession() {

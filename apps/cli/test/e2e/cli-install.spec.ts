@@ -8,13 +8,12 @@
  * dist/ under the other test files that run the binary meanwhile. The registry is an address
  * where nothing answers, so the install proves the tarball needs nothing from it.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { assertBuilt } from '../support/run-cli.js';
+import { assertBuilt, type CliRun, runToEnd } from '../support/run-cli.js';
 import { fakeBackend, json, user } from '../support/fake-backend.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -30,33 +29,14 @@ beforeEach(async () => {
 });
 afterEach(() => rm(root, { recursive: true, force: true }));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /**
  * A command with a clean environment: none of the npm_* variables of an `npm test` around this
  * one (npm_config_local_prefix would point a nested npm at apps/cli), a HOME and a config
  * directory of its own, and a registry that cannot be reached.
  */
-function run(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; stdin?: string }): Promise<Run> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && !name.startsWith('PROSPECT_')));
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: options.cwd,
-      env: { ...env, HOME: root, CI: 'true', PROSPECT_CONFIG_DIR: join(root, 'config'), npm_config_registry: 'http://127.0.0.1:9/', npm_config_update_notifier: 'false', ...options.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.stdin ?? '');
-  });
+function run(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; stdin?: string }): Promise<CliRun> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && !name.startsWith('PROSPECT_'))) as Record<string, string>;
+  return runToEnd(command, args, { cwd: options.cwd, env: { ...env, HOME: root, CI: 'true', PROSPECT_CONFIG_DIR: join(root, 'config'), npm_config_registry: 'http://127.0.0.1:9/', npm_config_update_notifier: 'false', ...options.env }, stdin: options.stdin });
 }
 
 const cliInstall = (args: string[], env: Record<string, string> = {}) => run('npm', ['run', 'cli:install', '--', '--no-build', ...args], { cwd: REPO_ROOT, env });
@@ -78,15 +58,17 @@ it('installs a self-contained tarball under --prefix, and `prospect` runs from a
   expect(existsSync(join(installed, 'node_modules'))).toBe(false);
   expect(existsSync(join(installed, 'dist', 'prospect.js.map'))).toBe(false);
 
-  expect(await run(bin, ['--version'], { cwd: outside })).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  expect(await run(bin, ['--version'], { cwd: outside })).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
   const onPath = { PATH: `${join(prefix, 'bin')}${delimiter}${process.env.PATH}` };
   const help = await run('prospect', ['auth:login', '--help'], { cwd: outside, env: onPath });
   expect(help).toMatchObject({ code: 0, stderr: '' });
   expect(help.stdout).toContain('$ prospect auth:login');
 
-  // The login screen (Ink, React, yoga) is its own bundle, loaded only at a terminal: it loads from the install too.
+  // The login screen and the account picker (Ink, React, yoga) are bundles of their own, loaded only at a terminal: they load from the install too.
   const screen = await run(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(join(installed, 'dist', 'login-screen.mjs'))}); console.log(typeof m.runLoginScreen)`], { cwd: outside });
-  expect(screen).toEqual({ code: 0, stdout: 'function\n', stderr: '' });
+  expect(screen).toMatchObject({ code: 0, stdout: 'function\n', stderr: '' });
+  const picker = await run(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(join(installed, 'dist', 'account-picker.mjs'))}); console.log(typeof m.runAccountPicker)`], { cwd: outside });
+  expect(picker).toMatchObject({ code: 0, stdout: 'function\n', stderr: '' });
 
   // A hint the CLI prints is a command that runs, pasted into a shell as it is.
   const backend = await fakeBackend({

@@ -2,13 +2,10 @@
  * `auth:login --scopes` (issue #31, item 4): the CLI asks for `profile tokens` unless told, and for
  * administration only when `--scopes` names `admin`. The built binary against a fake backend.
  */
-import { assertBuilt, makeSandbox, type Sandbox } from '../support/run-cli.js';
 import { deviceStart as start, fakeBackend, json, user } from '../support/fake-backend.js';
+import { box, useSandbox } from '../support/e2e-suite.js';
 
-let box: Sandbox;
-beforeAll(assertBuilt);
-beforeEach(async () => (box = await makeSandbox()));
-afterEach(() => box.cleanup());
+useSandbox();
 
 describe('auth:login --scopes', () => {
   async function loginAsking(args: string[]) {

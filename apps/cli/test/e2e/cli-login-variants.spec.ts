@@ -3,13 +3,10 @@
  * The built binary as a person or a script runs it (see ../support/run-cli.ts).
  */
 import { stat } from 'node:fs/promises';
-import { assertBuilt, makeSandbox, type Sandbox } from '../support/run-cli.js';
 import { deviceStart as start, fakeBackend, json, user } from '../support/fake-backend.js';
+import { box, useSandbox } from '../support/e2e-suite.js';
 
-let box: Sandbox;
-beforeAll(assertBuilt);
-beforeEach(async () => (box = await makeSandbox()));
-afterEach(() => box.cleanup());
+useSandbox();
 
 describe('auth:login against backend variants', () => {
   it('device login in plain mode: URL and code as lines, then "Logged in as", session 0600 in a 0700 directory', async () => {

@@ -11,26 +11,16 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROUTES } from '@prospect/contract';
-import { assertBuilt, makeSandbox, type Sandbox, validSession } from '../support/run-cli.js';
-import { approve, authorizedPoll, cliToken, createUser, startRealApi, type TestApp } from '../support/real-api.js';
+import { type Sandbox, validSession } from '../support/run-cli.js';
+import { approve, authorizedPoll, cliToken } from '../support/real-api.js';
 import { fakeBackend, json } from '../support/fake-backend.js';
+import { api, box, person, useRealApi } from '../support/e2e-suite.js';
 
 const SKEWED_CLOCK = fileURLToPath(new URL('../support/skewed-clock.cjs', import.meta.url));
 const TEN_MINUTES_BEHIND = -10 * 60_000;
 const AN_HOUR_AHEAD = 60 * 60_000;
 
-let api: TestApp;
-let person: Awaited<ReturnType<typeof createUser>>;
-let box: Sandbox;
-
-beforeAll(async () => {
-  assertBuilt();
-  api = await startRealApi();
-  person = await createUser(api, { name: 'Grace Hopper', email: `grace-clock-${Date.now()}@example.com` });
-});
-afterAll(() => api?.close());
-beforeEach(async () => (box = await makeSandbox()));
-afterEach(() => box.cleanup());
+useRealApi('clock');
 
 /** `prospect …` on a machine whose clock is `skewMs` off the server's. */
 const runSkewed = (skewMs: number, args: string[], options: Parameters<Sandbox['run']>[1] = {}) =>

@@ -4,13 +4,11 @@
  */
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { assertBuilt, makeSandbox, validSession, type Sandbox } from '../support/run-cli.js';
+import { validSession } from '../support/run-cli.js';
 import { deviceStart as start, fakeBackend, json, user } from '../support/fake-backend.js';
+import { box, useSandbox } from '../support/e2e-suite.js';
 
-let box: Sandbox;
-beforeAll(assertBuilt);
-beforeEach(async () => (box = await makeSandbox()));
-afterEach(() => box.cleanup());
+useSandbox();
 
 describe('a config directory that cannot be written', () => {
   /** A backend that would log anyone in: it must hear nothing. */

@@ -14,21 +14,11 @@ import { eventually } from '../../../api/test/support/eventually.js';
 import { withSessionLock } from '../../src/session/session-lock.js';
 import { SessionStore } from '../../src/session/session-store.js';
 import { fakeBackend, json, user } from '../support/fake-backend.js';
-import { assertBuilt, makeSandbox, type Sandbox, validSession } from '../support/run-cli.js';
-import { authorizedPoll, createUser, startRealApi, type TestApp } from '../support/real-api.js';
+import { type Sandbox, validSession } from '../support/run-cli.js';
+import { authorizedPoll } from '../support/real-api.js';
+import { api, box, person, useRealApi } from '../support/e2e-suite.js';
 
-let api: TestApp;
-let person: Awaited<ReturnType<typeof createUser>>;
-let box: Sandbox;
-
-beforeAll(async () => {
-  assertBuilt();
-  api = await startRealApi();
-  person = await createUser(api, { name: 'Grace Hopper', email: `grace-lock-${Date.now()}@example.com` });
-});
-afterAll(() => api?.close());
-beforeEach(async () => (box = await makeSandbox()));
-afterEach(() => box.cleanup());
+useRealApi('lock');
 
 /** Hop-by-hop and encoding headers, which the proxy does not pass on as they were. */
 const NOT_FORWARDED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding']);

@@ -6,25 +6,24 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { assertBuilt, BUNDLE, makeSandbox, type Sandbox } from '../support/run-cli.js';
+import { BUNDLE } from '../support/run-cli.js';
 import { json } from '../support/fake-backend.js';
+import { box, useSandbox } from '../support/e2e-suite.js';
 
-let box: Sandbox;
-beforeAll(assertBuilt);
-beforeEach(async () => (box = await makeSandbox()));
-afterEach(() => box.cleanup());
+useSandbox();
 
 describe('startup', () => {
-  it('whoami, logout and api do not load Ink or React: the binary holds neither, only an import() of the login screen', async () => {
+  it('whoami, logout and api do not load Ink or React: the binary holds neither, only an import() of the login screen and of the account picker', async () => {
     const binary = await readFile(BUNDLE, 'utf8');
     expect(binary).not.toMatch(/react\.(transitional\.)?element|useInput|yoga/);
     expect(binary).toContain('import("./login-screen.mjs")');
+    expect(binary).toContain('import("./account-picker.mjs")');
   });
 });
 
 describe('usage', () => {
   it('prints help for every command and the version, exit 0', async () => {
-    for (const command of ['auth:login', 'auth:whoami', 'auth:status', 'auth:token', 'auth:logout', 'api']) {
+    for (const command of ['auth:login', 'auth:whoami', 'auth:status', 'auth:switch', 'auth:token', 'auth:logout', 'api']) {
       for (const flag of ['--help', '-h']) {
         const run = await box.run([command, flag]);
         expect(run.code).toBe(0);
@@ -61,7 +60,7 @@ describe('usage', () => {
   });
 
   it.each([
-    [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:status, auth:token, auth:logout, api\n$/],
+    [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:status, auth:switch, auth:token, auth:logout, api\n$/],
     [['auth:whomai'], /^Error: Unknown command: auth:whomai \(did you mean `prospect auth:whoami`\?\)\n/],
     [['auth:whoami', '--bogus'], /^Error: Unknown option for auth:whoami: --bogus\nUsage: prospect auth:whoami \[--verify\] \[--json\]/],
     [['auth:whoami', '--verfy'], /^Error: Unknown option for auth:whoami: --verfy \(did you mean --verify\?\)\n/],
@@ -74,7 +73,7 @@ describe('usage', () => {
     [['auth', 'login', '--api-url', 'https://x.example'], /Did you mean `prospect auth:login --api-url https:\/\/x\.example`\?/],
     [['whoami'], /^Error: Unknown command: whoami\. Did you mean `prospect auth:whoami`\?\n/],
     [['logout'], /^Error: Unknown command: logout\. Did you mean `prospect auth:logout`\?\n/],
-    [['auth'], /^Error: `prospect auth` needs a command: auth:login, auth:whoami, auth:status, auth:token, auth:logout\n/],
+    [['auth'], /^Error: `prospect auth` needs a command: auth:login, auth:whoami, auth:status, auth:switch, auth:token, auth:logout\n/],
     [['help', 'nope'], /^Error: Unknown command: nope/],
     [['auth:login', '--timeout-seconds', 'soon'], /--timeout-seconds must be a whole number of seconds, got "soon"\.\nUsage: prospect auth:login/],
     [['auth:login', '--api-url', 'ftp://example.com'], /The backend must be an http\(s\) URL/],

@@ -41,6 +41,9 @@ async function complete(typed: string, tabs = 1): Promise<string> {
 it.each([
   ['prospect auth:wh', '$ prospect auth:whoami '],
   ['prospect auth:sta', '$ prospect auth:status '],
+  ['prospect auth:sw', '$ prospect auth:switch '],
+  ['prospect auth:switch --u', '$ prospect auth:switch --user '],
+  ['prospect auth:logout --ho', '$ prospect auth:logout --host '],
   ['prospect auth:whoami --v', '$ prospect auth:whoami --verify '],
   ['prospect auth:login --api', '$ prospect auth:login --api-url '],
   ['prospect auth:lo', '$ prospect auth:log'],
@@ -56,6 +59,6 @@ it.each([
 
 it('lists the auth commands after `auth:` without repeating the part already typed', async () => {
   const shown = await complete('prospect auth:', 2);
-  expect(shown).toMatch(/login\s+logout\s+status\s+token\s+whoami/);
+  expect(shown).toMatch(/login\s+logout\s+status\s+switch\s+token\s+whoami/);
   expect(shown.split('\n').at(-1)).toBe('$ prospect auth:');
 });

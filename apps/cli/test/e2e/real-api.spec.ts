@@ -8,21 +8,11 @@ import { mkdir, utimes } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTES } from '@prospect/contract';
-import { assertBuilt, makeSandbox, type Sandbox, validSession } from '../support/run-cli.js';
-import { approve, authorizedPoll, cliToken, createUser, deny, requestsLoggedFor, startRealApi, type TestApp } from '../support/real-api.js';
+import { validSession } from '../support/run-cli.js';
+import { approve, authorizedPoll, cliToken, deny, requestsLoggedFor } from '../support/real-api.js';
+import { api, box, person, useRealApi } from '../support/e2e-suite.js';
 
-let api: TestApp;
-let person: Awaited<ReturnType<typeof createUser>>;
-let box: Sandbox;
-
-beforeAll(async () => {
-  assertBuilt();
-  api = await startRealApi();
-  person = await createUser(api, { name: 'Grace Hopper', email: `grace-${Date.now()}@example.com` });
-});
-afterAll(() => api?.close());
-beforeEach(async () => (box = await makeSandbox()));
-afterEach(() => box.cleanup());
+useRealApi('real');
 
 const meStatus = async (token: string) => (await fetch(api.baseUrl + ROUTES.me, { headers: { authorization: `Bearer ${token}` } })).status;
 

@@ -55,26 +55,36 @@ export async function makeSandbox() {
     hasSession: () => existsSync(sessionPath),
     /** Runs `prospect ...args` to completion. Asynchronous: an in-process API keeps answering meanwhile. */
     run(args: string[], options: RunOptions = {}): Promise<CliRun> {
-      return new Promise((resolve, reject) => {
-        const command = options.noFileWrites ? ['/bin/sh', '-c', 'ulimit -f 0 && exec "$@"', 'sh', process.execPath] : [process.execPath];
-        const child = spawn(command[0]!, [...command.slice(1), PROSPECT_JS, ...args], {
-          env: { PATH: process.env.PATH, HOME: root, CI: 'true', PROSPECT_CONFIG_DIR: configDir, ...options.env },
-          stdio: ['pipe', 'pipe', 'pipe'],
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-        child.once('error', reject);
-        child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-        child.stdin.end(options.stdin ?? '');
-        options.onStarted?.(child, () => stdout + stderr);
+      const command = options.noFileWrites ? ['/bin/sh', '-c', 'ulimit -f 0 && exec "$@"', 'sh', process.execPath] : [process.execPath];
+      return runToEnd(command[0]!, [...command.slice(1), PROSPECT_JS, ...args], {
+        env: { PATH: process.env.PATH!, HOME: root, CI: 'true', PROSPECT_CONFIG_DIR: configDir, ...options.env },
+        stdin: options.stdin,
+        onStarted: options.onStarted,
       });
     },
     cleanup: () => rm(root, { recursive: true, force: true }),
   };
 }
 export type Sandbox = Awaited<ReturnType<typeof makeSandbox>>;
+
+/** Runs a command to its end with exactly `env`, `stdin` written then closed, and its output collected. */
+export function runToEnd(
+  command: string,
+  args: string[],
+  options: { env: Record<string, string>; cwd?: string; stdin?: string; onStarted?: RunOptions['onStarted'] },
+): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    child.stdin.end(options.stdin ?? '');
+    options.onStarted?.(child, () => stdout + stderr);
+  });
+}
 
 export const validSession = (apiBaseUrl: string, overrides: Record<string, unknown> = {}) => ({
   accessToken: `prs_${'a'.repeat(43)}`,

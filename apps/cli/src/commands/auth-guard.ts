@@ -1,9 +1,11 @@
 import { DEFAULT_API_BASE_URL, ENV, type SessionFile } from '@prospect/contract';
 import { loginCommandLine, normalizeBaseUrl } from '../api-client/api-client.js';
-import { type CommandContext, envToken, requestedApiUrl, serverClockOf, writeLine } from '../context.js';
+import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
+import { serverClockOf } from '../session/session-context.js';
 import { authRequired, type CliError } from '../errors.js';
-import { refreshSession } from './refresh.js';
-import type { SessionRead } from './session-store.js';
+import { refreshSession } from '../session/refresh.js';
+import { AccountsFile } from '../session/accounts-file.js';
+import type { SessionRead } from '../session/session-store.js';
 
 /**
  * No usable session file: none at all, or one that is corrupt, partial or wrongly typed.
@@ -46,7 +48,7 @@ async function requireFileSession(ctx: CommandContext): Promise<SessionFile | un
   let { session } = read;
   // The backend first: an expired session for another backend than the one asked for
   // must say to log in to the one asked for (and its refresh token goes nowhere else).
-  refuseOtherBackend(ctx, session);
+  await refuseOtherBackend(ctx, session);
   // Expired or about to, by the server's clock: renewed with its refresh token before the command runs.
   const { session: current, refreshed } = await refreshSession(ctx, session);
   session = current;
@@ -57,10 +59,15 @@ async function requireFileSession(ctx: CommandContext): Promise<SessionFile | un
   return session;
 }
 
-/** A token is never sent to a host it was not issued by: a session for another backend than the one asked for is refused. */
-export function refuseOtherBackend(ctx: CommandContext, session: SessionFile): void {
+/**
+ * A token is never sent to a host it was not issued by: a session for another backend than the
+ * one asked for is refused. When an account of that backend is stored, the way is to switch to it.
+ */
+export async function refuseOtherBackend(ctx: CommandContext, session: SessionFile): Promise<void> {
   const asked = requestedApiUrl(ctx);
   if (asked === undefined || normalizeBaseUrl(asked) === normalizeBaseUrl(session.apiBaseUrl)) return;
   const other = normalizeBaseUrl(asked);
-  throw authRequired(`Your session is for ${session.apiBaseUrl}, not ${other} — run \`${loginCommandLine(other, { env: ctx.env })}\`.`);
+  const stored = (await new AccountsFile(ctx.store).read()).some((account) => account.apiBaseUrl === other);
+  const fix = stored ? `prospect auth:switch --host ${other}` : loginCommandLine(other, { env: ctx.env });
+  throw authRequired(`Your session is for ${session.apiBaseUrl}, not ${other} — run \`${fix}\`.`);
 }
