@@ -11,6 +11,7 @@ import { createApp } from './bootstrap.js';
 import { DatabaseInfo } from './database/database-info.js';
 import { migrateDatabase, prepareSchema, withDataSource } from './database/migrations-runner.js';
 import { Sql } from './database/sql.js';
+import { ServerSecrets } from './server-secrets/server-secrets.js';
 import { ServerSecretsRepository } from './server-secrets/server-secrets.repository.js';
 import { SigningKeys } from './server-secrets/signing-keys.js';
 import { HttpDrain } from './http-drain.js';
@@ -168,7 +169,7 @@ async function runCommand(command: string, poolUrl: string, embedded: boolean, c
   const code = await withDataSource(databaseUrl, config.databaseTimeoutMs, async (dataSource) => {
     const database = new DatabaseInfo(databaseUrl, embedded);
     await prepareSchema(dataSource, database, { migrateOnStart: config.migrateOnStart, timeoutMs: config.databaseTimeoutMs });
-    return new AdminSetupCodes(new ServerSecretsRepository(new Sql(dataSource, database))).replace();
+    return new AdminSetupCodes(new ServerSecrets(new ServerSecretsRepository(new Sql(dataSource, database)))).replace();
   });
   return code
     ? `New admin setup code (the earlier one no longer works): ${config.publicUrl}/signup?setup_code=${code}`

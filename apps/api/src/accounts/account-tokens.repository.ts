@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 
 /** What a mailed link does: set a new password, prove an address, or accept an invitation (set the first password). */
 export type AccountTokenPurpose = 'password_reset' | 'email_verification' | 'invitation' | 'email_change';
@@ -33,7 +33,7 @@ export class AccountTokensRepository {
   constructor(private readonly sql: Sql) {}
 
   /** A reset link for the enabled account with this (normalized) e-mail, if there is one, with its audit event (in `tx` when given). */
-  async insertResetForEmail(email: string, tokenHash: Buffer, now: Date, expiresAt: Date, ip: string | null, tx?: EntityManager): Promise<LinkAccount | undefined> {
+  async insertResetForEmail(email: string, tokenHash: Buffer, now: Date, expiresAt: Date, ip: string | null, tx?: Tx): Promise<LinkAccount | undefined> {
     const [row] = await this.sql.rows<LinkAccount>(
       `WITH issued AS (
          INSERT INTO account_tokens (user_id, purpose, token_hash, created_at, expires_at, epoch, sent_to)
@@ -60,7 +60,7 @@ export class AccountTokensRepository {
     tokenHash: Buffer,
     now: Date,
     expiresAt: Date,
-    tx?: EntityManager,
+    tx?: Tx,
     newEmail: string | null = null,
   ): Promise<LinkAccount | undefined> {
     const [row] = await this.sql.rows<LinkAccount>(
@@ -199,7 +199,7 @@ export class AccountTokensRepository {
   }
 
   /** Links past their lifetime, used or not (the retention job): a used one proves nothing later. */
-  deleteExpired(tx: EntityManager, now: Date, limit: number): Promise<number> {
+  deleteExpired(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.sql.count(`DELETE FROM account_tokens WHERE id IN (SELECT id FROM account_tokens WHERE expires_at < $1 LIMIT $2)`, [now, limit], tx);
   }
 }

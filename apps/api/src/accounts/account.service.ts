@@ -1,13 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { TokenRevocations } from '../tokens/token-revocations.js';
-import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Mailer } from '../mail/mailer.js';
 import { type RecognisedBrowser, RateLimits } from '../rate-limits/rate-limits.js';
 import { hashPassword } from '../users/password.js';
-import { UsersRepository } from '../users/users.repository.js';
 import { UsersService } from '../users/users.service.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { accountDeletedMail, passwordChangedMail } from './account-mails.js';
@@ -21,22 +17,18 @@ export class LastAdminError extends Error {}
 /** What a signed-in person changes about their own account on /settings/account. */
 @Injectable()
 export class AccountService {
-
   constructor(
     private readonly users: UsersService,
-    private readonly usersRepository: UsersRepository,
     private readonly limits: RateLimits,
     private readonly webSessions: WebSessions,
     private readonly mailer: Mailer,
     private readonly config: AppConfig,
-    private readonly clock: Clock,
     private readonly revocations: TokenRevocations,
-    @InjectDataSource() private readonly db: DataSource,
   ) {}
 
   /** A new display name (validated by the caller), audited. */
   async rename(userId: string, name: string, ip: string | null): Promise<void> {
-    await this.usersRepository.changeWithAudit(userId, { name }, 'account.rename', this.clock.now(), ip);
+    await this.users.changeWithAudit(userId, { name }, 'account.rename', ip);
   }
 
   /**
@@ -48,7 +40,7 @@ export class AccountService {
    */
   async changePassword(user: { id: string; email: string; name: string }, current: string, next: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
     await this.checkPassword(user.email, current, ip, browser);
-    await this.usersRepository.changeWithAudit(user.id, { passwordHash: await hashPassword(next) }, 'password.change', this.clock.now(), ip);
+    await this.users.changeWithAudit(user.id, { passwordHash: await hashPassword(next) }, 'password.change', ip);
     await this.webSessions.endAllFor(user.id);
     await this.mailer.send(passwordChangedMail(user, this.config.publicUrl, { how: 'on its account page', ip, cliTokensRevoked: false }));
   }
@@ -62,7 +54,7 @@ export class AccountService {
    */
   async deleteAccount(user: { id: string; email: string; name: string }, password: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
     await this.checkPassword(user.email, password, ip, browser);
-    const outcome = await this.db.transaction((tx) => this.usersRepository.deleteAccount(tx, user.id, this.clock.now()));
+    const outcome = await this.users.deleteAccount(user.id);
     if (outcome === 'last-admin') throw new LastAdminError();
     this.revocations.userRevoked(user.id);
     await this.mailer.send(accountDeletedMail(user, this.config.publicUrl, ip));

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { RateLimitsModule } from '../rate-limits/rate-limits.module.js';
 import { UsersModule } from '../users/users.module.js';
+import { AccountLinks } from './account-links.js';
 import { AccountService } from './account.service.js';
 import { TokensModule } from '../tokens/tokens.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
@@ -19,7 +20,7 @@ import { SignUpService } from './sign-up.service.js';
 /** A person's account: sign-up, mailed links (reset, verification, invitation, new address), second factors, and what they change when signed in (the pages are web/'s). */
 @Module({
   imports: [RateLimitsModule, TokensModule, WebSessionsModule, UsersModule, ServerSecretsModule],
-  providers: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, SecondFactorsRepository, PasskeysService, PasskeysRepository],
-  exports: [PasswordResetService, AccountTokensRepository, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, PasskeysService, PasskeysRepository],
+  providers: [PasswordResetService, AccountTokensRepository, AccountLinks, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, SecondFactorsRepository, PasskeysService, PasskeysRepository],
+  exports: [PasswordResetService, AccountLinks, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, PasskeysService, PasskeysRepository],
 })
 export class AccountsModule {}

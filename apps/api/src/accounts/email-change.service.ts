@@ -1,6 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
@@ -11,6 +9,7 @@ import { RateLimits, type RecognisedBrowser } from '../rate-limits/rate-limits.j
 import { normalizeEmail, UsersService } from '../users/users.service.js';
 import { AccountService } from './account.service.js';
 import { AccountTokensRepository } from './account-tokens.repository.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** Prefix of an address-change link's token (256 random bits). */
 export const EMAIL_CHANGE_TOKEN_PREFIX = 'prse_';
@@ -39,7 +38,7 @@ export class EmailChangeService {
     private readonly mailer: Mailer,
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
   ) {}
 
   /**
@@ -72,7 +71,7 @@ export class EmailChangeService {
 
   /** The notice to the old address and, when wanted, the link to the new one with its row: one transaction. */
   private queueMails(user: { id: string; email: string; name: string }, newEmail: string, linkWanted: boolean, token: string, now: Date, ip: string | null): Promise<void> {
-    return this.db.transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       await this.mailer.send(
         composeMail(user.email, 'A change of your Prospect e-mail address was asked for', {
           paragraphs: [

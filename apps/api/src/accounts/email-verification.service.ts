@@ -1,6 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
@@ -8,6 +6,10 @@ import { composeMail, Mailer } from '../mail/mailer.js';
 import { maskAddress } from '../mail/mask-address.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+
+/** The account a mailed link is for, for the pages (which import services, never repositories). */
+export type { LinkAccount };
 
 /** Prefix of a verification link's token (256 random bits). */
 export const VERIFY_TOKEN_PREFIX = 'prsv_';
@@ -29,7 +31,7 @@ export class EmailVerificationService {
     private readonly mailer: Mailer,
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
   ) {}
 
   /** Whether this person must verify before approving or creating tokens. */
@@ -52,7 +54,7 @@ export class EmailVerificationService {
     url.searchParams.set('token', token);
     if (next !== '/') url.searchParams.set('next', next);
     try {
-      await this.db.transaction(async (tx) => {
+      await this.uow.run(async (tx) => {
         const account = await this.links.insertForUser('email_verification', userId, sha256(token), now, new Date(now.getTime() + VERIFY_LINK_HOURS * 3_600_000), tx);
         if (!account) return;
         await this.mailer.send(

@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
@@ -10,6 +8,7 @@ import { hashPassword } from '../users/password.js';
 import { UsersService } from '../users/users.service.js';
 import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
 import { FederationPolicy } from '../federation/federation-policy.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** Prefix of an invitation link's token (256 random bits). */
 export const INVITATION_TOKEN_PREFIX = 'prsi_';
@@ -32,7 +31,7 @@ export class InvitationsService {
     private readonly mailer: Mailer,
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly federation: FederationPolicy,
   ) {}
 
@@ -43,7 +42,7 @@ export class InvitationsService {
   async invite(input: { email: string; name: string }, adminId: string, ip: string | null): Promise<string> {
     const token = generateSecret(INVITATION_TOKEN_PREFIX);
     const now = this.clock.now();
-    return this.db.transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       const user = await this.users.create(input, tx);
       await this.links.insertForUser('invitation', user.id, sha256(token), now, new Date(now.getTime() + INVITATION_DAYS * 86_400_000), tx);
       await this.audit.record('admin.user_invite', { userId: adminId, ip, detail: { accountId: user.id } }, tx);

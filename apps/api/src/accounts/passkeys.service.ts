@@ -137,6 +137,11 @@ export class PasskeysService {
     return passkey.userId;
   }
 
+  /** Every passkey of this person (an administrator's reset of a lost device); how many. */
+  removeAllOf(userId: string): Promise<number> {
+    return this.passkeys.removeAllOf(userId);
+  }
+
   rename(userId: string, id: string, name: string): Promise<boolean> {
     return this.passkeys.rename(userId, id, name);
   }

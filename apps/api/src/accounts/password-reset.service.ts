@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
@@ -13,6 +11,8 @@ import { WebSessions } from '../web-sessions/web-sessions.js';
 import { passwordChangedMail } from './account-mails.js';
 import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
 import { FederationPolicy, SignInThroughProviderRequired } from '../federation/federation-policy.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** Prefix of a password-reset link's token (256 random bits), so a leaked one is recognised. */
 export const RESET_TOKEN_PREFIX = 'prsp_';
@@ -36,7 +36,7 @@ export class PasswordResetService {
     private readonly tokens: TokensService,
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly federation: FederationPolicy,
     private readonly users: UsersService,
   ) {}
@@ -54,7 +54,7 @@ export class PasswordResetService {
     if (await this.federation.enforcingProviderFor(email)) return;
     const token = generateSecret(RESET_TOKEN_PREFIX);
     const now = this.clock.now();
-    await this.db.transaction(async (tx) => {
+    await this.uow.run(async (tx) => {
       const account = await this.resets.insertResetForEmail(email, sha256(token), now, new Date(now.getTime() + RESET_LINK_MINUTES * 60_000), ip, tx);
       if (account) await this.mailLink(account, token, tx);
     });
@@ -67,14 +67,14 @@ export class PasswordResetService {
     if (provider) throw new SignInThroughProviderRequired(owner.email, provider);
     const token = generateSecret(RESET_TOKEN_PREFIX);
     const now = this.clock.now();
-    return this.db.transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       const account = await this.resets.insertForUser('password_reset', userId, sha256(token), now, new Date(now.getTime() + RESET_LINK_MINUTES * 60_000), tx);
       if (account) await this.mailLink(account, token, tx);
       return account !== undefined;
     });
   }
 
-  private mailLink(account: LinkAccount, token: string, tx: EntityManager): Promise<void> {
+  private mailLink(account: LinkAccount, token: string, tx: Tx): Promise<void> {
     const link = `${this.config.publicUrl}/password/reset?token=${token}`;
     return this.mailer.send(
       composeMail(account.email, 'Reset your Prospect password', {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 
 /** Every statement on `totp_factors` and `recovery_codes`: each change one statement with its audit event. */
 @Injectable()
@@ -26,7 +26,7 @@ export class SecondFactorsRepository {
    * Enrols the key (replacing none: false when the person has one already) with its first
    * accepted step, and their recovery codes, audited, in `tx`.
    */
-  async enrol(tx: EntityManager, userId: string, keySealed: Buffer, step: number, codeHashes: Buffer[], now: Date, ip: string | null): Promise<boolean> {
+  async enrol(tx: Tx, userId: string, keySealed: Buffer, step: number, codeHashes: Buffer[], now: Date, ip: string | null): Promise<boolean> {
     const [row] = await this.sql.rows<{ id: string }>(
       `INSERT INTO totp_factors (user_id, key_sealed, last_step, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO NOTHING RETURNING user_id AS id`,
       [userId, keySealed, step, now],
@@ -40,13 +40,13 @@ export class SecondFactorsRepository {
   }
 
   /** New recovery codes in place of all the old ones, audited, in `tx`. */
-  async replaceRecoveryCodes(tx: EntityManager, userId: string, codeHashes: Buffer[], now: Date, ip: string | null): Promise<void> {
+  async replaceRecoveryCodes(tx: Tx, userId: string, codeHashes: Buffer[], now: Date, ip: string | null): Promise<void> {
     await this.sql.rows(`DELETE FROM recovery_codes WHERE user_id = $1`, [userId], tx);
     await this.insertRecoveryCodes(tx, userId, codeHashes, now);
     await this.sql.rows(`INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ('factor.recovery_codes_new', $1, $2, '{}'::jsonb, $3)`, [userId, ip, now], tx);
   }
 
-  private async insertRecoveryCodes(tx: EntityManager, userId: string, codeHashes: Buffer[], now: Date): Promise<void> {
+  private async insertRecoveryCodes(tx: Tx, userId: string, codeHashes: Buffer[], now: Date): Promise<void> {
     await this.sql.rows(`INSERT INTO recovery_codes (user_id, code_hash, created_at) SELECT $1, h, $3 FROM unnest($2::bytea[]) AS h`, [userId, codeHashes, now], tx);
   }
 

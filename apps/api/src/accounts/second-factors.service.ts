@@ -1,9 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { Secret, TOTP, URI } from 'otpauth';
 import QRCode from 'qrcode';
-import type { DataSource } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { sha256 } from '../common/secrets.js';
@@ -13,6 +11,7 @@ import { type RecognisedBrowser, RateLimits } from '../rate-limits/rate-limits.j
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
 import { PasskeysRepository } from './passkeys.repository.js';
 import { SecondFactorsRepository } from './second-factors.repository.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** How many recovery codes a person gets, each shown once. */
 export const RECOVERY_CODE_COUNT = 10;
@@ -55,7 +54,7 @@ export class SecondFactorsService {
     private readonly mailer: Mailer,
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
   ) {}
 
   async hasTotp(userId: string): Promise<boolean> {
@@ -105,7 +104,7 @@ export class SecondFactorsService {
     const codes = this.newRecoveryCodes();
     const now = this.clock.now();
     const sealed = Buffer.from(await this.sealKey(account.id, 'totp', key!), 'base64url');
-    const enrolled = await this.db.transaction((tx) => this.factors.enrol(tx, account.id, sealed, step, codes.map((c) => this.hashRecoveryCode(account.id, c)), now, ip));
+    const enrolled = await this.uow.run((tx) => this.factors.enrol(tx, account.id, sealed, step, codes.map((c) => this.hashRecoveryCode(account.id, c)), now, ip));
     return enrolled ? codes : false;
   }
 
@@ -150,7 +149,7 @@ export class SecondFactorsService {
   async regenerateRecoveryCodes(userId: string, ip: string | null): Promise<string[]> {
     const codes = this.newRecoveryCodes();
     const now = this.clock.now();
-    await this.db.transaction((tx) => this.factors.replaceRecoveryCodes(tx, userId, codes.map((c) => this.hashRecoveryCode(userId, c)), now, ip));
+    await this.uow.run((tx) => this.factors.replaceRecoveryCodes(tx, userId, codes.map((c) => this.hashRecoveryCode(userId, c)), now, ip));
     return codes;
   }
 

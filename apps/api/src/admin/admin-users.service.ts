@@ -1,21 +1,20 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { type AdminUser, ERROR_CODES } from '@prospect/contract';
-import type { DataSource, EntityManager } from 'typeorm';
 import { InvitationsService } from '../accounts/invitations.service.js';
 import { PasswordResetService } from '../accounts/password-reset.service.js';
 import { SecondFactorsService } from '../accounts/second-factors.service.js';
-import { PasskeysRepository } from '../accounts/passkeys.repository.js';
+import { PasskeysService } from '../accounts/passkeys.service.js';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { Metrics } from '../metrics/metrics.js';
-import { AccessTokensRepository } from '../tokens/access-tokens.repository.js';
+import { TokensService } from '../tokens/tokens.service.js';
 import { TokenRevocations } from '../tokens/token-revocations.js';
-import type { AdminUserRow } from '../users/users.repository.js';
-import { UsersRepository } from '../users/users.repository.js';
-import { WebSessionsRepository } from '../web-sessions/web-sessions.repository.js';
+import { type AdminUserRow, UsersService } from '../users/users.service.js';
+import { WebSessions } from '../web-sessions/web-sessions.js';
 import { SignInBlocksService } from './sign-in-blocks.service.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /**
  * The grant an administrator acts with through the administration API: the bearer token, and its
@@ -59,30 +58,30 @@ export const toAdminUser = (row: AdminUserRow): AdminUser => ({
 @Injectable()
 export class AdminUsersService {
   constructor(
-    private readonly users: UsersRepository,
-    private readonly accessTokens: AccessTokensRepository,
-    private readonly webSessions: WebSessionsRepository,
+    private readonly users: UsersService,
+    private readonly tokens: TokensService,
+    private readonly webSessions: WebSessions,
     private readonly revocations: TokenRevocations,
     private readonly resets: PasswordResetService,
     private readonly invitations: InvitationsService,
     private readonly signInBlocks: SignInBlocksService,
     private readonly factors: SecondFactorsService,
-    private readonly passkeys: PasskeysRepository,
+    private readonly passkeys: PasskeysService,
     private readonly audit: AuditService,
     private readonly metrics: Metrics,
     private readonly clock: Clock,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
   ) {}
 
   /** One page (from 1) of people matching `search` in name or e-mail, newest first. */
   async list(search: string, page: number): Promise<{ users: AdminUser[]; total: number; page: number; perPage: number }> {
-    const { rows, total } = await this.users.listForAdmin(search.trim(), USERS_PER_PAGE, (page - 1) * USERS_PER_PAGE, this.clock.now());
+    const { rows, total } = await this.users.listForAdmin(search.trim(), USERS_PER_PAGE, (page - 1) * USERS_PER_PAGE);
     return { users: rows.map(toAdminUser), total, page, perPage: USERS_PER_PAGE };
   }
 
   /** @throws AdminUserRefusal 404 */
   async get(id: string): Promise<AdminUser> {
-    const { rows } = await this.users.listForAdmin('', 1, 0, this.clock.now(), id);
+    const { rows } = await this.users.listForAdmin('', 1, 0, id);
     if (!rows[0]) throw notFound();
     return toAdminUser(rows[0]);
   }
@@ -98,7 +97,7 @@ export class AdminUsersService {
   async update(id: string, changes: { disabled?: boolean; admin?: boolean }, adminId: string, ip: string | null, grant?: AdminGrant): Promise<AdminUser> {
     if (changes.disabled === true && id === adminId) throw new AdminUserRefusal(400, ERROR_CODES.invalidRequest, 'You cannot disable your own account.');
     if (!(await this.users.findById(id))) throw notFound();
-    const revoked = await this.db.transaction(async (tx) => {
+    const revoked = await this.uow.run(async (tx) => {
       const admins = await this.users.lockAdmins(tx);
       const staysAdmin = changes.admin !== false && changes.disabled !== true;
       if (admins.includes(id) && !staysAdmin && admins.every((other) => other === id)) throw lastAdmin();
@@ -109,9 +108,8 @@ export class AdminUsersService {
       if (changes.disabled === false) await this.users.setDisabled(tx, id, false, now, adminId, ip);
       if (changes.disabled !== true || !(await this.users.setDisabled(tx, id, true, now, adminId, ip))) return null;
       // Their tokens end, and the tokens they made for others as an administrator with them.
-      await this.accessTokens.lockFamiliesOfUser(tx, id, now);
-      const tokens = await this.accessTokens.revokeEverythingOfUser(tx, id, now, ip);
-      await this.webSessions.deleteAllOf(id, tx);
+      const tokens = await this.tokens.revokeEverythingOfUserIn(tx, id, now, ip);
+      await this.webSessions.endAllFor(id, tx);
       return tokens;
     });
     if (revoked !== null) {
@@ -123,7 +121,7 @@ export class AdminUsersService {
   }
 
   /** What an administrator did through the API, with the grant they did it with (in `tx` when given, so both or neither). */
-  private async recordGrant(action: string, accountId: string, adminId: string, ip: string | null, grant: AdminGrant | undefined, tx?: EntityManager): Promise<void> {
+  private async recordGrant(action: string, accountId: string, adminId: string, ip: string | null, grant: AdminGrant | undefined, tx?: Tx): Promise<void> {
     if (!grant) return;
     const detail = { action, accountId, tokenId: grant.tokenId, ...(grant.deviceLoginId ? { deviceLoginId: grant.deviceLoginId } : {}) };
     await this.audit.record('admin.api_action', { userId: adminId, ip, detail }, tx);
@@ -148,7 +146,7 @@ export class AdminUsersService {
     const [app, passkeys] = [await this.factors.remove(id, ip, adminId), await this.passkeys.removeAllOf(id)];
     const removed = app || passkeys > 0;
     if (removed) {
-      await this.webSessions.deleteAllOf(id);
+      await this.webSessions.endAllFor(id);
       await this.recordGrant('remove_second_factor', id, adminId, ip, grant);
     }
     return removed;

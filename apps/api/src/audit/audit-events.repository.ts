@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
 import { AuthEvent, type AuthEventType } from './auth-event.entity.js';
+import type { Tx } from '../database/tx.js';
 
 export interface NewAuthEvent {
   type: AuthEventType;
@@ -20,11 +20,11 @@ export class AuditEventsRepository {
    * Plain SQL, prepared on the pool: it runs on hot paths (every device-login start), where
    * building the statement through TypeORM's repository cost more CPU than the database spent on it.
    */
-  async insert(event: NewAuthEvent, manager?: EntityManager): Promise<void> {
+  async insert(event: NewAuthEvent, tx?: Tx): Promise<void> {
     await this.sql.rows(
       `INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ($1, $2, $3, $4, $5)`,
       [event.type, event.userId, event.ip, JSON.stringify(event.detail), event.createdAt],
-      manager,
+      tx,
     );
   }
 
@@ -52,7 +52,7 @@ export class AuditEventsRepository {
   }
 
   /** At most `limit` events older than `before`, oldest first (retention); how many. */
-  deleteOlderThan(tx: EntityManager, before: Date, limit: number): Promise<number> {
+  deleteOlderThan(tx: Tx, before: Date, limit: number): Promise<number> {
     return this.sql.count(`DELETE FROM auth_events WHERE id IN (SELECT id FROM auth_events WHERE created_at < $1 ORDER BY id LIMIT $2)`, [before, limit], tx);
   }
 }

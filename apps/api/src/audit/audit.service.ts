@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import type { AuthEvent, AuthEventType } from './auth-event.entity.js';
 import { AuditEventsRepository } from './audit-events.repository.js';
+import type { Tx } from '../database/tx.js';
 
 export interface AuditEntry {
   userId?: string | null;
@@ -17,8 +17,23 @@ export class AuditService {
     private readonly clock: Clock,
   ) {}
 
-  /** Records an event; pass the transaction's manager to commit it with the change it describes. */
-  record(type: AuthEventType, entry: AuditEntry = {}, manager?: EntityManager): Promise<void> {
-    return this.events.insert({ type, userId: entry.userId ?? null, ip: entry.ip ?? null, detail: entry.detail ?? {}, createdAt: this.clock.now() }, manager);
+  /** Records an event; pass the caller's Tx to commit it with the change it describes. */
+  record(type: AuthEventType, entry: AuditEntry = {}, tx?: Tx): Promise<void> {
+    return this.events.insert({ type, userId: entry.userId ?? null, ip: entry.ip ?? null, detail: entry.detail ?? {}, createdAt: this.clock.now() }, tx);
+  }
+
+  /** Many events of one type at once, in one statement (the batched refusals): a database that is down costs one timeout, not one per event. */
+  recordMany(type: AuthEventType, events: ReadonlyArray<{ ip: string | null; detail: Record<string, unknown> }>): Promise<void> {
+    return this.events.insertMany(type, events, this.clock.now());
+  }
+
+  /** One person's events of `types`, newest first, for their security log. */
+  listForUser(userId: string, types: readonly AuthEventType[], limit: number, offset: number) {
+    return this.events.listForUser(userId, types, limit, offset);
+  }
+
+  /** At most `limit` events older than `before`, in `tx` (retention); how many. */
+  purgeOlderThan(tx: Tx, before: Date, limit: number): Promise<number> {
+    return this.events.deleteOlderThan(tx, before, limit);
   }
 }

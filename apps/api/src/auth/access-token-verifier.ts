@@ -4,7 +4,7 @@ import { BackgroundWrites } from '../database/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { looksLikeSecret, sha256 } from '../common/secrets.js';
 import { Metrics } from '../metrics/metrics.js';
-import { AccessTokensRepository } from '../tokens/access-tokens.repository.js';
+import { TokensService } from '../tokens/tokens.service.js';
 import { TokenRevocations } from '../tokens/token-revocations.js';
 import type { AuthPrincipal } from './auth-principal.js';
 import { VerifiedTokenCache } from './verified-token-cache.js';
@@ -30,7 +30,7 @@ export const LAST_USED_RESOLUTION_MS = 60_000;
 @Injectable()
 export class AccessTokenVerifier {
   constructor(
-    private readonly accessTokens: AccessTokensRepository,
+    private readonly tokens: TokensService,
     private readonly clock: Clock,
     private readonly background: BackgroundWrites,
     private readonly cache: VerifiedTokenCache,
@@ -64,7 +64,7 @@ export class AccessTokenVerifier {
       }
     }
     const readEpoch = this.cache.epoch;
-    const token = await this.accessTokens.findForVerification(hash);
+    const token = await this.tokens.findForVerification(hash);
     if (!token) throw new InvalidTokenError('unknown');
     // Before "revoked": disabling revoked it too, and signing in again would not help.
     if (token.userDisabled) throw new InvalidTokenError('disabled');
@@ -94,6 +94,6 @@ export class AccessTokenVerifier {
 
   /** Records use without making every verification a write: at most once per resolution. */
   private touch(tokenId: string, now: Date): void {
-    this.background.run('record token use', () => this.accessTokens.recordUse(tokenId, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS)));
+    this.background.run('record token use', () => this.tokens.recordUse(tokenId, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS)));
   }
 }

@@ -1,6 +1,5 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { Clock } from '../common/clock.js';
-import { AuditEventsRepository } from '../audit/audit-events.repository.js';
+import { AuditService } from '../audit/audit.service.js';
 import { BackgroundWrites } from '../database/background-writes.js';
 import type { InvalidTokenReason } from './access-token-verifier.js';
 
@@ -20,8 +19,7 @@ export class RefusedTokens implements OnModuleInit, OnApplicationShutdown {
   private timer?: NodeJS.Timeout;
 
   constructor(
-    private readonly events: AuditEventsRepository,
-    private readonly clock: Clock,
+    private readonly audit: AuditService,
     private readonly background: BackgroundWrites,
   ) {}
 
@@ -47,6 +45,6 @@ export class RefusedTokens implements OnModuleInit, OnApplicationShutdown {
     if (!this.counts.size) return;
     const batch = [...this.counts.values()].map(({ ip, reason, count }) => ({ ip, detail: { reason, count } }));
     this.counts = new Map();
-    await this.events.insertMany('token.verify_failed', batch, this.clock.now());
+    await this.audit.recordMany('token.verify_failed', batch);
   }
 }

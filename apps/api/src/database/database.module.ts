@@ -8,6 +8,8 @@ import { MigrationsPendingError, prepareSchema } from './migrations-runner.js';
 import { asPoolerSetupError, checkServerStatementTimeout, PoolerSetupError } from './pooler.js';
 import { Sql } from './sql.js';
 import { typeOrmOptions } from './typeorm-options.js';
+import { UnitOfWork } from './unit-of-work.js';
+import { SchemaState } from './schema-state.js';
 
 @Global()
 @Module({})
@@ -52,8 +54,8 @@ export class DatabaseModule {
           },
         }),
       ],
-      providers: [{ provide: DatabaseInfo, inject: [DATABASE_SETTINGS], useFactory: infoFrom }, Sql, DatabaseAvailability, BackgroundWrites],
-      exports: [DatabaseInfo, Sql, DatabaseAvailability, BackgroundWrites],
+      providers: [{ provide: DatabaseInfo, inject: [DATABASE_SETTINGS], useFactory: infoFrom }, Sql, UnitOfWork, SchemaState, DatabaseAvailability, BackgroundWrites],
+      exports: [DatabaseInfo, Sql, UnitOfWork, SchemaState, DatabaseAvailability, BackgroundWrites],
     };
   }
 }

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type pg from 'pg';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
 import { DatabaseInfo } from './database-info.js';
 import { explainPreparedStatementClash } from './pooler.js';
+import { type Tx, unwrapTx } from './tx.js';
 
 /** Postgres's code for a unique-constraint violation. */
 const UNIQUE_VIOLATION = '23505';
@@ -14,8 +15,10 @@ const UNIQUE_VIOLATION = '23505';
  * same settings), for the statements every CLI request runs: verifying a
  * token, polling and starting a device login. TypeORM's `query` builds a query
  * runner, broadcasts events and reshapes results on every call, which cost
- * these requests more CPU than the statements themselves. Transactions and
- * everything else go through TypeORM. Only repositories (`*.repository.ts`) call it.
+ * these requests more CPU than the statements themselves. Every statement of
+ * the app goes through it, and only repositories (`*.repository.ts`) call it;
+ * a statement in a transaction (UnitOfWork.run's Tx) runs on that transaction's
+ * connection through TypeORM's query runner.
  *
  * On a Postgres server each statement is a named prepared statement: every
  * pooled connection parses and plans it once instead of on every request,
@@ -54,16 +57,16 @@ export class Sql {
    * kind: TypeORM's own `query()` answers `[rows, count]` for an UPDATE … RETURNING, which
    * its callers would each have to unpick.
    * @param text a constant: every distinct text becomes a prepared statement.
-   * @param manager a transaction to run in (its connection, not prepared); else the pool.
+   * @param tx a transaction to run in (its connection, not prepared); else the pool.
    */
-  async rows<T>(text: string, values: unknown[], manager?: EntityManager): Promise<T[]> {
-    if (manager?.queryRunner) return (await manager.queryRunner.query(text, values, true)).records as T[];
+  async rows<T>(text: string, values: unknown[], tx?: Tx): Promise<T[]> {
+    if (tx) return (await runnerOf(tx).query(text, values, true)).records as T[];
     return (await this.poolQuery(text, values)).rows as T[];
   }
 
   /** How many rows the statement touched (a DELETE's or UPDATE's count). Same parameters as `rows`. */
-  async count(text: string, values: unknown[], manager?: EntityManager): Promise<number> {
-    if (manager?.queryRunner) return (await manager.queryRunner.query(text, values, true)).affected ?? 0;
+  async count(text: string, values: unknown[], tx?: Tx): Promise<number> {
+    if (tx) return (await runnerOf(tx).query(text, values, true)).affected ?? 0;
     return (await this.poolQuery(text, values)).rowCount ?? 0;
   }
 
@@ -71,7 +74,7 @@ export class Sql {
    * A transaction-level advisory lock (`pg_try_advisory_xact_lock`): true if this transaction
    * holds `key` now, false if another one does; released at commit or rollback.
    */
-  async tryTransactionLock(tx: EntityManager, key: number): Promise<boolean> {
+  async tryTransactionLock(tx: Tx, key: number): Promise<boolean> {
     const [row] = await this.rows<{ locked: boolean }>(`SELECT pg_try_advisory_xact_lock($1) AS locked`, [key], tx);
     return row!.locked;
   }
@@ -93,6 +96,9 @@ export class Sql {
     return name;
   }
 }
+
+/** The query runner of a transaction UnitOfWork opened (a transaction's manager always has one). */
+const runnerOf = (tx: Tx) => unwrapTx(tx).manager.queryRunner!;
 
 /** True when a statement failed because a unique index already holds the value. */
 export function isUniqueViolation(err: unknown): boolean {

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import {
   type AuthorizedResponse,
   CLI_CLIENT_ID,
@@ -11,7 +10,6 @@ import {
   parseScopes,
   ROUTES,
 } from '@prospect/contract';
-import type { DataSource } from 'typeorm';
 import { AccessTokenVerifier, InvalidTokenError } from '../auth/access-token-verifier.js';
 import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
@@ -25,6 +23,8 @@ import { RefreshTokensService, sessionLabel } from '../refresh-tokens/refresh-to
 import { TokensService } from '../tokens/tokens.service.js';
 import { toPublicUser } from '../users/user.entity.js';
 import { DeviceLoginsRepository, type PollRow } from './device-logins.repository.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import type { Tx } from '../database/tx.js';
 
 /** A poll this much early is network jitter, not a misbehaving client (RFC 8628 §3.5). */
 export const POLL_JITTER_MS = 1_000;
@@ -63,7 +63,7 @@ const POLL_REPLY = 'poll-reply';
 @Injectable()
 export class DeviceLoginService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly deviceLogins: DeviceLoginsRepository,
     private readonly config: AppConfig,
     private readonly clock: Clock,
@@ -175,7 +175,7 @@ export class DeviceLoginService {
   /** The first poll after approval takes the token pair; the conditional UPDATE lets only one win. */
   private async redeem(login: PollRow, deviceCode: string, ip: string | null): Promise<PollOutcome> {
     const now = this.clock.now();
-    const result = await this.db.transaction(async (tx) => {
+    const result = await this.uow.run(async (tx) => {
       const won = await this.deviceLogins.markRedeemed(tx, login.id, now);
       if (!won) return null;
       const { user } = won;
@@ -235,11 +235,36 @@ export class DeviceLoginService {
 
   /** Revokes the family the login issued (access and refresh tokens) and forgets its sealed reply, with the audit events. */
   private async onReplay(deviceLoginId: string, ip: string | null): Promise<void> {
-    await this.db.transaction(async (tx) => {
+    await this.uow.run(async (tx) => {
       await this.deviceLogins.setSealedReply(tx, deviceLoginId, null);
       const revoked = await this.tokens.revokeFamily(deviceLoginId, 'device code replayed', ip, tx);
       await this.audit.record('device.replay', { ip, detail: { deviceLoginId, revokedTokens: revoked } }, tx);
     });
+  }
+
+  /** Cancels, in `tx`, every login of a client not redeemed yet (its admin disables it); how many. */
+  cancelUnredeemedOfClient(tx: Tx, clientId: string): Promise<number> {
+    return this.deviceLogins.cancelUnredeemedOfClient(tx, clientId);
+  }
+
+  /** The logins of a client with a live token, or a live token made with one of theirs: the families to revoke when it is disabled. */
+  familiesWithLiveTokens(tx: Tx, clientId: string): Promise<string[]> {
+    return this.deviceLogins.familiesWithLiveTokens(tx, clientId);
+  }
+
+  /** Deletes, in `tx`, every login of a client that is being deleted (DeviceLoginsRepository.deleteAllOfClient); how many. */
+  deleteAllOfClient(tx: Tx, clientId: string): Promise<number> {
+    return this.deviceLogins.deleteAllOfClient(tx, clientId);
+  }
+
+  /** At most `limit` logins expired before `now` that no kept token descends from, in `tx` (retention); how many. */
+  purgeExpiredWithoutTokens(tx: Tx, now: Date, limit: number): Promise<number> {
+    return this.deviceLogins.deleteExpiredWithoutTokens(tx, now, limit);
+  }
+
+  /** Forgets the poll replies of logins redeemed before `redeemedBefore` (their window is over; idempotent). */
+  eraseSealedRepliesRedeemedBefore(redeemedBefore: Date): Promise<void> {
+    return this.deviceLogins.eraseSealedRepliesRedeemedBefore(redeemedBefore);
   }
 
   /**

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { User } from '@prospect/contract';
-import type { DataSource, EntityManager } from 'typeorm';
+import { type AuthEventType, eventTypeLiteral } from '../audit/auth-event.entity.js';
 import { Sql } from '../database/sql.js';
-import { DeviceLogin, type DeviceLoginStatus } from './device-login.entity.js';
+import type { DeviceLogin, DeviceLoginStatus } from './device-login.entity.js';
+import type { Tx } from '../database/tx.js';
 
 /** A device login as a poll reads it, with whether this poll was within the interval. */
 export interface PollRow {
@@ -49,10 +49,7 @@ const POLL_COLUMNS = 'id, status, expires_at, redeemed_at, reply_sealed, client_
  */
 @Injectable()
 export class DeviceLoginsRepository {
-  constructor(
-    @InjectDataSource() private readonly db: DataSource,
-    private readonly sql: Sql,
-  ) {}
+  constructor(private readonly sql: Sql) {}
 
   /** The login and its `device.start` audit event in one statement: both or neither. */
   async insertStarted(login: NewDeviceLogin): Promise<void> {
@@ -62,7 +59,7 @@ export class DeviceLoginsRepository {
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id
        )
        INSERT INTO auth_events (type, ip, detail, created_at)
-       SELECT 'device.start', $5, jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text, 'clientId', $9::text), $6 FROM login`,
+       SELECT ${eventTypeLiteral('device.start')}, $5, jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text, 'clientId', $9::text), $6 FROM login`,
       [
         login.deviceCodeHash,
         login.userCode,
@@ -82,15 +79,23 @@ export class DeviceLoginsRepository {
    * Reads a login of `clientId` by its device code and claims the poll slot in one UPDATE (the
    * row locked), so the interval holds across instances: `accepted` is false for a poll made
    * after `earliestPrevious`, which leaves the last poll time as it was.
+   *
+   * Its commit does not wait for the WAL to reach the disk (`synchronous_commit = off` for this
+   * statement's own transaction, set inside it so it stays one round trip, issue #35): all it
+   * writes is the last poll time, which a crash may lose harmlessly (the next poll is then
+   * accepted a few seconds early). Other sessions see the commit at once, as with a flushed one,
+   * so `slow_down` holds across replicas exactly as before; every other write keeps its flush.
    */
   async claimPoll(deviceCodeHash: Buffer, clientId: string, earliestPrevious: Date, now: Date): Promise<PollRow | undefined> {
     const [login] = await this.sql.rows<PollRow>(
       `WITH target AS (
          SELECT id, last_polled_at FROM device_logins WHERE device_code_hash = $1 AND client_id = $4 FOR UPDATE
+       ), no_flush AS (
+         SELECT set_config('synchronous_commit', 'off', true)
        )
        UPDATE device_logins d
           SET last_polled_at = CASE WHEN t.last_polled_at IS NULL OR t.last_polled_at <= $2 THEN $3 ELSE d.last_polled_at END
-         FROM target t
+         FROM target t, no_flush
         WHERE d.id = t.id
        RETURNING d.id, d.status, d.expires_at, d.redeemed_at, d.reply_sealed, d.client_name, d.hostname, d.client_id, d.scope, d.admin_until,
                  (t.last_polled_at IS NULL OR t.last_polled_at <= $2) AS accepted`,
@@ -108,7 +113,7 @@ export class DeviceLoginsRepository {
    * Redeems an approved, unexpired login, conditionally, so of racing polls one wins; the person
    * who approved it and the registered name of its client, or undefined for a poll that lost.
    */
-  async markRedeemed(tx: EntityManager, id: string, now: Date): Promise<{ user: User; clientDisplayName: string } | undefined> {
+  async markRedeemed(tx: Tx, id: string, now: Date): Promise<{ user: User; clientDisplayName: string } | undefined> {
     const [won] = await this.sql.rows<User & { client_display_name: string }>(
       `UPDATE device_logins d SET status = 'redeemed', redeemed_at = $2
          FROM users u, oauth_clients c
@@ -122,8 +127,8 @@ export class DeviceLoginsRepository {
   }
 
   /** Keeps (or, with null, forgets) the authorized answer, sealed under the device code. */
-  async setSealedReply(tx: EntityManager, id: string, sealed: Buffer | null): Promise<void> {
-    await tx.update(DeviceLogin, { id }, { replySealed: sealed });
+  async setSealedReply(tx: Tx, id: string, sealed: Buffer | null): Promise<void> {
+    await this.sql.rows(`UPDATE device_logins SET reply_sealed = $2 WHERE id = $1`, [id, sealed], tx);
   }
 
   /** Sealed replies of logins redeemed before `redeemedBefore` (idempotent, on every replica). */
@@ -132,17 +137,16 @@ export class DeviceLoginsRepository {
   }
 
   /** The newest login with this user code (codes are reused once logins end), with its client's registered name. */
-  async findLatestByUserCode(userCode: string, manager?: EntityManager): Promise<DeviceLoginByUserCode | undefined> {
-    const row = await (manager ?? this.db.manager)
-      .createQueryBuilder(DeviceLogin, 'd')
-      .innerJoin('oauth_clients', 'c', 'c.id = d.client_id')
-      .addSelect('c.name', 'client_display_name')
-      .where('d.user_code = :userCode', { userCode })
-      .orderBy('d.created_at', 'DESC')
-      .limit(1)
-      .getRawAndEntities();
-    const login = row.entities[0];
-    return login && { ...login, clientDisplayName: (row.raw[0] as { client_display_name: string }).client_display_name };
+  async findLatestByUserCode(userCode: string): Promise<DeviceLoginByUserCode | undefined> {
+    const [login] = await this.sql.rows<DeviceLoginByUserCode>(
+      `SELECT d.id, d.user_code AS "userCode", d.status, d.client_id AS "clientId", d.scope, d.client_name AS "clientName", d.hostname,
+              d.requested_ip AS "requestedIp", d.user_agent AS "userAgent", d.created_at AS "createdAt", d.expires_at AS "expiresAt",
+              d.decided_by_user_id AS "decidedByUserId", c.name AS "clientDisplayName"
+         FROM device_logins d JOIN oauth_clients c ON c.id = d.client_id
+        WHERE d.user_code = $1 ORDER BY d.created_at DESC LIMIT 1`,
+      [userCode],
+    );
+    return login;
   }
 
   /** Cancels a pending or approved login with its audit event, in one statement; nothing for an unknown or ended one. */
@@ -152,7 +156,7 @@ export class DeviceLoginsRepository {
          UPDATE device_logins SET status = 'cancelled' WHERE device_code_hash = $1 AND status IN ('pending', 'approved') RETURNING id
        )
        INSERT INTO auth_events (type, ip, detail, created_at)
-       SELECT 'device.cancel', $2, jsonb_build_object('deviceLoginId', cancelled.id), $3 FROM cancelled`,
+       SELECT ${eventTypeLiteral('device.cancel')}, $2, jsonb_build_object('deviceLoginId', cancelled.id), $3 FROM cancelled`,
       [deviceCodeHash, ip, now],
     );
   }
@@ -171,6 +175,7 @@ export class DeviceLoginsRepository {
     adminUntil: Date,
   ): Promise<{ id: string; clientId: string; clientDisplayName: string } | undefined> {
     // The audit INSERT runs whether or not the final SELECT reads it (a data-modifying WITH always does).
+    const event: AuthEventType = decision === 'approved' ? 'device.approve' : 'device.deny';
     const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(
       `WITH decided AS (
          UPDATE device_logins
@@ -186,13 +191,13 @@ export class DeviceLoginsRepository {
        )
        SELECT decided.id, decided.client_id AS "clientId", c.name AS "clientDisplayName"
          FROM decided JOIN oauth_clients c ON c.id = decided.client_id`,
-      [userCode, decision, userId, now, decision === 'approved' ? 'device.approve' : 'device.deny', ip, adminUntil],
+      [userCode, decision, userId, now, event, ip, adminUntil],
     );
     return decided;
   }
 
   /** Cancels every login of a client not redeemed yet (its admin disabled it); how many. */
-  cancelUnredeemedOfClient(tx: EntityManager, clientId: string): Promise<number> {
+  cancelUnredeemedOfClient(tx: Tx, clientId: string): Promise<number> {
     return this.sql.count(`UPDATE device_logins SET status = 'cancelled' WHERE client_id = $1 AND status IN ('pending', 'approved')`, [clientId], tx);
   }
 
@@ -201,7 +206,7 @@ export class DeviceLoginsRepository {
    * the families to revoke when it is disabled. (A token made with a token made with theirs ends
    * no later than that one, and is revoked with it.)
    */
-  async familiesWithLiveTokens(tx: EntityManager, clientId: string): Promise<string[]> {
+  async familiesWithLiveTokens(tx: Tx, clientId: string): Promise<string[]> {
     const rows = await this.sql.rows<{ id: string }>(
       `SELECT d.id FROM device_logins d
         WHERE d.client_id = $1
@@ -218,7 +223,7 @@ export class DeviceLoginsRepository {
    * Every login of a client (its refresh tokens go with them; its access tokens, revoked, stay
    * unlinked; the tokens made with them, revoked, go with them).
    */
-  deleteAllOfClient(tx: EntityManager, clientId: string): Promise<number> {
+  deleteAllOfClient(tx: Tx, clientId: string): Promise<number> {
     return this.sql.count(`DELETE FROM device_logins WHERE client_id = $1`, [clientId], tx);
   }
 
@@ -226,7 +231,7 @@ export class DeviceLoginsRepository {
    * Logins expired before `now` that no token still descends from nor was made with: a login is its
    * tokens' family, kept while any of them is (deleting it would delete the tokens made with it).
    */
-  deleteExpiredWithoutTokens(tx: EntityManager, now: Date, limit: number): Promise<number> {
+  deleteExpiredWithoutTokens(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.sql.count(
       `DELETE FROM device_logins WHERE id IN (
          SELECT d.id FROM device_logins d WHERE d.expires_at < $1

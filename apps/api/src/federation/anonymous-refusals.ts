@@ -1,6 +1,5 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { AuditEventsRepository } from '../audit/audit-events.repository.js';
-import { Clock } from '../common/clock.js';
+import { AuditService } from '../audit/audit.service.js';
 import { BackgroundWrites } from '../database/background-writes.js';
 
 /** How often the counts are written. */
@@ -21,8 +20,7 @@ export class AnonymousRefusals implements OnModuleInit, OnApplicationShutdown {
   private timer?: NodeJS.Timeout;
 
   constructor(
-    private readonly events: AuditEventsRepository,
-    private readonly clock: Clock,
+    private readonly audit: AuditService,
     private readonly background: BackgroundWrites,
   ) {}
 
@@ -48,6 +46,6 @@ export class AnonymousRefusals implements OnModuleInit, OnApplicationShutdown {
     if (!this.counts.size) return;
     const batch = [...this.counts.values()];
     this.counts = new Map();
-    await this.events.insertMany('federation.login_refused', batch, this.clock.now());
+    await this.audit.recordMany('federation.login_refused', batch);
   }
 }

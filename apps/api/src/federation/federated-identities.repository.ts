@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 
 /** A link between a Prospect account and a provider's (issuer, subject). */
 export interface FederatedIdentityRow {
@@ -56,7 +56,7 @@ export class FederatedIdentitiesRepository {
    * Serializes, until `tx` ends, every transaction about this (issuer, subject): two first
    * sign-ins at once make one account (the second finds the first's link).
    */
-  async lockIdentity(tx: EntityManager, issuer: string, subject: string): Promise<void> {
+  async lockIdentity(tx: Tx, issuer: string, subject: string): Promise<void> {
     await this.sql.rows(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`federation\n${issuer}\n${subject}`], tx);
   }
 
@@ -65,7 +65,7 @@ export class FederatedIdentitiesRepository {
    * refusal from before is lifted, its address and (when given) refresh token are the new ones.
    * The link, or undefined when there is none.
    */
-  async verified(tx: EntityManager, issuer: string, subject: string, email: string | null, refreshTokenSealed: string | undefined, now: Date): Promise<FederatedIdentityRow | undefined> {
+  async verified(tx: Tx, issuer: string, subject: string, email: string | null, refreshTokenSealed: string | undefined, now: Date): Promise<FederatedIdentityRow | undefined> {
     const [row] = await this.sql.rows<StoredRow>(
       `UPDATE federated_identities l SET last_verified_at = $4, refused_at = NULL, email = COALESCE($3, l.email),
               refresh_token_sealed = COALESCE($5, l.refresh_token_sealed)
@@ -79,7 +79,7 @@ export class FederatedIdentitiesRepository {
 
   /** A new link (the caller holds lockIdentity); its id. @throws a unique violation when (issuer, subject) or (provider, user) is linked already. */
   async insert(
-    tx: EntityManager,
+    tx: Tx,
     link: { userId: string; providerId: string; issuer: string; subject: string; email: string; refreshTokenSealed?: string },
     now: Date,
   ): Promise<string> {
@@ -104,7 +104,7 @@ export class FederatedIdentitiesRepository {
    *   identity is linked to another account, or this account to another identity of the provider.
    */
   async linkProven(
-    tx: EntityManager,
+    tx: Tx,
     link: { userId: string; epoch: number; email: string; providerId: string; providerName: string; issuer: string; subject: string; refreshTokenSealed?: string },
     proof: LinkProof,
     now: Date,
@@ -169,7 +169,7 @@ export class FederatedIdentitiesRepository {
   }
 
   /** Ends every browser session started through a link of this provider (in `tx`); how many. */
-  endSessionsOfProvider(tx: EntityManager, providerId: string): Promise<number> {
+  endSessionsOfProvider(tx: Tx, providerId: string): Promise<number> {
     return this.sql.count(`DELETE FROM web_sessions WHERE federated_link_id IN (SELECT id FROM federated_identities WHERE provider_id = $1)`, [providerId], tx);
   }
 

@@ -1,9 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { hasUnsafeText, looksLikeEmail } from '@prospect/contract';
 import type { Response } from 'express';
 import * as oidc from 'openid-client';
-import type { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
@@ -22,6 +20,7 @@ import { type ProviderIdentity, ProviderAnswerRefused, ProviderUnreachable, Rely
 import { showsSecondFactor } from './provider-claims.js';
 import { type Flight, SignInFlights } from './sign-in-flights.js';
 import { PENDING_LINK_MINUTES } from './federation-policy.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** Prefix of the mailed link that proves an account for linking (256 random bits). */
 export const LINK_PROOF_TOKEN_PREFIX = 'prsf_';
@@ -70,7 +69,7 @@ export class FederationSignIn {
   private readonly logger = new Logger(FederationSignIn.name);
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly providers: IdentityProvidersRepository,
     private readonly links: FederatedIdentitiesRepository,
     private readonly relyingParty: RelyingParty,
@@ -188,7 +187,7 @@ export class FederationSignIn {
     const secondFactor = showsSecondFactor(identity.amr, identity.acr);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.transaction(async (tx): Promise<SignInOutcome> => {
+        return await this.uow.run(async (tx): Promise<SignInOutcome> => {
           const now = this.clock.now();
           await this.links.lockIdentity(tx, identity.issuer, identity.subject);
           const link = await this.links.verified(tx, identity.issuer, identity.subject, identity.emailVerified ? (identity.email ?? null) : null, refreshTokenSealed, now);
@@ -235,7 +234,7 @@ export class FederationSignIn {
    * @throws FederationRefused
    */
   async confirmSudo(provider: IdentityProviderRow, identity: ProviderIdentity, userId: string): Promise<FederatedSignIn> {
-    const link = await this.db.transaction(async (tx) => {
+    const link = await this.uow.run(async (tx) => {
       await this.links.lockIdentity(tx, identity.issuer, identity.subject);
       const found = await this.links.verified(tx, identity.issuer, identity.subject, null, undefined, this.clock.now());
       if (found?.userId !== userId) throw new FederationRefused('sudo through the provider: another identity', `That ${provider.displayName} account is not the one linked to yours. Confirm with your own.`, 403, userId);
@@ -302,7 +301,7 @@ export class FederationSignIn {
 
   private async link(pending: PendingFederatedLink, proof: LinkProof, ip: string | null): Promise<FederatedSignIn> {
     const provider = await this.enabledProvider(pending.providerId);
-    const outcome = await this.db.transaction((tx) => this.links.linkProven(tx, pending, proof, this.clock.now(), ip));
+    const outcome = await this.uow.run((tx) => this.links.linkProven(tx, pending, proof, this.clock.now(), ip));
     if (outcome === 'changed') {
       throw new FederationRefused('the account changed before it was linked', `Your account changed meanwhile. Please sign in with ${provider.displayName} again.`, 409, pending.userId);
     }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 
 export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post';
 
@@ -58,7 +58,7 @@ export class IdentityProvidersRepository {
   }
 
   /** The provider's row locked in `tx` (an admin's change, racing sign-ins and other changes). */
-  async lockedById(tx: EntityManager, id: string): Promise<IdentityProviderRow | undefined> {
+  async lockedById(tx: Tx, id: string): Promise<IdentityProviderRow | undefined> {
     const [row] = await this.sql.rows<IdentityProviderRow>(`SELECT ${COLUMNS} FROM identity_providers p WHERE p.id = $1 FOR UPDATE`, [id], tx);
     return row;
   }
@@ -87,7 +87,7 @@ export class IdentityProvidersRepository {
   }
 
   /** Other providers that already claim one of these domains (a domain belongs to one provider). */
-  claimedElsewhere(domains: string[], exceptId: string | null, tx?: EntityManager): Promise<Array<{ id: string; domain: string }>> {
+  claimedElsewhere(domains: string[], exceptId: string | null, tx?: Tx): Promise<Array<{ id: string; domain: string }>> {
     return this.sql.rows(
       `SELECT p.id, d AS domain FROM identity_providers p, unnest(p.email_domains) d WHERE d = ANY ($1::text[]) AND ($2::text IS NULL OR p.id <> $2) ORDER BY d`,
       [domains, exceptId],
@@ -96,7 +96,7 @@ export class IdentityProvidersRepository {
   }
 
   /** @throws a unique violation (isUniqueViolation) when the id or the issuer is taken. */
-  async insert(tx: EntityManager, row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt'>): Promise<void> {
+  async insert(tx: Tx, row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt'>): Promise<void> {
     await this.sql.rows(
       `INSERT INTO identity_providers (id, display_name, issuer, client_id, client_secret_sealed, token_endpoint_auth_method, scopes, email_domains,
                                        enforce, allow_sign_up, metadata, discovered_at, created_by_user_id, created_at, updated_at)
@@ -122,7 +122,7 @@ export class IdentityProvidersRepository {
   }
 
   /** The changes, and `updated_at` (which versions the relying party's configuration of it). */
-  async update(tx: EntityManager, id: string, changes: IdentityProviderChanges, now: Date): Promise<void> {
+  async update(tx: Tx, id: string, changes: IdentityProviderChanges, now: Date): Promise<void> {
     const entries = Object.entries(changes).filter(([, value]) => value !== undefined) as Array<[keyof IdentityProviderChanges, unknown]>;
     const sets = entries.map(([name], i) => `${CHANGE_COLUMNS[name]} = $${i + 3}`);
     await this.sql.rows(
@@ -138,7 +138,7 @@ export class IdentityProvidersRepository {
   }
 
   /** Deletes the provider; its links go with it (foreign key). */
-  async delete(tx: EntityManager, id: string): Promise<void> {
+  async delete(tx: Tx, id: string): Promise<void> {
     await this.sql.rows(`DELETE FROM identity_providers WHERE id = $1`, [id], tx);
   }
 }

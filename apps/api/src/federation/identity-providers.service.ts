@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { type AdminIdentityProvider, type CreateIdentityProviderRequest, presetIssuer, type UpdateIdentityProviderRequest } from '@prospect/contract';
-import type { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { badRequest, conflict, notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
@@ -10,6 +8,11 @@ import { FederatedIdentitiesRepository, type LinkForAdmin } from './federated-id
 import { FederationSignIn } from './federation-sign-in.service.js';
 import { type IdentityProviderChanges, type IdentityProviderRow, IdentityProvidersRepository } from './identity-providers.repository.js';
 import { issuerProblem, ProviderUnreachable, RelyingParty } from './relying-party.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+
+/** The rows its methods answer, for the pages (which import services, never repositories). */
+export type { IdentityProviderRow, LinkForAdmin };
 
 /** The scopes asked for unless the admin says otherwise (and `offline_access` where the provider offers it: defaultScopes). */
 export const DEFAULT_SCOPES = ['openid', 'email', 'profile'];
@@ -33,7 +36,7 @@ const RESERVED_IDS = new Set(['link', 'callback']);
 @Injectable()
 export class IdentityProvidersService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly providers: IdentityProvidersRepository,
     private readonly links: FederatedIdentitiesRepository,
     private readonly relyingParty: RelyingParty,
@@ -95,7 +98,7 @@ export class IdentityProvidersService {
       createdAt: now,
     };
     try {
-      await this.db.transaction(async (tx) => {
+      await this.uow.run(async (tx) => {
         await this.providers.insert(tx, row);
         const detail = { providerId: row.id, label: row.displayName, issuer: discoveredIssuer, emailDomains: emailDomains.join(' '), enforce: row.enforce, allowSignUp: row.allowSignUp };
         await this.audit.record('admin.identity_provider_create', { userId: adminId, ip, detail }, tx);
@@ -120,7 +123,7 @@ export class IdentityProvidersService {
     const emailDomains = changes.emailDomains ? [...new Set(changes.emailDomains)] : undefined;
     // Outside the transaction: nothing waits on the pool while it holds a connection (the embedded database has one backend).
     const clientSecretSealed = changes.clientSecret === undefined ? undefined : await this.relyingParty.sealClientSecret(id, changes.clientSecret);
-    const { provider, sessionsEnded } = await this.db.transaction(async (tx) => {
+    const { provider, sessionsEnded } = await this.uow.run(async (tx) => {
       const current = await this.existing(tx, id);
       if (emailDomains) await this.refuseClaimedDomains(emailDomains, id, tx);
       const now = this.clock.now();
@@ -162,7 +165,7 @@ export class IdentityProvidersService {
    * @throws ApiException 404
    */
   async remove(id: string, adminId: string, ip: string | null): Promise<void> {
-    await this.db.transaction(async (tx) => {
+    await this.uow.run(async (tx) => {
       const provider = await this.existing(tx, id);
       const sessions = await this.links.endSessionsOfProvider(tx, id);
       await this.providers.delete(tx, id);
@@ -197,14 +200,14 @@ export class IdentityProvidersService {
     };
   }
 
-  private async existing(tx: EntityManager, id: string): Promise<IdentityProviderRow> {
+  private async existing(tx: Tx, id: string): Promise<IdentityProviderRow> {
     const provider = await this.providers.lockedById(tx, id);
     if (!provider) throw notFound(`No identity provider with the id ${id}.`);
     return provider;
   }
 
   /** A domain belongs to one provider: who may sign it in, and who enforces it, is never in doubt. */
-  private async refuseClaimedDomains(domains: string[], exceptId: string | null, tx?: EntityManager): Promise<void> {
+  private async refuseClaimedDomains(domains: string[], exceptId: string | null, tx?: Tx): Promise<void> {
     const [claimed] = await this.providers.claimedElsewhere(domains, exceptId, tx);
     if (claimed) throw conflict(`The domain ${claimed.domain} belongs to the identity provider ${claimed.id} already.`);
   }

@@ -1,13 +1,12 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { ERROR_CODES } from '@prospect/contract';
-import type { DataSource } from 'typeorm';
 import { RevocationListener } from '../auth/revocation-listener.js';
 import { ApiException } from '../common/api-exception.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../common/error-body.filter.js';
 import { ApiErrors } from '../common/openapi.js';
+import { SchemaState } from '../database/schema-state.js';
 import { Public } from '../auth/public.decorator.js';
 import { DatabaseHealthIndicator } from './database-health.indicator.js';
 import { ShutdownState } from './shutdown-state.js';
@@ -24,7 +23,7 @@ export class HealthController {
     private readonly indicators: HealthIndicatorService,
     private readonly revocations: RevocationListener,
     private readonly shutdown: ShutdownState,
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly schema: SchemaState,
   ) {}
 
   @Get('live')
@@ -52,7 +51,7 @@ export class HealthController {
       async () => {
         const migrations = this.indicators.check('migrations');
         try {
-          return (await this.dataSource.showMigrations()) ? migrations.down({ message: 'pending' }) : migrations.up();
+          return (await this.schema.migrationsPending()) ? migrations.down({ message: 'pending' }) : migrations.up();
         } catch {
           return migrations.down({ message: 'cannot be read' });
         }

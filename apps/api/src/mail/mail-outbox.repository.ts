@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 
 /** A mail as it is queued: its recipient, subject, both parts, and the link it carries (for the log line without SMTP). */
 export interface OutboxMail {
@@ -68,7 +68,7 @@ export class MailOutboxRepository {
   constructor(private readonly sql: Sql) {}
 
   /** Queues a mail (in `tx` when given: it exists only if that transaction commits). */
-  async insert(mail: OutboxMail, tx?: EntityManager): Promise<void> {
+  async insert(mail: OutboxMail, tx?: Tx): Promise<void> {
     await this.sql.rows(
       `INSERT INTO mail_outbox (recipient, subject, text, html, link) VALUES ($1, $2, $3, $4, $5)`,
       [mail.to, mail.subject, mail.text, mail.html, mail.link ?? null],
@@ -178,7 +178,7 @@ export class MailOutboxRepository {
   }
 
   /** At most `limit` rows sent before `sentBefore` or given up before `givenUpBefore` (retention); how many. */
-  deleteEndedBefore(tx: EntityManager, sentBefore: Date, givenUpBefore: Date, limit: number): Promise<number> {
+  deleteEndedBefore(tx: Tx, sentBefore: Date, givenUpBefore: Date, limit: number): Promise<number> {
     return this.sql.count(
       `DELETE FROM mail_outbox WHERE id IN (
          (SELECT id FROM mail_outbox WHERE sent_at < $1 LIMIT $3)

@@ -1,10 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
 import { Metrics } from '../metrics/metrics.js';
 import { MailOutboxRepository } from './mail-outbox.repository.js';
 import { MailTransport } from './mail-transport.js';
 import { MailWorker } from './mail-worker.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** One mail: a plain-text part (links on their own line) and a simple HTML part. */
 export interface Mail {
@@ -31,24 +31,14 @@ export class Mailer {
   private readonly logger = new Logger('Mail');
   /** Mails being queued now, for settled(). */
   private readonly queueing = new Set<Promise<void>>();
-  /** Mails queued in a transaction still open, by its query runner: counted and sent once it commits. */
-  private readonly awaitingCommit = new WeakMap<QueryRunner, number>();
 
   constructor(
     private readonly outbox: MailOutboxRepository,
     private readonly worker: MailWorker,
     private readonly transport: MailTransport,
     private readonly metrics: Metrics,
-    @InjectDataSource() dataSource: DataSource,
-  ) {
-    // A mail queued in a transaction can be sent once it commits: wake this replica's worker then,
-    // rather than at its next poll.
-    const watcher: EntitySubscriberInterface = {
-      afterTransactionCommit: ({ queryRunner }) => this.transactionEnded(queryRunner, true),
-      afterTransactionRollback: ({ queryRunner }) => this.transactionEnded(queryRunner, false),
-    };
-    (dataSource.subscribers as EntitySubscriberInterface[]).push(watcher);
-  }
+    private readonly uow: UnitOfWork,
+  ) {}
 
   /** Whether mails leave the machine (SMTP_URL) or are written to the log. */
   get delivers(): boolean {
@@ -59,7 +49,7 @@ export class Mailer {
    * Queues `mail`, in `tx` when given (it then goes only if that transaction commits). Resolves
    * once it is queued; a failure (the database) rejects, and is logged even if nobody awaits it.
    */
-  send(mail: Mail, tx?: EntityManager): Promise<void> {
+  send(mail: Mail, tx?: Tx): Promise<void> {
     const queued = this.enqueue(mail, tx);
     this.queueing.add(queued);
     queued.then(
@@ -79,24 +69,21 @@ export class Mailer {
     while ((await this.outbox.countUnfinished()) > 0) await new Promise((resolve) => setTimeout(resolve, SETTLED_CHECK_MS));
   }
 
-  private async enqueue(mail: Mail, tx?: EntityManager): Promise<void> {
+  /** At most `limit` mails sent before `sentBefore` or given up before `givenUpBefore`, in `tx` (retention); how many. */
+  purgeEndedBefore(tx: Tx, sentBefore: Date, givenUpBefore: Date, limit: number): Promise<number> {
+    return this.outbox.deleteEndedBefore(tx, sentBefore, givenUpBefore, limit);
+  }
+
+  private async enqueue(mail: Mail, tx?: Tx): Promise<void> {
     await this.outbox.insert(mail, tx);
-    const runner = tx?.queryRunner;
-    if (runner?.isTransactionActive) this.awaitingCommit.set(runner, (this.awaitingCommit.get(runner) ?? 0) + 1);
-    else this.queued(1);
+    // A mail queued in a transaction can be sent once it commits: counted and this replica's
+    // worker woken then (not at all after a rollback), rather than at the worker's next poll.
+    if (tx) this.uow.afterCommit(tx, () => this.queued());
+    else this.queued();
   }
 
-  private transactionEnded(runner: QueryRunner | undefined, committed: boolean): void {
-    // A savepoint's end leaves the transaction open: wait for the real end.
-    if (!runner || runner.isTransactionActive) return;
-    const count = this.awaitingCommit.get(runner);
-    if (!count) return;
-    this.awaitingCommit.delete(runner);
-    if (committed) this.queued(count);
-  }
-
-  private queued(count: number): void {
-    this.metrics.mail('queued', count);
+  private queued(): void {
+    this.metrics.mail('queued', 1);
     this.worker.wake();
   }
 }

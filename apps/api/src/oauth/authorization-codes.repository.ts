@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 
 /** An authorization code as its exchange reads it, locked. */
 export interface CodeRow {
@@ -68,7 +68,7 @@ export class AuthorizationCodesRepository {
    * Stores a code, and deletes (a bounded batch of) codes expired before `purgeBefore`: what a
    * replay would still have revoked was revoked, and the audit log keeps the rest.
    */
-  async insert(code: NewAuthorizationCode, purgeBefore: Date, tx?: EntityManager): Promise<void> {
+  async insert(code: NewAuthorizationCode, purgeBefore: Date, tx?: Tx): Promise<void> {
     await this.sql.rows(
       `WITH purged AS (
          DELETE FROM authorization_codes WHERE id IN (SELECT id FROM authorization_codes WHERE expires_at < $13 LIMIT ${PURGE_BATCH})
@@ -96,7 +96,7 @@ export class AuthorizationCodesRepository {
   }
 
   /** The code with this hash, locked for the rest of `tx` (of two exchanges of one code, the second waits and sees it used). */
-  async lockByHash(tx: EntityManager, hash: Buffer): Promise<CodeRow | undefined> {
+  async lockByHash(tx: Tx, hash: Buffer): Promise<CodeRow | undefined> {
     const [row] = await this.sql.rows<CodeRow>(
       `SELECT id, client_id, user_id, redirect_uri, code_challenge, scope, nonce, auth_time, amr, credential_epoch, web_session, expires_at, used_at, grant_id
          FROM authorization_codes WHERE code_hash = $1 FOR UPDATE`,
@@ -113,7 +113,7 @@ export class AuthorizationCodesRepository {
    * @param familyKeyHash stands in the family row's device code hash: a random value nobody holds.
    */
   async redeem(
-    tx: EntityManager,
+    tx: Tx,
     code: { id: string; clientId: string; userId: string; scope: string },
     familyKeyHash: Buffer,
     now: Date,
@@ -142,7 +142,7 @@ export class AuthorizationCodesRepository {
    * address or password change, which update the row, wait for the exchange or come first), with
    * what the ID token says of them, and whether the browser session that approved it is still there.
    */
-  async lockAccount(tx: EntityManager, userId: string, webSession: string): Promise<AccountForExchange | undefined> {
+  async lockAccount(tx: Tx, userId: string, webSession: string): Promise<AccountForExchange | undefined> {
     const [row] = await this.sql.rows<AccountForExchange>(
       `SELECT email, name, email_verified_at IS NOT NULL AS "emailVerified", disabled_at IS NOT NULL AS disabled, credential_epoch AS "credentialEpoch",
               EXISTS (SELECT 1 FROM web_sessions WHERE sid = $2 AND user_id = $1) AS "sessionLive"
@@ -154,7 +154,7 @@ export class AuthorizationCodesRepository {
   }
 
   /** A used code came back: recorded (`oauth.code_replay`), in `tx`, with how many tokens it revoked. */
-  async recordReplay(tx: EntityManager, code: { id: string; userId: string; clientId: string; grantId: string | null }, revokedTokens: number, now: Date, ip: string | null): Promise<void> {
+  async recordReplay(tx: Tx, code: { id: string; userId: string; clientId: string; grantId: string | null }, revokedTokens: number, now: Date, ip: string | null): Promise<void> {
     await this.sql.rows(
       `INSERT INTO auth_events (type, user_id, ip, detail, created_at)
        VALUES ('oauth.code_replay', $1, $2, jsonb_build_object('clientId', $3::text, 'grantId', $4::text, 'revokedTokens', $5::int), $6)`,
@@ -164,7 +164,7 @@ export class AuthorizationCodesRepository {
   }
 
   /** Uses up every code not used yet of a client (for one person, or everyone): they can no longer be exchanged. How many. */
-  burnUnused(tx: EntityManager, clientId: string, userId: string | null, now: Date): Promise<number> {
+  burnUnused(tx: Tx, clientId: string, userId: string | null, now: Date): Promise<number> {
     return this.sql.count(
       `UPDATE authorization_codes SET used_at = $3
         WHERE client_id = $1 AND ($2::uuid IS NULL OR user_id = $2) AND used_at IS NULL`,

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import {
   AUTHORIZATION_CODE_PREFIX,
   ERROR_CODES,
@@ -13,7 +12,6 @@ import {
   type TokenResponse,
   withoutLoopbackPort,
 } from '@prospect/contract';
-import type { DataSource } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { constantTimeEqual, generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
@@ -26,6 +24,7 @@ import type { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
 import { oauthError } from './oauth-errors.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** RFC 6749 §4.1.2 asks for a short life: at most 60 s (RFC 9700's profile of it, and the issue). */
 export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
@@ -140,7 +139,7 @@ export class AuthorizationService {
   private readonly logger = new Logger(AuthorizationService.name);
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly clients: OAuthClientsService,
@@ -350,7 +349,7 @@ export class AuthorizationService {
    * one transaction. Where the browser goes: the redirect URI with the code.
    */
   approve(request: AuthorizationRequest, user: NonNullable<BrowserState['user']>, proof: Proof, ip: string | null): Promise<string> {
-    return this.db.transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       await this.consents.remember(tx, user.id, request.client.id, request.scopes.join(' '), this.clock.now(), ip);
       return this.issue(request, user, proof, tx);
     });
@@ -415,7 +414,7 @@ export class AuthorizationService {
   async exchange(client: OAuthClient, input: { code: string; redirectUri: string; codeVerifier: string }, ip: string | null): Promise<TokenResponse> {
     if (!looksLikeSecret(input.code, AUTHORIZATION_CODE_PREFIX)) throw oauthError(ERROR_CODES.invalidGrant, EXCHANGE_REFUSALS.unknown);
     type Outcome = { refused: ExchangeRefusal | 'client_disabled' } | { pair: TokenPair; code: CodeRow; account: { email: string; name: string; emailVerified: boolean } };
-    const outcome = await this.db.transaction(async (tx): Promise<Outcome> => {
+    const outcome = await this.uow.run(async (tx): Promise<Outcome> => {
       // The client first, then the code: the order a disable takes them in (OAuthClientsService).
       const current = await this.clientRows.sharedById(tx, client.id);
       if (!current || current.disabledAt) return { refused: 'client_disabled' };
@@ -465,7 +464,7 @@ export class AuthorizationService {
    * them), in one transaction. False when there was no such consent.
    */
   revokeConsent(userId: string, clientId: string, ip: string | null): Promise<boolean> {
-    return this.db.transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       const now = this.clock.now();
       if (!(await this.consents.forget(tx, userId, clientId, now, ip))) return false;
       // Codes first: an exchange under way holds its code, and its grant is then committed before the families are read.

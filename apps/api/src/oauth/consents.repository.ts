@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 
 /** A remembered consent as the tokens page lists it, with what it holds now. */
 export interface ConsentRow {
@@ -30,7 +30,7 @@ export class ConsentsRepository {
    * Remembers the approval of `scope` (added to what was approved before) with its `oauth.consent`
    * event, in one statement, in `tx`.
    */
-  async remember(tx: EntityManager, userId: string, clientId: string, scope: string, now: Date, ip: string | null): Promise<void> {
+  async remember(tx: Tx, userId: string, clientId: string, scope: string, now: Date, ip: string | null): Promise<void> {
     await this.sql.rows(
       `WITH remembered AS (
          INSERT INTO oauth_consents (user_id, client_id, scope, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
@@ -47,7 +47,7 @@ export class ConsentsRepository {
   }
 
   /** Forgets a consent with its `oauth.consent_revoke` event, in `tx`; false when there was none. */
-  async forget(tx: EntityManager, userId: string, clientId: string, now: Date, ip: string | null): Promise<boolean> {
+  async forget(tx: Tx, userId: string, clientId: string, now: Date, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH forgotten AS (
          DELETE FROM oauth_consents WHERE user_id = $1 AND client_id = $2 RETURNING client_id, scope
@@ -62,7 +62,7 @@ export class ConsentsRepository {
   }
 
   /** The person's code grants of a client, in `tx`: the families a revoked consent ends. */
-  async codeGrantsOf(tx: EntityManager, userId: string, clientId: string): Promise<string[]> {
+  async codeGrantsOf(tx: Tx, userId: string, clientId: string): Promise<string[]> {
     const rows = await this.sql.rows<{ id: string }>(
       `SELECT id FROM device_logins WHERE decided_by_user_id = $1 AND client_id = $2 AND grant_type = 'authorization_code' ORDER BY id`,
       [userId, clientId],

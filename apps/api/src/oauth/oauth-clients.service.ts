@@ -1,17 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { CLIENT_SECRET_PREFIX, type ClientType, type Scope } from '@prospect/contract';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { badRequest, conflict, notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { constantTimeEqual, generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { isUniqueViolation } from '../database/sql.js';
-import { DeviceLoginsRepository } from '../device-login/device-logins.repository.js';
+import { DeviceLoginService } from '../device-login/device-login.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { AuthorizationCodesRepository } from './authorization-codes.repository.js';
 import type { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** What registering a client asks for: who it is, what it may ask for, and how it signs people in. */
 export interface NewClient {
@@ -49,9 +49,9 @@ function refuseAdminForCodeFlow(client: { id: string; allowedScopes: readonly st
 @Injectable()
 export class OAuthClientsService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly clients: OAuthClientsRepository,
-    private readonly deviceLogins: DeviceLoginsRepository,
+    private readonly deviceLogins: DeviceLoginService,
     private readonly tokens: TokensService,
     private readonly clock: Clock,
     private readonly audit: AuditService,
@@ -95,7 +95,7 @@ export class OAuthClientsService {
     const type = input.type ?? 'public';
     const clientSecret = type === 'confidential' ? generateSecret(CLIENT_SECRET_PREFIX) : undefined;
     try {
-      return await this.db.transaction(async (tx) => {
+      return await this.uow.run(async (tx) => {
         const client: OAuthClient = {
           id: input.id,
           name: input.name,
@@ -129,11 +129,11 @@ export class OAuthClientsService {
    * @throws ApiException 404 for an unknown client, 400 for a public one.
    */
   rotateSecret(id: string, adminId: string, ip: string | null): Promise<string> {
-    return this.db.transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       const client = await this.existing(tx, id);
       if (client.type !== 'confidential') throw badRequest(`${id} is a public client: it has no secret (PKCE protects its code flow).`);
       const clientSecret = generateSecret(CLIENT_SECRET_PREFIX);
-      await this.clients.update(tx, id, { secretHash: sha256(clientSecret) });
+      await this.clients.setSecretHash(tx, id, sha256(clientSecret));
       await this.audit.record('oauth.client_update', { userId: adminId, ip, detail: { clientId: id, secret: 'replaced' } }, tx);
       return clientSecret;
     });
@@ -148,7 +148,7 @@ export class OAuthClientsService {
    * @throws ApiException 404 for an unknown client, 400 for a change the built-in client does not take.
    */
   change(id: string, changes: ClientChanges, adminId: string, ip: string | null): Promise<{ client: OAuthClient; revoked: number }> {
-    return this.db.transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       let client = await this.existing(tx, id);
       const { name, allowedScopes, redirectUris, allowedOrigins } = changes;
       if (name !== undefined || allowedScopes !== undefined || redirectUris !== undefined || allowedOrigins !== undefined) {
@@ -160,14 +160,14 @@ export class OAuthClientsService {
           allowedOrigins: allowedOrigins ? [...new Set(allowedOrigins)] : client.allowedOrigins,
         };
         refuseAdminForCodeFlow({ id, allowedScopes: next.allowedScopes.split(' '), redirectUris: next.redirectUris });
-        await this.clients.update(tx, id, next);
+        await this.clients.updateSettings(tx, id, next);
         const detail = { clientId: id, ...next, redirectUris: next.redirectUris.join(' '), allowedOrigins: next.allowedOrigins.join(' ') };
         await this.audit.record('oauth.client_update', { userId: adminId, ip, detail }, tx);
         client = { ...client, ...next };
       }
       if (changes.disabled === true) return this.disableIn(tx, client, adminId, ip);
       if (changes.disabled === false) {
-        await this.clients.update(tx, id, { disabledAt: null });
+        await this.clients.setDisabledAt(tx, id, null);
         await this.audit.record('oauth.client_enable', { userId: adminId, ip, detail: { clientId: id } }, tx);
         client = { ...client, disabledAt: null };
       }
@@ -182,10 +182,10 @@ export class OAuthClientsService {
    * revoked (every replica hears of it). A redeem or an exchange racing with this either committed
    * first (and its family is revoked here) or finds the client disabled. Idempotent.
    */
-  private async disableIn(tx: EntityManager, client: OAuthClient, adminId: string, ip: string | null): Promise<{ client: OAuthClient; revoked: number }> {
+  private async disableIn(tx: Tx, client: OAuthClient, adminId: string, ip: string | null): Promise<{ client: OAuthClient; revoked: number }> {
     if (client.builtIn) throw badRequest(`${client.id} is built in: the CLI signs in through it, so it cannot be disabled or deleted.`);
     const disabledAt = client.disabledAt ?? this.clock.now();
-    await this.clients.update(tx, client.id, { disabledAt });
+    await this.clients.setDisabledAt(tx, client.id, disabledAt);
     const cancelled = await this.deviceLogins.cancelUnredeemedOfClient(tx, client.id);
     await this.codes.burnUnused(tx, client.id, null, disabledAt);
     let revoked = 0;
@@ -199,7 +199,7 @@ export class OAuthClientsService {
    * audit events keep its id. The id may be registered again, as a new client.
    */
   async remove(id: string, adminId: string, ip: string | null): Promise<void> {
-    await this.db.transaction(async (tx) => {
+    await this.uow.run(async (tx) => {
       await this.disableIn(tx, await this.existing(tx, id), adminId, ip);
       await this.deviceLogins.deleteAllOfClient(tx, id);
       await this.clients.delete(tx, id);
@@ -207,7 +207,7 @@ export class OAuthClientsService {
     });
   }
 
-  private async existing(tx: EntityManager, id: string): Promise<OAuthClient> {
+  private async existing(tx: Tx, id: string): Promise<OAuthClient> {
     const client = await this.clients.lockedById(tx, id);
     if (!client) throw notFound(`No client with the id ${id}.`);
     return client;

@@ -5,6 +5,6 @@ import { RateLimitsRepository } from './rate-limits.repository.js';
 @Global()
 @Module({
   providers: [RateLimits, RateLimitsRepository],
-  exports: [RateLimits, RateLimitsRepository],
+  exports: [RateLimits],
 })
 export class RateLimitsModule {}

@@ -6,9 +6,11 @@ import { sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import type { DatabaseDeadline } from '../database/database-deadline.js';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 import { Metrics } from '../metrics/metrics.js';
 import { normalizeEmail } from '../users/users.service.js';
 import { LeasedLimiter } from './leased-limiter.js';
+import { RateLimitsRepository } from './rate-limits.repository.js';
 
 /** The key of an account's counter: the SHA-256 of its normalized e-mail, so the table holds no address (or a password typed into the wrong field). */
 export const accountKey = (email: string) => sha256(email).toString('base64url');
@@ -107,6 +109,7 @@ export class RateLimits {
     sql: Sql,
     config: AppConfig,
     private readonly metrics: Metrics,
+    private readonly counters: RateLimitsRepository,
   ) {
     const store = (keyPrefix: string, points: number, duration: number, blockDuration = 0) =>
       new RateLimiterPostgres({
@@ -308,6 +311,11 @@ export class RateLimits {
   }
 
   /** The limits that refused, from consuming `limiters` at once (counted by limit); any other failure (the database) is thrown. */
+  /** At most `limit` counters past their window, in `tx` (retention); how many. */
+  purgeExpired(tx: Tx, now: Date, limit: number): Promise<number> {
+    return this.counters.deleteExpired(tx, now, limit);
+  }
+
   private refusals(results: PromiseSettledResult<RateLimiterRes>[], limiters: RateLimiterPostgres[]): RateLimiterRes[] {
     const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
     for (const reason of refused) if (!(reason instanceof RateLimiterRes)) throw reason;

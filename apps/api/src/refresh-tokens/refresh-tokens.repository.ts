@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
-import { RefreshToken } from './refresh-token.entity.js';
+import type { RefreshToken } from './refresh-token.entity.js';
+import type { Tx } from '../database/tx.js';
 
 /** A presented refresh token with its family, client and user, as the claim returns it. */
 export interface FamilyRow {
@@ -53,12 +53,16 @@ const FAMILY_COLUMNS = `r.id, r.parent_id, r.device_login_id, r.user_id, r.famil
 export class RefreshTokensRepository {
   constructor(private readonly sql: Sql) {}
 
-  async insert(tx: EntityManager, token: NewRefreshToken): Promise<void> {
-    await tx.insert(RefreshToken, token);
+  async insert(tx: Tx, token: NewRefreshToken): Promise<void> {
+    await this.sql.rows(
+      `INSERT INTO refresh_tokens (token_hash, device_login_id, user_id, created_at, expires_at, family_expires_at, parent_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [token.tokenHash, token.deviceLoginId, token.userId, token.createdAt, token.expiresAt, token.familyExpiresAt, token.parentId],
+      tx,
+    );
   }
 
   /** Locks the family (its device login row) of the token with this hash; false for an unknown token. */
-  async lockFamilyOf(tx: EntityManager, hash: Buffer): Promise<boolean> {
+  async lockFamilyOf(tx: Tx, hash: Buffer): Promise<boolean> {
     const rows = await this.sql.rows(
       `SELECT d.id FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id WHERE r.token_hash = $1 FOR UPDATE OF d`,
       [hash],
@@ -68,7 +72,7 @@ export class RefreshTokensRepository {
   }
 
   /** Marks a live, unrotated token of this client as rotated, in one conditional statement; undefined if it is not one. */
-  async claim(tx: EntityManager, hash: Buffer, now: Date, clientId: string): Promise<FamilyRow | undefined> {
+  async claim(tx: Tx, hash: Buffer, now: Date, clientId: string): Promise<FamilyRow | undefined> {
     const [claimed] = await this.sql.rows<FamilyRow>(
       `UPDATE refresh_tokens r SET rotated_at = $2
          FROM device_logins d, oauth_clients c, users u
@@ -82,7 +86,7 @@ export class RefreshTokensRepository {
   }
 
   /** A token that could not be claimed, with its family and its successor's state. */
-  async findPresented(tx: EntityManager, hash: Buffer): Promise<PresentedRow | undefined> {
+  async findPresented(tx: Tx, hash: Buffer): Promise<PresentedRow | undefined> {
     const [row] = await this.sql.rows<PresentedRow>(
       `SELECT ${FAMILY_COLUMNS}, r.expires_at, r.rotated_at, r.revoked_at, r.successor_sealed,
               s.id AS successor_id, s.rotated_at AS successor_rotated_at, s.expires_at AS successor_expires_at
@@ -97,8 +101,8 @@ export class RefreshTokensRepository {
   }
 
   /** Keeps (or, with null, forgets) the successor pair sealed under this token. */
-  async setSealedSuccessor(tx: EntityManager, id: string, sealed: Buffer | null): Promise<void> {
-    await tx.update(RefreshToken, { id }, { successorSealed: sealed });
+  async setSealedSuccessor(tx: Tx, id: string, sealed: Buffer | null): Promise<void> {
+    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = $2 WHERE id = $1`, [id, sealed], tx);
   }
 
   /**
@@ -124,7 +128,7 @@ export class RefreshTokensRepository {
   }
 
   /** At most `limit` tokens expired or revoked before `before` (retention); how many. */
-  deleteEndedBefore(tx: EntityManager, before: Date, limit: number): Promise<number> {
+  deleteEndedBefore(tx: Tx, before: Date, limit: number): Promise<number> {
     return this.sql.count(`DELETE FROM refresh_tokens WHERE id IN (SELECT id FROM refresh_tokens WHERE expires_at < $1 OR revoked_at < $1 LIMIT $2)`, [before, limit], tx);
   }
 }

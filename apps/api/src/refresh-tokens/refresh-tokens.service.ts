@@ -1,7 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { REFRESH_TOKEN_PREFIX, type User } from '@prospect/contract';
-import type { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
@@ -11,6 +9,8 @@ import { Metrics } from '../metrics/metrics.js';
 import { scopeOfGrantAt } from '../tokens/granted-scope.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { type FamilyRow, type PresentedRow, type RefreshTokenDescription, RefreshTokensRepository } from './refresh-tokens.repository.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 export type { RefreshTokenDescription } from './refresh-tokens.repository.js';
 
@@ -108,7 +108,7 @@ export class RefreshTokensService {
   private readonly logger = new Logger(RefreshTokensService.name);
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly tokens: TokensService,
     private readonly config: AppConfig,
@@ -118,12 +118,12 @@ export class RefreshTokensService {
   ) {}
 
   /** The first pair of a family, in the transaction that redeems its device login. */
-  async issueFirstPair(tx: EntityManager, family: Omit<Family, 'familyExpiresAt'>): Promise<TokenPair> {
+  async issueFirstPair(tx: Tx, family: Omit<Family, 'familyExpiresAt'>): Promise<TokenPair> {
     const familyExpiresAt = new Date(this.clock.now().getTime() + this.config.refreshTokenMaxLifetimeSeconds * 1000);
     return this.issuePair(tx, { ...family, familyExpiresAt }, null);
   }
 
-  private async issuePair(tx: EntityManager, family: Family, parentId: string | null): Promise<TokenPair> {
+  private async issuePair(tx: Tx, family: Family, parentId: string | null): Promise<TokenPair> {
     const now = this.clock.now().getTime();
     const issued = await this.issueAccessToken(tx, family);
     const refreshToken = generateSecret(REFRESH_TOKEN_PREFIX);
@@ -151,7 +151,7 @@ export class RefreshTokensService {
    * An access token of the family: the grant's scope, with `admin` (and then expiring by the end
    * of the grant's `admin`) only while that lasts; a refresh after it keeps the rest.
    */
-  private async issueAccessToken(tx: EntityManager, family: Family) {
+  private async issueAccessToken(tx: Tx, family: Family) {
     const now = this.clock.now();
     const capSeconds = Math.floor((family.familyExpiresAt.getTime() - now.getTime()) / 1000);
     const { scope, endsBy } = scopeOfGrantAt(family.scope, family.adminUntil, now);
@@ -184,7 +184,7 @@ export class RefreshTokensService {
   async refresh(rawToken: string, clientId: string, ip: string | null): Promise<RefreshedSession> {
     if (!looksLikeSecret(rawToken, REFRESH_TOKEN_PREFIX)) throw new InvalidGrantError('unknown');
     const hash = sha256(rawToken);
-    const outcome = await this.db.transaction(async (tx): Promise<RefreshOutcome> => {
+    const outcome = await this.uow.run(async (tx): Promise<RefreshOutcome> => {
       if (!(await this.refreshTokens.lockFamilyOf(tx, hash))) return { refused: 'unknown' };
       // A statement of its own after the lock: it sees what a revocation or rotation that held it committed.
       const claimed = await this.refreshTokens.claim(tx, hash, this.clock.now(), clientId);
@@ -199,7 +199,7 @@ export class RefreshTokensService {
     throw new InvalidGrantError(outcome.refused);
   }
 
-  private async rotate(tx: EntityManager, claimed: FamilyRow, rawToken: string, ip: string | null): Promise<RefreshedSession> {
+  private async rotate(tx: Tx, claimed: FamilyRow, rawToken: string, ip: string | null): Promise<RefreshedSession> {
     // This token is used now: the copy of it sealed under its predecessor can answer nobody
     // any more (the predecessor again is a reuse), so it goes in this transaction.
     if (claimed.parent_id) await this.refreshTokens.setSealedSuccessor(tx, claimed.parent_id, null);
@@ -221,7 +221,7 @@ export class RefreshTokensService {
   }
 
   /** A refresh token that could not be claimed, under its family's lock: unknown, over, another client's, or already rotated. */
-  private async presentedAgain(tx: EntityManager, rawToken: string, hash: Buffer, clientId: string, ip: string | null): Promise<RefreshOutcome> {
+  private async presentedAgain(tx: Tx, rawToken: string, hash: Buffer, clientId: string, ip: string | null): Promise<RefreshOutcome> {
     const row = await this.refreshTokens.findPresented(tx, hash);
     const now = this.clock.now().getTime();
     if (!row) return { refused: 'unknown' };
@@ -264,5 +264,15 @@ export class RefreshTokensService {
   async describe(rawToken: string): Promise<RefreshTokenDescription | null> {
     if (!looksLikeSecret(rawToken, REFRESH_TOKEN_PREFIX)) return null;
     return (await this.refreshTokens.describe(sha256(rawToken), this.clock.now())) ?? null;
+  }
+
+  /** At most `limit` refresh tokens expired or revoked before `before`, in `tx` (retention); how many. */
+  purgeEndedBefore(tx: Tx, before: Date, limit: number): Promise<number> {
+    return this.refreshTokens.deleteEndedBefore(tx, before, limit);
+  }
+
+  /** Forgets the successor pairs sealed under tokens that expired with their successor unused (idempotent). */
+  eraseExpiredSealedSuccessors(now: Date): Promise<void> {
+    return this.refreshTokens.eraseExpiredSealedSuccessors(now);
   }
 }

@@ -1,22 +1,18 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Cron, CronExpression, Interval } from '@nestjs/schedule';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
-import { AuditEventsRepository } from '../audit/audit-events.repository.js';
+import { AccountLinks } from '../accounts/account-links.js';
+import { AuditService } from '../audit/audit.service.js';
 import { BackgroundWrites } from '../database/background-writes.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { Sql } from '../database/sql.js';
-import { REPLY_WINDOW_SECONDS } from '../device-login/device-login.service.js';
-import { DeviceLoginsRepository } from '../device-login/device-logins.repository.js';
-import { AccountTokensRepository } from '../accounts/account-tokens.repository.js';
-import { MailOutboxRepository } from '../mail/mail-outbox.repository.js';
-import { RateLimitsRepository } from '../rate-limits/rate-limits.repository.js';
-import { RefreshTokensRepository } from '../refresh-tokens/refresh-tokens.repository.js';
-import { AccessTokensRepository } from '../tokens/access-tokens.repository.js';
-import { IdempotencyKeysRepository } from '../tokens/idempotency-keys.repository.js';
-import { IDEMPOTENCY_WINDOW_HOURS } from '../tokens/tokens.service.js';
-import { WebSessionsRepository } from '../web-sessions/web-sessions.repository.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../device-login/device-login.service.js';
+import { Mailer } from '../mail/mailer.js';
+import { RateLimits } from '../rate-limits/rate-limits.js';
+import { RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
+import { IDEMPOTENCY_WINDOW_HOURS, TokensService } from '../tokens/tokens.service.js';
+import { WebSessions } from '../web-sessions/web-sessions.js';
 
 /** Tokens expired or revoked longer ago than this are deleted (the tokens page shows only live ones). */
 export const TOKEN_RETENTION_DAYS = 30;
@@ -61,20 +57,18 @@ export class RetentionService {
   private readonly logger = new Logger(RetentionService.name);
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
-    private readonly sql: Sql,
+    private readonly uow: UnitOfWork,
     private readonly clock: Clock,
     private readonly config: AppConfig,
     private readonly background: BackgroundWrites,
-    private readonly accessTokens: AccessTokensRepository,
-    private readonly refreshTokens: RefreshTokensRepository,
-    private readonly deviceLogins: DeviceLoginsRepository,
-    private readonly webSessions: WebSessionsRepository,
-    private readonly auditEvents: AuditEventsRepository,
-    private readonly rateLimits: RateLimitsRepository,
-    private readonly passwordResets: AccountTokensRepository,
-    private readonly mailOutbox: MailOutboxRepository,
-    private readonly idempotencyKeys: IdempotencyKeysRepository,
+    private readonly tokens: TokensService,
+    private readonly refreshTokens: RefreshTokensService,
+    private readonly deviceLogins: DeviceLoginService,
+    private readonly webSessions: WebSessions,
+    private readonly audit: AuditService,
+    private readonly rateLimits: RateLimits,
+    private readonly accountLinks: AccountLinks,
+    private readonly mailer: Mailer,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })
@@ -109,27 +103,27 @@ export class RetentionService {
     const auditBefore = new Date(now.getTime() - this.config.auditRetentionDays * DAY_MS);
     const mailSentBefore = new Date(now.getTime() - SENT_MAIL_RETENTION_DAYS * DAY_MS);
     const mailGivenUpBefore = new Date(now.getTime() - GIVEN_UP_MAIL_RETENTION_DAYS * DAY_MS);
-    const steps: Array<[keyof PurgeCounts | null, (tx: EntityManager, limit: number) => Promise<number>]> = [
-      ['tokens', (tx, limit) => this.accessTokens.deleteEndedBefore(tx, tokensBefore, limit)],
-      ['refreshTokens', (tx, limit) => this.refreshTokens.deleteEndedBefore(tx, tokensBefore, limit)],
+    const steps: Array<[keyof PurgeCounts | null, (tx: Tx, limit: number) => Promise<number>]> = [
+      ['tokens', (tx, limit) => this.tokens.purgeEndedBefore(tx, tokensBefore, limit)],
+      ['refreshTokens', (tx, limit) => this.refreshTokens.purgeEndedBefore(tx, tokensBefore, limit)],
       // After the tokens: a login is kept while a token of its family is.
-      ['deviceLogins', (tx, limit) => this.deviceLogins.deleteExpiredWithoutTokens(tx, now, limit)],
-      ['webSessions', (tx, limit) => this.webSessions.deleteExpired(tx, now, limit)],
-      ['auditEvents', (tx, limit) => this.auditEvents.deleteOlderThan(tx, auditBefore, limit)],
-      [null, (tx, limit) => this.rateLimits.deleteExpired(tx, now, limit)],
-      [null, (tx, limit) => this.passwordResets.deleteExpired(tx, now, limit)],
-      [null, (tx, limit) => this.mailOutbox.deleteEndedBefore(tx, mailSentBefore, mailGivenUpBefore, limit)],
+      ['deviceLogins', (tx, limit) => this.deviceLogins.purgeExpiredWithoutTokens(tx, now, limit)],
+      ['webSessions', (tx, limit) => this.webSessions.purgeExpired(tx, now, limit)],
+      ['auditEvents', (tx, limit) => this.audit.purgeOlderThan(tx, auditBefore, limit)],
+      [null, (tx, limit) => this.rateLimits.purgeExpired(tx, now, limit)],
+      [null, (tx, limit) => this.accountLinks.purgeExpired(tx, now, limit)],
+      [null, (tx, limit) => this.mailer.purgeEndedBefore(tx, mailSentBefore, mailGivenUpBefore, limit)],
       // Answers kept for an Idempotency-Key, once its window is over.
-      [null, (tx, limit) => this.idempotencyKeys.deleteCreatedBefore(tx, new Date(now.getTime() - IDEMPOTENCY_WINDOW_HOURS * 3600 * 1000), limit)],
+      [null, (tx, limit) => this.tokens.purgeIdempotentRepliesBefore(tx, new Date(now.getTime() - IDEMPOTENCY_WINDOW_HOURS * 3600 * 1000), limit)],
     ];
     const counts: PurgeCounts = { tokens: 0, refreshTokens: 0, deviceLogins: 0, webSessions: 0, auditEvents: 0 };
     let batches = 0;
     for (const [name, deleteBatch] of steps) {
       for (;;) {
-        const deleted = await this.db.transaction(async (tx) => {
-          if (!(await this.sql.tryTransactionLock(tx, PURGE_LOCK))) return null;
+        const deleted = await this.uow.run(async (tx) => {
+          if (!(await this.uow.tryLock(tx, PURGE_LOCK))) return null;
           // A batch may scan a large table for its rows: it gets longer than a request's statement.
-          await tx.query(`SET LOCAL statement_timeout = ${PURGE_STATEMENT_TIMEOUT_MS}`);
+          await this.uow.setStatementTimeout(tx, PURGE_STATEMENT_TIMEOUT_MS);
           return deleteBatch(tx, PURGE_BATCH);
         });
         if (deleted === null) return batches ? counts : null;

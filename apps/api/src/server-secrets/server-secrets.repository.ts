@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 
 /** Every statement on `server_secrets`: keys the server makes for itself, and the admin setup code's hash. */
 @Injectable()
@@ -48,7 +48,7 @@ export class ServerSecretsRepository {
   }
 
   /** Deletes `name` if it holds `value` and no admin exists, in the caller's transaction; whether it did. */
-  async takeUnlessAdminExists(tx: EntityManager, name: string, value: string): Promise<boolean> {
+  async takeUnlessAdminExists(tx: Tx, name: string, value: string): Promise<boolean> {
     const rows = await this.sql.rows(
       `DELETE FROM server_secrets WHERE name = $1 AND value = $2 AND NOT EXISTS (SELECT 1 FROM users WHERE role = 'admin') RETURNING name`,
       [name, value],
@@ -62,7 +62,7 @@ export class ServerSecretsRepository {
   }
 
   /** Every secret whose name starts with `prefix`, newest first (on the pool, or in `tx`). */
-  listByPrefix(prefix: string, tx?: EntityManager): Promise<Array<{ name: string; value: string; createdAt: Date }>> {
+  listByPrefix(prefix: string, tx?: Tx): Promise<Array<{ name: string; value: string; createdAt: Date }>> {
     return this.sql.rows(
       `SELECT name, value, created_at AS "createdAt" FROM server_secrets WHERE starts_with(name, $1) ORDER BY created_at DESC, name DESC`,
       [prefix],
@@ -71,17 +71,17 @@ export class ServerSecretsRepository {
   }
 
   /** Stores a new secret made at `createdAt` (the service's clock, which tests move), in `tx`. */
-  async insertAt(tx: EntityManager, name: string, value: string, createdAt: Date): Promise<void> {
+  async insertAt(tx: Tx, name: string, value: string, createdAt: Date): Promise<void> {
     await this.sql.rows(`INSERT INTO server_secrets (name, value, created_at) VALUES ($1, $2, $3)`, [name, value, createdAt], tx);
   }
 
   /** Deletes these secrets, in `tx`; how many. */
-  deleteNames(tx: EntityManager, names: readonly string[]): Promise<number> {
+  deleteNames(tx: Tx, names: readonly string[]): Promise<number> {
     return this.sql.count(`DELETE FROM server_secrets WHERE name = ANY ($1::text[])`, [names], tx);
   }
 
   /** Waits for the transaction-level advisory lock `key` (released at commit or rollback): one replica at a time past it. */
-  async lockForTransaction(tx: EntityManager, key: number): Promise<void> {
+  async lockForTransaction(tx: Tx, key: number): Promise<void> {
     await this.sql.rows(`SELECT pg_advisory_xact_lock($1)`, [key], tx);
   }
 }

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { calculateJwkThumbprint, type CryptoKey, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
-import type { DataSource, EntityManager } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { ServerSecrets } from './server-secrets.js';
 import { ServerSecretsRepository } from './server-secrets.repository.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** ECDSA on P-256 with SHA-256: small keys and signatures, and every OpenID Connect library verifies it. */
 export const ID_TOKEN_SIGNING_ALG = 'ES256';
@@ -78,7 +78,7 @@ export class SigningKeys {
   private sealingSecret?: Promise<string>;
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly secrets: ServerSecrets,
     private readonly repository: ServerSecretsRepository,
     private readonly clock: Clock,
@@ -105,7 +105,7 @@ export class SigningKeys {
    * makes it and the others find it made.
    */
   rotate(options: { onlyIfDue?: boolean } = {}): Promise<Rotation> {
-    return this.db.transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       await this.repository.lockForTransaction(tx, ROTATION_LOCK);
       const keys = await this.keys(tx);
       const newest = keys[0];
@@ -136,12 +136,12 @@ export class SigningKeys {
     return keys.filter((key, i) => i === 0 || keys[i - 1]!.createdAt.getTime() > windowStart);
   }
 
-  private async keys(tx?: EntityManager): Promise<KeyRow[]> {
+  private async keys(tx?: Tx): Promise<KeyRow[]> {
     const rows = await this.repository.listByPrefix(KEY_PREFIX, tx);
     return rows.map((row) => ({ kid: row.name.slice(KEY_PREFIX.length), stored: JSON.parse(row.value) as StoredKey, createdAt: row.createdAt }));
   }
 
-  private async generate(tx: EntityManager, createdAt: Date): Promise<KeyRow> {
+  private async generate(tx: Tx, createdAt: Date): Promise<KeyRow> {
     const pair = await generateKeyPair(ID_TOKEN_SIGNING_ALG, { extractable: true });
     const publicJwk = await exportJWK(pair.publicKey);
     // The thumbprint names the key; a few random bytes keep two keys apart should a thumbprint ever repeat.

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
 import type { UserRole } from '../users/user.entity.js';
-import { AccessToken, type TokenOrigin } from './access-token.entity.js';
+import type { TokenOrigin } from './access-token.entity.js';
+import type { Tx } from '../database/tx.js';
 
 /** An access token joined to its user, as verification reads it. */
 export interface TokenForVerification {
@@ -97,18 +96,33 @@ export interface NewAccessToken {
  * Every statement on `access_tokens`, and the revocations of a family (a device login's access
  * and refresh tokens), which are one statement across both tables with their audit event.
  * Verification and its `last_used_at` write are the hot path of every CLI call: named prepared
- * statements on the pool (Sql); the rest is TypeORM.
+ * statements on the pool (Sql); the rest runs in its caller's transaction.
  */
 @Injectable()
 export class AccessTokensRepository {
-  constructor(
-    @InjectDataSource() private readonly db: DataSource,
-    private readonly sql: Sql,
-  ) {}
+  constructor(private readonly sql: Sql) {}
 
-  async insert(manager: EntityManager, token: NewAccessToken): Promise<string> {
-    const result = await manager.insert(AccessToken, token);
-    return (result.identifiers[0] as { id: string }).id;
+  /** The new token's id. */
+  async insert(tx: Tx, token: NewAccessToken): Promise<string> {
+    const [row] = await this.sql.rows<{ id: string }>(
+      `INSERT INTO access_tokens (token_hash, user_id, origin, label, scope, device_login_id, minted_by_token_id, minted_by_device_login_id, created_ip, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
+      [
+        token.tokenHash,
+        token.userId,
+        token.origin,
+        token.label,
+        token.scope,
+        token.deviceLoginId,
+        token.mintedByTokenId,
+        token.mintedByDeviceLoginId,
+        token.createdIp,
+        token.createdAt,
+        token.expiresAt,
+      ],
+      tx,
+    );
+    return row!.id;
   }
 
   async findForVerification(hash: Buffer): Promise<TokenForVerification | undefined> {
@@ -172,7 +186,11 @@ export class AccessTokensRepository {
 
   /** The token of this user, with its family if it has one; undefined for another's or none. */
   async findOwned(tokenId: string, userId: string): Promise<{ deviceLoginId: string | null } | undefined> {
-    return (await this.db.getRepository(AccessToken).findOne({ select: { id: true, deviceLoginId: true }, where: { id: tokenId, userId } })) ?? undefined;
+    const [owned] = await this.sql.rows<{ deviceLoginId: string | null }>(
+      `SELECT device_login_id AS "deviceLoginId" FROM access_tokens WHERE id = $1 AND user_id = $2`,
+      [tokenId, userId],
+    );
+    return owned;
   }
 
   /**
@@ -182,7 +200,7 @@ export class AccessTokensRepository {
    * made is either committed before a revocation looks (and revoked with the rest) or made after
    * it (and then finds its minter revoked). False when there is no such token.
    */
-  async lockTreeOf(tx: EntityManager, tokenId: string): Promise<boolean> {
+  async lockTreeOf(tx: Tx, tokenId: string): Promise<boolean> {
     const [root] = await this.sql.rows<{ family: string | null; token_id: string | null }>(
       `WITH RECURSIVE up AS (
          SELECT id, minted_by_token_id, COALESCE(device_login_id, minted_by_device_login_id) AS family FROM access_tokens WHERE id = $1
@@ -200,7 +218,7 @@ export class AccessTokensRepository {
   }
 
   /** A minter as it is now (read under its tree's lock, lockTreeOf); undefined for none. */
-  async minterState(tx: EntityManager, tokenId: string, now: Date): Promise<MinterState | undefined> {
+  async minterState(tx: Tx, tokenId: string, now: Date): Promise<MinterState | undefined> {
     const [row] = await this.sql.rows<{ live: boolean; expires_at: Date; family_expires_at: Date | null; admin_until: Date | null }>(
       `SELECT t.revoked_at IS NULL AND t.expires_at > $2 AS live, t.expires_at, d.admin_until,
               (SELECT max(r.family_expires_at) FROM refresh_tokens r
@@ -231,7 +249,7 @@ export class AccessTokensRepository {
    * records each, in one statement; of racing revocations only the first does (and is audited).
    * Run under its tree's lock (lockTreeOf). The ids it revoked: none when it was revoked already.
    */
-  async revokeOne(tx: EntityManager, tokenId: string, userId: string, now: Date, ip: string | null): Promise<string[]> {
+  async revokeOne(tx: Tx, tokenId: string, userId: string, now: Date, ip: string | null): Promise<string[]> {
     const [row] = await this.sql.rows<{ ids: string[] }>(
       `WITH RECURSIVE minted AS (
          SELECT id FROM access_tokens WHERE minted_by_token_id = $1
@@ -263,7 +281,7 @@ export class AccessTokensRepository {
    * with one of its tokens, and every revocation take it first, so a pair or a token being written
    * is committed before a revocation looks.
    */
-  async lockFamily(tx: EntityManager, deviceLoginId: string): Promise<void> {
+  async lockFamily(tx: Tx, deviceLoginId: string): Promise<void> {
     await this.sql.rows(`SELECT id FROM device_logins WHERE id = $1 FOR UPDATE`, [deviceLoginId], tx);
   }
 
@@ -272,7 +290,7 @@ export class AccessTokensRepository {
    * family's tokens (recursively, whoever they belong to), with one audit event for the family and
    * one per made token, in one statement; the ids of the access tokens it revoked.
    */
-  async revokeFamily(tx: EntityManager, deviceLoginId: string, now: Date, ip: string | null, reason: string): Promise<string[]> {
+  async revokeFamily(tx: Tx, deviceLoginId: string, now: Date, ip: string | null, reason: string): Promise<string[]> {
     const [row] = await this.sql.rows<{ ids: string[] }>(
       `WITH RECURSIVE minted AS (
          SELECT id FROM access_tokens WHERE minted_by_device_login_id = $1
@@ -306,7 +324,7 @@ export class AccessTokensRepository {
    * the user's live tokens belong to, and every family of theirs with a live refresh token or a
    * live token made with it: what revokeAllOfUser ends, so no rotation or token being made slips past.
    */
-  async lockFamiliesOfUser(tx: EntityManager, userId: string, now: Date): Promise<void> {
+  async lockFamiliesOfUser(tx: Tx, userId: string, now: Date): Promise<void> {
     const roots = `WITH RECURSIVE up AS (
          SELECT id, minted_by_token_id, COALESCE(device_login_id, minted_by_device_login_id) AS family
            FROM access_tokens WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2
@@ -336,7 +354,7 @@ export class AccessTokensRepository {
    * events it recorded of the user's own (tokens and sessions), and the ids of the other people's
    * tokens it revoked (their owners' caches are not the user's).
    */
-  async revokeEverythingOfUser(tx: EntityManager, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
+  async revokeEverythingOfUser(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
     const [row] = await this.sql.rows<{ ended: number; others: string[] }>(
       `WITH RECURSIVE minted AS (
          SELECT m.id FROM access_tokens p JOIN access_tokens m ON m.minted_by_token_id = p.id WHERE p.user_id = $1
@@ -410,7 +428,7 @@ export class AccessTokensRepository {
   }
 
   /** At most `limit` tokens expired or revoked before `before` (retention); how many. */
-  deleteEndedBefore(tx: EntityManager, before: Date, limit: number): Promise<number> {
+  deleteEndedBefore(tx: Tx, before: Date, limit: number): Promise<number> {
     return this.sql.count(`DELETE FROM access_tokens WHERE id IN (SELECT id FROM access_tokens WHERE expires_at < $1 OR revoked_at < $1 LIMIT $2)`, [before, limit], tx);
   }
 }

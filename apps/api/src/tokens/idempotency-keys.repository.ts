@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 
 /** An answer kept for an Idempotency-Key. */
 export interface IdempotentReplyRow {
@@ -29,13 +29,13 @@ export class IdempotencyKeysRepository {
    * transaction holds it now, false if another request with the same key does. Released at commit
    * or rollback, so a request that died mid-way leaves nothing held.
    */
-  async tryLock(tx: EntityManager, lookupHash: Buffer): Promise<boolean> {
+  async tryLock(tx: Tx, lookupHash: Buffer): Promise<boolean> {
     const [row] = await this.sql.rows<{ locked: boolean }>(`SELECT pg_try_advisory_xact_lock($1::int4, $2::int4) AS locked`, [lookupHash.readInt32BE(0), lookupHash.readInt32BE(4)], tx);
     return row!.locked;
   }
 
   /** The answer kept for the key, if it was kept after `since`. */
-  async findSince(tx: EntityManager, lookupHash: Buffer, since: Date): Promise<IdempotentReplyRow | undefined> {
+  async findSince(tx: Tx, lookupHash: Buffer, since: Date): Promise<IdempotentReplyRow | undefined> {
     const [row] = await this.sql.rows<IdempotentReplyRow>(
       `SELECT request_hash AS "requestHash", reply_sealed AS "replySealed" FROM idempotency_keys WHERE lookup_hash = $1 AND created_at > $2`,
       [lookupHash, since],
@@ -45,7 +45,7 @@ export class IdempotencyKeysRepository {
   }
 
   /** Keeps the answer for the key, replacing one kept before the window (not yet purged). */
-  async save(tx: EntityManager, reply: NewIdempotentReply): Promise<void> {
+  async save(tx: Tx, reply: NewIdempotentReply): Promise<void> {
     await this.sql.rows(
       `INSERT INTO idempotency_keys (lookup_hash, user_id, request_hash, reply_sealed, created_at) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (lookup_hash) DO UPDATE
@@ -56,7 +56,7 @@ export class IdempotencyKeysRepository {
   }
 
   /** Answers kept before `before` (the window is over), at most `limit` of them: the retention job's. */
-  deleteCreatedBefore(tx: EntityManager, before: Date, limit: number): Promise<number> {
+  deleteCreatedBefore(tx: Tx, before: Date, limit: number): Promise<number> {
     return this.sql.count(
       `DELETE FROM idempotency_keys WHERE lookup_hash IN (SELECT lookup_hash FROM idempotency_keys WHERE created_at < $1 LIMIT $2)`,
       [before, limit],

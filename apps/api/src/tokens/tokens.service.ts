@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { ACCESS_TOKEN_PREFIX } from '@prospect/contract';
-import type { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
@@ -10,9 +8,11 @@ import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import type { TokenOrigin } from './access-token.entity.js';
-import { type AccessTokenDescription, AccessTokensRepository, type Minter, type MinterDescription, type TokenListing } from './access-tokens.repository.js';
+import { type AccessTokenDescription, AccessTokensRepository, type Minter, type MinterDescription, type TokenForVerification, type TokenListing } from './access-tokens.repository.js';
 import { IdempotencyKeysRepository } from './idempotency-keys.repository.js';
 import { TokenRevocations } from './token-revocations.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 export type { AccessTokenDescription, Minter, MinterDescription, TokenListing } from './access-tokens.repository.js';
 
@@ -105,7 +105,7 @@ export interface IssuedToken {
 @Injectable()
 export class TokensService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly accessTokens: AccessTokensRepository,
     private readonly config: AppConfig,
     private readonly clock: Clock,
@@ -115,9 +115,9 @@ export class TokensService {
     private readonly idempotencyKeys: IdempotencyKeysRepository,
   ) {}
 
-  /** Issues a token and records it, in `manager`'s transaction or in one of its own. */
-  issue(input: IssueTokenInput, manager?: EntityManager): Promise<IssuedToken> {
-    return manager ? this.issueIn(manager, input) : this.db.transaction((tx) => this.issueIn(tx, input));
+  /** Issues a token and records it, in `tx` or in one of its own. */
+  issue(input: IssueTokenInput, tx?: Tx): Promise<IssuedToken> {
+    return tx ? this.issueIn(tx, input) : this.uow.run((tx) => this.issueIn(tx, input));
   }
 
   /**
@@ -137,14 +137,14 @@ export class TokensService {
     const context = lookupHash.toString('base64url');
     const now = this.clock.now();
     const windowStart = new Date(now.getTime() - IDEMPOTENCY_WINDOW_HOURS * 3600 * 1000);
-    const keptReply = async (tx: EntityManager): Promise<R | null> => {
+    const keptReply = async (tx: Tx): Promise<R | null> => {
       const kept = await this.idempotencyKeys.findSince(tx, lookupHash, windowStart);
       if (!kept) return null;
       if (!kept.requestHash.equals(request.requestHash)) throw new IdempotencyKeyReusedError();
       // Found by the secret's hash, it opens with the secret; were it ever not to, it is no answer.
       return open<R>(request.secret, context, IDEMPOTENT_REPLY, kept.replySealed);
     };
-    return this.db.transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       // An answer already kept needs no lock: requests sent again after it are answered side by side.
       const before = await keptReply(tx);
       if (before !== null) return before;
@@ -159,16 +159,16 @@ export class TokensService {
     });
   }
 
-  private async issueIn(manager: EntityManager, input: IssueTokenInput): Promise<IssuedToken> {
+  private async issueIn(tx: Tx, input: IssueTokenInput): Promise<IssuedToken> {
     const ttl = Math.min(input.ttlSeconds ?? this.config.cliTokenTtlSeconds, this.config.accessTokenMaxTtlSeconds);
     const now = this.clock.now();
     const ends = [now.getTime() + ttl * 1000];
     if (input.endsBy) ends.push(input.endsBy.getTime());
-    if (input.minter) ends.push(await this.minterEnd(manager, input.minter.tokenId, input.scope, now));
+    if (input.minter) ends.push(await this.minterEnd(tx, input.minter.tokenId, input.scope, now));
     const accessToken = generateSecret(ACCESS_TOKEN_PREFIX);
     const expiresAt = new Date(Math.min(...ends));
     const { minter } = input;
-    const id = await this.accessTokens.insert(manager, {
+    const id = await this.accessTokens.insert(tx, {
       tokenHash: sha256(accessToken),
       userId: input.userId,
       origin: input.origin,
@@ -189,7 +189,7 @@ export class TokensService {
       // The grant that did it: the token presented, and its session for a device login's token.
       ...(minter ? { mintedByTokenId: minter.tokenId, ...(minter.deviceLoginId ? { mintedByDeviceLoginId: minter.deviceLoginId } : {}) } : {}),
     };
-    await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, detail }, manager);
+    await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, detail }, tx);
     this.metrics.token('issued');
     return { accessToken, id, expiresAt };
   }
@@ -201,7 +201,7 @@ export class TokensService {
    * its hourly access tokens); no later than the grant's `admin` when the new token carries `admin`.
    * @throws MinterEndedError
    */
-  private async minterEnd(tx: EntityManager, minterId: string, scope: string | undefined, now: Date): Promise<number> {
+  private async minterEnd(tx: Tx, minterId: string, scope: string | undefined, now: Date): Promise<number> {
     await this.accessTokens.lockTreeOf(tx, minterId);
     const minter = await this.accessTokens.minterState(tx, minterId, now);
     if (!minter?.live) throw new MinterEndedError();
@@ -235,7 +235,7 @@ export class TokensService {
       return;
     }
     // Under its minting tree's lock, as a token being made with it takes it: what it made goes too.
-    const ids = await this.db.transaction(async (tx) => {
+    const ids = await this.uow.run(async (tx) => {
       await this.accessTokens.lockTreeOf(tx, tokenId);
       return this.accessTokens.revokeOne(tx, tokenId, userId, this.clock.now(), ip ?? null);
     });
@@ -249,12 +249,12 @@ export class TokensService {
    * statement. For a logout, a revoked session on the tokens page, a replayed device code, a
    * reused refresh token and a disabled client. Returns how many access tokens it revoked.
    */
-  async revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, manager?: EntityManager): Promise<number> {
-    if (!manager) return this.db.transaction((tx) => this.revokeFamily(deviceLoginId, reason, ip, tx));
+  async revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, tx?: Tx): Promise<number> {
+    if (!tx) return this.uow.run((tx) => this.revokeFamily(deviceLoginId, reason, ip, tx));
     // The family's lock, as a rotation takes it (RefreshTokensService.refresh): a pair being
     // written now is committed before the statement below looks, and so revoked with the rest.
-    await this.accessTokens.lockFamily(manager, deviceLoginId);
-    const ids = await this.accessTokens.revokeFamily(manager, deviceLoginId, this.clock.now(), ip ?? null, reason);
+    await this.accessTokens.lockFamily(tx, deviceLoginId);
+    const ids = await this.accessTokens.revokeFamily(tx, deviceLoginId, this.clock.now(), ip ?? null, reason);
     this.revocations.tokensRevoked(ids);
     this.metrics.token('revoked', ids.length);
     return ids.length;
@@ -267,19 +267,44 @@ export class TokensService {
    * user's families are locked first, as revokeFamily does, so no rotation slips past.
    */
   async revokeAllForUser(userId: string, ip?: string | null): Promise<number> {
-    const { ended, othersTokens } = await this.db.transaction(async (tx) => {
-      const now = this.clock.now();
-      await this.accessTokens.lockFamiliesOfUser(tx, userId, now);
-      return this.accessTokens.revokeEverythingOfUser(tx, userId, now, ip ?? null);
-    });
+    const { ended, othersTokens } = await this.uow.run((tx) => this.revokeEverythingOfUserIn(tx, userId, this.clock.now(), ip ?? null));
     this.revocations.userRevoked(userId);
     this.revocations.tokensRevoked(othersTokens);
     this.metrics.token('revoked', ended + othersTokens.length);
     return ended;
   }
 
+  /**
+   * What revokeAllForUser does, in the caller's `tx` (an administrator disabling the person), the
+   * families locked first; telling the replicas and the metrics is the caller's, after its commit.
+   */
+  async revokeEverythingOfUserIn(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
+    await this.accessTokens.lockFamiliesOfUser(tx, userId, now);
+    return this.accessTokens.revokeEverythingOfUser(tx, userId, now, ip);
+  }
+
   /** The caller's tokens, newest first, without secrets; a device session is one entry. */
   listForUser(userId: string): Promise<TokenListing[]> {
     return this.accessTokens.listForUser(userId);
+  }
+
+  /** A bearer token by its hash, with its user, as verification reads it (the hot path: one prepared statement). */
+  findForVerification(hash: Buffer): Promise<TokenForVerification | undefined> {
+    return this.accessTokens.findForVerification(hash);
+  }
+
+  /** A token was used at `now`: its `last_used_at`, unless it was recorded after `staleBefore` already. */
+  recordUse(tokenId: string, now: Date, staleBefore: Date): Promise<void> {
+    return this.accessTokens.recordUse(tokenId, now, staleBefore);
+  }
+
+  /** At most `limit` tokens expired or revoked before `before`, in `tx` (retention); how many. */
+  purgeEndedBefore(tx: Tx, before: Date, limit: number): Promise<number> {
+    return this.accessTokens.deleteEndedBefore(tx, before, limit);
+  }
+
+  /** At most `limit` answers kept for an Idempotency-Key made before `before`, in `tx` (retention); how many. */
+  purgeIdempotentRepliesBefore(tx: Tx, before: Date, limit: number): Promise<number> {
+    return this.idempotencyKeys.deleteCreatedBefore(tx, before, limit);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { generateSecret, sha256 } from '../common/secrets.js';
-import { ServerSecretsRepository } from '../server-secrets/server-secrets.repository.js';
+import { ServerSecrets } from '../server-secrets/server-secrets.js';
+import type { Tx } from '../database/tx.js';
 
 /** A sign-up presented a setup code that is wrong, used, or no longer needed. */
 export class InvalidSetupCodeError extends Error {
@@ -28,7 +28,7 @@ export class AdminSetupCodes {
   /** The code this process printed at start, for the banner of `npm start`. */
   issued?: string;
 
-  constructor(private readonly secrets: ServerSecretsRepository) {}
+  constructor(private readonly secrets: ServerSecrets) {}
 
   /** While no admin exists: a new code if there is none yet (racing instances make one), else when the current one was made. */
   async issueIfNoAdmin(): Promise<SetupCodeIssue | null> {
@@ -48,7 +48,7 @@ export class AdminSetupCodes {
   }
 
   /** Uses the code up, inside the caller's transaction; false when it is not the current one or an admin exists. */
-  async consume(code: string, tx: EntityManager): Promise<boolean> {
+  async consume(code: string, tx: Tx): Promise<boolean> {
     if (!code.startsWith('prss_') || code.length > 100) return false;
     return this.secrets.takeUnlessAdminExists(tx, NAME, hashOf(code));
   }

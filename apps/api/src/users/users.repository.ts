@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { EntityManager, Repository } from 'typeorm';
 import { Sql } from '../database/sql.js';
-import { User } from './user.entity.js';
+import type { User } from './user.entity.js';
+import type { Tx } from '../database/tx.js';
 
 export interface NewUser {
   /** Already normalized (users.service.ts normalizeEmail). */
@@ -14,21 +13,24 @@ export interface NewUser {
   emailVerifiedAt?: Date | null;
 }
 
-/** Every statement on `users`: TypeORM's entity repository, and one INSERT that may run in a caller's transaction. */
+/** A user's columns as the User entity names them, the password hash left out (it is selected only where it is checked). */
+const USER_COLUMNS = `id, email, name, role, disabled_at AS "disabledAt", email_verified_at AS "emailVerifiedAt", credential_epoch AS "credentialEpoch",
+  last_sign_in_at AS "lastSignInAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+/** Every statement on `users` (Sql); some may run in a caller's transaction. */
 @Injectable()
 export class UsersRepository {
-  constructor(
-    @InjectRepository(User) private readonly users: Repository<User>,
-    private readonly sql: Sql,
-  ) {}
+  constructor(private readonly sql: Sql) {}
 
-  /** In `manager`'s transaction when given (a sign-in through a provider reads under its lock). */
-  findById(id: string, manager?: EntityManager): Promise<User | null> {
-    return (manager?.getRepository(User) ?? this.users).findOneBy({ id });
+  /** In `tx` when given (a sign-in through a provider reads under its lock). */
+  async findById(id: string, tx?: Tx): Promise<User | null> {
+    const [user] = await this.sql.rows<User>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [id], tx);
+    return user ?? null;
   }
 
-  findByEmail(email: string, manager?: EntityManager): Promise<User | null> {
-    return (manager?.getRepository(User) ?? this.users).findOneBy({ email });
+  async findByEmail(email: string, tx?: Tx): Promise<User | null> {
+    const [user] = await this.sql.rows<User>(`SELECT ${USER_COLUMNS} FROM users WHERE email = $1`, [email], tx);
+    return user ?? null;
   }
 
   /**
@@ -38,11 +40,10 @@ export class UsersRepository {
    */
   async findWithLiveLink(id: string, linkId: string): Promise<{ user: User; linkLive: boolean } | null> {
     const [row] = await this.sql.rows<User & { linkLive: boolean }>(
-      `SELECT u.id, u.email, u.name, u.role, u.disabled_at AS "disabledAt", u.email_verified_at AS "emailVerifiedAt", u.credential_epoch AS "credentialEpoch",
-              u.last_sign_in_at AS "lastSignInAt", u.created_at AS "createdAt", u.updated_at AS "updatedAt",
+      `SELECT ${USER_COLUMNS},
               EXISTS (SELECT 1 FROM federated_identities l JOIN identity_providers p ON p.id = l.provider_id
-                       WHERE l.id = $2 AND l.user_id = u.id AND l.refused_at IS NULL AND p.disabled_at IS NULL) AS "linkLive"
-         FROM users u WHERE u.id = $1`,
+                       WHERE l.id = $2 AND l.user_id = users.id AND l.refused_at IS NULL AND p.disabled_at IS NULL) AS "linkLive"
+         FROM users WHERE users.id = $1`,
       [id, linkId],
     );
     if (!row) return null;
@@ -51,21 +52,23 @@ export class UsersRepository {
   }
 
   /** With its password hash, which no other read selects. */
-  findWithPasswordHash(email: string): Promise<User | null> {
-    return this.users.findOne({
-      where: { email },
-      select: { id: true, email: true, name: true, role: true, passwordHash: true, disabledAt: true, emailVerifiedAt: true, credentialEpoch: true, lastSignInAt: true, createdAt: true, updatedAt: true },
-    });
+  async findWithPasswordHash(email: string): Promise<User | null> {
+    const [user] = await this.sql.rows<User>(`SELECT ${USER_COLUMNS}, password_hash AS "passwordHash" FROM users WHERE email = $1`, [email]);
+    return user ?? null;
+  }
+
+  /** Whether the account has a password; false for no such account. */
+  async hasPassword(id: string): Promise<boolean> {
+    const [row] = await this.sql.rows<{ has: boolean }>(`SELECT password_hash IS NOT NULL AS has FROM users WHERE id = $1`, [id]);
+    return row?.has ?? false;
   }
 
   /** The new user; throws a unique violation (isUniqueViolation) when the e-mail is taken. */
-  async insert(user: NewUser, manager?: EntityManager): Promise<User> {
+  async insert(user: NewUser, tx?: Tx): Promise<User> {
     const [row] = await this.sql.rows<User>(
-      `INSERT INTO users (email, name, password_hash, role, email_verified_at) VALUES ($1, $2, $3, $4, $5)
-       RETURNING id, email, name, role, disabled_at AS "disabledAt", email_verified_at AS "emailVerifiedAt", credential_epoch AS "credentialEpoch",
-                 last_sign_in_at AS "lastSignInAt", created_at AS "createdAt", updated_at AS "updatedAt"`,
+      `INSERT INTO users (email, name, password_hash, role, email_verified_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${USER_COLUMNS}`,
       [user.email, user.name, user.passwordHash, user.role, user.emailVerifiedAt ?? null],
-      manager,
+      tx,
     );
     return row!;
   }
@@ -97,8 +100,9 @@ export class UsersRepository {
     return (await this.sql.count(`UPDATE users SET role = 'admin', updated_at = now() WHERE email = $1 AND role <> 'admin'`, [email])) > 0;
   }
 
-  async update(id: string, changes: Partial<Pick<User, 'role' | 'passwordHash'>>): Promise<void> {
-    await this.users.update(id, changes);
+  /** A new hash of the same password (made with newer parameters): no new credential epoch. */
+  async setPasswordHash(id: string, passwordHash: string): Promise<void> {
+    await this.sql.rows(`UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, [id, passwordHash]);
   }
 
   /** A new name or password with its audit event, in one statement; false when there is no such user. */
@@ -127,7 +131,7 @@ export class UsersRepository {
    * or details, and one `account.delete` event without personal data is added.
    * @returns 'deleted', 'last-admin', or 'unknown'.
    */
-  async deleteAccount(tx: EntityManager, id: string, now: Date): Promise<'deleted' | 'last-admin' | 'unknown'> {
+  async deleteAccount(tx: Tx, id: string, now: Date): Promise<'deleted' | 'last-admin' | 'unknown'> {
     const admins = await this.lockAdmins(tx);
     if (admins.length === 1 && admins[0] === id) return 'last-admin';
     await this.sql.rows(`UPDATE auth_events SET ip = NULL, detail = '{}'::jsonb WHERE user_id = $1`, [id], tx);
@@ -176,7 +180,7 @@ export class UsersRepository {
   }
 
   /** Locks every enabled administrator's row in `tx` (so "not the last admin" holds until commit); their ids. */
-  async lockAdmins(tx: EntityManager): Promise<string[]> {
+  async lockAdmins(tx: Tx): Promise<string[]> {
     const rows = await this.sql.rows<{ id: string }>(`SELECT id FROM users WHERE role = 'admin' AND disabled_at IS NULL ORDER BY id FOR UPDATE`, [], tx);
     return rows.map((row) => row.id);
   }
@@ -186,7 +190,7 @@ export class UsersRepository {
    * changed (unknown, or already so). Either is a new credential epoch: no link or session from
    * before a disable works after the enable.
    */
-  async setDisabled(tx: EntityManager, id: string, disabled: boolean, now: Date, adminId: string, ip: string | null): Promise<boolean> {
+  async setDisabled(tx: Tx, id: string, disabled: boolean, now: Date, adminId: string, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH changed AS (
          UPDATE users SET disabled_at = $2, credential_epoch = credential_epoch + 1, updated_at = $3
@@ -201,7 +205,7 @@ export class UsersRepository {
   }
 
   /** Makes an admin or a user, in `tx`, audited with the acting admin; false when nothing changed. */
-  async setRole(tx: EntityManager, id: string, role: User['role'], now: Date, adminId: string, ip: string | null): Promise<boolean> {
+  async setRole(tx: Tx, id: string, role: User['role'], now: Date, adminId: string, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH changed AS (UPDATE users SET role = $2, updated_at = $3 WHERE id = $1 AND role <> $2 RETURNING id)
        INSERT INTO auth_events (type, user_id, ip, detail, created_at)

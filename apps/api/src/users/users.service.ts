@@ -1,6 +1,4 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../database/sql.js';
 import { badRequest, conflict } from '../common/api-exception.js';
 import { looksLikeEmail } from '@prospect/contract';
@@ -9,7 +7,11 @@ import { Clock } from '../common/clock.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password.js';
 import { AdminSetupCodes, InvalidSetupCodeError } from './admin-setup-codes.js';
 import type { User } from './user.entity.js';
-import { UsersRepository } from './users.repository.js';
+import { type AdminUserRow, UsersRepository } from './users.repository.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+
+export type { AdminUserRow };
 
 export const MIN_PASSWORD_LENGTH = 8;
 
@@ -22,7 +24,7 @@ export class UsersService implements OnApplicationBootstrap {
   private readonly logger = new Logger(UsersService.name);
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly uow: UnitOfWork,
     private readonly users: UsersRepository,
     private readonly config: AppConfig,
     private readonly adminSetup: AdminSetupCodes,
@@ -64,12 +66,12 @@ export class UsersService implements OnApplicationBootstrap {
     }
   }
 
-  findById(id: string, manager?: EntityManager): Promise<User | null> {
-    return this.users.findById(id, manager);
+  findById(id: string, tx?: Tx): Promise<User | null> {
+    return this.users.findById(id, tx);
   }
 
-  findByEmail(email: string, manager?: EntityManager): Promise<User | null> {
-    return this.users.findByEmail(normalizeEmail(email), manager);
+  findByEmail(email: string, tx?: Tx): Promise<User | null> {
+    return this.users.findByEmail(normalizeEmail(email), tx);
   }
 
   /**
@@ -85,14 +87,14 @@ export class UsersService implements OnApplicationBootstrap {
   }
 
   /**
-   * Creates a person, a user unless `role` says otherwise (in `manager`'s transaction when given).
+   * Creates a person, a user unless `role` says otherwise (in `tx` when given).
    * Nobody becomes an admin by signing up first: an admin comes from PROSPECT_ADMIN_* or the
    * one-time setup code.
    * @throws ApiException 409 when the address has an account.
    */
-  async create(input: { email: string; name: string; password?: string; role?: User['role']; emailVerified?: boolean }, manager?: EntityManager): Promise<User> {
+  async create(input: { email: string; name: string; password?: string; role?: User['role']; emailVerified?: boolean }, tx?: Tx): Promise<User> {
     const passwordHash = input.password ? await hashPassword(input.password) : null;
-    return this.insert({ ...input, passwordHash, role: input.role ?? 'user', emailVerifiedAt: input.emailVerified ? this.clock.now() : null }, manager);
+    return this.insert({ ...input, passwordHash, role: input.role ?? 'user', emailVerifiedAt: input.emailVerified ? this.clock.now() : null }, tx);
   }
 
   /**
@@ -102,7 +104,7 @@ export class UsersService implements OnApplicationBootstrap {
    */
   async createFirstAdmin(input: { email: string; name: string; password: string }, setupCode: string): Promise<User> {
     const passwordHash = await hashPassword(input.password);
-    const user = await this.db.transaction(async (tx) => {
+    const user = await this.uow.run(async (tx) => {
       if (!(await this.adminSetup.consume(setupCode, tx))) throw new InvalidSetupCodeError();
       return this.insert({ ...input, passwordHash, role: 'admin' }, tx);
     });
@@ -110,15 +112,53 @@ export class UsersService implements OnApplicationBootstrap {
     return user;
   }
 
-  private async insert(input: { email: string; name: string; passwordHash: string | null; role: User['role']; emailVerifiedAt?: Date | null }, manager?: EntityManager): Promise<User> {
+  private async insert(input: { email: string; name: string; passwordHash: string | null; role: User['role']; emailVerifiedAt?: Date | null }, tx?: Tx): Promise<User> {
     // Every door checks the address already; this keeps a future one from storing what mail would not deliver as typed.
     if (!looksLikeEmail(normalizeEmail(input.email))) throw badRequest('Please enter a valid e-mail address.');
     try {
-      return await this.users.insert({ ...input, email: normalizeEmail(input.email), name: input.name.trim() }, manager);
+      return await this.users.insert({ ...input, email: normalizeEmail(input.email), name: input.name.trim() }, tx);
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict('An account with this e-mail address already exists.');
       throw err;
     }
+  }
+
+  /** Whether the account has a password (one made by an identity provider has none until its owner sets one). */
+  hasPassword(id: string): Promise<boolean> {
+    return this.users.hasPassword(id);
+  }
+
+  /** A new name or a new password hash (a new credential epoch) with its audit event, in one statement; false when there is no such user. */
+  changeWithAudit(id: string, change: { name: string } | { passwordHash: string }, event: 'account.rename' | 'password.change', ip: string | null): Promise<boolean> {
+    return this.users.changeWithAudit(id, change, event, this.clock.now(), ip);
+  }
+
+  /**
+   * Deletes an account in a transaction of its own, unless it is the last administrator
+   * (UsersRepository.deleteAccount): 'deleted', 'last-admin' or 'unknown'.
+   */
+  deleteAccount(id: string): Promise<'deleted' | 'last-admin' | 'unknown'> {
+    return this.uow.run((tx) => this.users.deleteAccount(tx, id, this.clock.now()));
+  }
+
+  /** One page of people for the admin list (UsersRepository.listForAdmin). */
+  listForAdmin(search: string, limit: number, offset: number, id?: string): Promise<{ rows: AdminUserRow[]; total: number }> {
+    return this.users.listForAdmin(search, limit, offset, this.clock.now(), id);
+  }
+
+  /** Locks every enabled administrator's row in `tx`, so "not the last admin" holds until it commits; their ids. */
+  lockAdmins(tx: Tx): Promise<string[]> {
+    return this.users.lockAdmins(tx);
+  }
+
+  /** Disables or enables, in `tx`, audited with the acting admin; false when nothing changed. */
+  setDisabled(tx: Tx, id: string, disabled: boolean, now: Date, adminId: string, ip: string | null): Promise<boolean> {
+    return this.users.setDisabled(tx, id, disabled, now, adminId, ip);
+  }
+
+  /** Makes an admin or a user, in `tx`, audited with the acting admin; false when nothing changed. */
+  setRole(tx: Tx, id: string, role: User['role'], now: Date, adminId: string, ip: string | null): Promise<boolean> {
+    return this.users.setRole(tx, id, role, now, adminId, ip);
   }
 
   /** A password sign-in succeeded (the admin list shows when). */
@@ -133,7 +173,7 @@ export class UsersService implements OnApplicationBootstrap {
     if (!user?.passwordHash || !check.ok) return null;
     if (check.rehash) {
       // Made with older parameters: replace it now that the password is known to be right.
-      await this.users.update(user.id, { passwordHash: await hashPassword(password) });
+      await this.users.setPasswordHash(user.id, await hashPassword(password));
       this.logger.log(`upgraded the password hash of ${user.email}`);
     }
     delete (user as Partial<User>).passwordHash;

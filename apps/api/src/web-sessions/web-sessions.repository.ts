@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { Sql } from '../database/sql.js';
+import type { Tx } from '../database/tx.js';
 
 /**
  * Our statements on `web_sessions`. The row of each session is written and read by
@@ -11,12 +11,12 @@ export class WebSessionsRepository {
   constructor(private readonly sql: Sql) {}
 
   /** Every session of this person (in `tx` when given); how many. */
-  deleteAllOf(userId: string, tx?: EntityManager): Promise<number> {
+  deleteAllOf(userId: string, tx?: Tx): Promise<number> {
     return this.sql.count(`DELETE FROM web_sessions WHERE user_id = $1`, [userId], tx);
   }
 
   /** At most `limit` sessions past their expiry (retention; the library's own pruning is off); how many. */
-  deleteExpired(tx: EntityManager, now: Date, limit: number): Promise<number> {
+  deleteExpired(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.sql.count(`DELETE FROM web_sessions WHERE sid IN (SELECT sid FROM web_sessions WHERE expire < $1 LIMIT $2)`, [now, limit], tx);
   }
 }

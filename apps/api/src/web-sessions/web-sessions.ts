@@ -10,6 +10,7 @@ import { HashedSessionStore } from './hashed-session-store.js';
 import { WebSessionsRepository } from './web-sessions.repository.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
 import { WEB_USER_PROPERTY } from './web-account.js';
+import type { Tx } from '../database/tx.js';
 
 /**
  * Browser sessions: express-session with its rows in Postgres (so every replica
@@ -80,9 +81,14 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
     this.store?.close();
   }
 
-  /** Ends every browser session of this person, on every device; returns how many. */
-  endAllFor(userId: string): Promise<number> {
-    return this.sessions.deleteAllOf(userId);
+  /** Ends every browser session of this person, on every device (in `tx` when given); returns how many. */
+  endAllFor(userId: string, tx?: Tx): Promise<number> {
+    return this.sessions.deleteAllOf(userId, tx);
+  }
+
+  /** At most `limit` sessions expired before `now`, in `tx` (retention); how many. */
+  purgeExpired(tx: Tx, now: Date, limit: number): Promise<number> {
+    return this.sessions.deleteExpired(tx, now, limit);
   }
 
   /** Runs the session chain for one request. */

@@ -10,7 +10,7 @@ import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, pageParam, queryParam } from './form.js';
 import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
 import { IdentityProvidersService } from '../federation/identity-providers.service.js';
-import type { LinkForAdmin } from '../federation/federated-identities.repository.js';
+import type { LinkForAdmin } from '../federation/identity-providers.service.js';
 
 const DONE: Record<string, string> = {
   disabled: 'Disabled: they cannot sign in, and their tokens and sessions no longer work anywhere.',

@@ -15,10 +15,9 @@ import { DeviceCookies } from './device-cookies.js';
 import { field, queryParam, safeNext } from './form.js';
 import { SignInService } from './sign-in.service.js';
 import { AnonymousRefusals } from '../federation/anonymous-refusals.js';
-import { FederatedIdentitiesRepository } from '../federation/federated-identities.repository.js';
 import { PENDING_LINK_MINUTES } from '../federation/federation-policy.js';
 import { FederationRefused, FederationSignIn } from '../federation/federation-sign-in.service.js';
-import type { IdentityProviderRow } from '../federation/identity-providers.repository.js';
+import type { IdentityProviderRow } from '../federation/identity-providers.service.js';
 import type { ProviderIdentity } from '../federation/relying-party.js';
 import { type Flight, SignInFlights } from '../federation/sign-in-flights.js';
 
@@ -43,7 +42,6 @@ export class FederationPagesController {
   constructor(
     private readonly federation: FederationSignIn,
     private readonly flights: SignInFlights,
-    private readonly links: FederatedIdentitiesRepository,
     private readonly signIn: SignInService,
     private readonly factors: SecondFactorsService,
     private readonly users: UsersService,
@@ -267,7 +265,7 @@ export class FederationPagesController {
       title: `Link ${pending.providerName}`,
       pending,
       error,
-      hasPassword: await this.links.accountHasPassword(pending.userId),
+      hasPassword: await this.users.hasPassword(pending.userId),
       mailSent: pending.mail !== undefined,
       minutes: PENDING_LINK_MINUTES,
       csrfToken: this.csrf.tokenFor(req),

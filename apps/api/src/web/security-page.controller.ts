@@ -5,7 +5,7 @@ import type { Request, Response } from 'express';
 import { saveSession } from '../web-sessions/web-account.js';
 import { PasskeysService } from '../accounts/passkeys.service.js';
 import { RECOVERY_CODE_COUNT, SecondFactorsService, WrongCodeError } from '../accounts/second-factors.service.js';
-import { AuditEventsRepository } from '../audit/audit-events.repository.js';
+import { AuditService } from '../audit/audit.service.js';
 import { Public } from '../auth/public.decorator.js';
 import { AppConfig } from '../config/app-config.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
@@ -35,7 +35,7 @@ export class SecurityPageController {
   constructor(
     private readonly factors: SecondFactorsService,
     private readonly passkeys: PasskeysService,
-    private readonly events: AuditEventsRepository,
+    private readonly events: AuditService,
     private readonly csrf: CsrfService,
     private readonly config: AppConfig,
   ) {}

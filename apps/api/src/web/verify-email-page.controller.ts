@@ -14,7 +14,7 @@ import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-g
 import { SignInService } from './sign-in.service.js';
 import { DeviceCookies } from './device-cookies.js';
 import { AccountService, WrongPasswordError } from '../accounts/account.service.js';
-import type { LinkAccount } from '../accounts/account-tokens.repository.js';
+import type { LinkAccount } from '../accounts/email-verification.service.js';
 
 /** The mailed verification link, and asking for it again. */
 @ApiExcludeController()

@@ -11,6 +11,7 @@ import { post } from '../support/http.js';
 import { emptyServerDatabase } from '../support/server-database.js';
 import { SmtpSink } from '../support/smtp-sink.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { UnitOfWork } from '../../src/database/unit-of-work.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -181,7 +182,7 @@ describe('the mail outbox across API processes', () => {
       await start({ DATABASE_URL: db.url, SMTP_URL: smtp.url });
       const recipients = Array.from({ length: 50 }, (_, i) => address(`many${i}`));
       const mailer = here.app.get(Mailer);
-      await here.dataSource.transaction(async (tx) => {
+      await here.app.get(UnitOfWork).run(async (tx) => {
         for (const [i, to] of recipients.entries()) await mailer.send(composeMail(to, `Mail ${i}`, { paragraphs: ['Hello,', `This is mail ${i}.`] }), tx);
       });
 

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+/**
+ * The house rules, checked (npm run check:boundaries; part of npm test):
+ *  1. imports follow the module map (apps/api/module-map.json) and make no loop: dependency-cruiser
+ *     with the rules of .dependency-cruiser.cjs, over the API and the CLI;
+ *  2. each table is written by its owner module only, and SQL lives only in *.repository.ts,
+ *     database/ and the migrations;
+ *  3. docs/architecture.md shows the map as it is (`--write` regenerates that table).
+ * Prints one line per problem and exits 1 if there is any.
+ */
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const API_SRC = join(ROOT, 'apps/api/src');
+const ARCHITECTURE = join(ROOT, 'docs/architecture.md');
+const { modules } = JSON.parse(readFileSync(join(ROOT, 'apps/api/module-map.json'), 'utf8'));
+
+const WRITE = /\b(?:INSERT INTO|UPDATE|DELETE FROM)\s+"?([a-z_]+)"?/g;
+/** A statement, not prose: a keyword that starts one, then the word that must follow it. */
+const STATEMENT = /\b(?:SELECT\b[\s\S]{1,200}?\bFROM|INSERT INTO\b|UPDATE\s+"?[a-z_]+"?\s+SET|DELETE FROM\b)/;
+
+function sourceFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'migrations' ? [] : sourceFiles(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts') ? [path] : [];
+  });
+}
+
+/**
+ * Which module writes which table, and where SQL sits outside repositories.
+ * `sources`: each file's path under apps/api/src ('tokens/x.repository.ts') and its text.
+ */
+export function checkStatements(sources, map = modules) {
+  const owner = new Map(Object.entries(map).flatMap(([name, { tables }]) => tables.map((table) => [table, name])));
+  const problems = [];
+  for (const { path, text } of sources) {
+    const module = path.includes('/') ? path.split('/')[0] : '';
+    for (const match of text.matchAll(WRITE)) {
+      const table = match[1];
+      const line = text.slice(0, match.index).split('\n').length;
+      if (owner.has(table) && owner.get(table) !== module) {
+        problems.push(`apps/api/src/${path}:${line}: writes ${table}, which ${owner.get(table)}/ owns`);
+      }
+    }
+    const sqlHome = path.endsWith('.repository.ts') || module === 'database';
+    if (!sqlHome && STATEMENT.test(text)) {
+      const line = text.slice(0, text.search(STATEMENT)).split('\n').length;
+      problems.push(`apps/api/src/${path}:${line}: SQL outside a repository (*.repository.ts, database/ or migrations/)`);
+    }
+  }
+  return problems;
+}
+
+/** The module table of docs/architecture.md, generated from the map. */
+export function mapTable(map = modules) {
+  const rows = Object.entries(map).map(
+    ([name, { tables, uses }]) =>
+      `| \`${name}/\` | ${tables.map((t) => `\`${t}\``).join(', ') || '—'} | ${uses.join(', ') || 'nothing of the others'} |`,
+  );
+  return ['| module | writes (alone) | may import |', '|---|---|---|', ...rows].join('\n');
+}
+
+const START = '<!-- module-map:start (generated from apps/api/module-map.json: npm run check:boundaries -- --write) -->';
+const END = '<!-- module-map:end -->';
+
+function checkArchitectureDoc(write) {
+  const doc = readFileSync(ARCHITECTURE, 'utf8');
+  const at = doc.indexOf(START);
+  const end = doc.indexOf(END);
+  if (at < 0 || end < at) return [`docs/architecture.md: no generated module table (${START} … ${END})`];
+  const current = doc.slice(at + START.length, end).trim();
+  if (current === mapTable()) return [];
+  if (write) {
+    writeFileSync(ARCHITECTURE, `${doc.slice(0, at + START.length)}\n${mapTable()}\n${doc.slice(end)}`);
+    return [];
+  }
+  return ['docs/architecture.md: the module table differs from apps/api/module-map.json (npm run check:boundaries -- --write)'];
+}
+
+async function checkImports() {
+  const { cruise } = await import('dependency-cruiser');
+  const { default: extractDepcruiseOptions } = await import('dependency-cruiser/config-utl/extract-depcruise-options');
+  const cwd = process.cwd();
+  process.chdir(ROOT); // the rules' paths are relative to the repository
+  try {
+    const options = await extractDepcruiseOptions(join(ROOT, '.dependency-cruiser.cjs'));
+    const { output } = await cruise(['apps/api/src', 'apps/cli/src'], { ...options, validate: true, outputType: 'json' });
+    return JSON.parse(output).summary.violations.map((v) => `${v.from} → ${v.to}: ${v.rule.name}${v.cycle ? ` (${v.cycle.map((c) => c.name ?? c).join(' → ')})` : ''}`);
+  } finally {
+    process.chdir(cwd);
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const problems = [...(await checkImports()), ...checkStatements(sourceFiles(API_SRC).map((file) => ({ path: relative(API_SRC, file).split(sep).join('/'), text: readFileSync(file, 'utf8') }))), ...checkArchitectureDoc(process.argv.includes('--write'))];
+  for (const problem of problems) console.log(problem);
+  console.log(problems.length ? `${problems.length} boundary problem(s)` : `boundaries hold: ${Object.keys(modules).length} modules, imports, table owners, the architecture doc`);
+  process.exitCode = problems.length ? 1 : 0;
+}
