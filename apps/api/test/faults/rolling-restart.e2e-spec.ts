@@ -2,7 +2,9 @@ import http from 'node:http';
 import { ROUTES } from '@prospect/contract';
 import supertest from 'supertest';
 import { type ApiProcess, startApiProcess } from '../support/api-process.js';
+import { CACHE_MAX_AGE_MS } from '../../src/auth/verified-token-cache.js';
 import { HaProxy } from '../support/haproxy.js';
+import { scaledTimeout } from '../support/process-cleanup.js';
 import { emptyServerDatabase } from '../support/server-database.js';
 import { freePort } from '../support/throwaway-postgres.js';
 
@@ -139,19 +141,22 @@ describe('three replicas behind the shipped haproxy config', () => {
     for (const kind of ['start', 'poll', 'me']) expect(outcomes.filter((outcome) => outcome.kind === kind).length).toBeGreaterThan(20);
   });
 
-  it('refuses a token revoked through one replica on all three within 100 ms', async () => {
+  it('refuses a token revoked through one replica on all three at once, by the notification, long before the cache would forget it', async () => {
     for (const replica of replicas) expect((await call(replica.url, 'GET', ROUTES.me, { token: accessToken })).status).toBe(200); // in each cache
     const logout = await call(replicas[0]!.url, 'POST', ROUTES.logout, { token: accessToken });
     expect(logout.status).toBe(204);
-    const revokedAt = performance.now();
-    const refusedAfter = await Promise.all(
+    // Without the notification a replica would serve the cached token for CACHE_MAX_AGE_MS (30 s).
+    // The wait is bounded far below that, scaled to the machine's load: this checks the path, not a
+    // speed (docs/performance.md has the measured delay; a timed assertion here failed on busy machines).
+    const until = Date.now() + Math.min(scaledTimeout(2_000), CACHE_MAX_AGE_MS / 3);
+    const refused = await Promise.all(
       replicas.map(async (replica) => {
-        while ((await call(replica.url, 'GET', ROUTES.me, { token: accessToken })).status !== 401) {
-          if (performance.now() - revokedAt > 2_000) return Infinity;
+        while (Date.now() < until) {
+          if ((await call(replica.url, 'GET', ROUTES.me, { token: accessToken })).status === 401) return true;
         }
-        return performance.now() - revokedAt;
+        return false;
       }),
     );
-    expect(Math.max(...refusedAfter)).toBeLessThanOrEqual(100);
+    expect(refused).toEqual([true, true, true]);
   });
 });
