@@ -4,7 +4,9 @@
  *  1. imports follow the module map (apps/api/module-map.json) and make no loop: dependency-cruiser
  *     with the rules of .dependency-cruiser.cjs, over the API and the CLI;
  *  2. each table is written by its owner module only, and SQL lives only in *.repository.ts,
- *     database/ and the migrations;
+ *     database/ and the migrations, or in a `*.sql-fragment.ts` (SQL text a module lends the
+ *     repositories of others to embed, as audit/ lends the INSERT of an event: its text is its
+ *     owner's, so a write in it counts as the owner's, and only repositories may import it);
  *  3. docs/architecture.md shows the map as it is (`--write` regenerates that table).
  * Prints one line per problem and exits 1 if there is any.
  */
@@ -18,6 +20,8 @@ const ARCHITECTURE = join(ROOT, 'docs/architecture.md');
 const { modules } = JSON.parse(readFileSync(join(ROOT, 'apps/api/module-map.json'), 'utf8'));
 
 const WRITE = /\b(?:INSERT INTO|UPDATE|DELETE FROM)\s+"?([a-z_]+)"?/g;
+/** An import of a module's SQL fragment (`*.sql-fragment.ts`). */
+const FRAGMENT_IMPORT = /\bfrom\s+['"][^'"]*\.sql-fragment\.js['"]/;
 /** A statement, not prose: a keyword that starts one, then the word that must follow it. */
 const STATEMENT = /\b(?:SELECT\b[\s\S]{1,200}?\bFROM|INSERT INTO\b|UPDATE\s+"?[a-z_]+"?\s+SET|DELETE FROM\b)/;
 
@@ -45,10 +49,15 @@ export function checkStatements(sources, map = modules) {
         problems.push(`apps/api/src/${path}:${line}: writes ${table}, which ${owner.get(table)}/ owns`);
       }
     }
-    const sqlHome = path.endsWith('.repository.ts') || module === 'database';
+    const repository = path.endsWith('.repository.ts');
+    const sqlHome = repository || path.endsWith('.sql-fragment.ts') || module === 'database';
     if (!sqlHome && STATEMENT.test(text)) {
       const line = text.slice(0, text.search(STATEMENT)).split('\n').length;
       problems.push(`apps/api/src/${path}:${line}: SQL outside a repository (*.repository.ts, database/ or migrations/)`);
+    }
+    if (!repository && FRAGMENT_IMPORT.test(text)) {
+      const line = text.slice(0, text.search(FRAGMENT_IMPORT)).split('\n').length;
+      problems.push(`apps/api/src/${path}:${line}: imports a SQL fragment, which only a repository embeds`);
     }
   }
   return problems;

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 
@@ -11,8 +12,16 @@ export interface LinkAccount {
   name: string;
 }
 
-/** The links that set a password, and the event each audits when used. */
-const PASSWORD_LINKS = { password_reset: 'password.reset', invitation: 'account.invitation_accept' } as const;
+/** A link just used (AccountTokensRepository.use). */
+export interface UsedLink {
+  userId: string;
+  /** An address-change link's new address. */
+  newEmail: string | null;
+  /** The account's address when the link was used. */
+  email: string;
+  /** The address had never been proven before. */
+  unproven: boolean;
+}
 
 /**
  * When a link of `t` still works for its account `u` (issue #31): unused, unexpired, the account
@@ -24,8 +33,8 @@ const USABLE = `t.used_at IS NULL AND t.expires_at > $2 AND u.disabled_at IS NUL
   AND (t.purpose = 'email_change' OR t.sent_to = u.email)`;
 
 /**
- * Every statement on `account_tokens` (single-use mailed links, only their SHA-256 kept): each
- * change one statement with its audit event. A link records the account's credential epoch and
+ * Every statement on `account_tokens` (single-use mailed links, only their SHA-256 kept); a link's
+ * use is a unit of work of several of them (LinkRedemptions). A link records the account's credential epoch and
  * the address it was mailed to (USABLE).
  */
 @Injectable()
@@ -40,8 +49,7 @@ export class AccountTokensRepository {
          SELECT id, 'password_reset', $2, $3, $4, credential_epoch, email FROM users WHERE email = $1 AND disabled_at IS NULL
          RETURNING user_id
        ), audited AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-         SELECT 'password.reset_request', user_id, $5, '{}'::jsonb, $3 FROM issued
+         ${auditInsert({ type: 'password.reset_request', userId: 'user_id', ip: '$5', detail: "'{}'::jsonb", createdAt: '$3', from: 'issued' })}
        )
        SELECT u.id AS "userId", u.email, u.name FROM issued JOIN users u ON u.id = issued.user_id`,
       [email, tokenHash, now, expiresAt, ip],
@@ -77,32 +85,60 @@ export class AccountTokensRepository {
   }
 
   /**
-   * Uses an address-change link: the account's address becomes the new one (verified), the
-   * account's credential epoch moves on (every other link, and every session but the ones its
-   * caller renews, ends), audited, in one statement. The account with its old and new address;
-   * undefined for a link that no longer works (USABLE).
-   * @throws a unique violation (isUniqueViolation) when the new address has an account by now.
+   * Uses a link of `purpose` that still works (USABLE), in `tx`: of two racing uses one wins. Its
+   * account's id, the new address of an address-change link, the address now, and whether the
+   * address was never proven before (the pre-hijacking defence: LinkRedemptions); undefined for a
+   * link that no longer works. The rest of the redemption follows in the same `tx`.
    */
-  async redeemEmailChange(tokenHash: Buffer, now: Date, ip: string | null): Promise<(LinkAccount & { oldEmail: string }) | undefined> {
-    const [row] = await this.sql.rows<LinkAccount & { oldEmail: string }>(
-      `WITH redeemed AS (
-         UPDATE account_tokens t SET used_at = $2 FROM users u
-          WHERE t.token_hash = $1 AND t.purpose = 'email_change' AND u.id = t.user_id AND ${USABLE}
-          RETURNING t.user_id, t.new_email, u.email AS old_email
-       ), changed AS (
-         UPDATE users u SET email = r.new_email, email_verified_at = $2, credential_epoch = u.credential_epoch + 1, updated_at = $2
-           FROM redeemed r WHERE u.id = r.user_id
-         RETURNING u.id, u.email, u.name
-       ), others AS (
-         UPDATE account_tokens t SET used_at = $2 FROM redeemed
-          WHERE t.user_id = redeemed.user_id AND t.used_at IS NULL AND t.token_hash <> $1
-       ), audited AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT 'account.email_change', id, $3, '{}'::jsonb, $2 FROM changed
-       )
-       SELECT c.id AS "userId", c.email, c.name, r.old_email AS "oldEmail" FROM changed c JOIN redeemed r ON r.user_id = c.id`,
-      [tokenHash, now, ip],
+  async use(tx: Tx, purpose: AccountTokenPurpose, tokenHash: Buffer, now: Date): Promise<UsedLink | undefined> {
+    const [row] = await this.sql.rows<UsedLink>(
+      `UPDATE account_tokens t SET used_at = $2 FROM users u
+        WHERE t.token_hash = $1 AND t.purpose = $3 AND u.id = t.user_id AND ${USABLE}
+        RETURNING t.user_id AS "userId", t.new_email AS "newEmail", u.email AS "email", u.email_verified_at IS NULL AS unproven`,
+      [tokenHash, now, purpose],
+      tx,
     );
     return row;
+  }
+
+  /** Uses up, in `tx`, every other unused link of the account (a new credential epoch ended them: a used link proves nothing later). */
+  async useUpOthers(tx: Tx, userId: string, usedHash: Buffer, now: Date): Promise<void> {
+    await this.sql.rows(`UPDATE account_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL AND token_hash <> $3`, [userId, now, usedHash], tx);
+  }
+
+  /** Uses up, in `tx`, the account's other unused verification links (its address is verified now). */
+  async useUpOtherVerifications(tx: Tx, userId: string, usedHash: Buffer, now: Date): Promise<void> {
+    await this.sql.rows(
+      `UPDATE account_tokens SET used_at = $2 WHERE user_id = $1 AND purpose = 'email_verification' AND used_at IS NULL AND token_hash <> $3`,
+      [userId, now, usedHash],
+      tx,
+    );
+  }
+
+  /**
+   * Ends, in `tx`, everything the account had set up beyond its password, in one statement: every
+   * unused link is used up, its TOTP key, recovery codes and passkeys deleted (an identity
+   * provider's link proven by a mail to the address: federation/'s linkProven).
+   */
+  async endLinksAndFactors(tx: Tx, userId: string, now: Date): Promise<void> {
+    await this.sql.rows(
+      `WITH links AS (UPDATE account_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL),
+            totp AS (DELETE FROM totp_factors WHERE user_id = $1),
+            codes AS (DELETE FROM recovery_codes WHERE user_id = $1)
+       DELETE FROM passkeys WHERE user_id = $1`,
+      [userId, now],
+      tx,
+    );
+  }
+
+  /** Deletes, in `tx`, the account's TOTP key, recovery codes and passkeys, in one statement (a reset that proves an unproven address). */
+  async deleteFactors(tx: Tx, userId: string): Promise<void> {
+    await this.sql.rows(
+      `WITH totp AS (DELETE FROM totp_factors WHERE user_id = $1), codes AS (DELETE FROM recovery_codes WHERE user_id = $1)
+       DELETE FROM passkeys WHERE user_id = $1`,
+      [userId],
+      tx,
+    );
   }
 
   /** The account a link of `purpose` is for, while it still works (USABLE); its page shows the form only then. */
@@ -121,79 +157,6 @@ export class AccountTokensRepository {
       `SELECT u.id AS "userId", u.email, t.new_email AS "newEmail" FROM account_tokens t JOIN users u ON u.id = t.user_id
         WHERE t.token_hash = $1 AND t.purpose = 'email_change' AND ${USABLE}`,
       [tokenHash, now],
-    );
-    return row;
-  }
-
-  /**
-   * Uses a reset or invitation link and sets the password in one statement: of two racing uses
-   * one wins. A new password is a new credential epoch: every other link of every kind is used
-   * up and every web session ends (they record the epoch). The address counts as verified (the
-   * mail reached its owner). When it was not verified before, whoever created the account never
-   * proved the address, so whatever they set up ends here too (the pre-hijacking defence):
-   * second factors and passkeys are deleted in the same statement (`ownershipProven`; the caller
-   * revokes the tokens). Audited. The account, or undefined for a link that no longer works.
-   */
-  async redeemPasswordLink(
-    purpose: keyof typeof PASSWORD_LINKS,
-    tokenHash: Buffer,
-    passwordHash: string,
-    now: Date,
-    ip: string | null,
-  ): Promise<(LinkAccount & { ownershipProven: boolean }) | undefined> {
-    const [row] = await this.sql.rows<LinkAccount & { ownershipProven: boolean }>(
-      `WITH redeemed AS (
-         UPDATE account_tokens t SET used_at = $2 FROM users u
-          WHERE t.token_hash = $1 AND t.purpose = $5 AND u.id = t.user_id AND ${USABLE}
-          RETURNING t.user_id, u.email_verified_at IS NULL AS unproven
-       ), changed AS (
-         UPDATE users u SET password_hash = $3, email_verified_at = COALESCE(u.email_verified_at, $2),
-                            credential_epoch = u.credential_epoch + 1, updated_at = $2
-           FROM redeemed WHERE u.id = redeemed.user_id
-         RETURNING u.id, u.email, u.name
-       ), others AS (
-         UPDATE account_tokens t SET used_at = $2 FROM redeemed
-          WHERE t.user_id = redeemed.user_id AND t.used_at IS NULL AND t.token_hash <> $1
-       ), cleared_totp AS (
-         DELETE FROM totp_factors f USING redeemed WHERE redeemed.unproven AND f.user_id = redeemed.user_id
-       ), cleared_codes AS (
-         DELETE FROM recovery_codes c USING redeemed WHERE redeemed.unproven AND c.user_id = redeemed.user_id
-       ), cleared_passkeys AS (
-         DELETE FROM passkeys p USING redeemed WHERE redeemed.unproven AND p.user_id = redeemed.user_id
-       ), audited AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT $6, id, $4, '{}'::jsonb, $2 FROM changed
-       ), proven AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-         SELECT 'account.ownership_proven', user_id, $4, '{}'::jsonb, $2 FROM redeemed WHERE unproven AND $5 = 'password_reset'
-       )
-       SELECT c.id AS "userId", c.email, c.name, r.unproven AND $5 = 'password_reset' AS "ownershipProven" FROM changed c JOIN redeemed r ON r.user_id = c.id`,
-      [tokenHash, now, passwordHash, ip, purpose, PASSWORD_LINKS[purpose]],
-    );
-    return row;
-  }
-
-  /**
-   * Uses a verification link: the address it was mailed to, still the account's, is verified,
-   * the account's other verification links used up, audited, in one statement. The account, or
-   * undefined for a link that no longer works (USABLE).
-   */
-  async redeemVerification(tokenHash: Buffer, now: Date, ip: string | null): Promise<LinkAccount | undefined> {
-    const [row] = await this.sql.rows<LinkAccount>(
-      `WITH redeemed AS (
-         UPDATE account_tokens t SET used_at = $2 FROM users u
-          WHERE t.token_hash = $1 AND t.purpose = 'email_verification' AND u.id = t.user_id AND ${USABLE}
-          RETURNING t.user_id
-       ), changed AS (
-         UPDATE users u SET email_verified_at = COALESCE(u.email_verified_at, $2) FROM redeemed WHERE u.id = redeemed.user_id
-         RETURNING u.id, u.email, u.name
-       ), others AS (
-         UPDATE account_tokens t SET used_at = $2 FROM redeemed
-          WHERE t.user_id = redeemed.user_id AND t.purpose = 'email_verification' AND t.used_at IS NULL AND t.token_hash <> $1
-       ), audited AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT 'email.verify', id, $3, '{}'::jsonb, $2 FROM changed
-       )
-       SELECT id AS "userId", email, name FROM changed`,
-      [tokenHash, now, ip],
     );
     return row;
   }

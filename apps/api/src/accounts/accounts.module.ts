@@ -7,6 +7,7 @@ import { TokensModule } from '../tokens/tokens.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { PasswordResetService } from './password-reset.service.js';
 import { AccountTokensRepository } from './account-tokens.repository.js';
+import { LinkRedemptions } from './link-redemptions.js';
 import { EmailChangeService } from './email-change.service.js';
 import { SecondFactorsRepository } from './second-factors.repository.js';
 import { PasskeysRepository } from './passkeys.repository.js';
@@ -20,7 +21,7 @@ import { SignUpService } from './sign-up.service.js';
 /** A person's account: sign-up, mailed links (reset, verification, invitation, new address), second factors, and what they change when signed in (the pages are web/'s). */
 @Module({
   imports: [RateLimitsModule, TokensModule, WebSessionsModule, UsersModule, ServerSecretsModule],
-  providers: [PasswordResetService, AccountTokensRepository, AccountLinks, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, SecondFactorsRepository, PasskeysService, PasskeysRepository],
+  providers: [PasswordResetService, AccountTokensRepository, LinkRedemptions, AccountLinks, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, SecondFactorsRepository, PasskeysService, PasskeysRepository],
   exports: [PasswordResetService, AccountLinks, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, PasskeysService, PasskeysRepository],
 })
 export class AccountsModule {}

@@ -8,6 +8,7 @@ import { maskAddress } from '../mail/mask-address.js';
 import { RateLimits, type RecognisedBrowser } from '../rate-limits/rate-limits.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
 import { AccountService } from './account.service.js';
+import { LinkRedemptions } from './link-redemptions.js';
 import { AccountTokensRepository } from './account-tokens.repository.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 
@@ -31,6 +32,7 @@ export class EmailChangeService {
   private readonly logger = new Logger(EmailChangeService.name);
 
   constructor(
+    private readonly redemptions: LinkRedemptions,
     private readonly account: AccountService,
     private readonly users: UsersService,
     private readonly links: AccountTokensRepository,
@@ -117,7 +119,7 @@ export class EmailChangeService {
     if (!looksLikeSecret(token, EMAIL_CHANGE_TOKEN_PREFIX)) throw new UnusableEmailChangeLinkError();
     let changed;
     try {
-      changed = await this.links.redeemEmailChange(sha256(token), this.clock.now(), ip);
+      changed = await this.redemptions.redeemEmailChange(sha256(token), this.clock.now(), ip);
     } catch (err) {
       if (isUniqueViolation(err)) throw new EmailTakenError();
       throw err;

@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app-config.js';
 import { composeMail, Mailer } from '../mail/mailer.js';
 import { maskAddress } from '../mail/mask-address.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
+import { LinkRedemptions } from './link-redemptions.js';
 import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 
@@ -26,6 +27,7 @@ export class EmailVerificationService {
   private readonly logger = new Logger(EmailVerificationService.name);
 
   constructor(
+    private readonly redemptions: LinkRedemptions,
     private readonly links: AccountTokensRepository,
     private readonly limits: RateLimits,
     private readonly mailer: Mailer,
@@ -108,6 +110,6 @@ export class EmailVerificationService {
    */
   verify(token: string, ip: string | null): Promise<LinkAccount | undefined> {
     if (!looksLikeSecret(token, VERIFY_TOKEN_PREFIX)) return Promise.resolve(undefined);
-    return this.links.redeemVerification(sha256(token), this.clock.now(), ip);
+    return this.redemptions.redeemVerification(sha256(token), this.clock.now(), ip);
   }
 }

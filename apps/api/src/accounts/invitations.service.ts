@@ -6,6 +6,7 @@ import { AppConfig } from '../config/app-config.js';
 import { composeMail, Mailer } from '../mail/mailer.js';
 import { hashPassword } from '../users/password.js';
 import { UsersService } from '../users/users.service.js';
+import { LinkRedemptions } from './link-redemptions.js';
 import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
 import { FederationPolicy } from '../federation/federation-policy.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -25,6 +26,7 @@ export class UnusableInvitationError extends Error {}
 @Injectable()
 export class InvitationsService {
   constructor(
+    private readonly redemptions: LinkRedemptions,
     private readonly users: UsersService,
     private readonly links: AccountTokensRepository,
     private readonly audit: AuditService,
@@ -74,7 +76,7 @@ export class InvitationsService {
    */
   async accept(token: string, password: string, ip: string | null): Promise<LinkAccount> {
     if (!(await this.usableFor(token))) throw new UnusableInvitationError();
-    const account = await this.links.redeemPasswordLink('invitation', sha256(token), await hashPassword(password), this.clock.now(), ip);
+    const account = await this.redemptions.redeemPasswordLink('invitation', sha256(token), await hashPassword(password), this.clock.now(), ip);
     if (!account) throw new UnusableInvitationError(); // used by a racing request meanwhile
     return account;
   }

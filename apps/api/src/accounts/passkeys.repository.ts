@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 
 export interface PasskeyRow {
@@ -41,7 +42,7 @@ export class PasskeysRepository {
          INSERT INTO passkeys (user_id, credential_id, public_key, counter, transports, name, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (credential_id) DO NOTHING RETURNING user_id
        )
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT 'factor.passkey_add', user_id, $8, jsonb_build_object('label', $6::text), $7 FROM added RETURNING id`,
+       ${auditInsert({ type: 'factor.passkey_add', userId: 'user_id', ip: '$8', detail: "jsonb_build_object('label', $6::text)", createdAt: '$7', from: 'added' }, 'id')}`,
       [p.userId, p.credentialId, p.publicKey, p.counter, p.transports, p.name, p.createdAt, ip],
     );
     return rows.length > 0;
@@ -68,7 +69,7 @@ export class PasskeysRepository {
   async remove(userId: string, id: string, now: Date, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH gone AS (DELETE FROM passkeys WHERE id = $2 AND user_id = $1 RETURNING user_id, name)
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT 'factor.passkey_remove', user_id, $4, jsonb_build_object('label', name), $3 FROM gone RETURNING id`,
+       ${auditInsert({ type: 'factor.passkey_remove', userId: 'user_id', ip: '$4', detail: "jsonb_build_object('label', name)", createdAt: '$3', from: 'gone' }, 'id')}`,
       [userId, id, now, ip],
     );
     return rows.length > 0;

@@ -9,6 +9,7 @@ import { hashPassword } from '../users/password.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { passwordChangedMail } from './account-mails.js';
+import { LinkRedemptions } from './link-redemptions.js';
 import { AccountTokensRepository, type LinkAccount } from './account-tokens.repository.js';
 import { FederationPolicy, SignInThroughProviderRequired } from '../federation/federation-policy.js';
 import type { Tx } from '../database/tx.js';
@@ -29,6 +30,7 @@ export class UnusableResetLinkError extends Error {}
 @Injectable()
 export class PasswordResetService {
   constructor(
+    private readonly redemptions: LinkRedemptions,
     private readonly resets: AccountTokensRepository,
     private readonly limits: RateLimits,
     private readonly mailer: Mailer,
@@ -104,7 +106,7 @@ export class PasswordResetService {
    */
   async reset(token: string, newPassword: string, revokeCliTokens: boolean, ip: string | null): Promise<void> {
     if (!(await this.isUsable(token))) throw new UnusableResetLinkError();
-    const account = await this.resets.redeemPasswordLink('password_reset', sha256(token), await hashPassword(newPassword), this.clock.now(), ip);
+    const account = await this.redemptions.redeemPasswordLink('password_reset', sha256(token), await hashPassword(newPassword), this.clock.now(), ip);
     if (!account) throw new UnusableResetLinkError(); // used by a racing request meanwhile
     await this.webSessions.endAllFor(account.userId);
     const revoke = revokeCliTokens || account.ownershipProven;

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
+import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 
-/** Every statement on `totp_factors` and `recovery_codes`: each change one statement with its audit event. */
+/** Every statement on `totp_factors` and `recovery_codes`: each change one statement with its audit event, or in the caller's Tx with it. */
 @Injectable()
 export class SecondFactorsRepository {
   constructor(private readonly sql: Sql) {}
@@ -24,9 +25,9 @@ export class SecondFactorsRepository {
 
   /**
    * Enrols the key (replacing none: false when the person has one already) with its first
-   * accepted step, and their recovery codes, audited, in `tx`.
+   * accepted step, and their recovery codes, in `tx` (its caller audits it there).
    */
-  async enrol(tx: Tx, userId: string, keySealed: Buffer, step: number, codeHashes: Buffer[], now: Date, ip: string | null): Promise<boolean> {
+  async enrol(tx: Tx, userId: string, keySealed: Buffer, step: number, codeHashes: Buffer[], now: Date): Promise<boolean> {
     const [row] = await this.sql.rows<{ id: string }>(
       `INSERT INTO totp_factors (user_id, key_sealed, last_step, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (user_id) DO NOTHING RETURNING user_id AS id`,
       [userId, keySealed, step, now],
@@ -35,15 +36,13 @@ export class SecondFactorsRepository {
     if (!row) return false;
     await this.sql.rows(`DELETE FROM recovery_codes WHERE user_id = $1`, [userId], tx);
     await this.insertRecoveryCodes(tx, userId, codeHashes, now);
-    await this.sql.rows(`INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ('factor.totp_add', $1, $2, '{}'::jsonb, $3)`, [userId, ip, now], tx);
     return true;
   }
 
-  /** New recovery codes in place of all the old ones, audited, in `tx`. */
-  async replaceRecoveryCodes(tx: Tx, userId: string, codeHashes: Buffer[], now: Date, ip: string | null): Promise<void> {
+  /** New recovery codes in place of all the old ones, in `tx` (its caller audits it there). */
+  async replaceRecoveryCodes(tx: Tx, userId: string, codeHashes: Buffer[], now: Date): Promise<void> {
     await this.sql.rows(`DELETE FROM recovery_codes WHERE user_id = $1`, [userId], tx);
     await this.insertRecoveryCodes(tx, userId, codeHashes, now);
-    await this.sql.rows(`INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ('factor.recovery_codes_new', $1, $2, '{}'::jsonb, $3)`, [userId, ip, now], tx);
   }
 
   private async insertRecoveryCodes(tx: Tx, userId: string, codeHashes: Buffer[], now: Date): Promise<void> {
@@ -60,7 +59,7 @@ export class SecondFactorsRepository {
   async useRecoveryCode(userId: string, codeHash: Buffer, now: Date, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH used AS (UPDATE recovery_codes SET used_at = $3 WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL RETURNING id)
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT 'factor.recovery_code_used', $1, $4, '{}'::jsonb, $3 FROM used RETURNING id`,
+       ${auditInsert({ type: 'factor.recovery_code_used', userId: '$1', ip: '$4', detail: "'{}'::jsonb", createdAt: '$3', from: 'used' }, 'id')}`,
       [userId, codeHash, now, ip],
     );
     return rows.length > 0;
@@ -70,8 +69,7 @@ export class SecondFactorsRepository {
   async remove(userId: string, now: Date, ip: string | null, by: string = userId): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH gone AS (DELETE FROM totp_factors WHERE user_id = $1 RETURNING user_id), codes AS (DELETE FROM recovery_codes WHERE user_id = $1)
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT 'factor.totp_remove', $4, $3, jsonb_build_object('accountId', $1::text), $2 FROM gone RETURNING id`,
+       ${auditInsert({ type: 'factor.totp_remove', userId: '$4', ip: '$3', detail: "jsonb_build_object('accountId', $1::text)", createdAt: '$2', from: 'gone' }, 'id')}`,
       [userId, now, ip, by],
     );
     return rows.length > 0;

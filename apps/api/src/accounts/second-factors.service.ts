@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { Secret, TOTP, URI } from 'otpauth';
 import QRCode from 'qrcode';
+import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { sha256 } from '../common/secrets.js';
@@ -55,6 +56,7 @@ export class SecondFactorsService {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly uow: UnitOfWork,
+    private readonly audit: AuditService,
   ) {}
 
   async hasTotp(userId: string): Promise<boolean> {
@@ -104,7 +106,11 @@ export class SecondFactorsService {
     const codes = this.newRecoveryCodes();
     const now = this.clock.now();
     const sealed = Buffer.from(await this.sealKey(account.id, 'totp', key!), 'base64url');
-    const enrolled = await this.uow.run((tx) => this.factors.enrol(tx, account.id, sealed, step, codes.map((c) => this.hashRecoveryCode(account.id, c)), now, ip));
+    const enrolled = await this.uow.run(async (tx) => {
+      if (!(await this.factors.enrol(tx, account.id, sealed, step, codes.map((c) => this.hashRecoveryCode(account.id, c)), now))) return false;
+      await this.audit.record('factor.totp_add', { userId: account.id, ip, at: now }, tx);
+      return true;
+    });
     return enrolled ? codes : false;
   }
 
@@ -149,7 +155,10 @@ export class SecondFactorsService {
   async regenerateRecoveryCodes(userId: string, ip: string | null): Promise<string[]> {
     const codes = this.newRecoveryCodes();
     const now = this.clock.now();
-    await this.uow.run((tx) => this.factors.replaceRecoveryCodes(tx, userId, codes.map((c) => this.hashRecoveryCode(userId, c)), now, ip));
+    await this.uow.run(async (tx) => {
+      await this.factors.replaceRecoveryCodes(tx, userId, codes.map((c) => this.hashRecoveryCode(userId, c)), now);
+      await this.audit.record('factor.recovery_codes_new', { userId, ip, at: now }, tx);
+    });
     return codes;
   }
 

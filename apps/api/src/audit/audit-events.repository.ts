@@ -11,7 +11,10 @@ export interface NewAuthEvent {
   createdAt: Date;
 }
 
-/** Every statement on `auth_events` we write alone (a few others insert theirs in the statement of the change they record). */
+/**
+ * Every statement on `auth_events` (the repositories of other modules that write an event in the
+ * statement of the change it records embed audit-insert.sql-fragment.ts, whose text is ours too).
+ */
 @Injectable()
 export class AuditEventsRepository {
   constructor(private readonly sql: Sql) {}
@@ -35,6 +38,24 @@ export class AuditEventsRepository {
        SELECT $3, x.ip, x.detail, $2 FROM jsonb_to_recordset($1::jsonb) AS x(ip text, detail jsonb)`,
       [JSON.stringify(events), createdAt, type],
     );
+  }
+
+  /** Events of one type, one per entry, in one statement, in `tx` when given. */
+  async insertEach(type: AuthEventType, events: ReadonlyArray<Omit<NewAuthEvent, 'type'>>, tx?: Tx): Promise<void> {
+    await this.sql.rows(
+      `INSERT INTO auth_events (type, user_id, ip, detail, created_at)
+       SELECT $2, x.user_id, x.ip, x.detail, x.created_at FROM jsonb_to_recordset($1::jsonb) AS x(user_id uuid, ip text, detail jsonb, created_at timestamptz)`,
+      [JSON.stringify(events.map((e) => ({ user_id: e.userId, ip: e.ip, detail: e.detail, created_at: e.createdAt }))), type],
+      tx,
+    );
+  }
+
+  /**
+   * Forgets, in `tx`, what the person's events say beyond their type and time (their address and
+   * details), before their account is deleted: the events stay, without personal data.
+   */
+  async forgetDetailsOf(tx: Tx, userId: string): Promise<void> {
+    await this.sql.rows(`UPDATE auth_events SET ip = NULL, detail = '{}'::jsonb WHERE user_id = $1`, [userId], tx);
   }
 
   /** One person's events of `types`, newest first, for their security log. */

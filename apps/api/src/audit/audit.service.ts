@@ -8,6 +8,8 @@ export interface AuditEntry {
   userId?: string | null;
   ip?: string | null;
   detail?: AuthEvent['detail'];
+  /** When the change it records happened (the caller's clock reading), if not now. */
+  at?: Date;
 }
 
 @Injectable()
@@ -19,7 +21,19 @@ export class AuditService {
 
   /** Records an event; pass the caller's Tx to commit it with the change it describes. */
   record(type: AuthEventType, entry: AuditEntry = {}, tx?: Tx): Promise<void> {
-    return this.events.insert({ type, userId: entry.userId ?? null, ip: entry.ip ?? null, detail: entry.detail ?? {}, createdAt: this.clock.now() }, tx);
+    return this.events.insert({ type, userId: entry.userId ?? null, ip: entry.ip ?? null, detail: entry.detail ?? {}, createdAt: entry.at ?? this.clock.now() }, tx);
+  }
+
+  /** One event of `type` per entry, in one statement, in the caller's Tx (a revocation's sessions); none for no entries. */
+  async recordEach(type: AuthEventType, entries: readonly AuditEntry[], tx?: Tx): Promise<void> {
+    if (!entries.length) return;
+    const now = this.clock.now();
+    await this.events.insertEach(type, entries.map((e) => ({ userId: e.userId ?? null, ip: e.ip ?? null, detail: e.detail ?? {}, createdAt: e.at ?? now })), tx);
+  }
+
+  /** Forgets, in `tx`, the address and details of the person's events (their account is being deleted; the events stay). */
+  forgetDetailsOf(tx: Tx, userId: string): Promise<void> {
+    return this.events.forgetDetailsOf(tx, userId);
   }
 
   /** Many events of one type at once, in one statement (the batched refusals): a database that is down costs one timeout, not one per event. */

@@ -64,14 +64,6 @@ export type AuthEventType =
   | 'admin.identity_provider_enable'
   | 'admin.identity_provider_delete';
 
-/**
- * An event type as a SQL literal, for the few statements that write their audit event in the same
- * statement as the change (a CTE) because a hot path saves a round trip that way (device start,
- * approve/deny, cancel): typed by AuthEventType, so a misspelt or unknown type does not compile.
- * Everything else records through AuditService.record(type, entry, tx).
- */
-export const eventTypeLiteral = (type: AuthEventType): string => `'${type}'`;
-
 /** The audit trail of sign-in: who did what from where. Never holds a secret. */
 @Entity({ name: 'auth_events' })
 export class AuthEvent {

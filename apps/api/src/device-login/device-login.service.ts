@@ -20,6 +20,7 @@ import { Metrics } from '../metrics/metrics.js';
 import { DatabaseDeadline } from '../database/database-deadline.js';
 import { isUniqueViolation } from '../database/sql.js';
 import { RefreshTokensService, sessionLabel } from '../refresh-tokens/refresh-tokens.service.js';
+import { FamilyMembers } from '../tokens/family-members.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { toPublicUser } from '../users/user.entity.js';
 import { DeviceLoginsRepository, type PollRow } from './device-logins.repository.js';
@@ -72,7 +73,11 @@ export class DeviceLoginService {
     private readonly refreshTokens: RefreshTokensService,
     private readonly audit: AuditService,
     private readonly metrics: Metrics,
-  ) {}
+    families: FamilyMembers,
+  ) {
+    // "Sign out everywhere" (TokensService, below this module) cancels the uncollected approvals through us.
+    families.attachUncollectedApprovals({ cancelApprovedBy: (tx, userId) => this.deviceLogins.cancelUncollectedApprovedBy(tx, userId) });
+  }
 
   get enabled(): boolean {
     return this.config.deviceLoginEnabled;
@@ -240,6 +245,14 @@ export class DeviceLoginService {
       const revoked = await this.tokens.revokeFamily(deviceLoginId, 'device code replayed', ip, tx);
       await this.audit.record('device.replay', { ip, detail: { deviceLoginId, revokedTokens: revoked } }, tx);
     });
+  }
+
+  /**
+   * The family of an authorization code's tokens (oauth/'s exchange), in `tx`: a redeemed login of
+   * the client decided by the person; its id.
+   */
+  insertCodeGrantFamily(tx: Tx, grant: { userId: string; clientId: string; scope: string; ip: string | null }, familyKeyHash: Buffer, now: Date): Promise<string> {
+    return this.deviceLogins.insertCodeGrantFamily(tx, grant, familyKeyHash, now);
   }
 
   /** Cancels, in `tx`, every login of a client not redeemed yet (its admin disables it); how many. */

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { User } from '@prospect/contract';
-import { type AuthEventType, eventTypeLiteral } from '../audit/auth-event.entity.js';
+import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { DeviceLogin, DeviceLoginStatus } from './device-login.entity.js';
 import type { Tx } from '../database/tx.js';
@@ -41,6 +41,34 @@ export type DeviceLoginByUserCode = Pick<
   'id' | 'userCode' | 'status' | 'clientId' | 'scope' | 'clientName' | 'hostname' | 'requestedIp' | 'userAgent' | 'createdAt' | 'expiresAt' | 'decidedByUserId'
 > & { clientDisplayName: string };
 
+/**
+ * A decision with its audit event, one constant text per decision (each a prepared statement).
+ * The audit INSERT runs whether or not the final SELECT reads it (a data-modifying WITH always does).
+ */
+const DECIDE = Object.fromEntries(
+  (['approved', 'denied'] as const).map((decision) => [
+    decision,
+    `WITH decided AS (
+       UPDATE device_logins
+          SET status = $2, decided_by_user_id = $3, decided_at = $4,
+              admin_until = CASE WHEN $2 = 'approved' AND 'admin' = ANY (string_to_array(scope, ' ')) THEN $6::timestamptz END
+        WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
+        RETURNING id, client_id, admin_until
+     ), audited AS (
+       ${auditInsert({
+         type: decision === 'approved' ? 'device.approve' : 'device.deny',
+         userId: '$3',
+         ip: '$5',
+         detail: "jsonb_build_object('deviceLoginId', decided.id) || CASE WHEN decided.admin_until IS NULL THEN '{}' ELSE jsonb_build_object('adminUntil', decided.admin_until) END",
+         createdAt: '$4',
+         from: 'decided',
+       })}
+     )
+     SELECT decided.id, decided.client_id AS "clientId", c.name AS "clientDisplayName"
+       FROM decided JOIN oauth_clients c ON c.id = decided.client_id`,
+  ]),
+) as Record<'approved' | 'denied', string>;
+
 const POLL_COLUMNS = 'id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, client_id, scope, admin_until';
 
 /**
@@ -58,8 +86,7 @@ export class DeviceLoginsRepository {
          INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at, user_agent, client_id, scope)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id
        )
-       INSERT INTO auth_events (type, ip, detail, created_at)
-       SELECT ${eventTypeLiteral('device.start')}, $5, jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text, 'clientId', $9::text), $6 FROM login`,
+       ${auditInsert({ type: 'device.start', userId: 'NULL', ip: '$5', detail: "jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text, 'clientId', $9::text)", createdAt: '$6', from: 'login' })}`,
       [
         login.deviceCodeHash,
         login.userCode,
@@ -155,8 +182,7 @@ export class DeviceLoginsRepository {
       `WITH cancelled AS (
          UPDATE device_logins SET status = 'cancelled' WHERE device_code_hash = $1 AND status IN ('pending', 'approved') RETURNING id
        )
-       INSERT INTO auth_events (type, ip, detail, created_at)
-       SELECT ${eventTypeLiteral('device.cancel')}, $2, jsonb_build_object('deviceLoginId', cancelled.id), $3 FROM cancelled`,
+       ${auditInsert({ type: 'device.cancel', userId: 'NULL', ip: '$2', detail: "jsonb_build_object('deviceLoginId', cancelled.id)", createdAt: '$3', from: 'cancelled' })}`,
       [deviceCodeHash, ip, now],
     );
   }
@@ -174,26 +200,32 @@ export class DeviceLoginsRepository {
     ip: string | null,
     adminUntil: Date,
   ): Promise<{ id: string; clientId: string; clientDisplayName: string } | undefined> {
-    // The audit INSERT runs whether or not the final SELECT reads it (a data-modifying WITH always does).
-    const event: AuthEventType = decision === 'approved' ? 'device.approve' : 'device.deny';
-    const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(
-      `WITH decided AS (
-         UPDATE device_logins
-            SET status = $2, decided_by_user_id = $3, decided_at = $4,
-                admin_until = CASE WHEN $2 = 'approved' AND 'admin' = ANY (string_to_array(scope, ' ')) THEN $7::timestamptz END
-          WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
-          RETURNING id, client_id, admin_until
-       ), audited AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-         SELECT $5, $3, $6, jsonb_build_object('deviceLoginId', decided.id)
-                  || CASE WHEN decided.admin_until IS NULL THEN '{}' ELSE jsonb_build_object('adminUntil', decided.admin_until) END, $4
-           FROM decided
-       )
-       SELECT decided.id, decided.client_id AS "clientId", c.name AS "clientDisplayName"
-         FROM decided JOIN oauth_clients c ON c.id = decided.client_id`,
-      [userCode, decision, userId, now, event, ip, adminUntil],
-    );
+    const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(DECIDE[decision], [userCode, decision, userId, now, ip, adminUntil]);
     return decided;
+  }
+
+  /**
+   * Cancels, in `tx`, every login the person approved that its terminal has not collected yet: an
+   * approval is a grant too, and must not give a pair after their "sign out everywhere".
+   */
+  async cancelUncollectedApprovedBy(tx: Tx, userId: string): Promise<void> {
+    await this.sql.rows(`UPDATE device_logins SET status = 'cancelled' WHERE decided_by_user_id = $1 AND status = 'approved'`, [userId], tx);
+  }
+
+  /**
+   * The family of an authorization code's tokens, in `tx`: a redeemed login of the client, decided
+   * by the person (what every family rule reads). Its id.
+   * @param familyKeyHash stands in the family row's device code hash: a random value nobody holds.
+   */
+  async insertCodeGrantFamily(tx: Tx, grant: { userId: string; clientId: string; scope: string; ip: string | null }, familyKeyHash: Buffer, now: Date): Promise<string> {
+    const [row] = await this.sql.rows<{ id: string }>(
+      `INSERT INTO device_logins (device_code_hash, user_code, status, decided_by_user_id, decided_at, client_id, scope, requested_ip, created_at, expires_at, redeemed_at, grant_type)
+       VALUES ($1, '', 'redeemed', $2, $3, $4, $5, $6, $3, $3, $3, 'authorization_code')
+       RETURNING id`,
+      [familyKeyHash, grant.userId, now, grant.clientId, grant.scope, grant.ip],
+      tx,
+    );
+    return row!.id;
   }
 
   /** Cancels every login of a client not redeemed yet (its admin disabled it); how many. */

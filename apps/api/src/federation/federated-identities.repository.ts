@@ -44,8 +44,8 @@ export interface LinkForAdmin {
 }
 
 /**
- * Every statement on `federated_identities`, and the ones that end the browser sessions started
- * through a link (`web_sessions.federated_link_id`). A link is found and made by (issuer,
+ * Every statement on `federated_identities` (the browser sessions started through a link are
+ * web-sessions/', ended by the services in the same transaction). A link is found and made by (issuer,
  * subject) only (unique), never by an address.
  */
 @Injectable()
@@ -93,23 +93,18 @@ export class FederatedIdentitiesRepository {
   }
 
   /**
-   * Links an existing account the person just proved, in one locked transaction (`tx`): the
-   * account is locked and must still be as the provider's answer found it (its credential epoch
-   * and address, enabled). Proven by the mailed link (`proof` 'mail'), whoever created the account
-   * may not be this person, so what was set up before ends here too, as a reset that proves an
-   * address does: its password, second factors and passkeys, other links, mailed links and
-   * browser sessions, and the epoch moves on (the caller revokes its tokens). Either way the
-   * address counts as verified, and the link is audited.
-   * @returns the link's id; 'changed' when the account changed meanwhile; 'taken' when that
-   *   identity is linked to another account, or this account to another identity of the provider.
+   * Before an existing account the person just proved is linked, in `tx` (FederationSignIn.link):
+   * the account is locked and must still be as the provider's answer found it (its credential
+   * epoch and address, enabled), then the identity (lockIdentity). 'changed' when the account
+   * changed meanwhile; 'taken' when that identity is linked to another account, or this account
+   * to another identity of the provider (for a mailed proof, this account's own links are in the
+   * way of nothing: it replaces them); else 'free'.
    */
-  async linkProven(
+  async lockForLink(
     tx: Tx,
-    link: { userId: string; epoch: number; email: string; providerId: string; providerName: string; issuer: string; subject: string; refreshTokenSealed?: string },
+    link: { userId: string; epoch: number; email: string; providerId: string; issuer: string; subject: string },
     proof: LinkProof,
-    now: Date,
-    ip: string | null,
-  ): Promise<string | 'changed' | 'taken'> {
+  ): Promise<'free' | 'changed' | 'taken'> {
     const locked = await this.sql.rows(
       `SELECT id FROM users WHERE id = $1 AND credential_epoch = $2 AND email = $3 AND disabled_at IS NULL FOR UPDATE`,
       [link.userId, link.epoch, link.email],
@@ -117,77 +112,39 @@ export class FederatedIdentitiesRepository {
     );
     if (!locked.length) return 'changed';
     await this.lockIdentity(tx, link.issuer, link.subject);
-    // The mailed proof replaces this account's own links; anything else in the way stays, and refuses.
     const holders = await this.sql.rows<{ userId: string }>(
       `SELECT user_id AS "userId" FROM federated_identities WHERE (issuer = $1 AND subject = $2) OR (provider_id = $3 AND user_id = $4)`,
       [link.issuer, link.subject, link.providerId, link.userId],
       tx,
     );
-    if (holders.some((holder) => holder.userId !== link.userId || proof === 'sign-in')) return 'taken';
-    if (proof === 'mail') {
-      await this.sql.rows(
-        `WITH gone_links AS (DELETE FROM federated_identities WHERE user_id = $1),
-              account AS (UPDATE users SET password_hash = NULL, email_verified_at = COALESCE(email_verified_at, $2), credential_epoch = credential_epoch + 1, updated_at = $2 WHERE id = $1),
-              links AS (UPDATE account_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL),
-              totp AS (DELETE FROM totp_factors WHERE user_id = $1),
-              codes AS (DELETE FROM recovery_codes WHERE user_id = $1),
-              keys AS (DELETE FROM passkeys WHERE user_id = $1)
-         DELETE FROM web_sessions WHERE user_id = $1`,
-        [link.userId, now],
-        tx,
-      );
-    } else {
-      await this.sql.rows(`UPDATE users SET email_verified_at = COALESCE(email_verified_at, $2), updated_at = $2 WHERE id = $1`, [link.userId, now], tx);
-    }
-    const id = await this.insert(tx, link, now);
-    await this.sql.rows(
-      `INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       VALUES ('federation.link', $1, $2, jsonb_build_object('providerId', $3::text, 'label', $4::text, 'linkId', $5::text, 'proof', $6::text), $7)`,
-      [link.userId, ip, link.providerId, link.providerName, id, proof === 'mail' ? 'a link mailed to the address: every earlier session, second factor, passkey and password ended' : 'a sign-in to the account', now],
+    return holders.some((holder) => holder.userId !== link.userId || proof === 'sign-in') ? 'taken' : 'free';
+  }
+
+  /** Every link of the account, in `tx` (a mailed proof replaces them). */
+  async deleteAllOf(tx: Tx, userId: string): Promise<void> {
+    await this.sql.rows(`DELETE FROM federated_identities WHERE user_id = $1`, [userId], tx);
+  }
+
+  /** The provider's refusal of a link (a leaver), in `tx`: the link marked refused; the link, or undefined when it was refused already. */
+  async markRefused(tx: Tx, linkId: string, now: Date): Promise<{ id: string; userId: string; providerId: string } | undefined> {
+    const [row] = await this.sql.rows<{ id: string; userId: string; providerId: string }>(
+      `UPDATE federated_identities SET refused_at = $2, checking_until = NULL WHERE id = $1 AND refused_at IS NULL
+       RETURNING id, user_id AS "userId", provider_id AS "providerId"`,
+      [linkId, now],
       tx,
     );
-    return id;
+    return row;
   }
 
-  /** The provider's refusal of a link (a leaver): the link is marked refused and its browser sessions end, audited, in one statement; how many sessions ended, or null when it was refused already. */
-  async refuse(linkId: string, providerName: string, reason: string, now: Date): Promise<number | null> {
-    const [row] = await this.sql.rows<{ sessions: number }>(
-      `WITH refused AS (
-         UPDATE federated_identities SET refused_at = $2, checking_until = NULL WHERE id = $1 AND refused_at IS NULL RETURNING id, user_id, provider_id
-       ), ended AS (
-         DELETE FROM web_sessions s USING refused WHERE s.federated_link_id = refused.id RETURNING s.sid
-       ), audited AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-         SELECT 'federation.refused_by_provider', user_id, NULL,
-                jsonb_build_object('providerId', provider_id, 'label', $3::text, 'linkId', id, 'reason', $4::text, 'sessions', (SELECT count(*) FROM ended)), $2
-           FROM refused
-       )
-       SELECT (SELECT count(*)::int FROM ended) AS sessions FROM refused`,
-      [linkId, now, providerName, reason],
+  /** Removes a link of this person, in `tx` (an admin's unlink); the link with its provider's name, or undefined when there was no such link. */
+  async delete(tx: Tx, linkId: string, userId: string): Promise<{ id: string; userId: string; providerId: string; providerName: string } | undefined> {
+    const [row] = await this.sql.rows<{ id: string; userId: string; providerId: string; providerName: string }>(
+      `DELETE FROM federated_identities l USING identity_providers p WHERE l.id = $1 AND l.user_id = $2 AND p.id = l.provider_id
+       RETURNING l.id, l.user_id AS "userId", l.provider_id AS "providerId", p.display_name AS "providerName"`,
+      [linkId, userId],
+      tx,
     );
-    return row ? row.sessions : null;
-  }
-
-  /** Ends every browser session started through a link of this provider (in `tx`); how many. */
-  endSessionsOfProvider(tx: Tx, providerId: string): Promise<number> {
-    return this.sql.count(`DELETE FROM web_sessions WHERE federated_link_id IN (SELECT id FROM federated_identities WHERE provider_id = $1)`, [providerId], tx);
-  }
-
-  /** Removes a link of this person (an admin's unlink): its browser sessions end, audited with the admin, in one statement; false when there was no such link. */
-  async unlink(linkId: string, userId: string, adminId: string, ip: string | null, now: Date): Promise<boolean> {
-    const rows = await this.sql.rows(
-      `WITH gone AS (
-         DELETE FROM federated_identities l USING identity_providers p WHERE l.id = $1 AND l.user_id = $2 AND p.id = l.provider_id
-         RETURNING l.id, l.user_id, l.provider_id, p.display_name
-       ), ended AS (
-         DELETE FROM web_sessions s USING gone WHERE s.federated_link_id = gone.id
-       )
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT 'federation.unlink', user_id, $4, jsonb_build_object('providerId', provider_id, 'label', display_name, 'linkId', id, 'by', $3::text), $5 FROM gone
-       RETURNING id`,
-      [linkId, userId, adminId, ip, now],
-    );
-    return rows.length > 0;
+    return row;
   }
 
   /** The links of these people with their providers' names, for the admin's pages. */

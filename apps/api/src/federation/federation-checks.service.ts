@@ -1,5 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
+import { AuditService } from '../audit/audit.service.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { WebSessions } from '../web-sessions/web-sessions.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { BackgroundWrites } from '../database/background-writes.js';
@@ -35,6 +38,9 @@ export class FederationChecks {
     private readonly background: BackgroundWrites,
     private readonly config: AppConfig,
     private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
+    private readonly webSessions: WebSessions,
+    private readonly audit: AuditService,
   ) {}
 
   @Interval(CHECK_EVERY_MS)
@@ -54,7 +60,7 @@ export class FederationChecks {
       try {
         const answer = await this.relyingParty.recheck(provider, token);
         if (answer === 'refused') {
-          const sessions = await this.links.refuse(link.id, provider.displayName, 'the provider refused to refresh its tokens (invalid_grant)', this.clock.now());
+          const sessions = await this.refuse(link.id, provider.displayName, 'the provider refused to refresh its tokens (invalid_grant)');
           if (sessions !== null) refused++;
           this.logger.log(`${provider.id} refused a linked person (invalid_grant): ${sessions ?? 0} browser sessions ended`);
         } else {
@@ -65,5 +71,22 @@ export class FederationChecks {
       }
     }
     return { checked: due.length, refused };
+  }
+
+  /**
+   * The provider's refusal of a link (a leaver): the link is marked refused and its browser
+   * sessions end, audited, in one transaction; how many sessions ended, or null when it was
+   * refused already.
+   */
+  private refuse(linkId: string, providerName: string, reason: string): Promise<number | null> {
+    const now = this.clock.now();
+    return this.uow.run(async (tx) => {
+      const refused = await this.links.markRefused(tx, linkId, now);
+      if (!refused) return null;
+      const sessions = await this.webSessions.endForFederatedLink(tx, refused.id);
+      const detail = { providerId: refused.providerId, label: providerName, linkId: refused.id, reason, sessions };
+      await this.audit.record('federation.refused_by_provider', { userId: refused.userId, ip: null, detail, at: now }, tx);
+      return sessions;
+    });
   }
 }

@@ -21,6 +21,9 @@ import { showsSecondFactor } from './provider-claims.js';
 import { type Flight, SignInFlights } from './sign-in-flights.js';
 import { PENDING_LINK_MINUTES } from './federation-policy.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import type { Tx } from '../database/tx.js';
+import { WebSessions } from '../web-sessions/web-sessions.js';
+import { AccountCredentials } from './account-credentials.js';
 
 /** Prefix of the mailed link that proves an account for linking (256 random bits). */
 export const LINK_PROOF_TOKEN_PREFIX = 'prsf_';
@@ -81,6 +84,8 @@ export class FederationSignIn {
     private readonly audit: AuditService,
     private readonly config: AppConfig,
     private readonly clock: Clock,
+    private readonly webSessions: WebSessions,
+    private readonly credentials: AccountCredentials,
   ) {}
 
   /** The redirect URI to register at the provider. */
@@ -301,7 +306,7 @@ export class FederationSignIn {
 
   private async link(pending: PendingFederatedLink, proof: LinkProof, ip: string | null): Promise<FederatedSignIn> {
     const provider = await this.enabledProvider(pending.providerId);
-    const outcome = await this.uow.run((tx) => this.links.linkProven(tx, pending, proof, this.clock.now(), ip));
+    const outcome = await this.uow.run((tx) => this.linkProven(tx, pending, proof, this.clock.now(), ip));
     if (outcome === 'changed') {
       throw new FederationRefused('the account changed before it was linked', `Your account changed meanwhile. Please sign in with ${provider.displayName} again.`, 409, pending.userId);
     }
@@ -314,6 +319,41 @@ export class FederationSignIn {
       );
     }
     return this.via(provider, outcome);
+  }
+
+  /**
+   * Links an existing account the person just proved, in one locked transaction (`tx`): the
+   * account locked and still as the provider's answer found it (lockForLink). Proven by the mailed
+   * link (`proof` 'mail'), whoever created the account may not be this person, so what was set up
+   * before ends here too, as a reset that proves an address does: its password, other links,
+   * mailed links, second factors and passkeys, and browser sessions, and the epoch moves on (the
+   * caller revokes its tokens); each by the module that owns those rows, in this `tx`, in the order
+   * the single statement of before wrote them. Either way the address counts as verified, and the
+   * link is audited.
+   * @returns the link's id; 'changed' when the account changed meanwhile; 'taken' when that
+   *   identity is linked to another account, or this account to another identity of the provider.
+   */
+  private async linkProven(
+    tx: Tx,
+    link: { userId: string; epoch: number; email: string; providerId: string; providerName: string; issuer: string; subject: string; refreshTokenSealed?: string },
+    proof: LinkProof,
+    now: Date,
+    ip: string | null,
+  ): Promise<string | 'changed' | 'taken'> {
+    const state = await this.links.lockForLink(tx, link, proof);
+    if (state !== 'free') return state;
+    if (proof === 'mail') {
+      await this.links.deleteAllOf(tx, link.userId);
+      await this.users.recordProvenLink(tx, link.userId, now, true);
+      await this.credentials.endLinksAndFactors(tx, link.userId, now);
+      await this.webSessions.endAllFor(link.userId, tx);
+    } else {
+      await this.users.recordProvenLink(tx, link.userId, now, false);
+    }
+    const id = await this.links.insert(tx, link, now);
+    const said = proof === 'mail' ? 'a link mailed to the address: every earlier session, second factor, passkey and password ended' : 'a sign-in to the account';
+    await this.audit.record('federation.link', { userId: link.userId, ip, detail: { providerId: link.providerId, label: link.providerName, linkId: id, proof: said }, at: now }, tx);
+    return id;
   }
 
   /** The address the provider vouches for, if it may sign in here: verified, and within its domains. */

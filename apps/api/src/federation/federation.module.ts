@@ -2,6 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { TokensModule } from '../tokens/tokens.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
+import { AccountCredentials } from './account-credentials.js';
 import { AnonymousRefusals } from './anonymous-refusals.js';
 import { FederatedIdentitiesRepository } from './federated-identities.repository.js';
 import { FederationChecks } from './federation-checks.service.js';
@@ -32,7 +33,8 @@ import { SignInFlights } from './sign-in-flights.js';
     FederationChecks,
     IdentityProvidersService,
     AnonymousRefusals,
+    AccountCredentials,
   ],
-  exports: [FederationPolicy, FederationSignIn, IdentityProvidersService, FederatedIdentitiesRepository, SignInFlights, AnonymousRefusals],
+  exports: [AccountCredentials, FederationPolicy, FederationSignIn, IdentityProvidersService, FederatedIdentitiesRepository, SignInFlights, AnonymousRefusals],
 })
 export class FederationModule {}

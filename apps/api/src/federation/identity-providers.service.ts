@@ -9,6 +9,7 @@ import { FederationSignIn } from './federation-sign-in.service.js';
 import { type IdentityProviderChanges, type IdentityProviderRow, IdentityProvidersRepository } from './identity-providers.repository.js';
 import { issuerProblem, ProviderUnreachable, RelyingParty } from './relying-party.js';
 import type { Tx } from '../database/tx.js';
+import { WebSessions } from '../web-sessions/web-sessions.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** The rows its methods answer, for the pages (which import services, never repositories). */
@@ -43,6 +44,7 @@ export class IdentityProvidersService {
     private readonly federation: FederationSignIn,
     private readonly audit: AuditService,
     private readonly clock: Clock,
+    private readonly webSessions: WebSessions,
   ) {}
 
   async list(): Promise<AdminIdentityProvider[]> {
@@ -148,7 +150,7 @@ export class IdentityProvidersService {
         await this.audit.record('admin.identity_provider_update', { userId: adminId, ip, detail }, tx);
       }
       if (changes.disabled === true) {
-        sessionsEnded = await this.links.endSessionsOfProvider(tx, id);
+        sessionsEnded = await this.webSessions.endForProvider(tx, id);
         await this.audit.record('admin.identity_provider_disable', { userId: adminId, ip, detail: { providerId: id, label, sessions: sessionsEnded } }, tx);
       } else if (changes.disabled === false && current.disabledAt) {
         await this.audit.record('admin.identity_provider_enable', { userId: adminId, ip, detail: { providerId: id, label } }, tx);
@@ -167,7 +169,7 @@ export class IdentityProvidersService {
   async remove(id: string, adminId: string, ip: string | null): Promise<void> {
     await this.uow.run(async (tx) => {
       const provider = await this.existing(tx, id);
-      const sessions = await this.links.endSessionsOfProvider(tx, id);
+      const sessions = await this.webSessions.endForProvider(tx, id);
       await this.providers.delete(tx, id);
       await this.audit.record('admin.identity_provider_delete', { userId: adminId, ip, detail: { providerId: id, label: provider.displayName, sessions } }, tx);
     });
@@ -178,9 +180,18 @@ export class IdentityProvidersService {
     return this.links.forAdmin(userIds);
   }
 
-  /** An admin removes a person's link; its browser sessions end. @throws ApiException 404 */
+  /** An admin removes a person's link; its browser sessions end, audited with the admin, in one transaction. @throws ApiException 404 */
   async unlink(userId: string, linkId: string, adminId: string, ip: string | null): Promise<void> {
-    if (!(await this.links.unlink(linkId, userId, adminId, ip, this.clock.now()))) throw notFound('That person has no such link.');
+    const now = this.clock.now();
+    const removed = await this.uow.run(async (tx) => {
+      const gone = await this.links.delete(tx, linkId, userId);
+      if (!gone) return false;
+      await this.webSessions.endForFederatedLink(tx, gone.id);
+      const detail = { providerId: gone.providerId, label: gone.providerName, linkId: gone.id, by: adminId };
+      await this.audit.record('federation.unlink', { userId: gone.userId, ip, detail, at: now }, tx);
+      return true;
+    });
+    if (!removed) throw notFound('That person has no such link.');
   }
 
   private toAdmin(row: Omit<IdentityProviderRow, 'clientSecretSealed' | 'metadata'>, linkedAccounts: number): AdminIdentityProvider {

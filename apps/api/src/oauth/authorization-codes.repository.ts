@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 
@@ -107,34 +108,19 @@ export class AuthorizationCodesRepository {
   }
 
   /**
-   * The exchange, in `tx`: the code used, the family its tokens descend from made (a redeemed
-   * device login of the client, decided by the person: what every family rule reads), and the
-   * `oauth.code_exchange` event; one statement. The family's id.
-   * @param familyKeyHash stands in the family row's device code hash: a random value nobody holds.
+   * The exchange, in `tx`, after the family its tokens descend from was made (device-login/'s
+   * DeviceLoginService.insertCodeGrantFamily: what every family rule reads): the code used, with
+   * the `oauth.code_exchange` event, in one statement.
    */
-  async redeem(
-    tx: Tx,
-    code: { id: string; clientId: string; userId: string; scope: string },
-    familyKeyHash: Buffer,
-    now: Date,
-    ip: string | null,
-  ): Promise<string> {
-    const [row] = await this.sql.rows<{ id: string }>(
-      `WITH grant_family AS (
-         INSERT INTO device_logins (device_code_hash, user_code, status, decided_by_user_id, decided_at, client_id, scope, requested_ip, created_at, expires_at, redeemed_at, grant_type)
-         VALUES ($2, '', 'redeemed', $3, $5, $4, $6, $7, $5, $5, $5, 'authorization_code')
-         RETURNING id
-       ), used AS (
-         UPDATE authorization_codes SET used_at = $5, grant_id = (SELECT id FROM grant_family) WHERE id = $1 RETURNING id
-       ), audited AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-         SELECT 'oauth.code_exchange', $3, $7, jsonb_build_object('clientId', $4::text, 'grantId', grant_family.id, 'scope', $6::text), $5 FROM grant_family
+  async redeem(tx: Tx, code: { id: string; clientId: string; userId: string; scope: string }, familyId: string, now: Date, ip: string | null): Promise<void> {
+    await this.sql.rows(
+      `WITH used AS (
+         UPDATE authorization_codes SET used_at = $5, grant_id = $2::uuid WHERE id = $1 RETURNING id
        )
-       SELECT id FROM grant_family`,
-      [code.id, familyKeyHash, code.userId, code.clientId, now, code.scope, ip],
+       ${auditInsert({ type: 'oauth.code_exchange', userId: '$3', ip: '$7', detail: "jsonb_build_object('clientId', $4::text, 'grantId', $2::text, 'scope', $6::text)", createdAt: '$5' })}`,
+      [code.id, familyId, code.userId, code.clientId, now, code.scope, ip],
       tx,
     );
-    return row!.id;
   }
 
   /**
@@ -156,8 +142,7 @@ export class AuthorizationCodesRepository {
   /** A used code came back: recorded (`oauth.code_replay`), in `tx`, with how many tokens it revoked. */
   async recordReplay(tx: Tx, code: { id: string; userId: string; clientId: string; grantId: string | null }, revokedTokens: number, now: Date, ip: string | null): Promise<void> {
     await this.sql.rows(
-      `INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       VALUES ('oauth.code_replay', $1, $2, jsonb_build_object('clientId', $3::text, 'grantId', $4::text, 'revokedTokens', $5::int), $6)`,
+      auditInsert({ type: 'oauth.code_replay', userId: '$1', ip: '$2', detail: "jsonb_build_object('clientId', $3::text, 'grantId', $4::text, 'revokedTokens', $5::int)", createdAt: '$6' }),
       [code.userId, ip, code.clientId, code.grantId, revokedTokens, now],
       tx,
     );

@@ -15,6 +15,7 @@ import {
 import { Clock } from '../common/clock.js';
 import { constantTimeEqual, generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
+import { DeviceLoginService } from '../device-login/device-login.service.js';
 import { RefreshTokensService, type TokenPair } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { AuthorizationCodesRepository, type CodeRow } from './authorization-codes.repository.js';
@@ -148,6 +149,7 @@ export class AuthorizationService {
     private readonly consents: ConsentsRepository,
     private readonly tokens: TokensService,
     private readonly refreshTokens: RefreshTokensService,
+    private readonly deviceLogins: DeviceLoginService,
     private readonly idTokens: IdTokens,
   ) {}
 
@@ -432,7 +434,14 @@ export class AuthorizationService {
       if (!constantTimeEqual(Buffer.from(s256(input.codeVerifier)), Buffer.from(code.code_challenge))) return { refused: 'pkce' };
       const account = await this.codes.lockAccount(tx, code.user_id, code.web_session);
       if (!account || account.disabled || account.credentialEpoch !== code.credential_epoch || !account.sessionLive) return { refused: 'account' };
-      const familyId = await this.codes.redeem(tx, { id: code.id, clientId: code.client_id, userId: code.user_id, scope: code.scope }, sha256(randomBytes(32).toString('base64url')), now, ip);
+      // The family first, then the code used with its event: the order the one statement of before wrote them in.
+      const familyId = await this.deviceLogins.insertCodeGrantFamily(
+        tx,
+        { userId: code.user_id, clientId: code.client_id, scope: code.scope, ip },
+        sha256(randomBytes(32).toString('base64url')), // the family row's device code hash: a random value nobody holds
+        now,
+      );
+      await this.codes.redeem(tx, { id: code.id, clientId: code.client_id, userId: code.user_id, scope: code.scope }, familyId, now, ip);
       const pair = await this.refreshTokens.issueFirstPair(tx, { userId: code.user_id, label: current.name, ip, deviceLoginId: familyId, scope: code.scope, adminUntil: null });
       return { pair, code, account };
     });

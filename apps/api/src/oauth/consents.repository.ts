@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 
@@ -39,8 +40,7 @@ export class ConsentsRepository {
                updated_at = EXCLUDED.updated_at
          RETURNING client_id
        )
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT 'oauth.consent', $1, $5, jsonb_build_object('clientId', client_id, 'scope', $3::text), $4 FROM remembered`,
+       ${auditInsert({ type: 'oauth.consent', userId: '$1', ip: '$5', detail: "jsonb_build_object('clientId', client_id, 'scope', $3::text)", createdAt: '$4', from: 'remembered' })}`,
       [userId, clientId, scope, now, ip],
       tx,
     );
@@ -52,9 +52,7 @@ export class ConsentsRepository {
       `WITH forgotten AS (
          DELETE FROM oauth_consents WHERE user_id = $1 AND client_id = $2 RETURNING client_id, scope
        )
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT 'oauth.consent_revoke', $1, $3, jsonb_build_object('clientId', client_id, 'scope', scope), $4 FROM forgotten
-       RETURNING id`,
+       ${auditInsert({ type: 'oauth.consent_revoke', userId: '$1', ip: '$3', detail: "jsonb_build_object('clientId', client_id, 'scope', scope)", createdAt: '$4', from: 'forgotten' }, 'id')}`,
       [userId, clientId, ip, now],
       tx,
     );

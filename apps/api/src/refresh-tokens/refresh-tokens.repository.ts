@@ -127,6 +127,21 @@ export class RefreshTokensRepository {
     return row;
   }
 
+  /** Revokes, in `tx`, the live refresh tokens of a family (its successor answer forgotten); how many. */
+  revokeOfFamily(tx: Tx, deviceLoginId: string, now: Date): Promise<number> {
+    return this.sql.count(`UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE device_login_id = $1 AND revoked_at IS NULL`, [deviceLoginId, now], tx);
+  }
+
+  /** Revokes, in `tx`, every live refresh token of the person; the family of each. */
+  async revokeAllOfUser(tx: Tx, userId: string, now: Date): Promise<string[]> {
+    const rows = await this.sql.rows<{ deviceLoginId: string }>(
+      `UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE user_id = $1 AND revoked_at IS NULL RETURNING device_login_id AS "deviceLoginId"`,
+      [userId, now],
+      tx,
+    );
+    return rows.map((row) => row.deviceLoginId);
+  }
+
   /** At most `limit` tokens expired or revoked before `before` (retention); how many. */
   deleteEndedBefore(tx: Tx, before: Date, limit: number): Promise<number> {
     return this.sql.count(`DELETE FROM refresh_tokens WHERE id IN (SELECT id FROM refresh_tokens WHERE expires_at < $1 OR revoked_at < $1 LIMIT $2)`, [before, limit], tx);

@@ -7,6 +7,7 @@ import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { scopeOfGrantAt } from '../tokens/granted-scope.js';
+import { FamilyMembers } from '../tokens/family-members.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { type FamilyRow, type PresentedRow, type RefreshTokenDescription, RefreshTokensRepository } from './refresh-tokens.repository.js';
 import type { Tx } from '../database/tx.js';
@@ -115,7 +116,14 @@ export class RefreshTokensService {
     private readonly clock: Clock,
     private readonly audit: AuditService,
     private readonly metrics: Metrics,
-  ) {}
+    families: FamilyMembers,
+  ) {
+    // A family's revocation (TokensService, below this module) ends its refresh tokens through us.
+    families.attachRefreshTokens({
+      revokeOfFamily: (tx, deviceLoginId, now) => this.refreshTokens.revokeOfFamily(tx, deviceLoginId, now),
+      revokeAllOfUser: (tx, userId, now) => this.refreshTokens.revokeAllOfUser(tx, userId, now),
+    });
+  }
 
   /** The first pair of a family, in the transaction that redeems its device login. */
   async issueFirstPair(tx: Tx, family: Omit<Family, 'familyExpiresAt'>): Promise<TokenPair> {

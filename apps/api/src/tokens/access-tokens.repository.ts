@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { UserRole } from '../users/user.entity.js';
 import type { TokenOrigin } from './access-token.entity.js';
@@ -261,13 +262,24 @@ export class AccessTokensRepository {
          UPDATE access_tokens SET revoked_at = $3
           WHERE id IN (SELECT id FROM minted) AND revoked_at IS NULL AND EXISTS (SELECT 1 FROM revoked) RETURNING id, user_id
        ), events AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-         SELECT 'token.revoke', $2, $4,
-                jsonb_build_object('tokenId', revoked.id)
-                  || CASE WHEN EXISTS (SELECT 1 FROM cascaded) THEN jsonb_build_object('mintedTokens', (SELECT count(*) FROM cascaded)) ELSE '{}' END, $3
-           FROM revoked
-         UNION ALL
-         SELECT 'token.revoke', cascaded.user_id, $4, jsonb_build_object('tokenId', cascaded.id, 'reason', 'the token it was made with was revoked'), $3 FROM cascaded
+         ${auditInsert([
+           {
+             type: 'token.revoke',
+             userId: '$2',
+             ip: '$4',
+             detail: "jsonb_build_object('tokenId', revoked.id) || CASE WHEN EXISTS (SELECT 1 FROM cascaded) THEN jsonb_build_object('mintedTokens', (SELECT count(*) FROM cascaded)) ELSE '{}' END",
+             createdAt: '$3',
+             from: 'revoked',
+           },
+           {
+             type: 'token.revoke',
+             userId: 'cascaded.user_id',
+             ip: '$4',
+             detail: "jsonb_build_object('tokenId', cascaded.id, 'reason', 'the token it was made with was revoked')",
+             createdAt: '$3',
+             from: 'cascaded',
+           },
+         ])}
        )
        SELECT ARRAY(SELECT id FROM revoked UNION ALL SELECT id FROM cascaded) AS ids`,
       [tokenId, userId, now, ip],
@@ -286,12 +298,19 @@ export class AccessTokensRepository {
   }
 
   /**
-   * Revokes every live access and refresh token of a family, and every token made with the
-   * family's tokens (recursively, whoever they belong to), with one audit event for the family and
-   * one per made token, in one statement; the ids of the access tokens it revoked.
+   * Revokes every live access token of a family, and every token made with the family's tokens
+   * (recursively, whoever they belong to), with one audit event per made token, in one statement,
+   * in `tx` under the family's lock (its refresh tokens and the family's own event are the
+   * caller's next statements: TokensService.revokeFamily). The ids it revoked, how many were the
+   * family's own and how many made with them, and who decided the family; undefined for no family.
    */
-  async revokeFamily(tx: Tx, deviceLoginId: string, now: Date, ip: string | null, reason: string): Promise<string[]> {
-    const [row] = await this.sql.rows<{ ids: string[] }>(
+  async revokeFamilyAccess(
+    tx: Tx,
+    deviceLoginId: string,
+    now: Date,
+    ip: string | null,
+  ): Promise<{ ids: string[]; own: number; minted: number; decidedBy: string | null } | undefined> {
+    const [row] = await this.sql.rows<{ ids: string[]; own: number; minted: number; decidedBy: string | null }>(
       `WITH RECURSIVE minted AS (
          SELECT id FROM access_tokens WHERE minted_by_device_login_id = $1
          UNION
@@ -300,23 +319,23 @@ export class AccessTokensRepository {
          UPDATE access_tokens SET revoked_at = $2 WHERE device_login_id = $1 AND revoked_at IS NULL RETURNING id
        ), m AS (
          UPDATE access_tokens SET revoked_at = $2 WHERE id IN (SELECT id FROM minted) AND revoked_at IS NULL RETURNING id, user_id
-       ), r AS (
-         UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE device_login_id = $1 AND revoked_at IS NULL RETURNING id
        ), minted_events AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-         SELECT 'token.revoke', m.user_id, $3, jsonb_build_object('tokenId', m.id, 'reason', 'the session it was made with was revoked'), $2 FROM m
+         ${auditInsert({
+           type: 'token.revoke',
+           userId: 'm.user_id',
+           ip: '$3',
+           detail: "jsonb_build_object('tokenId', m.id, 'reason', 'the session it was made with was revoked')",
+           createdAt: '$2',
+           from: 'm',
+         })}
        )
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT 'token.revoke_family', d.decided_by_user_id, $3,
-              jsonb_build_object('deviceLoginId', d.id, 'reason', $4::text,
-                                 'accessTokens', (SELECT count(*) FROM a), 'refreshTokens', (SELECT count(*) FROM r))
-                || CASE WHEN EXISTS (SELECT 1 FROM m) THEN jsonb_build_object('mintedTokens', (SELECT count(*) FROM m)) ELSE '{}' END, $2
-         FROM device_logins d WHERE d.id = $1
-       RETURNING ARRAY(SELECT id FROM a UNION ALL SELECT id FROM m) AS ids`,
-      [deviceLoginId, now, ip, reason],
+       SELECT ARRAY(SELECT id FROM a UNION ALL SELECT id FROM m) AS ids, (SELECT count(*)::int FROM a) AS own, (SELECT count(*)::int FROM m) AS minted,
+              d.decided_by_user_id AS "decidedBy"
+         FROM device_logins d WHERE d.id = $1`,
+      [deviceLoginId, now, ip],
       tx,
     );
-    return row?.ids ?? [];
+    return row;
   }
 
   /**
@@ -347,15 +366,16 @@ export class AccessTokensRepository {
   }
 
   /**
-   * Revokes every live token of the user, refresh tokens too, every device login they approved
-   * that its terminal has not collected yet (it is cancelled), and every live token made with
-   * theirs (recursively: another person's, made by this one as an administrator), with one audit
-   * event per long-lived token and per session, and one per made token of someone else; how many
-   * events it recorded of the user's own (tokens and sessions), and the ids of the other people's
+   * Revokes, in `tx`, every live access token of the user and every live token made with theirs
+   * (recursively: another person's, made by this one as an administrator), with one audit event
+   * per long-lived token of theirs and one per made token of someone else, in one statement (their
+   * refresh tokens, uncollected approvals and the sessions' events are the caller's next
+   * statements: TokensService.revokeEverythingOfUserIn). How many events it recorded of the user's
+   * own, the sessions (device logins) of the tokens it revoked, and the ids of the other people's
    * tokens it revoked (their owners' caches are not the user's).
    */
-  async revokeEverythingOfUser(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
-    const [row] = await this.sql.rows<{ ended: number; others: string[] }>(
+  async revokeAllAccessOfUser(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; sessions: string[]; othersTokens: string[] }> {
+    const [row] = await this.sql.rows<{ ended: number; sessions: string[]; others: string[] }>(
       `WITH RECURSIVE minted AS (
          SELECT m.id FROM access_tokens p JOIN access_tokens m ON m.minted_by_token_id = p.id WHERE p.user_id = $1
          UNION
@@ -367,28 +387,35 @@ export class AccessTokensRepository {
        ), o AS (
          UPDATE access_tokens SET revoked_at = $2
           WHERE id IN (SELECT id FROM minted) AND user_id <> $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id, user_id
-       ), r AS (
-         UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE user_id = $1 AND revoked_at IS NULL RETURNING device_login_id
-       ), uncollected AS (
-         -- An approval the terminal has not collected yet is a grant too: it must not give a pair after this.
-         UPDATE device_logins SET status = 'cancelled' WHERE decided_by_user_id = $1 AND status = 'approved'
-       ), sessions AS (
-         SELECT device_login_id AS id FROM a WHERE device_login_id IS NOT NULL UNION SELECT device_login_id FROM r
        ), events AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-         SELECT 'token.revoke', $1, $3, jsonb_build_object('tokenId', a.id, 'reason', 'signed out everywhere'), $2 FROM a WHERE a.device_login_id IS NULL
-         UNION ALL
-         SELECT 'token.revoke_family', $1, $3, jsonb_build_object('deviceLoginId', s.id, 'reason', 'signed out everywhere'), $2 FROM sessions s
-         RETURNING 1
+         ${auditInsert(
+           {
+             type: 'token.revoke',
+             userId: '$1',
+             ip: '$3',
+             detail: "jsonb_build_object('tokenId', a.id, 'reason', 'signed out everywhere')",
+             createdAt: '$2',
+             from: 'a WHERE a.device_login_id IS NULL',
+           },
+           '1',
+         )}
        ), others_events AS (
-         INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-         SELECT 'token.revoke', o.user_id, $3, jsonb_build_object('tokenId', o.id, 'reason', 'the person who made it signed out everywhere'), $2 FROM o
+         ${auditInsert({
+           type: 'token.revoke',
+           userId: 'o.user_id',
+           ip: '$3',
+           detail: "jsonb_build_object('tokenId', o.id, 'reason', 'the person who made it signed out everywhere')",
+           createdAt: '$2',
+           from: 'o',
+         })}
        )
-       SELECT (SELECT count(*)::int FROM events) AS ended, ARRAY(SELECT id FROM o) AS others`,
+       SELECT (SELECT count(*)::int FROM events) AS ended,
+              ARRAY(SELECT DISTINCT device_login_id FROM a WHERE device_login_id IS NOT NULL) AS sessions,
+              ARRAY(SELECT id FROM o) AS others`,
       [userId, now, ip],
       tx,
     );
-    return { ended: row!.ended, othersTokens: row!.others };
+    return { ended: row!.ended, sessions: row!.sessions, othersTokens: row!.others };
   }
 
   /**

@@ -3,14 +3,15 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { AccessToken } from './access-token.entity.js';
 import { AccessTokensRepository } from './access-tokens.repository.js';
 import { IdempotencyKeysRepository } from './idempotency-keys.repository.js';
+import { FamilyMembers } from './family-members.js';
 import { TokenRevocations } from './token-revocations.js';
 import { TokensService } from './tokens.service.js';
 
 /** Access tokens: issuing, listing and revoking them (verifying them is auth/'s). */
 @Module({
   imports: [TypeOrmModule.forFeature([AccessToken])],
-  providers: [TokensService, AccessTokensRepository, TokenRevocations, IdempotencyKeysRepository],
+  providers: [TokensService, AccessTokensRepository, TokenRevocations, IdempotencyKeysRepository, FamilyMembers],
   // IdempotencyKeysRepository: for the retention job's purge.
-  exports: [TokensService, AccessTokensRepository, TokenRevocations, IdempotencyKeysRepository],
+  exports: [TokensService, AccessTokensRepository, TokenRevocations, IdempotencyKeysRepository, FamilyMembers],
 })
 export class TokensModule {}

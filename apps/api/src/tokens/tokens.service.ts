@@ -10,6 +10,7 @@ import { Metrics } from '../metrics/metrics.js';
 import type { TokenOrigin } from './access-token.entity.js';
 import { type AccessTokenDescription, AccessTokensRepository, type Minter, type MinterDescription, type TokenForVerification, type TokenListing } from './access-tokens.repository.js';
 import { IdempotencyKeysRepository } from './idempotency-keys.repository.js';
+import { FamilyMembers } from './family-members.js';
 import { TokenRevocations } from './token-revocations.js';
 import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -113,6 +114,7 @@ export class TokensService {
     private readonly revocations: TokenRevocations,
     private readonly metrics: Metrics,
     private readonly idempotencyKeys: IdempotencyKeysRepository,
+    private readonly families: FamilyMembers,
   ) {}
 
   /** Issues a token and records it, in `tx` or in one of its own. */
@@ -246,18 +248,34 @@ export class TokensService {
   /**
    * Revokes a family: every access and refresh token descended from one device login, and every
    * token made with them (recursively, whoever they belong to), with its audit events, in one
-   * statement. For a logout, a revoked session on the tokens page, a replayed device code, a
-   * reused refresh token and a disabled client. Returns how many access tokens it revoked.
+   * transaction under the family's lock. For a logout, a revoked session on the tokens page, a
+   * replayed device code, a reused refresh token and a disabled client. Returns how many access
+   * tokens it revoked.
    */
   async revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, tx?: Tx): Promise<number> {
     if (!tx) return this.uow.run((tx) => this.revokeFamily(deviceLoginId, reason, ip, tx));
     // The family's lock, as a rotation takes it (RefreshTokensService.refresh): a pair being
-    // written now is committed before the statement below looks, and so revoked with the rest.
+    // written now is committed before the statements below look, and so revoked with the rest.
     await this.accessTokens.lockFamily(tx, deviceLoginId);
-    const ids = await this.accessTokens.revokeFamily(tx, deviceLoginId, this.clock.now(), ip ?? null, reason);
-    this.revocations.tokensRevoked(ids);
-    this.metrics.token('revoked', ids.length);
-    return ids.length;
+    const now = this.clock.now();
+    // Access tokens (with the tokens made with them), then refresh tokens, then the family's
+    // event: the order the one statement of before wrote them in, so no new lock order appears.
+    const access = await this.accessTokens.revokeFamilyAccess(tx, deviceLoginId, now, ip ?? null);
+    const refreshTokens = await this.families.refreshTokens.revokeOfFamily(tx, deviceLoginId, now);
+    if (!access) return 0; // no such family: nothing descends from it
+    await this.audit.record(
+      'token.revoke_family',
+      {
+        userId: access.decidedBy,
+        ip: ip ?? null,
+        detail: { deviceLoginId, reason, accessTokens: access.own, refreshTokens, ...(access.minted ? { mintedTokens: access.minted } : {}) },
+        at: now,
+      },
+      tx,
+    );
+    this.revocations.tokensRevoked(access.ids);
+    this.metrics.token('revoked', access.ids.length);
+    return access.ids.length;
   }
 
   /**
@@ -277,10 +295,21 @@ export class TokensService {
   /**
    * What revokeAllForUser does, in the caller's `tx` (an administrator disabling the person), the
    * families locked first; telling the replicas and the metrics is the caller's, after its commit.
+   * Access tokens, refresh tokens, uncollected approvals, then one `token.revoke_family` event per
+   * session: the order the one statement of before wrote them in.
    */
   async revokeEverythingOfUserIn(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
     await this.accessTokens.lockFamiliesOfUser(tx, userId, now);
-    return this.accessTokens.revokeEverythingOfUser(tx, userId, now, ip);
+    const access = await this.accessTokens.revokeAllAccessOfUser(tx, userId, now, ip);
+    const refreshed = await this.families.refreshTokens.revokeAllOfUser(tx, userId, now);
+    await this.families.uncollectedApprovals.cancelApprovedBy(tx, userId);
+    const sessions = [...new Set([...access.sessions, ...refreshed])];
+    await this.audit.recordEach(
+      'token.revoke_family',
+      sessions.map((deviceLoginId) => ({ userId, ip, detail: { deviceLoginId, reason: 'signed out everywhere' }, at: now })),
+      tx,
+    );
+    return { ended: access.ended + sessions.length, othersTokens: access.othersTokens };
   }
 
   /** The caller's tokens, newest first, without secrets; a device session is one entry. */

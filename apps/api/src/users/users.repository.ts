@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { User } from './user.entity.js';
 import type { Tx } from '../database/tx.js';
@@ -118,30 +119,67 @@ export class UsersRepository {
     const value = 'name' in change ? change.name : change.passwordHash;
     const rows = await this.sql.rows(
       `WITH changed AS (UPDATE users SET ${set}, updated_at = $3 WHERE id = $1 RETURNING id)
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT $4, id, $5, '{}'::jsonb, $3 FROM changed RETURNING id`,
-      [id, value, now, event, ip],
+       ${auditInsert({ type: event, userId: 'id', ip: '$4', detail: "'{}'::jsonb", createdAt: '$3', from: 'changed' }, 'id')}`,
+      [id, value, now, ip],
     );
     return rows.length > 0;
   }
 
   /**
-   * Deletes an account in `tx`, unless it is the last administrator (the admins are locked first,
-   * so two admins deleting themselves at once cannot leave none). Its tokens, refresh tokens,
-   * sessions and links go with it (foreign keys); its audit events stay, without it, its addresses
-   * or details, and one `account.delete` event without personal data is added.
-   * @returns 'deleted', 'last-admin', or 'unknown'.
+   * Deletes an account in `tx` (its caller has locked the admins and forgotten its events' details:
+   * UsersService.deleteAccount). Its tokens, refresh tokens, sessions and links go with it (foreign
+   * keys); one `account.delete` event without personal data is added. False for no such account.
    */
-  async deleteAccount(tx: Tx, id: string, now: Date): Promise<'deleted' | 'last-admin' | 'unknown'> {
-    const admins = await this.lockAdmins(tx);
-    if (admins.length === 1 && admins[0] === id) return 'last-admin';
-    await this.sql.rows(`UPDATE auth_events SET ip = NULL, detail = '{}'::jsonb WHERE user_id = $1`, [id], tx);
+  async deleteWithEvent(tx: Tx, id: string, now: Date): Promise<boolean> {
     const deleted = await this.sql.rows(
       `WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING id)
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at) SELECT 'account.delete', NULL, NULL, '{}'::jsonb, $2 FROM gone RETURNING id`,
+       ${auditInsert({ type: 'account.delete', userId: 'NULL', ip: 'NULL', detail: "'{}'::jsonb", createdAt: '$2', from: 'gone' }, 'id')}`,
       [id, now],
       tx,
     );
-    return deleted.length ? 'deleted' : 'unknown';
+    return deleted.length > 0;
+  }
+
+  /** A mailed address-change link was used, in `tx`: the new address, verified, and a new credential epoch. The account as it is now. */
+  async setEmailFromLink(tx: Tx, id: string, newEmail: string, now: Date): Promise<LinkedAccount | undefined> {
+    const [row] = await this.sql.rows<LinkedAccount>(
+      `UPDATE users SET email = $2, email_verified_at = $3, credential_epoch = credential_epoch + 1, updated_at = $3 WHERE id = $1 RETURNING id, email, name`,
+      [id, newEmail, now],
+      tx,
+    );
+    return row;
+  }
+
+  /** A mailed reset or invitation link was used, in `tx`: the new password, the address verified, a new credential epoch. The account. */
+  async setPasswordFromLink(tx: Tx, id: string, passwordHash: string, now: Date): Promise<LinkedAccount | undefined> {
+    const [row] = await this.sql.rows<LinkedAccount>(
+      `UPDATE users SET password_hash = $2, email_verified_at = COALESCE(email_verified_at, $3), credential_epoch = credential_epoch + 1, updated_at = $3
+        WHERE id = $1 RETURNING id, email, name`,
+      [id, passwordHash, now],
+      tx,
+    );
+    return row;
+  }
+
+  /** A mailed verification link was used, in `tx`: the address counts as verified (from `now`, unless it was already). The account. */
+  async markEmailVerified(tx: Tx, id: string, now: Date): Promise<LinkedAccount | undefined> {
+    const [row] = await this.sql.rows<LinkedAccount>(`UPDATE users SET email_verified_at = COALESCE(email_verified_at, $2) WHERE id = $1 RETURNING id, email, name`, [id, now], tx);
+    return row;
+  }
+
+  /**
+   * An identity-provider link proven for this account, in `tx` (its row locked by the caller): the
+   * address counts as verified; with `endPassword` (the proof was a link mailed to the address)
+   * the password ends too and the credential epoch moves on.
+   */
+  async recordProvenLink(tx: Tx, id: string, now: Date, endPassword: boolean): Promise<void> {
+    await this.sql.rows(
+      endPassword
+        ? `UPDATE users SET password_hash = NULL, email_verified_at = COALESCE(email_verified_at, $2), credential_epoch = credential_epoch + 1, updated_at = $2 WHERE id = $1`
+        : `UPDATE users SET email_verified_at = COALESCE(email_verified_at, $2), updated_at = $2 WHERE id = $1`,
+      [id, now],
+      tx,
+    );
   }
 
   /**
@@ -196,9 +234,8 @@ export class UsersRepository {
          UPDATE users SET disabled_at = $2, credential_epoch = credential_epoch + 1, updated_at = $3
           WHERE id = $1 AND (disabled_at IS NULL) = ($2::timestamptz IS NOT NULL) RETURNING id
        )
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT $4, $5, $6, jsonb_build_object('accountId', id), $3 FROM changed RETURNING id`,
-      [id, disabled ? now : null, now, disabled ? 'admin.user_disable' : 'admin.user_enable', adminId, ip],
+       ${auditInsert({ type: disabled ? 'admin.user_disable' : 'admin.user_enable', userId: '$4', ip: '$5', detail: "jsonb_build_object('accountId', id)", createdAt: '$3', from: 'changed' }, 'id')}`,
+      [id, disabled ? now : null, now, adminId, ip],
       tx,
     );
     return rows.length > 0;
@@ -208,8 +245,7 @@ export class UsersRepository {
   async setRole(tx: Tx, id: string, role: User['role'], now: Date, adminId: string, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH changed AS (UPDATE users SET role = $2, updated_at = $3 WHERE id = $1 AND role <> $2 RETURNING id)
-       INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT 'admin.user_role', $4, $5, jsonb_build_object('accountId', id, 'role', $2::text), $3 FROM changed RETURNING id`,
+       ${auditInsert({ type: 'admin.user_role', userId: '$4', ip: '$5', detail: "jsonb_build_object('accountId', id, 'role', $2::text)", createdAt: '$3', from: 'changed' }, 'id')}`,
       [id, role, now, adminId, ip],
       tx,
     );
@@ -220,6 +256,13 @@ export class UsersRepository {
   async recordSignIn(id: string, now: Date): Promise<void> {
     await this.sql.rows(`UPDATE users SET last_sign_in_at = $2 WHERE id = $1`, [id, now]);
   }
+}
+
+/** An account as a mailed link's use leaves it. */
+export interface LinkedAccount {
+  id: string;
+  email: string;
+  name: string;
 }
 
 /** A row of the admin list (listForAdmin). */

@@ -7,7 +7,8 @@ import { Clock } from '../common/clock.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password.js';
 import { AdminSetupCodes, InvalidSetupCodeError } from './admin-setup-codes.js';
 import type { User } from './user.entity.js';
-import { type AdminUserRow, UsersRepository } from './users.repository.js';
+import { type AdminUserRow, type LinkedAccount, UsersRepository } from './users.repository.js';
+import { AuditService } from '../audit/audit.service.js';
 import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 
@@ -29,6 +30,7 @@ export class UsersService implements OnApplicationBootstrap {
     private readonly config: AppConfig,
     private readonly adminSetup: AdminSetupCodes,
     private readonly clock: Clock,
+    private readonly audit: AuditService,
   ) {}
 
   /**
@@ -134,11 +136,40 @@ export class UsersService implements OnApplicationBootstrap {
   }
 
   /**
-   * Deletes an account in a transaction of its own, unless it is the last administrator
-   * (UsersRepository.deleteAccount): 'deleted', 'last-admin' or 'unknown'.
+   * Deletes an account in a transaction of its own, unless it is the last administrator (the
+   * admins are locked first, so two admins deleting themselves at once cannot leave none). Its
+   * audit events stay, without its addresses or details (audit/ forgets them in the same
+   * transaction), with one `account.delete` event without personal data (UsersRepository.deleteWithEvent).
+   * @returns 'deleted', 'last-admin' or 'unknown'.
    */
   deleteAccount(id: string): Promise<'deleted' | 'last-admin' | 'unknown'> {
-    return this.uow.run((tx) => this.users.deleteAccount(tx, id, this.clock.now()));
+    return this.uow.run(async (tx) => {
+      const now = this.clock.now();
+      const admins = await this.users.lockAdmins(tx);
+      if (admins.length === 1 && admins[0] === id) return 'last-admin';
+      await this.audit.forgetDetailsOf(tx, id);
+      return (await this.users.deleteWithEvent(tx, id, now)) ? 'deleted' : 'unknown';
+    });
+  }
+
+  /** A mailed address-change link was used (accounts/), in `tx`: the new address, verified, a new credential epoch; the account. @throws a unique violation when the address is taken by now. */
+  setEmailFromLink(tx: Tx, id: string, newEmail: string, now: Date): Promise<LinkedAccount | undefined> {
+    return this.users.setEmailFromLink(tx, id, newEmail, now);
+  }
+
+  /** A mailed reset or invitation link was used (accounts/), in `tx`: the password, the address verified, a new credential epoch; the account. */
+  setPasswordFromLink(tx: Tx, id: string, passwordHash: string, now: Date): Promise<LinkedAccount | undefined> {
+    return this.users.setPasswordFromLink(tx, id, passwordHash, now);
+  }
+
+  /** A mailed verification link was used (accounts/), in `tx`: the address counts as verified; the account. */
+  markEmailVerified(tx: Tx, id: string, now: Date): Promise<LinkedAccount | undefined> {
+    return this.users.markEmailVerified(tx, id, now);
+  }
+
+  /** An identity-provider link proven (federation/), in `tx`: the address verified; the password ended too with `endPassword` (a mailed proof). */
+  recordProvenLink(tx: Tx, id: string, now: Date, endPassword: boolean): Promise<void> {
+    return this.users.recordProvenLink(tx, id, now, endPassword);
   }
 
   /** One page of people for the admin list (UsersRepository.listForAdmin). */

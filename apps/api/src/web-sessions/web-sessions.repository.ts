@@ -15,6 +15,16 @@ export class WebSessionsRepository {
     return this.sql.count(`DELETE FROM web_sessions WHERE user_id = $1`, [userId], tx);
   }
 
+  /** The sessions started through one identity-provider link, in `tx`; how many. */
+  deleteOfFederatedLink(tx: Tx, linkId: string): Promise<number> {
+    return this.sql.count(`DELETE FROM web_sessions WHERE federated_link_id = $1`, [linkId], tx);
+  }
+
+  /** The sessions started through any link of one identity provider, in `tx`; how many. */
+  deleteOfProvider(tx: Tx, providerId: string): Promise<number> {
+    return this.sql.count(`DELETE FROM web_sessions WHERE federated_link_id IN (SELECT id FROM federated_identities WHERE provider_id = $1)`, [providerId], tx);
+  }
+
   /** At most `limit` sessions past their expiry (retention; the library's own pruning is off); how many. */
   deleteExpired(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.sql.count(`DELETE FROM web_sessions WHERE sid IN (SELECT sid FROM web_sessions WHERE expire < $1 LIMIT $2)`, [now, limit], tx);

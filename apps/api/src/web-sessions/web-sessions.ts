@@ -86,6 +86,16 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
     return this.sessions.deleteAllOf(userId, tx);
   }
 
+  /** Ends, in `tx`, the browser sessions started through one identity-provider link (federation/: refused or unlinked); how many. */
+  endForFederatedLink(tx: Tx, linkId: string): Promise<number> {
+    return this.sessions.deleteOfFederatedLink(tx, linkId);
+  }
+
+  /** Ends, in `tx`, every browser session started through a link of this identity provider (federation/: disabled or deleted); how many. */
+  endForProvider(tx: Tx, providerId: string): Promise<number> {
+    return this.sessions.deleteOfProvider(tx, providerId);
+  }
+
   /** At most `limit` sessions expired before `now`, in `tx` (retention); how many. */
   purgeExpired(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.sessions.deleteExpired(tx, now, limit);
