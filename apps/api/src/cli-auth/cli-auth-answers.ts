@@ -6,7 +6,7 @@ import type { InvalidGrantError } from '../refresh-tokens/refresh-tokens.service
 /**
  * How the contract's routes (`/api/cli/auth/*`, seed §4) word what the services decided: the one
  * place where their outcomes become statuses, error codes, messages and headers. The OAuth
- * endpoints word the same outcomes their own way (oauth/oauth-answers.ts).
+ * endpoints word the same outcomes their own way (oauth/oauth.service.ts, with oauth/oauth-errors.ts).
  */
 
 export const deviceLoginTurnedOff = (): ApiException =>
