@@ -1,11 +1,12 @@
 import { ROUTES } from '@prospect/contract';
 import { Mailer } from '../../src/mail/mailer.js';
-import { authorizedPoll, createUser } from '../support/fixtures.js';
+import { authEvents, authorizedPoll, countAuthEvents, createUser, userById } from '../support/fixtures.js';
 import { get, post as apiPost } from '../support/http.js';
 import { eventually } from '../support/eventually.js';
-import { SmtpSink } from '../support/smtp-sink.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { signInAs, webClient, type WebClient } from '../web/web-client.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
+import type { TestApp } from '../support/test-app.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { postFrom, signInAs, webClient, type WebClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const NEW_PASSWORD = 'a brand new passphrase';
@@ -14,21 +15,12 @@ const NEW_PASSWORD = 'a brand new passphrase';
 describe('account settings', () => {
   let smtp: SmtpSink;
   let api: TestApp;
-  beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    api = await startTestApp({ env: { SMTP_URL: smtp.url } });
-  });
-  afterAll(async () => {
-    await api?.close();
-    await smtp?.stop();
-  });
+  beforeAll(async () => ({ api, smtp } = await startAppWithMail()));
+  afterAll(() => api?.close());
 
-  const post = async (web: WebClient, path: string, form: Record<string, string>) => {
-    const page = await web.send('GET', '/settings/account');
-    return web.send('POST', path, { _csrf: web.csrfFrom(page.text), ...form });
-  };
-  const nameOf = async (id: string) => (await api.dataSource.query(`SELECT name FROM users WHERE id = $1`, [id]))[0].name as string;
-  const emailOf = async (id: string) => (await api.dataSource.query(`SELECT email FROM users WHERE id = $1`, [id]))[0].email as string;
+  const post = (web: WebClient, path: string, form: Record<string, string>) => postFrom(web, '/settings/account', path, form);
+  const nameOf = async (id: string) => (await userById(api, id))!.name;
+  const emailOf = async (id: string) => (await userById(api, id))!.email;
 
   it('changes the name, refusing an empty or unsafe one without changing anything', async () => {
     const user = await createUser(api);
@@ -60,7 +52,7 @@ describe('account settings', () => {
     await signInAs(api, user.email, NEW_PASSWORD);
     await api.app.get(Mailer).settled();
     expect(smtp.to(user.email).map((m) => m.subject)).toEqual(['Your Prospect password was changed']);
-    expect(await api.dataSource.query(`SELECT type FROM auth_events WHERE user_id = $1 AND type = 'password.change'`, [user.id])).toHaveLength(1);
+    expect(await authEvents(api, { type: 'password.change', userId: user.id })).toHaveLength(1);
   });
 
   it('counts wrong current passwords like failed sign-ins, however many arrive at once', async () => {
@@ -86,7 +78,7 @@ describe('account settings', () => {
     expect(wrong.status).toBe(400);
     expect(wrong.text).toContain('That password is not right.');
     expect((await here.send('POST', '/settings/account/delete', { password: PASSWORD })).status).toBe(403); // no CSRF token
-    expect(await api.dataSource.query(`SELECT id FROM users WHERE id = $1`, [user.id])).toHaveLength(1);
+    expect(await userById(api, user.id)).not.toBeNull();
 
     const done = await post(here, '/settings/account/delete', { password: PASSWORD });
     expect(done).toMatchObject({ status: 303, location: '/login?account=deleted' });
@@ -105,7 +97,7 @@ describe('account settings', () => {
     }
     const trail = await api.dataSource.query(`SELECT user_id, ip, detail FROM auth_events WHERE detail::text LIKE $1 OR ip IS NOT NULL AND user_id = $2`, [`%${user.email}%`, user.id]);
     expect(trail).toEqual([]); // nothing left that names the person
-    expect((await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'account.delete'`))[0].n).toBeGreaterThanOrEqual(1);
+    expect(await countAuthEvents(api, { type: 'account.delete' })).toBeGreaterThanOrEqual(1);
 
     // The address is free again.
     await createUser(api, { email: user.email });

@@ -1,7 +1,7 @@
-import { createUser } from '../support/fixtures.js';
+import { createUser, userById } from '../support/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { startTestApp } from '../support/test-app.js';
-import { signInAs } from '../web/web-client.js';
+import { signInAs } from '../support/web-client.js';
 
 /**
  * Issue #31: PROSPECT_ADMIN_EMAIL naming an address someone signed up with first must not make
@@ -19,8 +19,7 @@ describe('the operator admin bootstrap over an existing account', () => {
 
     const operator = await startTestApp({ database, env: { PROSPECT_ADMIN_EMAIL: 'Root@Example.com', PROSPECT_ADMIN_PASSWORD: 'the operator password' } });
     try {
-      const [row] = await operator.dataSource.query(`SELECT role FROM users WHERE id = $1`, [squatter.id]);
-      expect(row.role).toBe('user');
+      expect((await userById(operator, squatter.id))?.role).toBe('user');
       const warnings = operator.logs().split('\n').filter((line) => line.includes('PROSPECT_ADMIN_EMAIL root@example.com already has an account'));
       expect(warnings).toHaveLength(1);
       expect(operator.logs()).toContain('No administrator yet'); // the setup code (printed by the first start) still works

@@ -3,12 +3,13 @@ import { Mailer } from '../../src/mail/mailer.js';
 import { InvitationsService } from '../../src/accounts/invitations.service.js';
 import { EmailVerificationService } from '../../src/accounts/email-verification.service.js';
 import { approve, createUser, deviceLoginToken, poll, startDeviceLogin } from '../support/fixtures.js';
-import { askForReset, enrolTotp, latestLink, postFrom, resetWith, totpCode } from '../support/account-flows.js';
+import { askForReset, enrolTotp, latestLink, resetWith, totpCode } from '../support/account-flows.js';
 import { SecondFactorsService } from '../../src/accounts/second-factors.service.js';
 import { get } from '../support/http.js';
-import { SmtpSink } from '../support/smtp-sink.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { signInAs, webClient } from '../web/web-client.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
+import type { TestApp } from '../support/test-app.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { postFrom, signInAs, webClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const OWNERS_PASSWORD = 'the owner alone knows this';
@@ -20,14 +21,8 @@ const OWNERS_PASSWORD = 'the owner alone knows this';
 describe('credentials end with the account state they were issued for', () => {
   let smtp: SmtpSink;
   let api: TestApp;
-  beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    api = await startTestApp({ env: { SMTP_URL: smtp.url } });
-  });
-  afterAll(async () => {
-    await api?.close();
-    await smtp?.stop();
-  });
+  beforeAll(async () => ({ api, smtp } = await startAppWithMail()));
+  afterAll(() => api?.close());
 
   const count = async (sql: string, params: unknown[]) => (await api.dataSource.query(sql, params))[0].n as number;
   const signedIn = async (web: ReturnType<typeof webClient>) => (await web.send('GET', '/settings/tokens')).status === 200;

@@ -1,13 +1,14 @@
 import fc from 'fast-check';
 import { AdminUsersService } from '../../src/admin/admin-users.service.js';
 import { EmailVerificationService } from '../../src/accounts/email-verification.service.js';
-import { askForReset, latestLink, postFrom, resetWith } from '../support/account-flows.js';
+import { askForReset, latestLink, resetWith } from '../support/account-flows.js';
 import { ROUTES } from '@prospect/contract';
 import { createUser, deviceLoginToken } from '../support/fixtures.js';
 import { get } from '../support/http.js';
-import { SmtpSink } from '../support/smtp-sink.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { webClient, type WebClient } from '../web/web-client.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
+import type { TestApp } from '../support/test-app.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { postFrom, signIn, webClient, type WebClient } from '../support/web-client.js';
 
 /**
  * Issue #31's rule as a state machine: random sequences of what an account's owner does (sign
@@ -67,11 +68,6 @@ interface Real {
 let counter = 0;
 const uniqueEmail = () => `sm-${Date.now()}-${++counter}@example.com`;
 const signedIn = async (web: WebClient) => (await web.send('GET', '/settings/tokens')).status === 200;
-
-async function signIn(web: WebClient, email: string, password: string) {
-  const form = await web.send('GET', '/login');
-  return web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password });
-}
 
 /** After every step: nothing issued under an earlier state works; the owner is signed in. */
 async function checkInvariants(model: Model, real: Real): Promise<void> {
@@ -231,14 +227,10 @@ describe('credential state machine (issue #31)', () => {
   let api: TestApp;
   let adminId: string;
   beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    api = await startTestApp({ env: { SMTP_URL: smtp.url } });
+    ({ api, smtp } = await startAppWithMail());
     adminId = (await createUser(api, { role: 'admin' })).id;
   });
-  afterAll(async () => {
-    await api?.close();
-    await smtp?.stop();
-  });
+  afterAll(() => api?.close());
 
   it('no credential issued before a change of the account works after it, and the owner always signs in', async () => {
     const commands = fc.commands(

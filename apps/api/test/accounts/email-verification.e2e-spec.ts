@@ -1,10 +1,11 @@
 import { ROUTES } from '@prospect/contract';
 import { Mailer } from '../../src/mail/mailer.js';
 import { VERIFICATION_MAILS_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
-import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
-import { SmtpSink } from '../support/smtp-sink.js';
+import { createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { signInAs, webClient, type WebClient } from '../web/web-client.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { signInAs, webClient, type WebClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -12,14 +13,8 @@ const PASSWORD = 'correct horse battery';
 describe('e-mail verification', () => {
   let smtp: SmtpSink;
   let api: TestApp;
-  beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    api = await startTestApp({ env: { SMTP_URL: smtp.url } });
-  });
-  afterAll(async () => {
-    await api?.close();
-    await smtp?.stop();
-  });
+  beforeAll(async () => ({ api, smtp } = await startAppWithMail()));
+  afterAll(() => api?.close());
 
   const mailsTo = async (email: string) => {
     await api.app.get(Mailer).settled();
@@ -64,8 +59,8 @@ describe('e-mail verification', () => {
 
     expect((await mailsTo(fresh)).map((m) => m.subject)).toEqual(['Confirm your e-mail address for Prospect']);
     expect((await mailsTo(owner.email)).map((m) => m.subject)).toEqual(['Someone tried to sign up to Prospect with your address']);
-    expect(await count(`SELECT count(*)::int AS n FROM users WHERE email = $1 AND name = 'New Person'`, [owner.email])).toBe(0); // nothing changed
-    expect(await count(`SELECT count(*)::int AS n FROM users WHERE email = $1 AND email_verified_at IS NULL`, [fresh])).toBe(1);
+    expect(await userByEmail(api, owner.email)).toMatchObject({ name: 'Olive Owner' }); // nothing changed
+    expect(await userByEmail(api, fresh)).toMatchObject({ emailVerifiedAt: null });
   });
 
   it('lets an unverified person sign in, but not approve a device login or create a token, until the link is followed', async () => {
@@ -99,7 +94,7 @@ describe('e-mail verification', () => {
     const opened = await elsewhere.send('GET', link.pathname + link.search);
     expect(opened.status).toBe(200);
     expect(opened.text).toContain(email);
-    expect(await count(`SELECT count(*)::int AS n FROM users WHERE email = $1 AND email_verified_at IS NULL`, [email])).toBe(1);
+    expect(await userByEmail(api, email)).toMatchObject({ emailVerifiedAt: null });
     expect((await confirmLink(elsewhere, link, 'not the password')).status).toBe(401);
     const followed = await confirmLink(elsewhere, link, 'a new passphrase');
     expect(followed).toMatchObject({ status: 303, location: devicePage });

@@ -1,9 +1,9 @@
 import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { isoCBOR } from '@simplewebauthn/server/helpers';
 import { PasskeysRepository } from '../../src/accounts/passkeys.repository.js';
-import { createUser } from '../support/fixtures.js';
+import { countAuthEvents, createUser, forgetRateLimits } from '../support/fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { webClient, type WebClient } from '../web/web-client.js';
+import { webClient, type WebClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const JSON_ANSWER = { accept: 'application/json' };
@@ -72,15 +72,7 @@ describe('passkey sign-in limits', () => {
     const { csrf } = await begin(web);
     return web.send('POST', '/login/passkey', { _csrf: csrf, response: answer, next: '/settings/tokens' }, JSON_ANSWER);
   }
-  const refusedPasskeys = async (api: TestApp, userId?: string) =>
-    Number(
-      (
-        await api.dataSource.query(
-          `SELECT count(*)::int AS n FROM auth_events WHERE type = 'web.login_failed' AND detail ->> 'reason' = 'passkey refused' AND ($1::uuid IS NULL OR user_id = $1)`,
-          [userId ?? null],
-        )
-      )[0].n,
-    );
+  const refusedPasskeys = (api: TestApp, userId?: string) => countAuthEvents(api, { type: 'web.login_failed', userId, detail: { reason: 'passkey refused' } });
 
   describe('per credential id, and the owner’s recognised browser apart', () => {
     let api: TestApp;
@@ -88,7 +80,7 @@ describe('passkey sign-in limits', () => {
       api = await startTestApp();
     });
     afterAll(() => api?.close());
-    beforeEach(() => api.dataSource.query(`DELETE FROM rate_limits`));
+    beforeEach(() => forgetRateLimits(api));
 
     it('300 fake assertions for bob’s passkey at once: 5 verified, the rest 429 with Retry-After, neither verified nor audited', async () => {
       const bob = await createUser(api);
@@ -140,8 +132,7 @@ describe('passkey sign-in limits', () => {
       const owner = await browser.send('POST', '/login/passkey', { _csrf: again.csrf, response: passkey.answer(again.challenge, api.baseUrl), next: '/settings/tokens' }, JSON_ANSWER);
       expect(owner.status).toBe(200);
       expect((await browser.send('GET', '/settings/tokens')).status).toBe(200);
-      const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'web.login' AND user_id = $1 AND detail ->> 'secondFactor' = 'passkey'`, [bob.id]);
-      expect(n).toBe(2);
+      expect(await countAuthEvents(api, { type: 'web.login', userId: bob.id, detail: { secondFactor: 'passkey' } })).toBe(2);
     });
 
     it('the passkey of the second step is counted the same way, and bob’s recognised browser still completes it', async () => {

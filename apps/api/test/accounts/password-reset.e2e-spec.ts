@@ -4,12 +4,13 @@ import { RESETS_PER_ACCOUNT_PER_HOUR } from '../../src/rate-limits/rate-limits.j
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { eventually } from '../support/eventually.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { createUser } from '../support/fixtures.js';
+import { countAuthEvents, createUser } from '../support/fixtures.js';
 import { get } from '../support/http.js';
 import { SmtpSink } from '../support/smtp-sink.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { launchBrowser, SCREENSHOTS } from '../web/browser.js';
-import { signInAs, webClient } from '../web/web-client.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
+import { signInAs, webClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const NEW_PASSWORD = 'a brand new passphrase';
@@ -19,14 +20,8 @@ describe('password reset by e-mail', () => {
   const clock = new FakeClock(Date.now());
   let smtp: SmtpSink;
   let api: TestApp;
-  beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    api = await startTestApp({ clock, env: { SMTP_URL: smtp.url, MAIL_FROM: 'Prospect <no-reply@prospect.test>' } });
-  });
-  afterAll(async () => {
-    await api?.close();
-    await smtp?.stop();
-  });
+  beforeAll(async () => ({ api, smtp } = await startAppWithMail({ clock, env: { MAIL_FROM: 'Prospect <no-reply@prospect.test>' } })));
+  afterAll(() => api?.close());
 
   /** Asks for a link for `email` from a fresh browser; the page it answered with. */
   async function askForLink(email: string) {
@@ -74,7 +69,7 @@ describe('password reset by e-mail', () => {
     expect((await browser.send('GET', new URL(link).pathname + new URL(link).search)).status).toBe(410);
     const again = await browser.send('POST', '/password/reset', { _csrf: browser.csrfFrom(page.text), token, password: 'yet another one!', password_again: 'yet another one!' });
     expect(again.status).toBe(410);
-    expect(await count(`SELECT count(*)::int AS n FROM auth_events WHERE user_id = $1 AND type = 'password.reset'`, [user.id])).toBe(1);
+    expect(await countAuthEvents(api, { type: 'password.reset', userId: user.id })).toBe(1);
   });
 
   it('works in a real browser: from the sign-in page to the mailed link and a new password', async () => {

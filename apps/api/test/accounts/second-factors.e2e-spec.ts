@@ -2,10 +2,11 @@ import { Secret, TOTP } from 'otpauth';
 import { Mailer } from '../../src/mail/mailer.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
-import { SmtpSink } from '../support/smtp-sink.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { launchBrowser, SCREENSHOTS } from '../web/browser.js';
-import { signInAs, webClient, type WebClient } from '../web/web-client.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
+import { postFrom, signIn, signInAs, webClient, type WebClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -17,23 +18,13 @@ describe('second factors', () => {
   const clock = new FakeClock(Date.now());
   let smtp: SmtpSink;
   let api: TestApp;
-  beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    api = await startTestApp({ clock, env: { SMTP_URL: smtp.url } });
-  });
-  afterAll(async () => {
-    await api?.close();
-    await smtp?.stop();
-  });
+  beforeAll(async () => ({ api, smtp } = await startAppWithMail({ clock })));
+  afterAll(() => api?.close());
 
-  const post = async (web: WebClient, page: string, path: string, form: Record<string, string> = {}) => {
-    const text = (await web.send('GET', page)).text;
-    return web.send('POST', path, { _csrf: web.csrfFrom(text), ...form });
-  };
 
   /** Sets up the app for `email` in a signed-in browser; the key and the recovery codes. */
   async function enrol(web: WebClient): Promise<{ key: string; codes: string[] }> {
-    const begun = await post(web, '/settings/security', '/settings/security/totp');
+    const begun = await postFrom(web, '/settings/security', '/settings/security/totp');
     expect(begun.status).toBe(200);
     const key = /<code class="totp-key">([A-Z2-7 ]+)<\/code>/.exec(begun.text)![1]!;
     expect(begun.text).toContain('src="data:image/png;base64,');
@@ -49,12 +40,11 @@ describe('second factors', () => {
   /** The password step; the browser, half signed in. */
   async function passwordStep(email: string) {
     const web = webClient(api);
-    const form = await web.send('GET', '/login');
-    const res = await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password: PASSWORD, next: '/settings/tokens' });
+    const res = await signIn(web, email, PASSWORD, { next: '/settings/tokens' });
     expect(res).toMatchObject({ status: 303, location: '/login/code' });
     return web;
   }
-  const sendCode = async (web: WebClient, code: string) => post(web, '/login/code', '/login/code', { code });
+  const sendCode = async (web: WebClient, code: string) => postFrom(web, '/login/code', '/login/code', { code });
 
   it('sets up an app: the key is sealed at rest, the codes hashed, and every sign-in then asks for a code, each accepted once', async () => {
     const user = await createUser(api);
@@ -95,7 +85,7 @@ describe('second factors', () => {
     for (const line of ['Signed in', 'Set up an authenticator app', 'Used a recovery code', 'Failed sign-in', 'wrong second-factor code', 'with a recovery code']) {
       expect(log.text).toContain(line);
     }
-    const fresh = await post(web, '/settings/security', '/settings/security/recovery-codes');
+    const fresh = await postFrom(web, '/settings/security', '/settings/security/recovery-codes');
     expect(fresh.status).toBe(200);
     expect((await sendCode(await passwordStep(user.email), codes[4]!)).status).toBe(401); // the old ones are gone
   });
@@ -130,7 +120,7 @@ describe('second factors', () => {
     const { key } = await enrol(signedIn);
     const halfway = await passwordStep(user.email);
     expect((await halfway.send('GET', '/login/code')).status).toBe(200);
-    expect((await post(signedIn, '/settings/tokens', '/logout/everywhere')).status).toBe(303);
+    expect((await postFrom(signedIn, '/settings/tokens', '/logout/everywhere')).status).toBe(303);
     expect(await halfway.send('GET', '/login/code')).toMatchObject({ status: 303, location: '/login?code=expired' });
     clock.advanceSeconds(30);
     expect((await sendCode(halfway, codeFor(key, clock))).status).toBe(403); // its session, and so its form, are gone
@@ -156,7 +146,7 @@ describe('second factors', () => {
     expect((await poll(api, start.deviceCode)).body.status).toBe('authorized');
     // The tokens page too; and a browser may not mint tokens through the API outside sudo mode.
     clock.advanceSeconds(2 * 3600 + 1);
-    expect((await post(web, '/settings/tokens', '/settings/tokens', { label: 'x' })).status).toBe(403);
+    expect((await postFrom(web, '/settings/tokens', '/settings/tokens', { label: 'x' })).status).toBe(403);
     const tokensPage = await web.send('GET', '/settings/tokens');
     expect((await web.agent.post('/api/cli/auth/token').set('x-csrf-token', web.csrfFrom(tokensPage.text)).send({})).status).toBe(403);
   });
@@ -166,7 +156,7 @@ describe('second factors', () => {
     const user = await createUser(api);
     await enrol(await signInAs(api, user.email, PASSWORD));
     const adminWeb = await signInAs(api, admin.email, PASSWORD);
-    expect((await post(adminWeb, `/admin/users/${user.id}`, `/admin/users/${user.id}/second-factor/remove`)).status).toBe(303);
+    expect((await postFrom(adminWeb, `/admin/users/${user.id}`, `/admin/users/${user.id}/second-factor/remove`)).status).toBe(303);
     await signInAs(api, user.email, PASSWORD); // no code asked
     const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM recovery_codes WHERE user_id = $1`, [user.id]);
     expect(n).toBe(0);

@@ -1,7 +1,7 @@
 import { DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { eventually } from '../support/eventually.js';
-import { approve, createUser } from '../support/fixtures.js';
+import { approve, authEvents, createUser } from '../support/fixtures.js';
 import { get, request, type Target } from '../support/http.js';
 import { type Replica, startReplica, startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -96,8 +96,8 @@ describe('/api/admin/clients', () => {
     expect((await call('PATCH', `${CLIENTS}/prospect-cli`, { name: 'Renamed then refused', disabled: true })).status).toBe(400);
     expect((await api.dataSource.query(`SELECT name FROM oauth_clients WHERE id = 'prospect-cli'`))[0].name).not.toBe('Renamed then refused');
     expect((await call('DELETE', `${CLIENTS}/prospect-cli`)).status).toBe(400);
-    const events = await api.dataSource.query(`SELECT type FROM auth_events WHERE user_id = $1 AND type LIKE 'oauth.client_%' ORDER BY id`, [admin.id]);
-    expect(events.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(['oauth.client_register', 'oauth.client_update']));
+    const events = await authEvents(api, { typePrefix: 'oauth.client_', userId: admin.id });
+    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['oauth.client_register', 'oauth.client_update']));
   });
 
   it('answers garbage with a 4xx and changes nothing', async () => {
@@ -162,7 +162,7 @@ describe('/api/admin/clients', () => {
     expect((await call('DELETE', `${CLIENTS}/short-lived`)).status).toBe(404);
     expect((await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'short-lived' })).body.error).toBe('invalid_client');
     expect((await call('POST', CLIENTS, { id: 'short-lived', name: 'Born again', allowedScopes: ['profile'] })).status).toBe(201);
-    const [deleted] = await api.dataSource.query(`SELECT user_id, detail FROM auth_events WHERE type = 'oauth.client_delete'`);
+    const [deleted] = (await authEvents(api, { type: 'oauth.client_delete' })).map(({ user_id, detail }) => ({ user_id, detail }));
     expect(deleted).toEqual({ user_id: admin.id, detail: { clientId: 'short-lived' } });
   });
 });

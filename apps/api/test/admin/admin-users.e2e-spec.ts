@@ -1,12 +1,13 @@
 import { ROUTES } from '@prospect/contract';
 import { Mailer } from '../../src/mail/mailer.js';
-import { approve, authorizedPoll, createUser, deviceLoginToken, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approve, authEvents, authorizedPoll, createUser, deviceLoginToken, poll, startDeviceLogin } from '../support/fixtures.js';
 import { eventually } from '../support/eventually.js';
 import { get, post, request } from '../support/http.js';
-import { SmtpSink } from '../support/smtp-sink.js';
-import { startReplica, startTestApp, type Replica, type TestApp } from '../support/test-app.js';
-import { launchBrowser, SCREENSHOTS } from '../web/browser.js';
-import { signInAs, webClient, type WebClient } from '../web/web-client.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { startReplica, type Replica, type TestApp } from '../support/test-app.js';
+import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
+import { signInAs, webClient, type WebClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const USERS = '/api/admin/users';
@@ -19,8 +20,7 @@ describe('administering users', () => {
   let admin: { id: string; email: string };
   let adminToken: string;
   beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    api = await startTestApp({ env: { SMTP_URL: smtp.url } });
+    ({ api, smtp } = await startAppWithMail());
     replica = await startReplica(api, undefined, { SMTP_URL: smtp.url });
     admin = await createUser(api, { role: 'admin' });
     adminToken = await adminLoginToken(admin);
@@ -28,7 +28,6 @@ describe('administering users', () => {
   afterAll(async () => {
     await replica?.close();
     await api?.close();
-    await smtp?.stop();
   });
 
   /** A device login that asks for administration (`prospect auth:login --scopes profile,tokens,admin`): it is never had by default. */
@@ -38,8 +37,7 @@ describe('administering users', () => {
     return (await poll(api, login.deviceCode)).body.accessToken;
   }
   const patch = (id: string, body: unknown, token = adminToken) => request(api, 'PATCH', `${USERS}/${id}`, { json: body, token });
-  const events = async (type: string, accountId: string) =>
-    api.dataSource.query(`SELECT user_id FROM auth_events WHERE type = $1 AND detail->>'accountId' = $2`, [type, accountId]) as Promise<Array<{ user_id: string }>>;
+  const events = async (type: string, accountId: string) => (await authEvents(api, { type, detail: { accountId } })).map(({ user_id }) => ({ user_id }));
   /** Posts an action form of a person's admin page, as the admin's browser. */
   async function act(web: WebClient, id: string, action: string, form: Record<string, string> = {}) {
     const page = await web.send('GET', `/admin/users/${id}`);

@@ -3,10 +3,10 @@ import { Secret, TOTP } from 'otpauth';
 import { AppConfig, ConfigError } from '../../src/config/app-config.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { approve, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approve, authEvents, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { get, type JsonResponse, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { signInAs, webClient, type WebClient } from '../web/web-client.js';
+import { signInAs, webClient, type WebClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const HOUR = 3600;
@@ -106,13 +106,13 @@ describe('the admin grant', () => {
     expect(confirmed).toMatchObject({ status: 303, location: `/device?user_code=${login.userCode}` });
     const page = await web.send('GET', confirmed.location!);
     expect(page.status).toBe(200);
-    expect(page.text).toContain('<strong>Administration</strong> lasts 12 hours from your approval');
+    expect(page.text).toContain('Administering lasts 12 hours from your approval');
     const approvedAt = clock.now().getTime();
     expect((await web.send('POST', '/device/approve', { _csrf: web.csrfFrom(page.text), user_code: login.userCode })).status).toBe(200);
 
     const [row] = await api.dataSource.query(`SELECT id, admin_until FROM device_logins WHERE user_code = $1 AND status = 'approved'`, [login.userCode.replace('-', '')]);
     expect(row.admin_until.getTime()).toBe(approvedAt + 12 * HOUR * 1000);
-    const [approval] = await api.dataSource.query(`SELECT detail FROM auth_events WHERE type = 'device.approve' AND detail ->> 'deviceLoginId' = $1`, [row.id]);
+    const [approval] = await authEvents(api, { type: 'device.approve', detail: { deviceLoginId: row.id } });
     expect(approval.detail).toEqual({ deviceLoginId: row.id, adminUntil: expect.any(String) });
     const session = (await poll(api, login.deviceCode)).body;
     expect(await scopesOf(session.accessToken)).toBe('profile, tokens, admin');
@@ -175,7 +175,7 @@ describe('the admin grant', () => {
     const invited = await post(api, USERS, { email: `invited-${Date.now()}@example.com`, name: 'Invited' }, session.accessToken);
     expect(invited.status).toBe(201);
 
-    const events = await api.dataSource.query(`SELECT user_id, detail FROM auth_events WHERE type = 'admin.api_action' AND detail ->> 'tokenId' = $1 ORDER BY id`, [grant.tokenId]);
+    const events = (await authEvents(api, { type: 'admin.api_action', detail: { tokenId: grant.tokenId } })).map(({ user_id, detail }) => ({ user_id, detail }));
     expect(events).toEqual([
       { user_id: admin.id, detail: { action: 'promote', accountId: carol.id, ...grant } },
       { user_id: admin.id, detail: { action: 'remove_second_factor', accountId: carol.id, ...grant } },

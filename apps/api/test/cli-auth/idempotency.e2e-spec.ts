@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { IDEMPOTENCY_KEY_HEADER, ROUTES } from '@prospect/contract';
-import supertest from 'supertest';
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { createUser, onApprovalPage, poll, startDeviceLogin } from '../support/fixtures.js';
 import { errorBody, get, type JsonResponse, request } from '../support/http.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -204,16 +203,10 @@ describe('the device approval page, its form sent again', () => {
 
   /** A person signed up in a cookie-keeping browser, on the approval page of `userCode`: the form's fields. */
   async function browserOn(userCode: string) {
-    const browser = supertest.agent(api.app.getHttpServer());
-    const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
-    const email = `approver-${randomUUID()}@example.com`;
-    const form = await browser.get('/signup').expect(200);
-    await browser.post('/signup').type('form').send({ _csrf: csrfOf(form.text), name: 'Approver', email, password: 'correct horse battery' }).expect(303);
-    const page = await browser.get(`/device?user_code=${userCode}`).expect(200);
-    const fields = { _csrf: csrfOf(page.text), user_code: userCode };
+    const { web, fields } = await onApprovalPage(api, userCode, 'Approver');
     return {
-      approve: () => browser.post('/device/approve').type('form').send(fields),
-      deny: () => browser.post('/device/deny').type('form').send(fields),
+      approve: () => web.send('POST', '/device/approve', fields),
+      deny: () => web.send('POST', '/device/deny', fields),
     };
   }
 

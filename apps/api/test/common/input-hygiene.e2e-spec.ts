@@ -3,12 +3,13 @@ import { domainToUnicode } from 'node:url';
 import { ROUTES } from '@prospect/contract';
 import { malformedQueryMessage } from '../../src/common/well-formed-text.js';
 import { MetricsServer } from '../../src/metrics/metrics-server.js';
-import { approve, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approve, createUser, poll, startDeviceLogin, userById } from '../support/fixtures.js';
 import { eventually } from '../support/eventually.js';
 import { get, post, request } from '../support/http.js';
-import { SmtpSink } from '../support/smtp-sink.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { signInAs, webClient, type WebClient } from '../web/web-client.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { signInAs, webClient, type WebClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const HTML = { accept: 'text/html' };
@@ -44,16 +45,12 @@ describe('input hygiene', () => {
   let adminToken: string;
   let adminWeb: WebClient;
   beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    api = await startTestApp({ env: { SMTP_URL: smtp.url } });
+    ({ api, smtp } = await startAppWithMail());
     admin = await createUser(api, { role: 'admin' });
     adminToken = await adminTokenOf(api, admin);
     adminWeb = await signInAs(api, admin.email, PASSWORD);
   });
-  afterAll(async () => {
-    await api?.close();
-    await smtp?.stop();
-  });
+  afterAll(() => api?.close());
 
   const userCount = async (like: string) => (await api.dataSource.query(`SELECT count(*)::int AS n FROM users WHERE email LIKE $1`, [like]))[0].n as number;
 
@@ -268,7 +265,7 @@ describe('input hygiene', () => {
         const account = await owner.send('GET', '/settings/account');
         const rename = await owner.send('POST', '/settings/account/name', { _csrf: owner.csrfFrom(account.text), name });
         expect([name, rename.status]).toEqual([name, 303]);
-        expect((await api.dataSource.query(`SELECT name FROM users WHERE id = $1`, [person.id]))[0].name).toBe(name);
+        expect((await userById(api, person.id))!.name).toBe(name);
       }
     });
   });

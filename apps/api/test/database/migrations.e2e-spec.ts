@@ -1,6 +1,5 @@
-import { DataSource } from 'typeorm';
-import { typeOrmOptions } from '../../src/database/typeorm-options.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import type { DataSource } from 'typeorm';
+import { unmigratedDatabase } from '../support/unmigrated-database.js';
 
 /** Every table the migrations create, in name order. */
 const EVERY_TABLE = [
@@ -26,17 +25,10 @@ const EVERY_TABLE = [
 ];
 
 describe('migrations', () => {
-  let database: TestDatabase;
   let db: DataSource;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = new DataSource({ ...typeOrmOptions(database.url, 1), migrationsRun: false, logging: false });
-    await db.initialize();
-  });
-  afterAll(async () => {
-    await db?.destroy();
-    await database?.drop();
-  });
+  let close: () => Promise<void>;
+  beforeAll(async () => ({ db, close } = await unmigratedDatabase()));
+  afterAll(() => close?.());
 
   const tables = async () =>
     (

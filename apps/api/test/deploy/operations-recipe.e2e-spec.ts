@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { ROUTES } from '@prospect/contract';
 import { MIGRATIONS } from '../../src/database/migrations/index.js';
 import { eventually } from '../support/eventually.js';
-import { cleanUpOnExit, scaledTimeout } from '../support/process-cleanup.js';
+import { cleanUpOnExit, isAlive, scaledTimeout } from '../support/process-cleanup.js';
 import { freePort, ThrowawayPostgres } from '../support/throwaway-postgres.js';
 
 const REPOSITORY = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -38,15 +38,6 @@ function pidFiles(run: string): Record<string, number> {
   }
   return pids;
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** The processes whose command line holds `needle`, with their owner's uid (from /proc). */
 async function processesWith(needle: string): Promise<Array<{ pid: number; uid: number; cmdline: string }>> {
@@ -102,7 +93,7 @@ describe('docs/operations.md: three replicas behind haproxy and PgBouncer, from 
 
   afterAll(async () => {
     if (shell && shell.exitCode === null) shell.kill('SIGKILL');
-    const left = Object.values(run ? pidFiles(run) : {}).filter(alive);
+    const left = Object.values(run ? pidFiles(run) : {}).filter((pid) => isAlive(pid));
     for (const pid of left) process.kill(pid, 'SIGKILL');
     if (run) spawnSync('pkill', ['-KILL', '-f', join(run, 'pgbouncer', 'pgbouncer.ini')], { stdio: 'ignore' });
     forget?.();
@@ -202,7 +193,7 @@ describe('docs/operations.md: three replicas behind haproxy and PgBouncer, from 
     child.stdin!.end(`${blocks.stop.join('\n')}\nexit\n`);
     const exitCode = await Promise.race([shellExit, new Promise((resolve) => setTimeout(() => resolve('still running'), scaledTimeout(120_000)))]);
     expect({ exitCode, output: exitCode === 0 ? '' : shellOutput }).toEqual({ exitCode: 0, output: '' });
-    expect(await eventually(() => Object.values(pids).every((pid) => !alive(pid)), 10_000)).toBe(true);
+    expect(await eventually(() => Object.values(pids).every((pid) => !isAlive(pid)), 10_000)).toBe(true);
     expect(await processesWith(join(run, 'pgbouncer', 'pgbouncer.ini'))).toEqual([]);
     for (const n of [1, 2, 3]) expect(await readFile(join(run, `api${n}.log`), 'utf8')).toContain('"msg":"stopped"');
   }, scaledTimeout(420_000));

@@ -3,7 +3,7 @@ import { DeviceApprovalService, UndecidableDeviceLoginError } from '../../src/de
 import { REPLY_WINDOW_SECONDS } from '../../src/device-login/device-login.service.js';
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { approve, createUser, deny, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approve, countAuthEvents, createUser, deny, poll, startDeviceLogin } from '../support/fixtures.js';
 import { client, errorBody, get, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -111,8 +111,7 @@ describe('device login (seed §3.1)', () => {
       expect((await post(api, ROUTES.deviceCancel, { deviceCode: `prsd_${'x'.repeat(43)}` })).status).toBe(204); // unknown: the same answer
       expect((await poll(api, start.deviceCode)).body).toEqual({ status: 'denied' });
       await expect(approve(api, start.userCode, user)).rejects.toMatchObject({ reason: 'cancelled' });
-      const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'device.cancel'`);
-      expect(n).toBe(1);
+      expect(await countAuthEvents(api, { type: 'device.cancel' })).toBe(1);
     });
 
     it('answers a poll retried after a lost answer with the same token, for a minute', async () => {
@@ -124,8 +123,7 @@ describe('device login (seed §3.1)', () => {
       clock.advanceSeconds(REPLY_WINDOW_SECONDS - 1);
       const again = await poll(api, start.deviceCode);
       expect(again.body).toEqual(first.body);
-      const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'token.issue' AND detail ->> 'origin' = 'device' AND user_id = $1`, [user.id]);
-      expect(n).toBe(1);
+      expect(await countAuthEvents(api, { type: 'token.issue', userId: user.id, detail: { origin: 'device' } })).toBe(1);
     });
 
     it('erases the sealed answer when its window ends', async () => {

@@ -1,31 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { ROUTES } from '@prospect/contract';
 import pg from 'pg';
-import { type ApiProcess, startApiProcess } from '../support/api-process.js';
+import { type ApiProcess, logLinesBetween, logMark, startApiProcess } from '../support/api-process.js';
+import { seedToken } from '../support/direct-sql.js';
+import { waitFor } from '../support/eventually.js';
 import { get, post, type JsonResponse } from '../support/http.js';
+import { load } from '../support/load.js';
 import { ThrowawayPostgres } from '../support/throwaway-postgres.js';
 
 const DATABASE_TIMEOUT_MS = 1_500;
-
-/** A user and a token straight in the database (the API created the schema). */
-async function seedToken(url: string): Promise<string> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ id: string }>(
-      `INSERT INTO users (email, name) VALUES ($1, 'Outage') RETURNING id`,
-      [`outage-${randomBytes(4).toString('hex')}@example.com`],
-    );
-    const token = `prs_${randomBytes(32).toString('base64url')}`;
-    await client.query(
-      `INSERT INTO access_tokens (token_hash, user_id, origin, created_at, expires_at) VALUES ($1, $2, 'direct', now(), now() + interval '1 day')`,
-      [createHash('sha256').update(token).digest(), rows[0]!.id],
-    );
-    return token;
-  } finally {
-    await client.end();
-  }
-}
 
 const timed = async (request: Promise<JsonResponse>) => {
   const started = Date.now();
@@ -36,56 +19,12 @@ const timed = async (request: Promise<JsonResponse>) => {
 const wellFormedDeviceCode = () => `prsd_${randomBytes(32).toString('base64url')}`;
 const wellFormedRefreshToken = () => `prsr_${randomBytes(32).toString('base64url')}`;
 
-/** Waits (bounded) until `condition` holds, checking every 50 ms. */
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/**
- * A place in the API's log: a request to a path of its own, waited for until its line is
- * written (the log is written in batches). Everything logged before the mark is before it.
- */
-async function logMark(api: ApiProcess): Promise<number> {
-  const path = `/api/log-mark-${randomBytes(6).toString('hex')}`;
-  await get(api.baseUrl, path);
-  await waitFor('the log mark', () => api.stdout().includes(path));
-  return api.stdout().indexOf(path);
-}
-
-/** What the API logged (pino JSON) between two marks, without the per-request lines. */
-const logLinesBetween = (api: ApiProcess, from: number, to: number) =>
-  api
-    .stdout()
-    .slice(api.stdout().indexOf('\n', from) + 1, api.stdout().lastIndexOf('\n', to))
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as { level: number; msg: string })
-    .filter((line) => line.msg !== 'request completed');
-
 /**
  * Issuance load (POST /api/cli/auth/token, one transaction each) on `parallel` connections
  * until `stop` is called; resolves with every answer.
  */
 function issuanceLoad(baseUrl: string, token: string, parallel = 6) {
-  const answers: JsonResponse[] = [];
-  let running = true;
-  const done = Promise.all(
-    Array.from({ length: parallel }, async () => {
-      while (running) answers.push(await post(baseUrl, ROUTES.issueToken, { label: 'load' }, token));
-    }),
-  );
-  return {
-    answers,
-    stop: async () => {
-      running = false;
-      await done;
-      return answers;
-    },
-  };
+  return load(parallel, () => post(baseUrl, ROUTES.issueToken, { label: 'load' }, token));
 }
 
 /** Every answer is a success or a 503 with Retry-After and the one error body: never a 500. */
@@ -135,8 +74,8 @@ describe('a database that goes away', () => {
   });
 
   it('stopped 5 s: answers 503 with Retry-After, says so once, loses nothing acknowledged, and recovers within 2 s of its return; a revoked token stays refused', async () => {
-    const token = await seedToken(database.url);
-    const revoked = await seedToken(database.url);
+    const token = await seedToken(database.url, 'Outage');
+    const revoked = await seedToken(database.url, 'Outage');
     expect((await get(api.baseUrl, ROUTES.me, token)).status).toBe(200);
     expect((await post(api.baseUrl, ROUTES.logout, undefined, revoked)).status).toBe(204);
 
@@ -194,7 +133,7 @@ describe('a database that goes away', () => {
   });
 
   it('connections killed under issuance load (pg_terminate_backend): every answer a 201 or a 503 with Retry-After, no error logged', async () => {
-    const token = await seedToken(database.url);
+    const token = await seedToken(database.url, 'Outage');
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
     const issuance = issuanceLoad(api.baseUrl, token);
@@ -215,9 +154,9 @@ describe('a database that goes away', () => {
   });
 
   it('frozen: no request waits longer than DATABASE_TIMEOUT_MS + 1 s, transactional or not, and each is a 503', async () => {
-    const token = await seedToken(database.url); // never verified yet, so /me must ask the database
+    const token = await seedToken(database.url, 'Outage'); // never verified yet, so /me must ask the database
     // A verified token is cached while the listener is up, so POST /token reaches its transaction.
-    const issuer = await seedToken(database.url);
+    const issuer = await seedToken(database.url, 'Outage');
     await waitFor('the listener to be up', () => listenerUp(database.url));
     expect((await get(api.baseUrl, ROUTES.me, issuer)).status).toBe(200);
     // Open connections in the pool, as a running service has: the requests below use them rather than connecting.

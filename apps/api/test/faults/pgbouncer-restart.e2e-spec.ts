@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
 import { ROUTES } from '@prospect/contract';
-import pg from 'pg';
-import { type ApiProcess, startApiProcess } from '../support/api-process.js';
+import { type ApiProcess, logLinesBetween, logMark, startApiProcess } from '../support/api-process.js';
+import { seedToken } from '../support/direct-sql.js';
+import { waitFor } from '../support/eventually.js';
 import { get, type JsonResponse, post } from '../support/http.js';
+import { load } from '../support/load.js';
 import { PgBouncer } from '../support/pgbouncer.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { ThrowawayPostgres } from '../support/throwaway-postgres.js';
@@ -10,77 +11,13 @@ import { ThrowawayPostgres } from '../support/throwaway-postgres.js';
 /** The API's default, which the sample's query_wait_timeout and connect_query follow. */
 const DATABASE_TIMEOUT_MS = 5_000;
 
-/** A user and a token straight in the database (the API created the schema). */
-async function seedToken(url: string): Promise<string> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ id: string }>(`INSERT INTO users (email, name) VALUES ($1, 'Bouncer') RETURNING id`, [
-      `bouncer-${randomBytes(4).toString('hex')}@example.com`,
-    ]);
-    const token = `prs_${randomBytes(32).toString('base64url')}`;
-    await client.query(
-      `INSERT INTO access_tokens (token_hash, user_id, origin, created_at, expires_at) VALUES ($1, $2, 'direct', now(), now() + interval '1 day')`,
-      [createHash('sha256').update(token).digest(), rows[0]!.id],
-    );
-    return token;
-  } finally {
-    await client.end();
-  }
-}
-
-/** Waits (bounded) until `condition` holds, checking every 50 ms. */
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/**
- * A place in the API's log: a request to a path of its own, waited for until its line is
- * written (the log is written in batches). Everything logged before the mark is before it.
- */
-async function logMark(api: ApiProcess): Promise<number> {
-  const path = `/api/log-mark-${randomBytes(6).toString('hex')}`;
-  await get(api.baseUrl, path);
-  await waitFor('the log mark', () => api.stdout().includes(path));
-  return api.stdout().indexOf(path);
-}
-
-/** What the API logged (pino JSON) after a mark, without the per-request lines (nor a line still being written). */
-const logLinesSince = (api: ApiProcess, from: number) =>
-  api
-    .stdout()
-    .slice(api.stdout().indexOf('\n', from) + 1, api.stdout().lastIndexOf('\n'))
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as { level: number; msg: string })
-    .filter((line) => line.msg !== 'request completed');
-
 /** `GET /me` in two loops until stopped, each answer with when it came and how long it took. */
 function meLoad(baseUrl: string, token: string) {
-  const answers: Array<{ at: number; status: number; ms: number }> = [];
-  let running = true;
-  const done = Promise.all(
-    [0, 1].map(async () => {
-      while (running) {
-        const started = Date.now();
-        const res = await get(baseUrl, ROUTES.me, token);
-        answers.push({ at: Date.now(), status: res.status, ms: Date.now() - started });
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    }),
-  );
-  return {
-    answers,
-    stop: async () => {
-      running = false;
-      await done;
-      return answers;
-    },
-  };
+  return load(2, async () => {
+    const started = Date.now();
+    const res = await get(baseUrl, ROUTES.me, token);
+    return { at: Date.now(), status: res.status, ms: Date.now() - started };
+  }, 20);
 }
 
 /**
@@ -120,12 +57,12 @@ describe('behind PgBouncer with the shipped sample settings', () => {
   const ready = async () => (await get(api.baseUrl, ROUTES.healthReady)).status === 200;
 
   it('its LISTEN connection alone lost: serves as usual, and logs the listener lost (not "database unavailable"), then back', async () => {
-    const token = await seedToken(database.url);
+    const token = await seedToken(database.url, 'Bouncer');
     await waitFor('the replica ready (listener connected)', ready);
     const from = await logMark(api);
 
     await direct.cut(); // the server's own address unreachable; PgBouncer's path to it is not
-    await waitFor('the loss logged', () => logLinesSince(api, from).some((line) => /revocation listener lost/.test(line.msg)));
+    await waitFor('the loss logged', () => logLinesBetween(api, from).some((line) => /revocation listener lost/.test(line.msg)));
     // Served meanwhile, every token verified against the database through PgBouncer; while
     // the listener tries to reconnect (refused) more than once.
     const during: JsonResponse[] = [];
@@ -136,8 +73,8 @@ describe('behind PgBouncer with the shipped sample settings', () => {
 
     await direct.start();
     await waitFor('the listener back', ready, 15_000);
-    await waitFor('the return logged', () => logLinesSince(api, from).some((line) => /revocation listener connected again/.test(line.msg)));
-    const lines = logLinesSince(api, from);
+    await waitFor('the return logged', () => logLinesBetween(api, from).some((line) => /revocation listener connected again/.test(line.msg)));
+    const lines = logLinesBetween(api, from);
     expect(lines.filter((line) => line.level >= 40).map((line) => line.msg)).toEqual([
       expect.stringMatching(/^revocation listener lost its connection \(.+\); the database answers, but the token cache is off/),
     ]);
@@ -145,7 +82,7 @@ describe('behind PgBouncer with the shipped sample settings', () => {
   });
 
   it('a Postgres restart: /me answers normally again within a second of Postgres accepting connections (5 s deadline), and the log says the database was away', async () => {
-    const token = await seedToken(database.url);
+    const token = await seedToken(database.url, 'Bouncer');
     await waitFor('the replica ready', ready);
     expect((await get(api.baseUrl, ROUTES.me, token)).status).toBe(200);
     const from = await logMark(api);
@@ -180,7 +117,7 @@ describe('behind PgBouncer with the shipped sample settings', () => {
     // Meanwhile: 503s, never another status, and the log said the database was away (the pool failed, not only the listener).
     expect(new Set(answers.map((a) => a.status))).toEqual(new Set([200, 503]));
     await waitFor('the back line', () => api.stdout().slice(from).includes('database available again'));
-    const warnings = logLinesSince(api, from).filter((line) => line.level >= 40).map((line) => line.msg);
+    const warnings = logLinesBetween(api, from).filter((line) => line.level >= 40).map((line) => line.msg);
     expect(warnings[0]).toMatch(/^database unavailable \(.+\); answering 503 until it is back$/);
     expect(warnings.filter((msg) => /^database unavailable/.test(msg))).toHaveLength(1);
   });

@@ -1,30 +1,12 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { ROUTES } from '@prospect/contract';
 import pg from 'pg';
 import { type ApiProcess, startApiProcess } from '../support/api-process.js';
+import { seedToken } from '../support/direct-sql.js';
 import { HaProxy } from '../support/haproxy.js';
 import { emptyServerDatabase } from '../support/server-database.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { freePort } from '../support/throwaway-postgres.js';
-
-/** A user and a token straight in the database (the API created the schema). */
-async function seedToken(url: string): Promise<string> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ id: string }>(`INSERT INTO users (email, name) VALUES ($1, 'Replay') RETURNING id`, [
-      `replay-${randomBytes(4).toString('hex')}@example.com`,
-    ]);
-    const token = `prs_${randomBytes(32).toString('base64url')}`;
-    await client.query(
-      `INSERT INTO access_tokens (token_hash, user_id, origin, created_at, expires_at) VALUES ($1, $2, 'direct', now(), now() + interval '1 day')`,
-      [createHash('sha256').update(token).digest(), rows[0]!.id],
-    );
-    return token;
-  } finally {
-    await client.end();
-  }
-}
 
 /** One request through the proxy: its status, or the error a client saw instead (a reset, a hang-up). */
 async function send(url: string, method: 'GET' | 'POST', token: string, json?: unknown): Promise<{ status: number } | { error: string }> {
@@ -68,7 +50,7 @@ describe('a replica that dies after its commit, behind the shipped haproxy confi
     replicas.push(await startApiProcess({ ...env, PORT: String(ports[1]) }));
     await proxy.waitUntilUp('api1');
     await proxy.waitUntilUp('api2');
-    token = await seedToken(database.url);
+    token = await seedToken(database.url, 'Replay');
   });
   afterAll(async () => {
     await Promise.all(replicas.map((replica) => replica.stop()));

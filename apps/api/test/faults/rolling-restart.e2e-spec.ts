@@ -7,6 +7,7 @@ import { HaProxy } from '../support/haproxy.js';
 import { scaledTimeout } from '../support/process-cleanup.js';
 import { emptyServerDatabase } from '../support/server-database.js';
 import { freePort } from '../support/throwaway-postgres.js';
+import { csrfFrom } from '../support/web-client.js';
 
 interface Answer {
   status: number;
@@ -39,8 +40,6 @@ function call(base: string, method: string, path: string, options: { json?: unkn
     req.end(body);
   });
 }
-
-const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
 
 /**
  * Three replicas on one database behind Debian's haproxy running the shipped config
@@ -87,7 +86,7 @@ describe('three replicas behind the shipped haproxy config', () => {
     const signedUp = await browser
       .post('/signup')
       .type('form')
-      .send({ _csrf: csrfOf(form.text), name: 'Behind the proxy', email: `proxy-${Date.now()}@example.com`, password: 'correct horse battery' })
+      .send({ _csrf: csrfFrom(form.text), name: 'Behind the proxy', email: `proxy-${Date.now()}@example.com`, password: 'correct horse battery' })
       .expect(303);
     const cookie = (signedUp.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]).join('; ');
     // …the approval page on the second…
@@ -95,7 +94,7 @@ describe('three replicas behind the shipped haproxy config', () => {
     expect(page.text).toContain('<dt>IP address</dt><dd>127.0.0.2</dd>');
     expect(page.text).not.toContain('203.0.113.9');
     // …approved on the third.
-    await supertest(third).post('/device/approve').set('cookie', cookie).type('form').send({ _csrf: csrfOf(page.text), user_code: start.body.userCode }).expect(200);
+    await supertest(third).post('/device/approve').set('cookie', cookie).type('form').send({ _csrf: csrfFrom(page.text), user_code: start.body.userCode }).expect(200);
 
     const authorized = await call(proxy.url, 'POST', ROUTES.devicePoll, { json: { deviceCode: start.body.deviceCode } });
     expect(authorized.body.status).toBe('authorized');

@@ -1,8 +1,8 @@
 import { presetIssuer } from '@prospect/contract';
 import { TokensService } from '../../src/tokens/tokens.service.js';
-import { createUser } from '../support/fixtures.js';
+import { createUser, hasPassword, userByEmail } from '../support/fixtures.js';
 import { request } from '../support/http.js';
-import { signInAs, type WebClient } from '../web/web-client.js';
+import { signInAs, type WebClient } from '../support/web-client.js';
 import { acmeProvider, events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederation } from './support/federation.js';
 import { HttpBrowser } from './support/http-browser.js';
 import { CLIENT_SECRET, TestProvider } from './support/test-provider.js';
@@ -117,7 +117,9 @@ describe('identity providers for admins', () => {
     expect((await fed.call('DELETE', `${PROVIDERS}/gamma`)).status).toBe(204);
     expect(await signedInAs(browser, fed.api)).toBeNull();
     expect(await fed.api.dataSource.query(`SELECT id FROM federated_identities WHERE provider_id = 'gamma'`)).toEqual([]);
-    expect(await fed.api.dataSource.query(`SELECT password_hash FROM users WHERE email = 'gus@gamma.test'`)).toEqual([{ password_hash: null }]);
+    const gus = await userByEmail(fed.api, 'gus@gamma.test');
+    expect(gus).not.toBeNull();
+    expect(await hasPassword(fed.api, gus!.id)).toBe(false);
     expect((await fed.call('DELETE', `${PROVIDERS}/gamma`)).status).toBe(404);
     expect((await events(fed.api, 'admin.identity_provider_delete')).at(-1)).toMatchObject({ user_id: fed.admin.id, detail: { providerId: 'gamma', sessions: 1 } });
   });
@@ -163,7 +165,7 @@ describe('identity providers for admins', () => {
     fed.idp.users.set('una', { sub: 'una', email: 'una@acme.test', email_verified: true, name: 'Una' });
     const browser = new HttpBrowser();
     await signInThrough(browser, fed.api, '/login/sso/acme', 'una');
-    const [una] = await fed.api.dataSource.query(`SELECT id FROM users WHERE email = 'una@acme.test'`);
+    const una = (await userByEmail(fed.api, 'una@acme.test'))!;
 
     const list = await adminPages.send('GET', '/admin/users?q=una%40acme.test');
     expect(list.text).toContain('Last verified at the provider');

@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
-import { launchBrowser, SCREENSHOTS } from '../web/browser.js';
+import { createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
+import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
 import { events, type Federation, PROVIDERS, startFederation } from './support/federation.js';
 
 /**
@@ -39,7 +39,7 @@ describe('sign-in through an identity provider, in a browser', () => {
     await Promise.all([page.waitForURL((url) => url.origin === new URL(fed.api.baseUrl).origin), page.getByRole('button', { name: 'Sign in' }).click()]);
   }
 
-  const accountId = async (email: string) => ((await fed.api.dataSource.query(`SELECT id FROM users WHERE email = $1`, [email])) as Array<{ id: string }>)[0]?.id;
+  const accountId = async (email: string) => (await userByEmail(fed.api, email))?.id;
 
   it('a first sign-in with “Continue with Acme SSO” makes the account; after signing out, the next one is the same account', async () => {
     fed.idp.users.set('ann', { sub: 'ann', email: 'ann@acme.test', email_verified: true, name: 'Ann Acme' });

@@ -5,7 +5,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import { createUser } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { SmtpSink } from '../support/smtp-sink.js';
-import { signInAs, webClient } from '../web/web-client.js';
+import { signInAs, webClient } from '../support/web-client.js';
 import { events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederation } from './support/federation.js';
 import { HttpBrowser } from './support/http-browser.js';
 

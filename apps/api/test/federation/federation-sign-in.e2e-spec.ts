@@ -5,7 +5,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import { createUser } from '../support/fixtures.js';
 import { get } from '../support/http.js';
 import { SmtpSink } from '../support/smtp-sink.js';
-import { signInAs } from '../web/web-client.js';
+import { signInAs } from '../support/web-client.js';
 import { answerFor, events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederation } from './support/federation.js';
 import { HttpBrowser } from './support/http-browser.js';
 

@@ -1,21 +1,15 @@
-import { DataSource } from 'typeorm';
-import { typeOrmOptions } from '../../src/database/typeorm-options.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import type { DataSource } from 'typeorm';
+import { unmigratedDatabase } from '../support/unmigrated-database.js';
 
 /** Migration 030 (identity providers, issue #34) applies, reverts exactly, and applies again; its session column follows the session's JSON. */
 describe('migration 030: identity providers', () => {
-  let database: TestDatabase;
   let db: DataSource;
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    database = await createTestDatabase();
-    db = new DataSource({ ...typeOrmOptions(database.url, 1), migrationsRun: false, logging: false });
-    await db.initialize();
+    ({ db, close } = await unmigratedDatabase());
     await db.runMigrations({ transaction: 'each' });
   });
-  afterAll(async () => {
-    await db?.destroy();
-    await database?.drop();
-  });
+  afterAll(() => close?.());
 
   const tables = async () =>
     ((await db.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name IN ('identity_providers', 'federated_identities') ORDER BY 1`)) as Array<{ table_name: string }>).map(

@@ -3,16 +3,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '../support/eventually.js';
+import { isAlive } from '../support/process-cleanup.js';
 
 const JEST = join(process.cwd(), '../../node_modules/jest/bin/jest.js');
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /**
  * Issue #36: an interrupted `npm test` (Ctrl-C at the terminal, or a SIGTERM to jest) leaves no
@@ -40,9 +33,9 @@ describe('an interrupted test run', () => {
     ['a SIGTERM to jest alone', (pid: number) => process.kill(pid, 'SIGTERM')],
   ])('%s ends the API process and the cluster', async (_, interrupt) => {
     const { jest, pids, exited } = await runHoldingFixture();
-    expect(alive(pids.api) && alive(pids.postgres)).toBe(true);
+    expect(isAlive(pids.api) && isAlive(pids.postgres)).toBe(true);
     interrupt(jest.pid!);
     await exited;
-    expect(await eventually(() => !alive(pids.api) && !alive(pids.postgres), 15_000)).toBe(true);
+    expect(await eventually(() => !isAlive(pids.api) && !isAlive(pids.postgres), 15_000)).toBe(true);
   }, 180_000);
 });

@@ -2,8 +2,10 @@ import { createHash } from 'node:crypto';
 import { composeMail, Mailer } from '../../src/mail/mailer.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { MAILS_PER_RECIPIENT_PER_HOUR, RateLimits } from '../../src/rate-limits/rate-limits.js';
-import { SmtpSink } from '../support/smtp-sink.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
+import type { TestApp } from '../support/test-app.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { expireRateLimit } from '../support/fixtures.js';
 
 /**
  * Issue #31 item 7: unsolicited mails to one recipient are limited per hour
@@ -12,14 +14,8 @@ import { startTestApp, type TestApp } from '../support/test-app.js';
 describe('mails to one recipient', () => {
   let smtp: SmtpSink;
   let api: TestApp;
-  beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    api = await startTestApp({ env: { SMTP_URL: smtp.url } });
-  });
-  afterAll(async () => {
-    await api?.close();
-    await smtp?.stop();
-  });
+  beforeAll(async () => ({ api, smtp } = await startAppWithMail()));
+  afterAll(() => api?.close());
 
   const limits = () => api.app.get(RateLimits);
   const address = (name: string) => `${name}-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`;
@@ -50,7 +46,7 @@ describe('mails to one recipient', () => {
     await Promise.all(Array.from({ length: MAILS_PER_RECIPIENT_PER_HOUR + 1 }, () => limits().mailToRecipient(to)));
     expect(await limits().mailToRecipient(to)).toBe(false);
     // The window ends (its row says so).
-    await api.dataSource.query(`UPDATE rate_limits SET expire = 0 WHERE key = $1`, [`mail:recipient:${createHash('sha256').update(to).digest('base64url')}`]);
+    await expireRateLimit(api, 'mail:recipient', to);
     expect(await limits().mailToRecipient(to)).toBe(true);
   });
 

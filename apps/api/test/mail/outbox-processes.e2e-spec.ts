@@ -1,7 +1,6 @@
 import { request as httpRequest, Agent } from 'node:http';
 import net from 'node:net';
 import pg from 'pg';
-import supertest from 'supertest';
 import { composeMail, Mailer } from '../../src/mail/mailer.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { type ApiProcess, startApiProcess } from '../support/api-process.js';
@@ -12,6 +11,7 @@ import { emptyServerDatabase } from '../support/server-database.js';
 import { SmtpSink } from '../support/smtp-sink.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { postFrom, signUp, webClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -43,20 +43,10 @@ async function serverDatabase() {
 }
 
 /** Signs up through the sign-up form of `baseUrl` (a verification mail is queued); the page's status. */
-async function signUp(baseUrl: string, email: string): Promise<{ status: number; text: string }> {
-  const browser = supertest.agent(baseUrl);
-  const form = await browser.get('/signup');
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(form.text)![1]!;
-  return browser.post('/signup').type('form').send({ _csrf: csrf, name: 'New Person', email, password: PASSWORD });
-}
+const signUpAt = (baseUrl: string, email: string) => signUp(webClient(baseUrl), { name: 'New Person', email, password: PASSWORD });
 
 /** Asks for a reset link through the form of `baseUrl`; the page. */
-async function forgotPassword(baseUrl: string, email: string): Promise<{ status: number; text: string }> {
-  const browser = supertest.agent(baseUrl);
-  const form = await browser.get('/password/forgot');
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(form.text)![1]!;
-  return browser.post('/password/forgot').type('form').send({ _csrf: csrf, email });
-}
+const forgotPassword = (baseUrl: string, email: string) => postFrom(webClient(baseUrl), '/password/forgot', '/password/forgot', { email });
 
 /** A port free right now. */
 async function freePort(): Promise<number> {
@@ -103,7 +93,7 @@ describe('the mail outbox across API processes', () => {
       const first = await start(env);
       const signingUp = address('signup');
       const invited = address('invited');
-      const signedUp = await signUp(first.baseUrl, signingUp);
+      const signedUp = await signUpAt(first.baseUrl, signingUp);
       expect(signedUp.status).toBe(200);
       expect(signedUp.text).toContain('Check your e-mail');
       expect((await forgotPassword(first.baseUrl, resetting.email)).text).toContain('is on its way');
@@ -146,7 +136,7 @@ describe('the mail outbox across API processes', () => {
         httpRequest({ host: '127.0.0.1', port: metricsPort, path: '/metrics', agent: scraper }, (res) => res.resume().on('end', resolve)).on('error', reject).end(),
       );
       const email = address('stalled');
-      expect((await signUp(first.baseUrl, email)).status).toBe(200);
+      expect((await signUpAt(first.baseUrl, email)).status).toBe(200);
       expect(await eventually(() => smtp.stalled === 1, 10_000)).toBe(true); // the message is in; no answer comes
 
       const stopping = Date.now();

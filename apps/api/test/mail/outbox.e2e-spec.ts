@@ -3,11 +3,12 @@ import { Metrics } from '../../src/metrics/metrics.js';
 import { MAILS_PER_RECIPIENT_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { eventually } from '../support/eventually.js';
-import { approve, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approve, createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
 import { get, post } from '../support/http.js';
 import { SmtpSink } from '../support/smtp-sink.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { webClient } from '../web/web-client.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { webClient } from '../support/web-client.js';
 
 const MAIL = '/api/admin/mail';
 const USERS = '/api/admin/users';
@@ -32,14 +33,10 @@ describe('the mail outbox', () => {
     let api: TestApp;
     let token: string;
     beforeAll(async () => {
-      smtp = await SmtpSink.start();
-      api = await startTestApp({ env: { SMTP_URL: smtp.url } });
+      ({ api, smtp } = await startAppWithMail());
       token = await adminToken(api);
     });
-    afterAll(async () => {
-      await api?.close();
-      await smtp?.stop();
-    });
+    afterAll(() => api?.close());
 
     it('sends a queued mail once, counts it, and erases its body (the link) once sent', async () => {
       const user = await createUser(api);
@@ -75,7 +72,7 @@ describe('the mail outbox', () => {
 
         const invitation = await post(api, USERS, { email: invited, name: 'Never Invited' }, token);
         expect(invitation.status).toBe(500);
-        expect(await api.dataSource.query(`SELECT id FROM users WHERE email = $1`, [invited])).toEqual([]);
+        expect(await userByEmail(api, invited)).toBeNull();
       } finally {
         await api.dataSource.query(`ALTER TABLE mail_outbox DROP CONSTRAINT refuse_for_test`);
       }

@@ -1,9 +1,8 @@
 import { TokensService } from '../../src/tokens/tokens.service.js';
-import { postFrom } from '../support/account-flows.js';
-import { createUser } from '../support/fixtures.js';
+import { authEvents, createUser } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { signInAs } from '../web/web-client.js';
+import { postFrom, signInAs } from '../support/web-client.js';
 
 const CLIENTS = '/api/admin/clients';
 const EXTENSION_ID = 'abcdefghijklmnopabcdefghijklmnop';
@@ -46,7 +45,7 @@ describe('OAuth clients of the code flow', () => {
         allowed_origins: [`chrome-extension://${EXTENSION_ID}`],
         has_secret: false,
       });
-      const [event] = await api.dataSource.query(`SELECT detail FROM auth_events WHERE type = 'oauth.client_register' AND detail->>'clientId' = 'prospect-extension'`);
+      const [event] = await authEvents(api, { type: 'oauth.client_register', detail: { clientId: 'prospect-extension' } });
       expect(event.detail).toMatchObject({ type: 'public', redirectUris: `https://${EXTENSION_ID}.chromiumapp.org/` });
     });
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { OAUTH_ROUTES } from '@prospect/contract';
 import { request, type Target } from '../support/http.js';
-import type { WebClient } from '../web/web-client.js';
+import type { WebClient } from '../support/web-client.js';
 
 /** A PKCE pair (RFC 7636, S256). */
 export function pkce() {

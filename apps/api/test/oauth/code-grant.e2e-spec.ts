@@ -1,12 +1,11 @@
 import { OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import { decodeJwt } from 'jose';
 import { FakeClock } from '../support/fake-clock.js';
-import { createUser } from '../support/fixtures.js';
+import { authEvents, createUser, registerClient } from '../support/fixtures.js';
 import { get, request, type JsonResponse } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { postFrom } from '../support/account-flows.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
-import { signInAs, webClient, type WebClient } from '../web/web-client.js';
+import { postFrom, signInAs, type WebClient, webClient } from '../support/web-client.js';
 import { approveIn, pkce, tokenRequest as tokenRequestTo } from './code-flow-support.js';
 
 const PASSWORD = 'correct horse battery';
@@ -212,7 +211,7 @@ describe('the authorization code grant', () => {
       const { verifier, challenge } = pkce();
       const code = (await approve(web, standard('tool', challenge))).searchParams.get('code')!;
       expect((await exchange(code, verifier)).status).toBe(200);
-      const events = await api.dataSource.query(`SELECT type, detail->>'clientId' AS client FROM auth_events WHERE user_id = $1 AND type LIKE 'oauth.%' ORDER BY id`, [person.id]);
+      const events = (await authEvents(api, { typePrefix: 'oauth.', userId: person.id })).map((e) => ({ type: e.type, client: e.detail.clientId }));
       expect(events).toEqual([
         { type: 'oauth.consent', client: 'tool' },
         { type: 'oauth.code_exchange', client: 'tool' },
@@ -378,7 +377,7 @@ describe('the authorization code grant under REQUIRE_SECOND_FACTOR, and under RE
   const params = () => ({ response_type: 'code', client_id: 'tool', redirect_uri: REDIRECT, scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' });
   const appWith = async (env: Record<string, string>) => {
     const api = await startTestApp({ env });
-    await api.dataSource.query(`INSERT INTO oauth_clients (id, name, allowed_scopes, redirect_uris) VALUES ('tool', 'Tool', 'openid profile', $1)`, [[REDIRECT]]);
+    await registerClient(api, { id: 'tool', name: 'Tool', allowedScopes: ['openid', 'profile'], redirectUris: [REDIRECT] });
     return api;
   };
 

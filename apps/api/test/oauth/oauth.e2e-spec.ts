@@ -4,10 +4,10 @@ import type { Browser, Page } from 'playwright-core';
 import { Clock } from '../../src/common/clock.js';
 import { DeviceApprovalService } from '../../src/device-login/device-approval.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
-import { approve, createUser, deny } from '../support/fixtures.js';
+import { approve, createUser, deny, registerClient } from '../support/fixtures.js';
 import { get, post, request, type JsonResponse } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { launchBrowser, SCREENSHOTS } from '../web/browser.js';
+import { launchBrowser, SCREENSHOTS, signUpInPage } from '../support/browser.js';
 
 /** Real time that a test can move forward: the OAuth client polls on its own timers. */
 class ShiftedClock extends Clock {
@@ -56,11 +56,7 @@ describe('OAuth 2.0 surface', () => {
     async function approveInBrowser(verificationUriComplete: string) {
       await page.goto(verificationUriComplete);
       if (page.url().includes('/login')) {
-        await page.click('text=Create one');
-        await page.getByLabel('Name').fill('Grace Hopper');
-        await page.getByLabel('E-mail').fill('grace@example.com');
-        await page.getByLabel('Password').fill('correct horse battery');
-        await Promise.all([page.waitForURL((url) => url.pathname !== '/signup'), page.getByRole('button', { name: 'Create account' }).click()]);
+        await signUpInPage(page, { name: 'Grace Hopper', email: 'grace@example.com', password: 'correct horse battery' });
       }
       await page.screenshot({ path: `${SCREENSHOTS}oauth-approve.png`, fullPage: true });
       await page.getByRole('button', { name: 'Approve' }).click();
@@ -185,7 +181,7 @@ describe('OAuth 2.0 surface', () => {
 
     it('refuses a device code of another client, an unknown client, an unknown grant type and a missing one', async () => {
       const device = await start();
-      await api.dataSource.query(`INSERT INTO oauth_clients (id, name) VALUES ('other-tool', 'Other tool') ON CONFLICT DO NOTHING`);
+      await registerClient(api, { id: 'other-tool', name: 'Other tool' });
       expectOAuthError(await redeem(device.device_code, 'other-tool'), 'invalid_grant');
       expectOAuthError(await redeem(device.device_code, 'nobody-knows'), 'invalid_client');
       expectOAuthError(await form(api, OAUTH_ROUTES.token, { grant_type: 'password', username: 'a', password: 'b' }), 'unsupported_grant_type');
@@ -227,7 +223,7 @@ describe('OAuth 2.0 surface', () => {
       expectOAuthError(bogus, 'invalid_scope');
       expect(bogus.body.error_description).toBe('Unknown scope: billing:write users:delete (scopes_supported lists them).');
       // other-tool may ask for `profile` only (a client's allowed scopes unless an admin chose more).
-      await api.dataSource.query(`INSERT INTO oauth_clients (id, name) VALUES ('other-tool', 'Other tool') ON CONFLICT DO NOTHING`);
+      await registerClient(api, { id: 'other-tool', name: 'Other tool' });
       expectOAuthError(await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'other-tool', scope: 'profile tokens' }), 'invalid_scope');
       const user = await createUser(api);
       const device = (await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'other-tool' })).body;

@@ -10,8 +10,8 @@ import { enrolTotp, totpCode } from '../support/account-flows.js';
 import { createUser, deviceLoginToken } from '../support/fixtures.js';
 import { get, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { launchBrowser, SCREENSHOTS } from '../web/browser.js';
-import { signInAs } from '../web/web-client.js';
+import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
+import { signInAs } from '../support/web-client.js';
 
 /** Real time that a test can move forward: openid-client checks the ID token's times against its own clock. */
 class ShiftedClock extends Clock {

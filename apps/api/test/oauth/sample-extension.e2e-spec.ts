@@ -8,7 +8,7 @@ import { TokensService } from '../../src/tokens/tokens.service.js';
 import { createUser } from '../support/fixtures.js';
 import { get, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { SCREENSHOTS } from '../web/browser.js';
+import { SCREENSHOTS } from '../support/browser.js';
 import { tokenRequest } from './code-flow-support.js';
 
 const SAMPLE = fileURLToPath(new URL('../../../../examples/browser-extension/', import.meta.url));

@@ -3,10 +3,10 @@ import { createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet, jwtVerify
 import { ID_TOKEN_TTL_SECONDS, RETIRED_KEY_PUBLISHED_SECONDS, SIGNING_KEY_ROTATION_SECONDS, SigningKeys } from '../../src/server-secrets/signing-keys.js';
 import { runApiProcess } from '../support/api-process.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { createUser } from '../support/fixtures.js';
+import { createUser, registerClient } from '../support/fixtures.js';
 import { get, type Target } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { signInAs } from '../web/web-client.js';
+import { signInAs } from '../support/web-client.js';
 import { approveIn, authorizationParams, pkce, tokenRequest } from './code-flow-support.js';
 
 const REDIRECT = 'https://tool.example.com/callback';
@@ -25,7 +25,7 @@ describe('ID-token signing keys', () => {
     api = await startTestApp({ clock });
     // A second replica on the same database: its own process state, the same Postgres and PUBLIC_URL (the issuer).
     replica = await startTestApp({ clock, database: api.database, env: { PUBLIC_URL: api.baseUrl } });
-    await api.dataSource.query(`INSERT INTO oauth_clients (id, name, allowed_scopes, redirect_uris) VALUES ('tool', 'Tool', 'openid profile email', $1)`, [[REDIRECT]]);
+    await registerClient(api, { id: 'tool', name: 'Tool', allowedScopes: ['openid', 'profile', 'email'], redirectUris: [REDIRECT] });
   });
   afterAll(async () => {
     await replica?.close();

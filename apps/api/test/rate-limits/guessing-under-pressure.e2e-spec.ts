@@ -3,10 +3,10 @@ import { DeviceApprovalService } from '../../src/device-login/device-approval.se
 import { DeviceLoginService } from '../../src/device-login/device-login.service.js';
 import { USER_CODE_TRIES_PER_MINUTE } from '../../src/rate-limits/rate-limits.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
-import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { authEvents, countAuthEvents, createUser, forgetRateLimits, poll, startDeviceLogin } from '../support/fixtures.js';
 import { errorBody, get, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { signInAs, webClient, type WebClient } from '../web/web-client.js';
+import { signIn, signInAs, webClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const WRONG_CODE = 'BCDF-GHJK';
@@ -19,17 +19,9 @@ describe('guessing under pressure', () => {
   });
   afterAll(() => api.close());
 
-  const countEvents = async (type: string, userId?: string) =>
-    Number(
-      (
-        await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = $1 AND ($2::uuid IS NULL OR user_id = $2)`, [
-          type,
-          userId ?? null,
-        ])
-      )[0].n,
-    );
+  const countEvents = (type: string, userId?: string) => countAuthEvents(api, { type, userId });
   /** Each test starts with no counters: they are keyed by the same address (127.0.0.1) throughout. */
-  beforeEach(() => api.dataSource.query(`DELETE FROM rate_limits`));
+  beforeEach(() => forgetRateLimits(api));
 
   /** A signed-in person's browser with the approval page's CSRF token. */
   const approver = async () => {
@@ -94,14 +86,10 @@ describe('guessing under pressure', () => {
   });
 
   describe('sign-in: no lockout of the rightful owner (device cookies)', () => {
-    const signInForm = async (web: WebClient, email: string, password: string) => {
-      const form = await web.send('GET', '/login');
-      return web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password });
-    };
     /** The owner's browser: signed in once (so it holds a device cookie for the account), then signed out. */
     const ownersBrowser = async (email: string) => {
       const web = webClient(api);
-      expect((await signInForm(web, email, PASSWORD)).status).toBe(303);
+      expect((await signIn(web, email, PASSWORD)).status).toBe(303);
       const page = await web.send('GET', '/settings/tokens');
       expect((await web.send('POST', '/logout', { _csrf: web.csrfFrom(page.text) })).status).toBe(303);
       return web;
@@ -120,12 +108,12 @@ describe('guessing under pressure', () => {
       expect(attempts.filter((r) => r.status === 401)).toHaveLength(5);
       expect(attempts.filter((r) => r.status === 429)).toHaveLength(195);
       // A browser that never signed in to the account is blocked, even with the right password…
-      expect((await signInForm(webClient(api), owner.email, PASSWORD)).status).toBe(429);
+      expect((await signIn(webClient(api), owner.email, PASSWORD)).status).toBe(429);
       // …and the 200 attempts have used up the address's failed sign-ins (SIGNIN_PER_IP_PER_HOUR) for every account.
-      expect((await signInForm(webClient(api), `fresh-${Date.now()}@example.com`, 'x')).status).toBe(429);
+      expect((await signIn(webClient(api), `fresh-${Date.now()}@example.com`, 'x')).status).toBe(429);
 
       // The owner's browser still signs in, with the right password.
-      expect((await signInForm(browser, owner.email, PASSWORD)).status).toBe(303);
+      expect((await signIn(browser, owner.email, PASSWORD)).status).toBe(303);
       expect(await countEvents('web.login', owner.id)).toBe(2);
     });
 
@@ -139,7 +127,7 @@ describe('guessing under pressure', () => {
       expect(attempts.filter((r) => r.status === 401)).toHaveLength(5);
       expect(attempts.filter((r) => r.status === 429)).toHaveLength(45);
       // Those were the cookie's failures, not the account's: another browser that knows the password is not blocked.
-      expect((await signInForm(webClient(api), owner.email, PASSWORD)).status).toBe(303);
+      expect((await signIn(webClient(api), owner.email, PASSWORD)).status).toBe(303);
     });
 
     it("trusts a device cookie only for its own account, and never a forged one", async () => {
@@ -151,7 +139,7 @@ describe('guessing under pressure', () => {
       );
       // A cookie for another account counts as none: these are the victim account's failures.
       expect(attempts.filter((r) => r.status === 401)).toHaveLength(5);
-      expect((await signInForm(webClient(api), victim.email, PASSWORD)).status).toBe(429);
+      expect((await signIn(webClient(api), victim.email, PASSWORD)).status).toBe(429);
 
       const forged = webClient(api);
       const forgedForm = await forged.send('GET', '/login');
@@ -165,8 +153,8 @@ describe('guessing under pressure', () => {
       const adminToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct', label: 'ops', ip: null, ttlSeconds: 3600 })).accessToken;
       const userToken = (await api.app.get(TokensService).issue({ userId: owner.id, origin: 'direct', label: 'me', ip: null, ttlSeconds: 3600 })).accessToken;
       const attacker = webClient(api);
-      for (let i = 0; i < 5; i++) await signInForm(attacker, owner.email, 'wrong guess');
-      expect((await signInForm(webClient(api), owner.email, PASSWORD)).status).toBe(429);
+      for (let i = 0; i < 5; i++) await signIn(attacker, owner.email, 'wrong guess');
+      expect((await signIn(webClient(api), owner.email, PASSWORD)).status).toBe(429);
 
       expect((await post(api, ROUTES.adminClearSignInBlock, { email: owner.email }, userToken)).body).toEqual(errorBody(403, 'forbidden'));
       expect((await post(api, ROUTES.adminClearSignInBlock, { email: owner.email })).status).toBe(401);
@@ -176,9 +164,9 @@ describe('guessing under pressure', () => {
       const cleared = await post(api, ROUTES.adminClearSignInBlock, { email: owner.email.toUpperCase() }, adminToken);
       expect(cleared.status).toBe(200);
       expect(cleared.body).toEqual({ cleared: true });
-      expect((await signInForm(webClient(api), owner.email, PASSWORD)).status).toBe(303);
+      expect((await signIn(webClient(api), owner.email, PASSWORD)).status).toBe(303);
       expect((await post(api, ROUTES.adminClearSignInBlock, { email: owner.email }, adminToken)).body).toEqual({ cleared: false });
-      const [event] = await api.dataSource.query(`SELECT user_id, detail FROM auth_events WHERE type = 'admin.clear_sign_in_block' ORDER BY id LIMIT 1`);
+      const [event] = (await authEvents(api, { type: 'admin.clear_sign_in_block' })).map(({ user_id, detail }) => ({ user_id, detail }));
       expect(event).toEqual({ user_id: admin.id, detail: { accountId: owner.id, cleared: true } });
     });
   });
@@ -311,15 +299,13 @@ describe('state transitions under concurrency', () => {
     const issued = await Promise.all(Array.from({ length: 50 }, () => post(api, ROUTES.issueToken, { label: 'parallel' }, caller)));
     expect(issued.map((r) => r.status)).toEqual(Array(50).fill(201));
     expect(new Set(issued.map((r) => r.body.accessToken)).size).toBe(50);
-    const events = await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'token.issue' AND user_id = $1`, [user.id]);
-    expect(events[0].n).toBe(51);
+    expect(await countAuthEvents(api, { type: 'token.issue', userId: user.id })).toBe(51);
 
     const target = issued[0]!.body.accessToken as string;
     const logouts = await Promise.all(Array.from({ length: 50 }, () => request(api, 'POST', ROUTES.logout, { token: target })));
     expect(logouts.filter((r) => r.status === 204).length).toBeGreaterThanOrEqual(1);
     expect(logouts.every((r) => r.status === 204 || r.status === 401)).toBe(true);
-    const revokes = await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'token.revoke' AND user_id = $1`, [user.id]);
-    expect(revokes[0].n).toBe(1);
+    expect(await countAuthEvents(api, { type: 'token.revoke', userId: user.id })).toBe(1);
     expect((await get(api, ROUTES.me, target)).status).toBe(401);
   });
 });

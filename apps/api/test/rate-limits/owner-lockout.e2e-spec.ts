@@ -2,10 +2,11 @@ import { Secret, TOTP } from 'otpauth';
 import { PasskeysRepository } from '../../src/accounts/passkeys.repository.js';
 import { Mailer } from '../../src/mail/mailer.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { createUser } from '../support/fixtures.js';
-import { SmtpSink } from '../support/smtp-sink.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { signInAs, webClient, type WebClient } from '../web/web-client.js';
+import { countAuthEvents, createUser, forgetRateLimits, userById } from '../support/fixtures.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
+import type { TestApp } from '../support/test-app.js';
+import { startAppWithMail } from '../support/mailing-app.js';
+import { postFrom, signIn, signInAs, webClient, type WebClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const NEW_PASSWORD = 'a brand new passphrase';
@@ -25,40 +26,17 @@ describe('the owner is never the one locked out', () => {
   const clock = new FakeClock(Date.now());
   let smtp: SmtpSink;
   let api: TestApp;
-  beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    api = await startTestApp({ clock, env: { SMTP_URL: smtp.url } });
-  });
-  afterAll(async () => {
-    await api?.close();
-    await smtp?.stop();
-  });
+  beforeAll(async () => ({ api, smtp } = await startAppWithMail({ clock })));
+  afterAll(() => api?.close());
   /** Each test starts with no counters: every client is 127.0.0.1. */
-  beforeEach(() => api.dataSource.query(`DELETE FROM rate_limits`));
+  beforeEach(() => forgetRateLimits(api));
 
-  const post = async (web: WebClient, page: string, path: string, form: Record<string, string> = {}) => {
-    const text = (await web.send('GET', page)).text;
-    return web.send('POST', path, { _csrf: web.csrfFrom(text), ...form });
-  };
-  const signInForm = async (web: WebClient, email: string, password: string, next?: string) => {
-    const form = await web.send('GET', '/login');
-    return web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password, ...(next ? { next } : {}) });
-  };
   /** Five wrong passwords for `email`, each from a new browser without cookies; then a new browser is refused even the right one. */
   const attackerBlocks = async (email: string) => {
-    for (let i = 0; i < 5; i++) expect((await signInForm(webClient(api), email, 'wrong guess')).status).toBe(401);
-    expect((await signInForm(webClient(api), email, PASSWORD)).status).toBe(429);
+    for (let i = 0; i < 5; i++) expect((await signIn(webClient(api), email, 'wrong guess')).status).toBe(401);
+    expect((await signIn(webClient(api), email, PASSWORD)).status).toBe(429);
   };
-  const events = async (type: string, userId: string, reason?: string) =>
-    Number(
-      (
-        await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = $1 AND user_id = $2 AND ($3::text IS NULL OR detail ->> 'reason' = $3)`, [
-          type,
-          userId,
-          reason ?? null,
-        ])
-      )[0].n,
-    );
+  const events = (type: string, userId: string, reason?: string) => countAuthEvents(api, { type, userId, detail: reason === undefined ? {} : { reason } });
 
   describe('passwords asked of a signed-in person', () => {
     it('after five wrong sign-ins from elsewhere, bob on his signed-in browser confirms sudo, changes his address and password, and deletes the account with the right password', async () => {
@@ -66,25 +44,25 @@ describe('the owner is never the one locked out', () => {
       const browser = await signInAs(api, bob.email, PASSWORD);
       await attackerBlocks(bob.email);
 
-      const sudo = await post(browser, '/sudo?next=%2Fsettings%2Ftokens', '/sudo', { password: PASSWORD, next: '/settings/tokens' });
+      const sudo = await postFrom(browser, '/sudo?next=%2Fsettings%2Ftokens', '/sudo', { password: PASSWORD, next: '/settings/tokens' });
       expect(sudo).toMatchObject({ status: 303, location: '/settings/tokens' });
 
       const newEmail = `bob-moved-${Date.now()}@example.com`;
-      const address = await post(browser, '/settings/account', '/settings/account/email', { email: newEmail, password: PASSWORD });
+      const address = await postFrom(browser, '/settings/account', '/settings/account/email', { email: newEmail, password: PASSWORD });
       expect(address.status).toBe(200);
       expect(address.text).toContain(`A link is on its way to <strong>${newEmail}</strong>`);
       await api.app.get(Mailer).settled();
       expect(smtp.to(newEmail).map((m) => m.subject)).toEqual(['Confirm your new e-mail address for Prospect']);
 
-      const changed = await post(browser, '/settings/account', '/settings/account/password', { current_password: PASSWORD, password: NEW_PASSWORD, password_again: NEW_PASSWORD });
+      const changed = await postFrom(browser, '/settings/account', '/settings/account/password', { current_password: PASSWORD, password: NEW_PASSWORD, password_again: NEW_PASSWORD });
       expect(changed).toMatchObject({ status: 303, location: '/settings/account?done=password' });
 
       // The account is still blocked for everyone else, with the old password and the new.
-      expect((await signInForm(webClient(api), bob.email, NEW_PASSWORD)).status).toBe(429);
+      expect((await signIn(webClient(api), bob.email, NEW_PASSWORD)).status).toBe(429);
 
-      const deleted = await post(browser, '/settings/account', '/settings/account/delete', { password: NEW_PASSWORD });
+      const deleted = await postFrom(browser, '/settings/account', '/settings/account/delete', { password: NEW_PASSWORD });
       expect(deleted).toMatchObject({ status: 303, location: '/login?account=deleted' });
-      expect(await api.dataSource.query(`SELECT id FROM users WHERE id = $1`, [bob.id])).toEqual([]);
+      expect(await userById(api, bob.id)).toBeNull();
     });
 
     it('a stolen session gets 5 wrong passwords of 50 sent at once, blocks only itself, and bob on his own browser is not refused', async () => {
@@ -101,15 +79,15 @@ describe('the owner is never the one locked out', () => {
       expect((await stolen.send('POST', '/sudo', { _csrf: stolen.csrfFrom(form.text), password: PASSWORD, next: '/settings/tokens' })).status).toBe(429);
 
       // Bob's own browser, and a new browser at /login, are not blocked by the thief's failures.
-      expect(await post(own, '/sudo?next=%2Fsettings%2Ftokens', '/sudo', { password: PASSWORD, next: '/settings/tokens' })).toMatchObject({ status: 303 });
-      expect((await signInForm(webClient(api), bob.email, PASSWORD)).status).toBe(303);
+      expect(await postFrom(own, '/sudo?next=%2Fsettings%2Ftokens', '/sudo', { password: PASSWORD, next: '/settings/tokens' })).toMatchObject({ status: 303 });
+      expect((await signIn(webClient(api), bob.email, PASSWORD)).status).toBe(303);
     });
   });
 
   describe('second-step codes', () => {
     /** Sets up the app in a signed-in browser; the key and the recovery codes. */
     async function enrol(web: WebClient): Promise<{ key: string; codes: string[] }> {
-      const begun = await post(web, '/settings/security', '/settings/security/totp');
+      const begun = await postFrom(web, '/settings/security', '/settings/security/totp');
       const key = /<code class="totp-key">([A-Z2-7 ]+)<\/code>/.exec(begun.text)![1]!;
       const done = await web.send('POST', '/settings/security/totp/confirm', { _csrf: web.csrfFrom(begun.text), code: codeFor(key, clock) });
       expect(done.status).toBe(200);
@@ -119,10 +97,10 @@ describe('the owner is never the one locked out', () => {
     }
     /** The password step in `web`, which must lead to the second step. */
     async function passwordStep(web: WebClient, email: string) {
-      expect(await signInForm(web, email, PASSWORD, '/settings/tokens')).toMatchObject({ status: 303, location: '/login/code' });
+      expect(await signIn(web, email, PASSWORD, { next: '/settings/tokens' })).toMatchObject({ status: 303, location: '/login/code' });
       return web;
     }
-    const signOut = async (web: WebClient) => expect((await post(web, '/settings/tokens', '/logout')).status).toBe(303);
+    const signOut = async (web: WebClient) => expect((await postFrom(web, '/settings/tokens', '/logout')).status).toBe(303);
 
     it('200 parallel wrong codes from 20 half-signed-in sessions check only 5; bob’s right code and recovery code from his recognised browser are accepted, and his code in sudo mode', async () => {
       const bob = await createUser(api);
@@ -147,25 +125,25 @@ describe('the owner is never the one locked out', () => {
       expect(await events('web.login_failed', bob.id, 'wrong second-factor code')).toBe(5);
       // Any browser bob never signed in with is refused even the right code now (and told where to go)…
       const newcomer = await passwordStep(webClient(api), bob.email);
-      const blocked = await post(newcomer, '/login/code', '/login/code', { code: codeFor(key, clock) });
+      const blocked = await postFrom(newcomer, '/login/code', '/login/code', { code: codeFor(key, clock) });
       expect(blocked.status).toBe(429);
       expect(blocked.text).toContain('sign in from a browser you have used for this account before');
 
       // …but bob's browser, which signed in before, is not.
       await passwordStep(browser, bob.email);
-      expect(await post(browser, '/login/code', '/login/code', { code: codeFor(key, clock) })).toMatchObject({ status: 303, location: '/settings/tokens' });
+      expect(await postFrom(browser, '/login/code', '/login/code', { code: codeFor(key, clock) })).toMatchObject({ status: 303, location: '/settings/tokens' });
       expect((await browser.send('GET', '/settings/tokens')).status).toBe(200);
 
       // His code in sudo mode, from his signed-in session (a later step: each is accepted once).
       clock.advanceSeconds(30);
-      expect(await post(browser, '/sudo?next=%2Fsettings%2Ftokens', '/sudo', { code: codeFor(key, clock), next: '/settings/tokens' })).toMatchObject({ status: 303, location: '/settings/tokens' });
+      expect(await postFrom(browser, '/sudo?next=%2Fsettings%2Ftokens', '/sudo', { code: codeFor(key, clock), next: '/settings/tokens' })).toMatchObject({ status: 303, location: '/settings/tokens' });
 
       // A recovery code, from the same browser, while the attackers go on (still half signed in, still refused).
       await signOut(browser);
       const more = await Promise.all(attackers.map((web, i) => web.send('POST', '/login/code', { _csrf: web.csrfFrom(forms[i]!.text), code: '999999' })));
       expect(more.map((r) => r.status)).toEqual(Array(20).fill(429));
       await passwordStep(browser, bob.email);
-      expect(await post(browser, '/login/code', '/login/code', { code: codes[0]! })).toMatchObject({ status: 303, location: '/settings/tokens' });
+      expect(await postFrom(browser, '/login/code', '/login/code', { code: codes[0]! })).toMatchObject({ status: 303, location: '/settings/tokens' });
       expect(await events('web.login_failed', bob.id, 'wrong second-factor code')).toBe(5);
       expect(await events('factor.recovery_code_used', bob.id)).toBe(1);
     });
@@ -186,7 +164,7 @@ describe('the owner is never the one locked out', () => {
       expect((await browser.send('POST', '/login/code', { _csrf: browser.csrfFrom(form.text), code: codeFor(key, clock) })).status).toBe(429);
       // Those were that browser's failures, not the account's: another browser that has the code gets in.
       const other = await passwordStep(webClient(api), bob.email);
-      expect(await post(other, '/login/code', '/login/code', { code: codeFor(key, clock) })).toMatchObject({ status: 303, location: '/settings/tokens' });
+      expect(await postFrom(other, '/login/code', '/login/code', { code: codeFor(key, clock) })).toMatchObject({ status: 303, location: '/settings/tokens' });
     });
 
     it('setting up an app is counted apart: guesses at the second step do not block bob’s first code', async () => {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { ROUTES } from '@prospect/contract';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import supertest from 'supertest';
@@ -6,9 +5,10 @@ import { Sql } from '../../src/database/sql.js';
 import { DeviceLoginService } from '../../src/device-login/device-login.service.js';
 import { LeasedLimiter } from '../../src/rate-limits/leased-limiter.js';
 import { startPrefetch } from '../../src/rate-limits/rate-limits.js';
-import { createUser } from '../support/fixtures.js';
+import { createUser, expireRateLimit } from '../support/fixtures.js';
 import { post } from '../support/http.js';
 import { type Replica, startReplica, startTestApp, type TestApp } from '../support/test-app.js';
+import { csrfFrom } from '../support/web-client.js';
 
 const LIMITS = { DEVICE_START_PER_IP_PER_MINUTE: '3', SIGNUP_PER_IP_PER_HOUR: '2' };
 
@@ -19,7 +19,7 @@ describe('failed sign-ins per address', () => {
       const user = await createUser(api);
       const attempt = async (email: string, password: string) => {
         const agent = supertest.agent(api.app.getHttpServer());
-        const token = /name="_csrf" value="([^"]+)"/.exec((await agent.get('/login')).text)![1]!;
+        const token = csrfFrom((await agent.get('/login')).text);
         return agent.post('/login').type('form').send({ _csrf: token, email, password });
       };
       expect((await attempt('a@example.com', 'x')).status).toBe(401);
@@ -48,7 +48,7 @@ describe('rate limits', () => {
 
   const browser = () => {
     const agent = supertest.agent(api.app.getHttpServer());
-    const csrf = async (path: string) => /name="_csrf" value="([^"]+)"/.exec((await agent.get(path)).text)![1]!;
+    const csrf = async (path: string) => csrfFrom((await agent.get(path)).text);
     return { agent, csrf };
   };
 
@@ -86,7 +86,7 @@ describe('rate limits', () => {
     for (let i = 0; i < 5; i++) await fail();
     expect(await retryAfter()).toBeGreaterThan(14 * 60);
     // The first block ends (its row says so), and the account fails 5 more times.
-    await api.dataSource.query(`UPDATE rate_limits SET expire = 0 WHERE key = $1`, [`login:account:${createHash('sha256').update(email).digest('base64url')}`]);
+    await expireRateLimit(api, 'login:account', email);
     for (let i = 0; i < 5; i++) await fail();
     expect(await retryAfter()).toBeGreaterThan(29 * 60);
   });

@@ -2,7 +2,7 @@ import net, { type AddressInfo } from 'node:net';
 import { OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { authorizedPoll, createUser } from '../support/fixtures.js';
+import { authorizedPoll, countAuthEvents, createUser } from '../support/fixtures.js';
 import { get, post, request, type JsonResponse } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -62,8 +62,7 @@ describe('a lost refresh answer is never a reuse (issue #19)', () => {
     const family = (await api.app.get(TokensService).describe(body.accessToken))!.deviceLoginId!;
     return { user, family, accessToken: body.accessToken as string, refreshToken: body.refreshToken as string };
   };
-  const reuses = async (family: string) =>
-    (await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'token.reuse' AND detail->>'deviceLoginId' = $1`, [family]))[0].n;
+  const reuses = (family: string) => countAuthEvents(api, { type: 'token.reuse', detail: { deviceLoginId: family } });
   const refreshTokensOf = async (family: string) =>
     (await api.dataSource.query(`SELECT count(*)::int AS n FROM refresh_tokens WHERE device_login_id = $1`, [family]))[0].n;
   const accessTokensOf = async (family: string) =>

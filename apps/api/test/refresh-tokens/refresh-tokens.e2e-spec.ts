@@ -3,7 +3,7 @@ import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../../src/device-login
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { approve, authorizedPoll, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approve, authEvents, authorizedPoll, createUser, poll, registerClient, startDeviceLogin } from '../support/fixtures.js';
 import { errorBody, get, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -25,10 +25,7 @@ describe('refresh tokens with rotation (issue #14)', () => {
     const { body } = await authorizedPoll(api, user);
     return { user, accessToken: body.accessToken as string, refreshToken: body.refreshToken as string };
   };
-  const events = async (type: string, deviceLoginId?: string) =>
-    (await api.dataSource.query(`SELECT detail FROM auth_events WHERE type = $1 ORDER BY id`, [type])).filter(
-      (e: { detail: Record<string, unknown> }) => !deviceLoginId || e.detail.deviceLoginId === deviceLoginId,
-    );
+  const events = (type: string, deviceLoginId?: string) => authEvents(api, { type, detail: deviceLoginId ? { deviceLoginId } : {} });
   const familyOf = async (accessToken: string) => (await api.app.get(TokensService).describe(accessToken))!.deviceLoginId!;
 
   it('a device login answers an access token of an hour and a refresh token (prsr_, 256 bits)', async () => {
@@ -155,7 +152,7 @@ describe('refresh tokens with rotation (issue #14)', () => {
     expect(await api.app.get(TokensService).revokeAllForUser(user.id)).toBe(2);
     expect((await refresh(refreshToken)).status).toBe(401);
     expect((await get(api, ROUTES.me, direct)).status).toBe(401);
-    const ended = (await events('token.revoke_family')).filter((e: { detail: { reason: string } }) => e.detail.reason === 'signed out everywhere');
+    const ended = (await events('token.revoke_family')).filter((e) => e.detail.reason === 'signed out everywhere');
     expect(ended.length).toBeGreaterThanOrEqual(1);
   });
 
@@ -227,7 +224,7 @@ describe('refresh tokens with rotation (issue #14)', () => {
   });
 
   it('the custom route refreshes only tokens of the prospect-cli client', async () => {
-    await api.dataSource.query(`INSERT INTO oauth_clients (id, name) VALUES ('other-tool', 'Other tool') ON CONFLICT DO NOTHING`);
+    await registerClient(api, { id: 'other-tool', name: 'Other tool' });
     const user = await createUser(api);
     const start = await api.app.get(DeviceLoginService).start({}, null, null, { id: 'other-tool', scope: 'profile' });
     await approve(api, start.userCode, user);

@@ -2,7 +2,7 @@ import { ROUTES } from '@prospect/contract';
 import { REPLY_WINDOW_SECONDS } from '../../src/device-login/device-login.service.js';
 import { RefusedTokens } from '../../src/auth/refused-tokens.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { approve, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approve, authEvents, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { get, post } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -49,7 +49,7 @@ describe('secrets at rest and in logs', () => {
         return buffer?.type === 'Buffer' && buffer.data ? Buffer.from(buffer.data).toString('latin1') : v;
       });
     }
-    const events: Array<{ type: string }> = await api.dataSource.query(`SELECT type FROM auth_events ORDER BY id`);
+    const events = await authEvents(api, {});
     expect(events.map((e) => e.type)).toEqual(
       expect.arrayContaining(['device.start', 'device.approve', 'token.issue', 'device.redeem', 'token.refresh', 'token.revoke', 'token.verify_failed', 'device.replay', 'token.revoke_family']),
     );

@@ -2,7 +2,7 @@ import { Secret, TOTP } from 'otpauth';
 import { Mailer } from '../../src/mail/mailer.js';
 import type { SmtpSink } from './smtp-sink.js';
 import type { TestApp } from './test-app.js';
-import { webClient, type WebClient } from '../web/web-client.js';
+import { postFrom, webClient, type WebClient } from './web-client.js';
 
 /**
  * What a person does with mailed links and account pages, as form posts: one place for the
@@ -38,12 +38,6 @@ export async function resetWith(web: WebClient, link: URL, password: string, opt
     password_again: password,
     ...(options.revokeTokens ? { revoke_tokens: 'on' } : {}),
   });
-}
-
-/** Opens a page, then posts `form` to `path` with the page's CSRF token. */
-export async function postFrom(web: WebClient, page: string, path: string, form: Record<string, string> = {}) {
-  const text = (await web.send('GET', page)).text;
-  return web.send('POST', path, { _csrf: web.csrfFrom(text), ...form });
 }
 
 /** An authenticator app's code for `key` (as the page shows it) at `at` (ms). */

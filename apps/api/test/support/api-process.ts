@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cleanUpOnExit, scaledTimeout } from './process-cleanup.js';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from './eventually.js';
+import { get } from './http.js';
+import { cleanUpOnExit, scaledTimeout } from './process-cleanup.js';
 
 /** The built server, as `npm start` runs it (the test script builds it first). */
 export const MAIN_JS = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
@@ -70,3 +73,24 @@ export function runApiProcess(env: Record<string, string>, args: string[] = []):
     child.once('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/**
+ * A place in a spawned API's log: a request to a path of its own, waited for until its line is
+ * written (the log is written in batches). Everything logged before the mark is before it.
+ */
+export async function logMark(api: ApiProcess): Promise<number> {
+  const path = `/api/log-mark-${randomBytes(6).toString('hex')}`;
+  await get(api.baseUrl, path);
+  await waitFor('the log mark', () => api.stdout().includes(path));
+  return api.stdout().indexOf(path);
+}
+
+/** What the API logged (pino JSON) after the mark `from` (and before `to`, else up to the last whole line), without the per-request lines. */
+export const logLinesBetween = (api: ApiProcess, from: number, to = api.stdout().length) =>
+  api
+    .stdout()
+    .slice(api.stdout().indexOf('\n', from) + 1, api.stdout().lastIndexOf('\n', to))
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level: number; msg: string })
+    .filter((line) => line.msg !== 'request completed');

@@ -9,3 +9,8 @@ export async function eventually(check: () => Promise<boolean> | boolean, timeou
   }
   return check();
 }
+
+/** Waits like `eventually`, and throws naming `what` when it never held: for a step a test cannot go on without. */
+export async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  if (!(await eventually(condition, timeoutMs))) throw new Error(`timed out waiting for ${what}`);
+}

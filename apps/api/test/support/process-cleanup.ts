@@ -43,3 +43,13 @@ export function scaledTimeout(ms: number): number {
   const factor = Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : Math.min(4, Math.max(1, loadavg()[0]! / cpus().length));
   return Math.round(ms * factor);
 }
+
+/** Whether a process with this id is still running (signal 0 only asks). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -2,10 +2,10 @@ import { DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES } from '@prospect/contract
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { eventually } from '../support/eventually.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { approve, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approve, authEvents, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { get, post, request, type Target } from '../support/http.js';
 import { startReplica, startTestApp, type Replica, type TestApp } from '../support/test-app.js';
-import { signInAs } from '../web/web-client.js';
+import { signInAs } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const DAY = 24 * 3600;
@@ -106,8 +106,8 @@ describe('tokens made with tokens', () => {
 
     expect((await request(api, 'POST', ROUTES.logout, { token: parent.accessToken })).status).toBe(204);
     expect(await statusOn(api, sibling)).toBe(401);
-    const events = await api.dataSource.query(`SELECT detail FROM auth_events WHERE type = 'token.revoke' AND user_id = $1 ORDER BY id`, [carol.id]);
-    expect(events.map((e: { detail: object }) => e.detail)).toEqual([
+    const events = await authEvents(api, { type: 'token.revoke', userId: carol.id });
+    expect(events.map((e) => e.detail)).toEqual([
       { tokenId: expect.any(String), mintedTokens: 1 },
       { tokenId: expect.any(String), reason: 'the token it was made with was revoked' },
       { tokenId: parent.id, mintedTokens: 1 },
@@ -128,7 +128,7 @@ describe('tokens made with tokens', () => {
       expect(await statusOn(api, token)).toBe(401);
       expect(await eventually(async () => (await statusOn(replica.target, token)) === 401, 2_000)).toBe(true);
     }
-    const [family] = await api.dataSource.query(`SELECT detail FROM auth_events WHERE type = 'token.revoke_family' AND user_id = $1`, [dave.id]);
+    const [family] = await authEvents(api, { type: 'token.revoke_family', userId: dave.id });
     expect(family.detail).toMatchObject({ reason: 'revoked', accessTokens: 1, mintedTokens: 2 });
   });
 
@@ -186,13 +186,13 @@ describe('tokens made with tokens', () => {
       [grace.id, Buffer.from(session.accessToken)],
     );
     expect(row).toMatchObject({ origin: 'admin', minted_by_device_login_id: row.session });
-    const [issued] = await api.dataSource.query(`SELECT detail FROM auth_events WHERE type = 'token.issue' AND detail ->> 'tokenId' = $1`, [row.id]);
+    const [issued] = await authEvents(api, { type: 'token.issue', detail: { tokenId: row.id } });
     expect(issued.detail).toEqual({ tokenId: row.id, origin: 'admin', issuedBy: admin.id, mintedByTokenId: expect.any(String), mintedByDeviceLoginId: row.session });
 
     // The administrator's session ends: so does the token it made for grace (an event in her log says why).
     expect((await request(api, 'POST', ROUTES.logout, { token: session.accessToken })).status).toBe(204);
     expect(await statusOn(api, made.body.accessToken)).toBe(401);
-    const [ended] = await api.dataSource.query(`SELECT detail FROM auth_events WHERE type = 'token.revoke' AND user_id = $1`, [grace.id]);
+    const [ended] = await authEvents(api, { type: 'token.revoke', userId: grace.id });
     expect(ended.detail).toEqual({ tokenId: row.id, reason: 'the session it was made with was revoked' });
 
     // Signing out everywhere (or being disabled) ends what an administrator's tokens made for others too.

@@ -4,9 +4,10 @@ import { RefusedTokens } from '../../src/auth/refused-tokens.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { createUser, deviceLoginToken } from '../support/fixtures.js';
+import { authEvents, createUser, deviceLoginToken } from '../support/fixtures.js';
 import { errorBody, get, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { signUp, webClient } from '../support/web-client.js';
 
 describe('CLI tokens', () => {
   const clock = new FakeClock();
@@ -119,7 +120,7 @@ describe('CLI tokens', () => {
       expect(res.body.user.id).toBe(user.id);
       const [row] = await api.dataSource.query(`SELECT id, origin, label FROM access_tokens WHERE user_id = $1`, [user.id]);
       expect(row).toMatchObject({ origin: 'admin', label: `tooling (issued by ${admin.email})` });
-      const [event] = await api.dataSource.query(`SELECT user_id, detail FROM auth_events WHERE type = 'token.issue' AND detail ->> 'tokenId' = $1`, [row.id]);
+      const [event] = (await authEvents(api, { type: 'token.issue', detail: { tokenId: row.id } })).map(({ user_id, detail }) => ({ user_id, detail }));
       expect(event).toEqual({ user_id: user.id, detail: { tokenId: row.id, origin: 'admin', issuedBy: admin.id, mintedByTokenId: adminTokenId } });
     });
 
@@ -145,12 +146,12 @@ describe('CLI tokens', () => {
     it('are counted without a write per request, and recorded as one event per address and reason', async () => {
       const refused = api.app.get(RefusedTokens);
       await refused.flush(); // what earlier tests left counted
-      const lastId = async () => (await api.dataSource.query(`SELECT coalesce(max(id), 0)::int AS id FROM auth_events`))[0].id as number;
+      const lastId = async () => Math.max(0, ...(await authEvents(api, {})).map((e) => e.id));
       const before = await lastId();
       for (let i = 0; i < 20; i++) expect((await get(api, ROUTES.me, `prs_${'x'.repeat(43)}`)).status).toBe(401);
       expect(await lastId()).toBe(before);
       await refused.flush();
-      const rows = await api.dataSource.query(`SELECT ip, detail FROM auth_events WHERE id > $1`, [before]);
+      const rows = (await authEvents(api, {})).filter((e) => e.id > before).map(({ ip, detail }) => ({ ip, detail }));
       expect(rows).toEqual([{ ip: '127.0.0.1', detail: { reason: 'unknown', count: 20 } }]);
     });
   });
@@ -190,13 +191,13 @@ describe('the first administrator, without PROSPECT_ADMIN_*', () => {
 
   const setupCodeInLog = () => [...api.logs().matchAll(/signup\?setup_code=(prss_[A-Za-z0-9_-]+)/g)].at(-1)?.[1];
 
-  async function signUp(setupCode: string, email: string) {
-    const browser = supertest.agent(api.app.getHttpServer());
-    const form = await browser.get(`/signup?setup_code=${setupCode}`);
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(form.text)![1]!;
-    expect(form.text).toContain(`name="setup_code" value="${setupCode}"`);
-    const res = await browser.post('/signup').type('form').send({ _csrf: csrf, name: 'First', email, password: 'correct horse battery', setup_code: setupCode });
-    return Object.assign(res, { browser });
+  /** The sign-up form opened with `setupCode` (it keeps the code), filled in and sent; the answer and the browser. */
+  async function signUpWith(setupCode: string, email: string) {
+    const web = webClient(api);
+    const page = `/signup?setup_code=${setupCode}`;
+    expect((await web.send('GET', page)).text).toContain(`name="setup_code" value="${setupCode}"`);
+    const res = await signUp(web, { name: 'First', email, password: 'correct horse battery', setup_code: setupCode }, page);
+    return { ...res, web };
   }
 
   const roleOf = async (email: string) => (await api.app.get(UsersService).findByEmail(email))?.role;
@@ -208,17 +209,17 @@ describe('the first administrator, without PROSPECT_ADMIN_*', () => {
   it('is the sign-up with the setup code printed at start, once; of two racing sign-ups only one', async () => {
     const code = setupCodeInLog();
     expect(code).toBeDefined();
-    expect((await signUp(`${code}x`, 'wrong@example.com')).status).toBe(400);
-    const [a, b] = await Promise.all([signUp(code!, 'first@example.com'), signUp(code!, 'second@example.com')]);
+    expect((await signUpWith(`${code}x`, 'wrong@example.com')).status).toBe(400);
+    const [a, b] = await Promise.all([signUpWith(code!, 'first@example.com'), signUpWith(code!, 'second@example.com')]);
     expect([a.status, b.status].sort()).toEqual([303, 400]);
     // The winner's next page says what the code made them, once.
     const winner = a.status === 303 ? a : b;
-    const welcome = await winner.browser.get(winner.headers.location!).redirects(2);
+    const welcome = await winner.web.agent.get(winner.location!).redirects(2);
     expect(welcome.text).toContain('<p class="success" role="status">Your account is ready, and you are the administrator of this Prospect');
-    expect((await winner.browser.get('/settings/tokens')).text).not.toContain('you are the administrator');
+    expect((await winner.web.agent.get('/settings/tokens')).text).not.toContain('you are the administrator');
     const roles = [await roleOf('first@example.com'), await roleOf('second@example.com')].filter(Boolean);
     expect(roles).toEqual(['admin']);
-    const again = await signUp(code!, 'third@example.com');
+    const again = await signUpWith(code!, 'third@example.com');
     expect(again.status).toBe(400);
     expect(again.text).toContain('That setup code is not valid');
     const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM server_secrets WHERE name = 'admin-setup-code'`);

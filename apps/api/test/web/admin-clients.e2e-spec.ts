@@ -1,9 +1,9 @@
 import type { Browser, Page } from 'playwright-core';
 import { DeviceLoginService } from '../../src/device-login/device-login.service.js';
-import { createUser, startDeviceLogin } from '../support/fixtures.js';
+import { countAuthEvents, createUser, startDeviceLogin } from '../support/fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { launchBrowser, SCREENSHOTS } from './browser.js';
-import { signInAs, type WebClient, webClient } from './web-client.js';
+import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
+import { signInAs, type WebClient, webClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -82,8 +82,7 @@ describe('OAuth clients pages', () => {
 
       const [row] = await api.dataSource.query(`SELECT name, built_in, created_by_user_id FROM oauth_clients WHERE id = 'acme-sync'`);
       expect(row).toEqual({ name: 'Acme Sync', built_in: false, created_by_user_id: admin.id });
-      const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM auth_events WHERE type = 'oauth.client_register' AND user_id = $1`, [admin.id]);
-      expect(n).toBe(1);
+      expect(await countAuthEvents(api, { type: 'oauth.client_register', userId: admin.id })).toBe(1);
     });
 
     it('refuses a taken id with a 409 page, keeping what was typed', async () => {

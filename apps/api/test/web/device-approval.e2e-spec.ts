@@ -1,10 +1,10 @@
 import { ROUTES } from '@prospect/contract';
 import type { Browser, Page } from 'playwright-core';
 import { FakeClock } from '../support/fake-clock.js';
-import { poll, startDeviceLogin } from '../support/fixtures.js';
+import { poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
 import { get } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { launchBrowser, SCREENSHOTS } from './browser.js';
+import { launchBrowser, SCREENSHOTS, signUpInPage } from '../support/browser.js';
 
 /** A person in a real browser: sign up, approve or deny a CLI, manage tokens. */
 describe('web pages in a real browser', () => {
@@ -26,12 +26,7 @@ describe('web pages in a real browser', () => {
     const email = `person${n}@example.com`;
     await page.goto(startUrl);
     // From the verification URL the login page offers sign-up, keeping where to return.
-    if (!page.url().includes('/signup')) await page.click('text=Create one');
-    await page.getByLabel('Name').fill(`Person ${n}`);
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password').fill('correct horse battery');
-    // Wait until the browser has the session cookie, before the test goes anywhere else.
-    await Promise.all([page.waitForURL((url) => url.pathname !== '/signup'), page.getByRole('button', { name: 'Create account' }).click()]);
+    await signUpInPage(page, { name: `Person ${n}`, email, password: 'correct horse battery' });
     return email;
   }
 
@@ -62,7 +57,7 @@ describe('web pages in a real browser', () => {
 
     const res = await poll(api, start.deviceCode);
     expect(res.body).toMatchObject({ status: 'authorized', user: { email } });
-    const [webUser] = await api.dataSource.query(`SELECT id FROM users WHERE email = $1`, [email]);
+    const webUser = (await userByEmail(api, email))!;
     expect(res.body.user.id).toBe(webUser.id);
     expect(violations).toEqual([]);
     await page.close();

@@ -7,7 +7,7 @@ import { poll, startDeviceLogin } from '../support/fixtures.js';
 import { client, request } from '../support/http.js';
 import { SmtpSink } from '../support/smtp-sink.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { launchBrowser, SCREENSHOTS } from './browser.js';
+import { launchBrowser, SCREENSHOTS, signUpInPage } from '../support/browser.js';
 
 const PASSWORD = 'correct horse battery';
 const CLI_AGENT = 'prospect-cli/0.1.0 (linux; node 20.20.2)';
@@ -51,14 +51,7 @@ describe('page nits (issue #36) in a real browser', () => {
 
   async function signUp(page: Page, path: string, name: string, email: string) {
     await page.goto(`${api.baseUrl}${path}`);
-    await page.getByLabel('Name').fill(name);
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    // A refused sign-up stays on /signup: its page says why, which the failure then shows.
-    const left = page.waitForURL((url) => url.pathname !== '/signup').catch(async (err: unknown) => {
-      throw new Error(`${String(err)}\n${await page.locator('main').innerText()}`);
-    });
-    await Promise.all([left, page.getByRole('button', { name: 'Create account' }).click()]);
+    await signUpInPage(page, { name, email, password: PASSWORD });
     await page.close();
   }
 

@@ -7,7 +7,7 @@ import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { scryptHash } from '../support/legacy-password.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { webClient } from './web-client.js';
+import { csrfFrom, webClient } from '../support/web-client.js';
 
 describe('web pages over HTTP', () => {
   let api: TestApp;
@@ -321,7 +321,7 @@ describe('web sessions over https', () => {
       const page = await client(api).get('/login').set('x-forwarded-proto', 'https').expect(200);
       const csrfCookie = String(page.headers['set-cookie']);
       expect(csrfCookie).toMatch(/^__Host-prospect_csrf=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
-      const csrfToken = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
+      const csrfToken = csrfFrom(page.text);
       const res = await client(api)
         .post('/login/passkey/options')
         .set('x-forwarded-proto', 'https')

@@ -1,6 +1,6 @@
 import { AnonymousRefusals } from '../../../src/federation/anonymous-refusals.js';
 import { TokensService } from '../../../src/tokens/tokens.service.js';
-import { createUser } from '../../support/fixtures.js';
+import { authEvents, createUser } from '../../support/fixtures.js';
 import { type JsonResponse, request } from '../../support/http.js';
 import { startTestApp, type TestApp, type TestAppOptions } from '../../support/test-app.js';
 import { type BrowserResponse, HttpBrowser } from './http-browser.js';
@@ -97,5 +97,5 @@ export async function signedInAs(browser: HttpBrowser, api: TestApp): Promise<st
 /** The audit events of a type, oldest first (the refusals counted in memory written first). */
 export async function events(api: TestApp, type: string): Promise<Array<{ user_id: string | null; detail: Record<string, unknown> }>> {
   await api.app.get(AnonymousRefusals).flush();
-  return api.dataSource.query(`SELECT user_id, detail FROM auth_events WHERE type = $1 ORDER BY id`, [type]);
+  return (await authEvents(api, { type })).map(({ user_id, detail }) => ({ user_id, detail }));
 }

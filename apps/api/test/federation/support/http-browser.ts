@@ -1,3 +1,5 @@
+import { csrfFrom } from '../../support/web-client.js';
+
 /** One answer as the "browser" saw it. */
 export interface BrowserResponse {
   status: number;
@@ -63,7 +65,7 @@ export class HttpBrowser {
 
   /** The CSRF token of the first form on a page. */
   static csrfOf(html: string): string {
-    const token = /name="_csrf" value="([^"]+)"/.exec(html)?.[1];
+    const token = csrfFrom(html);
     if (!token) throw new Error(`no CSRF token in the page: ${html.slice(0, 300)}`);
     return token;
   }
