@@ -7,7 +7,6 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { ERROR_CODES } from '@prospect/contract';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { installPassportRequestMethods } from './auth/passport-request.js';
@@ -58,23 +57,9 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
     oneLayer(
       requestLogger(logger, requestMetrics(metrics)),
       // OWASP's REST set on every answer: no sniffing, no framing, HSTS on https. Pages add the
-      // document set (web/page-headers.ts); helmet's full set on every JSON answer cost /me a
-      // tenth of its throughput and protects nothing a browser renders.
-      constantHeaders(
-        helmet({
-          contentSecurityPolicy: { useDefaults: false, directives: { 'default-src': helmet.contentSecurityPolicy.dangerouslyDisableDefaultSrc, 'frame-ancestors': ["'none'"] } },
-          crossOriginOpenerPolicy: false,
-          crossOriginResourcePolicy: false,
-          originAgentCluster: false,
-          referrerPolicy: false,
-          strictTransportSecurity: config.secureCookies ? { maxAge: 31_536_000, includeSubDomains: true } : false,
-          xDnsPrefetchControl: false,
-          xDownloadOptions: false,
-          xFrameOptions: false,
-          xPermittedCrossDomainPolicies: false,
-          xXssProtection: false,
-        }),
-      ),
+      // document set (web/page-headers.ts, helmet's); helmet's full set on every JSON answer cost
+      // /me a tenth of its throughput and protects nothing a browser renders.
+      apiHeaders(config.secureCookies),
       // A NUL or bytes that are not UTF-8 in a query string: a 400 before any route, page or parser.
       refuseMalformedQueries,
       // CORS on the OAuth endpoints a browser client calls (token, revocation, userinfo, JWKS,
@@ -146,30 +131,17 @@ function oneLayer(...chain: Middleware[]): Middleware {
 }
 
 /**
- * helmet's answer headers, worked out once: with no per-request directive (no nonce, no function)
- * they are the same for every request, yet helmet rebuilds its Content-Security-Policy string and
- * walks its middleware chain per request (issue #35). helmet stays the source of truth: it is run
- * twice at startup against a recording response, and the recording is refused unless both runs
- * agree and it called `next` straight away (a per-request header would show up here).
+ * The headers every answer carries, set as constants: helmet would rebuild the same
+ * Content-Security-Policy string and walk its middleware chain on every request (issue #35).
+ * test/common/security-headers.e2e-spec.ts checks them on the wire, on http and on https.
  */
-function constantHeaders(middleware: (req: never, res: never, next: (err?: unknown) => void) => void) {
-  const record = () => {
-    const headers: [string, string][] = [];
-    const removed: string[] = [];
-    let nextCalls = 0;
-    const res = { setHeader: (name: string, value: string) => void headers.push([name, String(value)]), removeHeader: (name: string) => void removed.push(name) };
-    middleware({ headers: {}, method: 'GET', url: '/' } as never, res as never, (err) => {
-      if (err) throw err;
-      nextCalls++;
-    });
-    if (nextCalls !== 1) throw new Error('helmet did not answer at once: its headers cannot be worked out once');
-    return { headers, removed };
-  };
-  const first = record();
-  if (JSON.stringify(first) !== JSON.stringify(record())) throw new Error('helmet set different headers on two runs: they are per request');
-  const { headers, removed } = first;
+function apiHeaders(secure: boolean) {
+  const headers: [string, string][] = [
+    ['Content-Security-Policy', "frame-ancestors 'none'"],
+    ['X-Content-Type-Options', 'nosniff'],
+    ...(secure ? [['Strict-Transport-Security', 'max-age=31536000; includeSubDomains'] as [string, string]] : []),
+  ];
   return (_req: Request, res: Response, next: NextFunction): void => {
-    for (const name of removed) res.removeHeader(name);
     for (const [name, value] of headers) res.setHeader(name, value);
     next();
   };
