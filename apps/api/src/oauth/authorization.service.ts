@@ -1,31 +1,21 @@
-import { createHash, randomBytes } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
-import {
-  AUTHORIZATION_CODE_PREFIX,
-  ERROR_CODES,
-  type ErrorCode,
-  OAUTH_ROUTES,
-  parseScopes,
-  PKCE_S256_CHALLENGE_PATTERN,
-  type Scope,
-  SCOPES,
-  type TokenResponse,
-  withoutLoopbackPort,
-} from '@prospect/contract';
+import { AUTHORIZATION_CODE_PREFIX, ERROR_CODES, type ErrorCode, OAUTH_ROUTES, parseScopes, type TokenResponse } from '@prospect/contract';
 import { Clock } from '../common/clock.js';
-import { constantTimeEqual, generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
+import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
-import { DeviceLoginService } from '../device-login/device-login.service.js';
-import { RefreshTokensService, type TokenPair } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
-import { AuthorizationCodesRepository, type CodeRow } from './authorization-codes.repository.js';
+import { checkClient, checkParameters, checkPkce, checkPrompt, checkRedirectUri, checkResponseType, checkScope, isRefusal, single } from './authorization-checks.js';
+import { AuthorizationCodeRedeemer, type CodeRefusal } from './authorization-code-redeemer.js';
+import { AuthorizationCodesRepository } from './authorization-codes.repository.js';
+import type { AuthorizationRequest, AuthorizationStep, BrowserState, CheckedAuthorization, Proof } from './authorization-request.js';
 import { type ConsentRow, ConsentsRepository } from './consents.repository.js';
 import { IdTokens } from './id-tokens.js';
 import type { OAuthClient } from './oauth-client.entity.js';
-import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
 import { oauthError } from './oauth-errors.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+
+export type { AuthorizationRequest, AuthorizationStep, BrowserState, CheckedAuthorization, Prompt, Proof } from './authorization-request.js';
 
 /** RFC 6749 §4.1.2 asks for a short life: at most 60 s (RFC 9700's profile of it, and the issue). */
 export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
@@ -39,64 +29,6 @@ const USED_CODES_KEPT_SECONDS = 24 * 3600;
  */
 export const MAX_AUTHORIZATION_PATH_LENGTH = 500;
 
-export type Prompt = 'none' | 'login' | 'consent' | 'select_account';
-const PROMPTS: readonly Prompt[] = ['none', 'login', 'consent', 'select_account'];
-
-/** An authorization request that passed every check: what the consent page shows and the code is bound to. */
-export interface AuthorizationRequest {
-  client: OAuthClient;
-  /** Exactly as the client sent it (a loopback one with its port). */
-  redirectUri: string;
-  state?: string;
-  /** What it asked for (or, asking for nothing, all its client may have but `admin`), in the registry's order. */
-  scopes: Scope[];
-  nonce?: string;
-  codeChallenge: string;
-  prompts: Prompt[];
-  /** OpenID Connect `max_age`, seconds. */
-  maxAge?: number;
-  loginHint?: string;
-}
-
-/** What the checks of a request found. */
-export type CheckedAuthorization =
-  /** The client or its redirect URI is not what it must be: shown as a page, never redirected to (RFC 6749 §4.1.2.1). */
-  | { kind: 'refused'; status: number; title: string; message: string }
-  /** Any other error: answered to the redirect URI. */
-  | { kind: 'error'; location: string }
-  | { kind: 'valid'; request: AuthorizationRequest };
-
-/** The browser a request came in: who is signed in there and what they proved, for the rules of the door. */
-export interface BrowserState {
-  /** The signed-in person, and the key of this browser session (as `web_sessions.sid` holds it), which a code is bound to. */
-  user?: { id: string; email: string; name: string; emailVerified: boolean; credentialEpoch: number; session: string };
-  /** REQUIRE_SECOND_FACTOR: signed in without one, which must be set up first. */
-  mustEnrolSecondFactor: boolean;
-  /** REQUIRE_EMAIL_VERIFICATION and an address not proven: nothing persistent is granted. */
-  emailBlocked: boolean;
-  /** The session's last proof of who it is (sign-in or sudo re-confirmation), ms. */
-  provenAt: number;
-  /** Sudo mode lasts: an approval may be given. */
-  inSudoMode: boolean;
-}
-
-/** What to do with a valid request in this browser. */
-export type AuthorizationStep =
-  | { kind: 'sign-in' }
-  | { kind: 'enrol-second-factor' }
-  | { kind: 'verify-email' }
-  /** Prove who they are again (prompt=login, max_age, or sudo mode to approve), then come back. */
-  | { kind: 'confirm' }
-  | { kind: 'consent'; otherAccountHinted: boolean }
-  | { kind: 'issue' }
-  | { kind: 'error'; location: string };
-
-/** What the session proved, as the code (and its ID token) records it. */
-export interface Proof {
-  authTime: Date;
-  amr: string[];
-}
-
 /** Why a code exchange was refused: every one is `invalid_grant` on the wire. */
 const EXCHANGE_REFUSALS = {
   unknown: 'This authorization code is not valid.',
@@ -106,34 +38,16 @@ const EXCHANGE_REFUSALS = {
   redirect_uri: 'redirect_uri is not the one this code was issued for.',
   pkce: 'code_verifier does not match the code_challenge of this code (PKCE).',
   account: 'The account this code was issued for has changed since (disabled, a new password or address, or signed out): sign in again.',
-} as const;
-type ExchangeRefusal = keyof typeof EXCHANGE_REFUSALS;
-
-/** Why a request is answered with an error at its redirect URI. */
-interface Refusal {
-  error: ErrorCode;
-  description: string;
-}
-const refusal = (error: ErrorCode, description: string): Refusal => ({ error, description });
-const isRefusal = (value: unknown): value is Refusal => typeof value === 'object' && value !== null && 'error' in value;
-
-/** A query or form parameter: absent, one string, or sent more than once (RFC 6749 §3.1 forbids that). */
-function single(params: Record<string, unknown>, name: string): string | undefined | null {
-  const value = params[name];
-  if (value === undefined) return undefined;
-  return typeof value === 'string' ? value : null;
-}
-
-/** The PKCE S256 transform of a verifier (RFC 7636 §4.2). */
-const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
+} as const satisfies Record<CodeRefusal, string>;
 
 /**
  * The authorization code flow with PKCE (issue #33), as node-oidc-provider builds an endpoint:
  * a pipeline of named checks run in the same order for the authorization request and the consent
  * page's answer (checkClient, checkRedirectUri, checkParameters, checkResponseType, checkPkce,
- * checkScope, checkPrompt), then the same rules as device approval for who may approve, then a
- * code bound to everything it was issued for, exchanged once into a token family that follows the
- * device grant's rules (refresh-tokens/).
+ * checkScope, checkPrompt: authorization-checks.ts), then the same rules as device approval for who
+ * may approve, then a code bound to everything it was issued for, exchanged once into a token family
+ * that follows the device grant's rules (refresh-tokens/; the exchange's transaction is
+ * AuthorizationCodeRedeemer's).
  */
 @Injectable()
 export class AuthorizationService {
@@ -144,12 +58,10 @@ export class AuthorizationService {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly clients: OAuthClientsService,
-    private readonly clientRows: OAuthClientsRepository,
     private readonly codes: AuthorizationCodesRepository,
     private readonly consents: ConsentsRepository,
     private readonly tokens: TokensService,
-    private readonly refreshTokens: RefreshTokensService,
-    private readonly deviceLogins: DeviceLoginService,
+    private readonly redeemer: AuthorizationCodeRedeemer,
     private readonly idTokens: IdTokens,
   ) {}
 
@@ -160,20 +72,20 @@ export class AuthorizationService {
 
   /** Runs every check of an authorization request (the query of GET /oauth/authorize, or the consent form's fields). */
   async check(params: Record<string, unknown>): Promise<CheckedAuthorization> {
-    const client = await this.checkClient(params);
+    const client = await checkClient(params, this.clients);
     if ('kind' in client) return client;
-    const redirectUri = this.checkRedirectUri(params, client);
+    const redirectUri = checkRedirectUri(params, client);
     if (typeof redirectUri !== 'string') return redirectUri;
     const state = single(params, 'state');
     const fail = (error: ErrorCode, description: string): CheckedAuthorization => ({
       kind: 'error',
       location: this.responseLocation(redirectUri, { error, error_description: description, ...(typeof state === 'string' ? { state } : {}) }),
     });
-    const refused = this.checkParameters(params) ?? this.checkResponseType(params) ?? this.checkPkce(params);
+    const refused = checkParameters(params) ?? checkResponseType(params) ?? checkPkce(params);
     if (refused) return fail(refused.error, refused.description);
-    const scopes = this.checkScope(params, client);
+    const scopes = checkScope(params, client);
     if (isRefusal(scopes)) return fail(scopes.error, scopes.description);
-    const prompts = this.checkPrompt(params);
+    const prompts = checkPrompt(params);
     if (isRefusal(prompts)) return fail(prompts.error, prompts.description);
     const maxAge = single(params, 'max_age');
     const request: AuthorizationRequest = {
@@ -191,94 +103,6 @@ export class AuthorizationService {
       return fail(ERROR_CODES.invalidRequest, `The request is too long for this server (at most ${MAX_AUTHORIZATION_PATH_LENGTH} characters of path and query): send a shorter state or nonce.`);
     }
     return { kind: 'valid', request };
-  }
-
-  /** RFC 6749 §4.1.2.1: an unknown, disabled or code-flow-less client is told to the person, not redirected to. */
-  private async checkClient(params: Record<string, unknown>): Promise<OAuthClient | Extract<CheckedAuthorization, { kind: 'refused' }>> {
-    const clientId = single(params, 'client_id');
-    const refuse = (message: string) => ({ kind: 'refused' as const, status: 400, title: 'This sign-in link is not valid', message });
-    if (!clientId) return refuse('The application that sent you here did not say who it is (client_id). Go back to it and try again, or tell its developers.');
-    const client = await this.clients.find(clientId);
-    if (!client) return refuse(`No application “${clientId}” is registered on Prospect, so it cannot sign you in. Tell its developers, or a Prospect administrator.`);
-    if (client.disabledAt) return refuse(`${client.name} is disabled on this server: it cannot sign anyone in. Ask a Prospect administrator.`);
-    if (!client.redirectUris.length) return refuse(`${client.name} is not set up to sign in through the browser (it has no redirect URI). Ask a Prospect administrator.`);
-    return client;
-  }
-
-  /**
-   * The redirect URI must be one registered for the client, exactly; a loopback one (RFC 8252
-   * §7.3) on any port. One that is not is never redirected to: it may be an attacker's.
-   */
-  private checkRedirectUri(params: Record<string, unknown>, client: OAuthClient): string | Extract<CheckedAuthorization, { kind: 'refused' }> {
-    const given = single(params, 'redirect_uri');
-    const refuse = (message: string) => ({ kind: 'refused' as const, status: 400, title: 'This sign-in link is not valid', message });
-    if (!given) return refuse(`${client.name} did not say where to send you back (redirect_uri). Go back to it and try again, or tell its developers.`);
-    const matches = client.redirectUris.some((registered) => registered === given || withoutLoopbackPort(registered) === withoutLoopbackPort(given));
-    if (!matches) return refuse(`${client.name} asked to send you back to an address that is not registered for it, so Prospect will not send you there. Tell its developers.`);
-    return given;
-  }
-
-  /** Each parameter once (RFC 6749 §3.1), request objects not supported, the lengths this server keeps. */
-  private checkParameters(params: Record<string, unknown>): Refusal | undefined {
-    const repeated = Object.keys(params).filter((name) => single(params, name) === null);
-    if (repeated.length) return refusal(ERROR_CODES.invalidRequest, `Each parameter may be sent once: ${repeated.join(', ')} came more than once.`);
-    if (single(params, 'request') !== undefined) return refusal(ERROR_CODES.requestNotSupported, 'Request objects (request) are not supported: send the parameters in the query.');
-    if (single(params, 'request_uri') !== undefined) return refusal(ERROR_CODES.requestUriNotSupported, 'request_uri is not supported: send the parameters in the query.');
-    const responseMode = single(params, 'response_mode');
-    if (responseMode !== undefined && responseMode !== 'query') return refusal(ERROR_CODES.invalidRequest, 'Only response_mode=query is supported.');
-    const maxAge = single(params, 'max_age');
-    if (maxAge !== undefined && !/^\d{1,9}$/.test(maxAge!)) return refusal(ERROR_CODES.invalidRequest, 'max_age must be a whole number of seconds.');
-    for (const [name, max] of [['state', 400], ['nonce', 200], ['login_hint', 320]] as const) {
-      const value = single(params, name);
-      if (value !== undefined && (value!.length > max || /[\u0000-\u001f\u007f]/.test(value!))) return refusal(ERROR_CODES.invalidRequest, `${name} must be at most ${max} printable characters.`);
-    }
-    return undefined;
-  }
-
-  /** OAuth 2.1: `code` only (no implicit or hybrid flow: `token` and `id_token` responses are refused). */
-  private checkResponseType(params: Record<string, unknown>): Refusal | undefined {
-    const responseType = single(params, 'response_type');
-    if (!responseType) return refusal(ERROR_CODES.invalidRequest, 'Missing parameter: response_type (use code).');
-    if (responseType !== 'code') return refusal(ERROR_CODES.unsupportedResponseType, `Unsupported response_type: ${responseType}. Only the authorization code flow (response_type=code) is supported.`);
-    return undefined;
-  }
-
-  /** PKCE for every client, `S256` only: a missing challenge or `plain` is refused (RFC 9700 §2.1.1). */
-  private checkPkce(params: Record<string, unknown>): Refusal | undefined {
-    const challenge = single(params, 'code_challenge');
-    const method = single(params, 'code_challenge_method');
-    if (!challenge) return refusal(ERROR_CODES.invalidRequest, 'PKCE is required: send code_challenge, with code_challenge_method=S256.');
-    if (method !== 'S256') return refusal(ERROR_CODES.invalidRequest, `code_challenge_method must be S256${method ? ` (not ${method})` : ' (a missing one means plain, which is not supported)'}.`);
-    if (!PKCE_S256_CHALLENGE_PATTERN.test(challenge)) return refusal(ERROR_CODES.invalidRequest, 'code_challenge must be the base64url SHA-256 of the code verifier: 43 characters.');
-    return undefined;
-  }
-
-  /**
-   * What the client may be granted: the scopes asked for, each one defined (SCOPES) and allowed to
-   * it, never `admin` (issue #31: administration is asked for in a device login and approved in sudo
-   * mode); asking for nothing, all it is allowed but `admin`.
-   */
-  private checkScope(params: Record<string, unknown>, client: OAuthClient): Scope[] | Refusal {
-    const requested = single(params, 'scope')?.trim();
-    const allowed = client.allowedScopes.split(' ').filter(Boolean);
-    const asked = requested ? requested.split(/ +/) : allowed.filter((scope) => scope !== 'admin');
-    const unknown = asked.filter((scope) => !Object.hasOwn(SCOPES, scope));
-    if (unknown.length) return refusal(ERROR_CODES.invalidScope, `Unknown scope: ${unknown.join(' ')} (scopes_supported lists them).`);
-    if (asked.includes('admin')) return refusal(ERROR_CODES.invalidScope, 'admin is never granted through the browser: administration is asked for in a device login and approved in sudo mode.');
-    const refused = asked.filter((scope) => !allowed.includes(scope));
-    if (refused.length) return refusal(ERROR_CODES.invalidScope, `Not allowed to ${client.id}: ${refused.join(' ')}.`);
-    const scopes = parseScopes(asked.join(' ')) ?? [];
-    if (!scopes.length) return refusal(ERROR_CODES.invalidScope, 'No scope to grant.');
-    return scopes;
-  }
-
-  /** OpenID Connect Core §3.1.2.1: `none` alone, or any of `login`, `consent`, `select_account`. */
-  private checkPrompt(params: Record<string, unknown>): Prompt[] | Refusal {
-    const values = (single(params, 'prompt') ?? '').split(' ').filter(Boolean);
-    const unknown = values.filter((value) => !PROMPTS.includes(value as Prompt));
-    if (unknown.length) return refusal(ERROR_CODES.invalidRequest, `Unsupported prompt: ${unknown.join(' ')}.`);
-    if (values.includes('none') && values.length > 1) return refusal(ERROR_CODES.invalidRequest, 'prompt=none cannot be combined with other prompts.');
-    return [...new Set(values)] as Prompt[];
   }
 
   /**
@@ -415,36 +239,7 @@ export class AuthorizationService {
    */
   async exchange(client: OAuthClient, input: { code: string; redirectUri: string; codeVerifier: string }, ip: string | null): Promise<TokenResponse> {
     if (!looksLikeSecret(input.code, AUTHORIZATION_CODE_PREFIX)) throw oauthError(ERROR_CODES.invalidGrant, EXCHANGE_REFUSALS.unknown);
-    type Outcome = { refused: ExchangeRefusal | 'client_disabled' } | { pair: TokenPair; code: CodeRow; account: { email: string; name: string; emailVerified: boolean } };
-    const outcome = await this.uow.run(async (tx): Promise<Outcome> => {
-      // The client first, then the code: the order a disable takes them in (OAuthClientsService).
-      const current = await this.clientRows.sharedById(tx, client.id);
-      if (!current || current.disabledAt) return { refused: 'client_disabled' };
-      const code = await this.codes.lockByHash(tx, sha256(input.code));
-      if (!code) return { refused: 'unknown' };
-      const now = this.clock.now();
-      if (code.used_at) {
-        const revoked = code.grant_id ? await this.tokens.revokeFamily(code.grant_id, 'authorization code used twice', ip, tx) : 0;
-        await this.codes.recordReplay(tx, { id: code.id, userId: code.user_id, clientId: code.client_id, grantId: code.grant_id }, revoked, now, ip);
-        return { refused: 'replayed' };
-      }
-      if (code.client_id !== client.id) return { refused: 'other_client' };
-      if (code.expires_at.getTime() <= now.getTime()) return { refused: 'expired' };
-      if (code.redirect_uri !== input.redirectUri) return { refused: 'redirect_uri' };
-      if (!constantTimeEqual(Buffer.from(s256(input.codeVerifier)), Buffer.from(code.code_challenge))) return { refused: 'pkce' };
-      const account = await this.codes.lockAccount(tx, code.user_id, code.web_session);
-      if (!account || account.disabled || account.credentialEpoch !== code.credential_epoch || !account.sessionLive) return { refused: 'account' };
-      // The family first, then the code used with its event: the order the one statement of before wrote them in.
-      const familyId = await this.deviceLogins.insertCodeGrantFamily(
-        tx,
-        { userId: code.user_id, clientId: code.client_id, scope: code.scope, ip },
-        sha256(randomBytes(32).toString('base64url')), // the family row's device code hash: a random value nobody holds
-        now,
-      );
-      await this.codes.redeem(tx, { id: code.id, clientId: code.client_id, userId: code.user_id, scope: code.scope }, familyId, now, ip);
-      const pair = await this.refreshTokens.issueFirstPair(tx, { userId: code.user_id, label: current.name, ip, deviceLoginId: familyId, scope: code.scope, adminUntil: null });
-      return { pair, code, account };
-    });
+    const outcome = await this.redeemer.redeem(client, input, ip);
     if ('refused' in outcome) {
       if (outcome.refused === 'client_disabled') throw oauthError(ERROR_CODES.invalidClient, `The client ${client.id} is disabled on this server: ask its administrator.`);
       if (outcome.refused === 'replayed') this.logger.warn(`authorization code of ${client.id} used twice: revoked what it gave`);

@@ -10,6 +10,7 @@ import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js'
 import { TokensModule } from '../tokens/tokens.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuthorizationCodeRedeemer } from './authorization-code-redeemer.js';
 import { AuthorizationCodesRepository } from './authorization-codes.repository.js';
 import { AuthorizationService } from './authorization.service.js';
 import { ClientAuthentication } from './client-authentication.js';
@@ -57,6 +58,7 @@ class OAuthFormMiddleware implements NestMiddleware {
     OAuthClientsService,
     OAuthClientsRepository,
     AuthorizationService,
+    AuthorizationCodeRedeemer,
     AuthorizationCodesRepository,
     ConsentsRepository,
     ClientAuthentication,

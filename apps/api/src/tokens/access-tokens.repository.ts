@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { UserRole } from '../users/user.entity.js';
 import type { TokenOrigin } from './access-token.entity.js';
@@ -43,16 +42,6 @@ export interface Minter {
   deviceLoginId: string | null;
 }
 
-/** A minter as it stands under its tree's lock: what the token it makes may have at most. */
-export interface MinterState {
-  live: boolean;
-  expiresAt: Date;
-  /** A device login's token: the absolute end of its family while a refresh token of it lives, else null. */
-  familyExpiresAt: Date | null;
-  /** A device login's token: the end of its grant's `admin`. */
-  adminUntil: Date | null;
-}
-
 /** What the tokens page and /me say of the grant that made a token. */
 export interface MinterDescription {
   /** A token: its label. */
@@ -94,10 +83,10 @@ export interface NewAccessToken {
 }
 
 /**
- * Every statement on `access_tokens`, and the revocations of a family (a device login's access
- * and refresh tokens), which are one statement across both tables with their audit event.
- * Verification and its `last_used_at` write are the hot path of every CLI call: named prepared
- * statements on the pool (Sql); the rest runs in its caller's transaction.
+ * The statements on one access token: its insert, verification and its `last_used_at` write (the
+ * hot path of every CLI call: named prepared statements on the pool, Sql), what the pages,
+ * introspection and revocation read of it, and retention's purge. The locks and revocations of the
+ * trees tokens form are AccessTokenTreesRepository's.
  */
 @Injectable()
 export class AccessTokensRepository {
@@ -194,44 +183,6 @@ export class AccessTokensRepository {
     return owned;
   }
 
-  /**
-   * The lock of the minting tree a token belongs to: its root, which is a device login (the
-   * family's row, which rotations and family revocations take too) or a token made on the site.
-   * Everything that makes a token with a token, or revokes one, takes it first, so a token being
-   * made is either committed before a revocation looks (and revoked with the rest) or made after
-   * it (and then finds its minter revoked). False when there is no such token.
-   */
-  async lockTreeOf(tx: Tx, tokenId: string): Promise<boolean> {
-    const [root] = await this.sql.rows<{ family: string | null; token_id: string | null }>(
-      `WITH RECURSIVE up AS (
-         SELECT id, minted_by_token_id, COALESCE(device_login_id, minted_by_device_login_id) AS family FROM access_tokens WHERE id = $1
-         UNION ALL
-         SELECT t.id, t.minted_by_token_id, COALESCE(t.device_login_id, t.minted_by_device_login_id) FROM access_tokens t JOIN up ON t.id = up.minted_by_token_id
-       )
-       SELECT family, CASE WHEN family IS NULL THEN id END AS token_id FROM up WHERE minted_by_token_id IS NULL`,
-      [tokenId],
-      tx,
-    );
-    if (!root) return false;
-    if (root.family) await this.lockFamily(tx, root.family);
-    else await this.sql.rows(`SELECT id FROM access_tokens WHERE id = $1 FOR UPDATE`, [root.token_id], tx);
-    return true;
-  }
-
-  /** A minter as it is now (read under its tree's lock, lockTreeOf); undefined for none. */
-  async minterState(tx: Tx, tokenId: string, now: Date): Promise<MinterState | undefined> {
-    const [row] = await this.sql.rows<{ live: boolean; expires_at: Date; family_expires_at: Date | null; admin_until: Date | null }>(
-      `SELECT t.revoked_at IS NULL AND t.expires_at > $2 AS live, t.expires_at, d.admin_until,
-              (SELECT max(r.family_expires_at) FROM refresh_tokens r
-                WHERE r.device_login_id = t.device_login_id AND r.revoked_at IS NULL AND r.expires_at > $2) AS family_expires_at
-         FROM access_tokens t LEFT JOIN device_logins d ON d.id = t.device_login_id
-        WHERE t.id = $1`,
-      [tokenId, now],
-      tx,
-    );
-    return row && { live: row.live, expiresAt: row.expires_at, familyExpiresAt: row.family_expires_at, adminUntil: row.admin_until };
-  }
-
   /** The grant that made a token, described for a person (/me); undefined when it is gone. */
   async describeMinter(minter: Minter): Promise<MinterDescription | undefined> {
     if (minter.deviceLoginId) {
@@ -243,179 +194,6 @@ export class AccessTokensRepository {
     }
     const [row] = await this.sql.rows<{ label: string | null }>(`SELECT label FROM access_tokens WHERE id = $1`, [minter.tokenId]);
     return row;
-  }
-
-  /**
-   * Revokes one token with every token made with it, recursively (whoever they belong to), and
-   * records each, in one statement; of racing revocations only the first does (and is audited).
-   * Run under its tree's lock (lockTreeOf). The ids it revoked: none when it was revoked already.
-   */
-  async revokeOne(tx: Tx, tokenId: string, userId: string, now: Date, ip: string | null): Promise<string[]> {
-    const [row] = await this.sql.rows<{ ids: string[] }>(
-      `WITH RECURSIVE minted AS (
-         SELECT id FROM access_tokens WHERE minted_by_token_id = $1
-         UNION
-         SELECT t.id FROM access_tokens t JOIN minted ON t.minted_by_token_id = minted.id
-       ), revoked AS (
-         UPDATE access_tokens SET revoked_at = $3 WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING id
-       ), cascaded AS (
-         UPDATE access_tokens SET revoked_at = $3
-          WHERE id IN (SELECT id FROM minted) AND revoked_at IS NULL AND EXISTS (SELECT 1 FROM revoked) RETURNING id, user_id
-       ), events AS (
-         ${auditInsert([
-           {
-             type: 'token.revoke',
-             userId: '$2',
-             ip: '$4',
-             detail: "jsonb_build_object('tokenId', revoked.id) || CASE WHEN EXISTS (SELECT 1 FROM cascaded) THEN jsonb_build_object('mintedTokens', (SELECT count(*) FROM cascaded)) ELSE '{}' END",
-             createdAt: '$3',
-             from: 'revoked',
-           },
-           {
-             type: 'token.revoke',
-             userId: 'cascaded.user_id',
-             ip: '$4',
-             detail: "jsonb_build_object('tokenId', cascaded.id, 'reason', 'the token it was made with was revoked')",
-             createdAt: '$3',
-             from: 'cascaded',
-           },
-         ])}
-       )
-       SELECT ARRAY(SELECT id FROM revoked UNION ALL SELECT id FROM cascaded) AS ids`,
-      [tokenId, userId, now, ip],
-      tx,
-    );
-    return row?.ids ?? [];
-  }
-
-  /**
-   * The family's lock: its device login row. A rotation (RefreshTokensRepository), a token made
-   * with one of its tokens, and every revocation take it first, so a pair or a token being written
-   * is committed before a revocation looks.
-   */
-  async lockFamily(tx: Tx, deviceLoginId: string): Promise<void> {
-    await this.sql.rows(`SELECT id FROM device_logins WHERE id = $1 FOR UPDATE`, [deviceLoginId], tx);
-  }
-
-  /**
-   * Revokes every live access token of a family, and every token made with the family's tokens
-   * (recursively, whoever they belong to), with one audit event per made token, in one statement,
-   * in `tx` under the family's lock (its refresh tokens and the family's own event are the
-   * caller's next statements: TokensService.revokeFamily). The ids it revoked, how many were the
-   * family's own and how many made with them, and who decided the family; undefined for no family.
-   */
-  async revokeFamilyAccess(
-    tx: Tx,
-    deviceLoginId: string,
-    now: Date,
-    ip: string | null,
-  ): Promise<{ ids: string[]; own: number; minted: number; decidedBy: string | null } | undefined> {
-    const [row] = await this.sql.rows<{ ids: string[]; own: number; minted: number; decidedBy: string | null }>(
-      `WITH RECURSIVE minted AS (
-         SELECT id FROM access_tokens WHERE minted_by_device_login_id = $1
-         UNION
-         SELECT t.id FROM access_tokens t JOIN minted ON t.minted_by_token_id = minted.id
-       ), a AS (
-         UPDATE access_tokens SET revoked_at = $2 WHERE device_login_id = $1 AND revoked_at IS NULL RETURNING id
-       ), m AS (
-         UPDATE access_tokens SET revoked_at = $2 WHERE id IN (SELECT id FROM minted) AND revoked_at IS NULL RETURNING id, user_id
-       ), minted_events AS (
-         ${auditInsert({
-           type: 'token.revoke',
-           userId: 'm.user_id',
-           ip: '$3',
-           detail: "jsonb_build_object('tokenId', m.id, 'reason', 'the session it was made with was revoked')",
-           createdAt: '$2',
-           from: 'm',
-         })}
-       )
-       SELECT ARRAY(SELECT id FROM a UNION ALL SELECT id FROM m) AS ids, (SELECT count(*)::int FROM a) AS own, (SELECT count(*)::int FROM m) AS minted,
-              d.decided_by_user_id AS "decidedBy"
-         FROM device_logins d WHERE d.id = $1`,
-      [deviceLoginId, now, ip],
-      tx,
-    );
-    return row;
-  }
-
-  /**
-   * Locks, in a fixed order (families, then tokens, each by id), every family and minting tree
-   * the user's live tokens belong to, and every family of theirs with a live refresh token or a
-   * live token made with it: what revokeAllOfUser ends, so no rotation or token being made slips past.
-   */
-  async lockFamiliesOfUser(tx: Tx, userId: string, now: Date): Promise<void> {
-    const roots = `WITH RECURSIVE up AS (
-         SELECT id, minted_by_token_id, COALESCE(device_login_id, minted_by_device_login_id) AS family
-           FROM access_tokens WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2
-         UNION
-         SELECT t.id, t.minted_by_token_id, COALESCE(t.device_login_id, t.minted_by_device_login_id)
-           FROM access_tokens t JOIN up ON t.id = up.minted_by_token_id
-       ), roots AS (SELECT id, family FROM up WHERE minted_by_token_id IS NULL)`;
-    await this.sql.rows(
-      `${roots}
-       SELECT id FROM device_logins WHERE id IN (
-         SELECT family FROM roots WHERE family IS NOT NULL
-         UNION SELECT device_login_id FROM refresh_tokens WHERE user_id = $1 AND revoked_at IS NULL
-         UNION SELECT m.minted_by_device_login_id FROM access_tokens m JOIN device_logins d ON d.id = m.minted_by_device_login_id
-                WHERE d.decided_by_user_id = $1 AND m.revoked_at IS NULL AND m.expires_at > $2
-       ) ORDER BY id FOR UPDATE`,
-      [userId, now],
-      tx,
-    );
-    await this.sql.rows(`${roots} SELECT id FROM access_tokens WHERE id IN (SELECT id FROM roots WHERE family IS NULL) ORDER BY id FOR UPDATE`, [userId, now], tx);
-  }
-
-  /**
-   * Revokes, in `tx`, every live access token of the user and every live token made with theirs
-   * (recursively: another person's, made by this one as an administrator), with one audit event
-   * per long-lived token of theirs and one per made token of someone else, in one statement (their
-   * refresh tokens, uncollected approvals and the sessions' events are the caller's next
-   * statements: TokensService.revokeEverythingOfUserIn). How many events it recorded of the user's
-   * own, the sessions (device logins) of the tokens it revoked, and the ids of the other people's
-   * tokens it revoked (their owners' caches are not the user's).
-   */
-  async revokeAllAccessOfUser(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; sessions: string[]; othersTokens: string[] }> {
-    const [row] = await this.sql.rows<{ ended: number; sessions: string[]; others: string[] }>(
-      `WITH RECURSIVE minted AS (
-         SELECT m.id FROM access_tokens p JOIN access_tokens m ON m.minted_by_token_id = p.id WHERE p.user_id = $1
-         UNION
-         SELECT m.id FROM access_tokens m JOIN device_logins d ON d.id = m.minted_by_device_login_id WHERE d.decided_by_user_id = $1
-         UNION
-         SELECT t.id FROM access_tokens t JOIN minted ON t.minted_by_token_id = minted.id
-       ), a AS (
-         UPDATE access_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id, device_login_id
-       ), o AS (
-         UPDATE access_tokens SET revoked_at = $2
-          WHERE id IN (SELECT id FROM minted) AND user_id <> $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id, user_id
-       ), events AS (
-         ${auditInsert(
-           {
-             type: 'token.revoke',
-             userId: '$1',
-             ip: '$3',
-             detail: "jsonb_build_object('tokenId', a.id, 'reason', 'signed out everywhere')",
-             createdAt: '$2',
-             from: 'a WHERE a.device_login_id IS NULL',
-           },
-           '1',
-         )}
-       ), others_events AS (
-         ${auditInsert({
-           type: 'token.revoke',
-           userId: 'o.user_id',
-           ip: '$3',
-           detail: "jsonb_build_object('tokenId', o.id, 'reason', 'the person who made it signed out everywhere')",
-           createdAt: '$2',
-           from: 'o',
-         })}
-       )
-       SELECT (SELECT count(*)::int FROM events) AS ended,
-              ARRAY(SELECT DISTINCT device_login_id FROM a WHERE device_login_id IS NOT NULL) AS sessions,
-              ARRAY(SELECT id FROM o) AS others`,
-      [userId, now, ip],
-      tx,
-    );
-    return { ended: row!.ended, sessions: row!.sessions, othersTokens: row!.others };
   }
 
   /**

@@ -2,15 +2,18 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AccessToken } from './access-token.entity.js';
 import { AccessTokensRepository } from './access-tokens.repository.js';
+import { AccessTokenTreesRepository } from './access-token-trees.repository.js';
 import { IdempotencyKeysRepository } from './idempotency-keys.repository.js';
 import { FamilyMembers } from './family-members.js';
 import { TokenRevocations } from './token-revocations.js';
+import { TokenRevoker } from './token-revoker.js';
 import { TokensService } from './tokens.service.js';
 
 /** Access tokens: issuing, listing and revoking them (verifying them is auth/'s). */
 @Module({
   imports: [TypeOrmModule.forFeature([AccessToken])],
-  providers: [TokensService, AccessTokensRepository, TokenRevocations, IdempotencyKeysRepository, FamilyMembers],
+  // AccessTokenTreesRepository and TokenRevoker stay inside: others revoke through TokensService.
+  providers: [TokensService, AccessTokensRepository, AccessTokenTreesRepository, TokenRevoker, TokenRevocations, IdempotencyKeysRepository, FamilyMembers],
   // IdempotencyKeysRepository: for the retention job's purge.
   exports: [TokensService, AccessTokensRepository, TokenRevocations, IdempotencyKeysRepository, FamilyMembers],
 })

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ACCESS_TOKEN_PREFIX } from '@prospect/contract';
 import { AuditService } from '../audit/audit.service.js';
-import { notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
@@ -9,9 +8,9 @@ import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import type { TokenOrigin } from './access-token.entity.js';
 import { type AccessTokenDescription, AccessTokensRepository, type Minter, type MinterDescription, type TokenForVerification, type TokenListing } from './access-tokens.repository.js';
+import { AccessTokenTreesRepository } from './access-token-trees.repository.js';
 import { IdempotencyKeysRepository } from './idempotency-keys.repository.js';
-import { FamilyMembers } from './family-members.js';
-import { TokenRevocations } from './token-revocations.js';
+import { TokenRevoker } from './token-revoker.js';
 import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 
@@ -103,18 +102,22 @@ export interface IssuedToken {
   expiresAt: Date;
 }
 
+/**
+ * The module's front door: issuing tokens (once, or once per Idempotency-Key) and what other modules
+ * read of them; revocations are TokenRevoker's, through the methods of the same names here.
+ */
 @Injectable()
 export class TokensService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly accessTokens: AccessTokensRepository,
+    private readonly trees: AccessTokenTreesRepository,
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly audit: AuditService,
-    private readonly revocations: TokenRevocations,
     private readonly metrics: Metrics,
     private readonly idempotencyKeys: IdempotencyKeysRepository,
-    private readonly families: FamilyMembers,
+    private readonly revoker: TokenRevoker,
   ) {}
 
   /** Issues a token and records it, in `tx` or in one of its own. */
@@ -204,8 +207,8 @@ export class TokensService {
    * @throws MinterEndedError
    */
   private async minterEnd(tx: Tx, minterId: string, scope: string | undefined, now: Date): Promise<number> {
-    await this.accessTokens.lockTreeOf(tx, minterId);
-    const minter = await this.accessTokens.minterState(tx, minterId, now);
+    await this.trees.lockTreeOf(tx, minterId);
+    const minter = await this.trees.minterState(tx, minterId, now);
     if (!minter?.live) throw new MinterEndedError();
     let end = Math.max(minter.expiresAt.getTime(), minter.familyExpiresAt?.getTime() ?? 0);
     if (minter.adminUntil && scope?.split(' ').includes('admin')) end = Math.min(end, minter.adminUntil.getTime());
@@ -224,92 +227,24 @@ export class TokensService {
     return (await this.accessTokens.describe(sha256(rawToken), this.clock.now())) ?? null;
   }
 
-  /**
-   * Revokes one token of this user; revoking twice is harmless. A token of a device login
-   * takes its whole family with it (every access and refresh token of that login), so a
-   * revoked session cannot come back through its refresh token.
-   */
-  async revokeForUser(userId: string, tokenId: string, ip?: string | null): Promise<void> {
-    const token = await this.accessTokens.findOwned(tokenId, userId);
-    if (!token) throw notFound('No such token.');
-    if (token.deviceLoginId) {
-      await this.revokeFamily(token.deviceLoginId, 'revoked', ip);
-      return;
-    }
-    // Under its minting tree's lock, as a token being made with it takes it: what it made goes too.
-    const ids = await this.uow.run(async (tx) => {
-      await this.accessTokens.lockTreeOf(tx, tokenId);
-      return this.accessTokens.revokeOne(tx, tokenId, userId, this.clock.now(), ip ?? null);
-    });
-    this.metrics.token('revoked', ids.length);
-    this.revocations.tokensRevoked(ids);
+  /** Revokes one token of this user, a device login's with its whole family (TokenRevoker). */
+  revokeForUser(userId: string, tokenId: string, ip?: string | null): Promise<void> {
+    return this.revoker.revokeForUser(userId, tokenId, ip);
   }
 
-  /**
-   * Revokes a family: every access and refresh token descended from one device login, and every
-   * token made with them (recursively, whoever they belong to), with its audit events, in one
-   * transaction under the family's lock. For a logout, a revoked session on the tokens page, a
-   * replayed device code, a reused refresh token and a disabled client. Returns how many access
-   * tokens it revoked.
-   */
-  async revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, tx?: Tx): Promise<number> {
-    if (!tx) return this.uow.run((tx) => this.revokeFamily(deviceLoginId, reason, ip, tx));
-    // The family's lock, as a rotation takes it (RefreshTokensService.refresh): a pair being
-    // written now is committed before the statements below look, and so revoked with the rest.
-    await this.accessTokens.lockFamily(tx, deviceLoginId);
-    const now = this.clock.now();
-    // Access tokens (with the tokens made with them), then refresh tokens, then the family's
-    // event: the order the one statement of before wrote them in, so no new lock order appears.
-    const access = await this.accessTokens.revokeFamilyAccess(tx, deviceLoginId, now, ip ?? null);
-    const refreshTokens = await this.families.refreshTokens.revokeOfFamily(tx, deviceLoginId, now);
-    if (!access) return 0; // no such family: nothing descends from it
-    await this.audit.record(
-      'token.revoke_family',
-      {
-        userId: access.decidedBy,
-        ip: ip ?? null,
-        detail: { deviceLoginId, reason, accessTokens: access.own, refreshTokens, ...(access.minted ? { mintedTokens: access.minted } : {}) },
-        at: now,
-      },
-      tx,
-    );
-    this.revocations.tokensRevoked(access.ids);
-    this.metrics.token('revoked', access.ids.length);
-    return access.ids.length;
+  /** Revokes a family, in `tx` or in one of its own; how many access tokens (TokenRevoker). */
+  revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, tx?: Tx): Promise<number> {
+    return this.revoker.revokeFamily(deviceLoginId, reason, ip, tx);
   }
 
-  /**
-   * "Sign out everywhere": every live token of this user, refresh tokens too, and the tokens made
-   * with them for other people (by an administrator), with one audit
-   * event per long-lived token and per session; returns how many of those it ended. The
-   * user's families are locked first, as revokeFamily does, so no rotation slips past.
-   */
-  async revokeAllForUser(userId: string, ip?: string | null): Promise<number> {
-    const { ended, othersTokens } = await this.uow.run((tx) => this.revokeEverythingOfUserIn(tx, userId, this.clock.now(), ip ?? null));
-    this.revocations.userRevoked(userId);
-    this.revocations.tokensRevoked(othersTokens);
-    this.metrics.token('revoked', ended + othersTokens.length);
-    return ended;
+  /** "Sign out everywhere"; how many long-lived tokens and sessions it ended (TokenRevoker). */
+  revokeAllForUser(userId: string, ip?: string | null): Promise<number> {
+    return this.revoker.revokeAllForUser(userId, ip);
   }
 
-  /**
-   * What revokeAllForUser does, in the caller's `tx` (an administrator disabling the person), the
-   * families locked first; telling the replicas and the metrics is the caller's, after its commit.
-   * Access tokens, refresh tokens, uncollected approvals, then one `token.revoke_family` event per
-   * session: the order the one statement of before wrote them in.
-   */
-  async revokeEverythingOfUserIn(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
-    await this.accessTokens.lockFamiliesOfUser(tx, userId, now);
-    const access = await this.accessTokens.revokeAllAccessOfUser(tx, userId, now, ip);
-    const refreshed = await this.families.refreshTokens.revokeAllOfUser(tx, userId, now);
-    await this.families.uncollectedApprovals.cancelApprovedBy(tx, userId);
-    const sessions = [...new Set([...access.sessions, ...refreshed])];
-    await this.audit.recordEach(
-      'token.revoke_family',
-      sessions.map((deviceLoginId) => ({ userId, ip, detail: { deviceLoginId, reason: 'signed out everywhere' }, at: now })),
-      tx,
-    );
-    return { ended: access.ended + sessions.length, othersTokens: access.othersTokens };
+  /** What revokeAllForUser does, in the caller's `tx`; telling the caches is the caller's (TokenRevoker). */
+  revokeEverythingOfUserIn(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
+    return this.revoker.revokeEverythingOfUserIn(tx, userId, now, ip);
   }
 
   /** The caller's tokens, newest first, without secrets; a device session is one entry. */

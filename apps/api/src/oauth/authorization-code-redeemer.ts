@@ -1,0 +1,74 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { constantTimeEqual, sha256 } from '../common/secrets.js';
+import { DeviceLoginService } from '../device-login/device-login.service.js';
+import { RefreshTokensService, type TokenPair } from '../refresh-tokens/refresh-tokens.service.js';
+import { TokensService } from '../tokens/tokens.service.js';
+import { AuthorizationCodesRepository, type CodeRow } from './authorization-codes.repository.js';
+import type { OAuthClient } from './oauth-client.entity.js';
+import { OAuthClientsRepository } from './oauth-clients.repository.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+
+/** Why a code was not redeemed: every one is `invalid_grant` on the wire, worded by AuthorizationService. */
+export type CodeRefusal = 'unknown' | 'replayed' | 'other_client' | 'expired' | 'redirect_uri' | 'pkce' | 'account';
+
+/** What a redemption came to: a refusal, or the new family's first pair with what its ID token says. */
+export type CodeRedemption =
+  | { refused: CodeRefusal | 'client_disabled' }
+  | { pair: TokenPair; code: CodeRow; account: { email: string; name: string; emailVerified: boolean } };
+
+/** The PKCE S256 transform of a verifier (RFC 7636 §4.2). */
+const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
+
+/**
+ * The transaction of a code exchange (AuthorizationService.exchange, RFC 6749 §4.1.3 with RFC 7636
+ * §4.6): the code checked under its lock and used once, for a new token family of the device grant's
+ * kind; a code presented again revokes every token it gave. The service words the outcome and signs
+ * the ID token after the commit.
+ */
+@Injectable()
+export class AuthorizationCodeRedeemer {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly clock: Clock,
+    private readonly clientRows: OAuthClientsRepository,
+    private readonly codes: AuthorizationCodesRepository,
+    private readonly tokens: TokensService,
+    private readonly refreshTokens: RefreshTokensService,
+    private readonly deviceLogins: DeviceLoginService,
+  ) {}
+
+  /** @param client the client, authenticated (ClientAuthentication). */
+  redeem(client: OAuthClient, input: { code: string; redirectUri: string; codeVerifier: string }, ip: string | null): Promise<CodeRedemption> {
+    return this.uow.run(async (tx): Promise<CodeRedemption> => {
+      // The client first, then the code: the order a disable takes them in (OAuthClientsService).
+      const current = await this.clientRows.sharedById(tx, client.id);
+      if (!current || current.disabledAt) return { refused: 'client_disabled' };
+      const code = await this.codes.lockByHash(tx, sha256(input.code));
+      if (!code) return { refused: 'unknown' };
+      const now = this.clock.now();
+      if (code.used_at) {
+        const revoked = code.grant_id ? await this.tokens.revokeFamily(code.grant_id, 'authorization code used twice', ip, tx) : 0;
+        await this.codes.recordReplay(tx, { id: code.id, userId: code.user_id, clientId: code.client_id, grantId: code.grant_id }, revoked, now, ip);
+        return { refused: 'replayed' };
+      }
+      if (code.client_id !== client.id) return { refused: 'other_client' };
+      if (code.expires_at.getTime() <= now.getTime()) return { refused: 'expired' };
+      if (code.redirect_uri !== input.redirectUri) return { refused: 'redirect_uri' };
+      if (!constantTimeEqual(Buffer.from(s256(input.codeVerifier)), Buffer.from(code.code_challenge))) return { refused: 'pkce' };
+      const account = await this.codes.lockAccount(tx, code.user_id, code.web_session);
+      if (!account || account.disabled || account.credentialEpoch !== code.credential_epoch || !account.sessionLive) return { refused: 'account' };
+      // The family first, then the code used with its event: the order the one statement of before wrote them in.
+      const familyId = await this.deviceLogins.insertCodeGrantFamily(
+        tx,
+        { userId: code.user_id, clientId: code.client_id, scope: code.scope, ip },
+        sha256(randomBytes(32).toString('base64url')), // the family row's device code hash: a random value nobody holds
+        now,
+      );
+      await this.codes.redeem(tx, { id: code.id, clientId: code.client_id, userId: code.user_id, scope: code.scope }, familyId, now, ip);
+      const pair = await this.refreshTokens.issueFirstPair(tx, { userId: code.user_id, label: current.name, ip, deviceLoginId: familyId, scope: code.scope, adminUntil: null });
+      return { pair, code, account };
+    });
+  }
+}

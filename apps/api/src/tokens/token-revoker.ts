@@ -1,0 +1,118 @@
+import { Injectable } from '@nestjs/common';
+import { AuditService } from '../audit/audit.service.js';
+import { notFound } from '../common/api-exception.js';
+import { Clock } from '../common/clock.js';
+import { Metrics } from '../metrics/metrics.js';
+import { AccessTokensRepository } from './access-tokens.repository.js';
+import { AccessTokenTreesRepository } from './access-token-trees.repository.js';
+import { FamilyMembers } from './family-members.js';
+import { TokenRevocations } from './token-revocations.js';
+import type { Tx } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+
+/**
+ * TokensService's revocations: one token, a family, or everything of a person, each in one
+ * transaction under the locks of the trees it ends (AccessTokenTreesRepository), with its audit
+ * events; after the commit it tells TokenRevocations (the verified-token caches) and the metrics.
+ */
+@Injectable()
+export class TokenRevoker {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly accessTokens: AccessTokensRepository,
+    private readonly trees: AccessTokenTreesRepository,
+    private readonly clock: Clock,
+    private readonly audit: AuditService,
+    private readonly revocations: TokenRevocations,
+    private readonly metrics: Metrics,
+    private readonly families: FamilyMembers,
+  ) {}
+
+  /**
+   * Revokes one token of this user; revoking twice is harmless. A token of a device login
+   * takes its whole family with it (every access and refresh token of that login), so a
+   * revoked session cannot come back through its refresh token.
+   */
+  async revokeForUser(userId: string, tokenId: string, ip?: string | null): Promise<void> {
+    const token = await this.accessTokens.findOwned(tokenId, userId);
+    if (!token) throw notFound('No such token.');
+    if (token.deviceLoginId) {
+      await this.revokeFamily(token.deviceLoginId, 'revoked', ip);
+      return;
+    }
+    // Under its minting tree's lock, as a token being made with it takes it: what it made goes too.
+    const ids = await this.uow.run(async (tx) => {
+      await this.trees.lockTreeOf(tx, tokenId);
+      return this.trees.revokeOne(tx, tokenId, userId, this.clock.now(), ip ?? null);
+    });
+    this.metrics.token('revoked', ids.length);
+    this.revocations.tokensRevoked(ids);
+  }
+
+  /**
+   * Revokes a family: every access and refresh token descended from one device login, and every
+   * token made with them (recursively, whoever they belong to), with its audit events, in one
+   * transaction under the family's lock. For a logout, a revoked session on the tokens page, a
+   * replayed device code, a reused refresh token and a disabled client. Returns how many access
+   * tokens it revoked.
+   */
+  async revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, tx?: Tx): Promise<number> {
+    if (!tx) return this.uow.run((tx) => this.revokeFamily(deviceLoginId, reason, ip, tx));
+    // The family's lock, as a rotation takes it (RefreshTokensService.refresh): a pair being
+    // written now is committed before the statements below look, and so revoked with the rest.
+    await this.trees.lockFamily(tx, deviceLoginId);
+    const now = this.clock.now();
+    // Access tokens (with the tokens made with them), then refresh tokens, then the family's
+    // event: the order the one statement of before wrote them in, so no new lock order appears.
+    const access = await this.trees.revokeFamilyAccess(tx, deviceLoginId, now, ip ?? null);
+    const refreshTokens = await this.families.refreshTokens.revokeOfFamily(tx, deviceLoginId, now);
+    if (!access) return 0; // no such family: nothing descends from it
+    await this.audit.record(
+      'token.revoke_family',
+      {
+        userId: access.decidedBy,
+        ip: ip ?? null,
+        detail: { deviceLoginId, reason, accessTokens: access.own, refreshTokens, ...(access.minted ? { mintedTokens: access.minted } : {}) },
+        at: now,
+      },
+      tx,
+    );
+    this.revocations.tokensRevoked(access.ids);
+    this.metrics.token('revoked', access.ids.length);
+    return access.ids.length;
+  }
+
+  /**
+   * "Sign out everywhere": every live token of this user, refresh tokens too, and the tokens made
+   * with them for other people (by an administrator), with one audit
+   * event per long-lived token and per session; returns how many of those it ended. The
+   * user's families are locked first, as revokeFamily does, so no rotation slips past.
+   */
+  async revokeAllForUser(userId: string, ip?: string | null): Promise<number> {
+    const { ended, othersTokens } = await this.uow.run((tx) => this.revokeEverythingOfUserIn(tx, userId, this.clock.now(), ip ?? null));
+    this.revocations.userRevoked(userId);
+    this.revocations.tokensRevoked(othersTokens);
+    this.metrics.token('revoked', ended + othersTokens.length);
+    return ended;
+  }
+
+  /**
+   * What revokeAllForUser does, in the caller's `tx` (an administrator disabling the person), the
+   * families locked first; telling the replicas and the metrics is the caller's, after its commit.
+   * Access tokens, refresh tokens, uncollected approvals, then one `token.revoke_family` event per
+   * session: the order the one statement of before wrote them in.
+   */
+  async revokeEverythingOfUserIn(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
+    await this.trees.lockFamiliesOfUser(tx, userId, now);
+    const access = await this.trees.revokeAllAccessOfUser(tx, userId, now, ip);
+    const refreshed = await this.families.refreshTokens.revokeAllOfUser(tx, userId, now);
+    await this.families.uncollectedApprovals.cancelApprovedBy(tx, userId);
+    const sessions = [...new Set([...access.sessions, ...refreshed])];
+    await this.audit.recordEach(
+      'token.revoke_family',
+      sessions.map((deviceLoginId) => ({ userId, ip, detail: { deviceLoginId, reason: 'signed out everywhere' }, at: now })),
+      tx,
+    );
+    return { ended: access.ended + sessions.length, othersTokens: access.othersTokens };
+  }
+}
