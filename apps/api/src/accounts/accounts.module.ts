@@ -22,6 +22,6 @@ import { SignUpService } from './sign-up.service.js';
 @Module({
   imports: [RateLimitsModule, TokensModule, WebSessionsModule, UsersModule, ServerSecretsModule],
   providers: [PasswordResetService, AccountTokensRepository, LinkRedemptions, AccountLinks, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, SecondFactorsRepository, PasskeysService, PasskeysRepository],
-  exports: [PasswordResetService, AccountLinks, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, PasskeysService, PasskeysRepository],
+  exports: [PasswordResetService, AccountLinks, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, PasskeysService],
 })
 export class AccountsModule {}

@@ -8,6 +8,6 @@ import { AuthEvent } from './auth-event.entity.js';
 @Module({
   imports: [TypeOrmModule.forFeature([AuthEvent])],
   providers: [AuditService, AuditEventsRepository],
-  exports: [AuditService, AuditEventsRepository],
+  exports: [AuditService],
 })
 export class AuditModule {}

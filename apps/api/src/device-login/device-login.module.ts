@@ -16,6 +16,6 @@ import { DeviceLoginsRepository } from './device-logins.repository.js';
 @Module({
   imports: [TypeOrmModule.forFeature([DeviceLogin]), AuthModule, TokensModule, RefreshTokensModule],
   providers: [DeviceLoginService, DeviceApprovalService, DeviceLoginsRepository],
-  exports: [DeviceLoginService, DeviceApprovalService, DeviceLoginsRepository],
+  exports: [DeviceLoginService, DeviceApprovalService],
 })
 export class DeviceLoginModule {}

@@ -16,7 +16,7 @@ const AGE_READ_MS = 1_000;
 @Global()
 @Module({
   providers: [Mailer, MailWorker, MailTransport, MailOutboxRepository, MailQueue],
-  exports: [Mailer, MailWorker, MailOutboxRepository, MailQueue],
+  exports: [Mailer, MailWorker, MailQueue],
 })
 export class MailModule implements OnModuleInit {
   constructor(

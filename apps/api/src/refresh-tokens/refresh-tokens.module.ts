@@ -9,6 +9,6 @@ import { RefreshTokensService } from './refresh-tokens.service.js';
 @Module({
   imports: [TypeOrmModule.forFeature([RefreshToken]), TokensModule],
   providers: [RefreshTokensService, RefreshTokensRepository],
-  exports: [RefreshTokensService, RefreshTokensRepository],
+  exports: [RefreshTokensService],
 })
 export class RefreshTokensModule {}

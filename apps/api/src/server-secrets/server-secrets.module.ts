@@ -7,6 +7,6 @@ import { SigningKeys } from './signing-keys.js';
 @Global()
 @Module({
   providers: [ServerSecrets, ServerSecretsRepository, SigningKeys],
-  exports: [ServerSecrets, ServerSecretsRepository, SigningKeys],
+  exports: [ServerSecrets, SigningKeys],
 })
 export class ServerSecretsModule {}

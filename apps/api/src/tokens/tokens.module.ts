@@ -12,9 +12,8 @@ import { TokensService } from './tokens.service.js';
 /** Access tokens: issuing, listing and revoking them (verifying them is auth/'s). */
 @Module({
   imports: [TypeOrmModule.forFeature([AccessToken])],
-  // AccessTokenTreesRepository and TokenRevoker stay inside: others revoke through TokensService.
   providers: [TokensService, AccessTokensRepository, AccessTokenTreesRepository, TokenRevoker, TokenRevocations, IdempotencyKeysRepository, FamilyMembers],
-  // IdempotencyKeysRepository: for the retention job's purge.
-  exports: [TokensService, AccessTokensRepository, TokenRevocations, IdempotencyKeysRepository, FamilyMembers],
+  // Services only: the repositories stay inside (issue #37).
+  exports: [TokensService, TokenRevocations, FamilyMembers],
 })
 export class TokensModule {}

@@ -8,6 +8,6 @@ import { UsersService } from './users.service.js';
 @Module({
   imports: [TypeOrmModule.forFeature([User])],
   providers: [UsersService, UsersRepository, AdminSetupCodes],
-  exports: [UsersService, UsersRepository],
+  exports: [UsersService],
 })
 export class UsersModule {}

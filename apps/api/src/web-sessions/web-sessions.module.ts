@@ -24,6 +24,6 @@ export class WebSessionMiddleware implements NestMiddleware {
 @Module({
   imports: [PassportModule, UsersModule],
   providers: [WebSessions, SessionSerializer, CsrfService, WebSessionMiddleware, WebSessionsRepository],
-  exports: [WebSessions, CsrfService, WebSessionMiddleware, WebSessionsRepository],
+  exports: [WebSessions, CsrfService, WebSessionMiddleware],
 })
 export class WebSessionsModule {}
