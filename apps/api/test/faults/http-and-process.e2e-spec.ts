@@ -6,6 +6,7 @@ import { ROUTES } from '@prospect/contract';
 import autocannon from 'autocannon';
 import { runApiProcess, startApiProcess } from '../support/api-process.js';
 import { approveInBrowser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { copyMigratedDataDir } from '../support/migrated-data-dir.js';
 
 /** Sends a request's headers and the first bytes of its body, then nothing: a slow client. */
 function slowBody(baseUrl: string): { socket: net.Socket; answer: Promise<{ text: string; closedAfterMs: number }> } {
@@ -22,16 +23,21 @@ function slowBody(baseUrl: string): { socket: net.Socket; answer: Promise<{ text
   return { socket, answer };
 }
 
-/** Slow clients, shutdown under load, and the embedded data directory's owner: each against `npm start`'s process. */
+/**
+ * Slow clients, shutdown under load, and the embedded data directory's owner: each against `npm start`'s
+ * process, on a copy of an embedded database already migrated (none of these is about the first start).
+ */
 describe('the API process under faults', () => {
   let dataDir: string;
+  let data: string;
   beforeEach(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'prospect-faults-'));
+    data = await copyMigratedDataDir(join(dataDir, 'data'));
   });
   afterEach(() => rm(dataDir, { recursive: true, force: true }));
 
   it('answers a request whose body stops coming with 408 and closes its connection', async () => {
-    const api = await startApiProcess({ PROSPECT_DATA_DIR: join(dataDir, 'data'), HTTP_REQUEST_TIMEOUT_SECONDS: '2' });
+    const api = await startApiProcess({ PROSPECT_DATA_DIR: data, HTTP_REQUEST_TIMEOUT_SECONDS: '2' });
     try {
       const { answer } = slowBody(api.baseUrl);
       const { text, closedAfterMs } = await answer;
@@ -43,7 +49,7 @@ describe('the API process under faults', () => {
   });
 
   it('on SIGTERM under load resets no connection, finishes what it accepted, and exits 0', async () => {
-    const api = await startApiProcess({ PROSPECT_DATA_DIR: join(dataDir, 'data') });
+    const api = await startApiProcess({ PROSPECT_DATA_DIR: data });
     const codes: Record<string, number> = {};
     let exit: Promise<number | null> | undefined;
     const result = await new Promise<autocannon.Result>((resolve, reject) => {
@@ -61,7 +67,7 @@ describe('the API process under faults', () => {
   });
 
   it('on SIGTERM with a slow client still sending, exits 0 within the grace period', async () => {
-    const api = await startApiProcess({ PROSPECT_DATA_DIR: join(dataDir, 'data'), SHUTDOWN_GRACE_SECONDS: '2' });
+    const api = await startApiProcess({ PROSPECT_DATA_DIR: data, SHUTDOWN_GRACE_SECONDS: '2' });
     const { answer } = slowBody(api.baseUrl);
     await new Promise((r) => setTimeout(r, 200));
     const started = Date.now();
@@ -72,12 +78,11 @@ describe('the API process under faults', () => {
   });
 
   it('keeps an approval across kill -9, and a poll retried after a lost answer gets the same token', async () => {
-    const dir = join(dataDir, 'data');
-    const first = await startApiProcess({ PROSPECT_DATA_DIR: dir });
+    const first = await startApiProcess({ PROSPECT_DATA_DIR: data });
     const start = await startDeviceLogin(first.baseUrl);
     const email = await approveInBrowser(first.baseUrl, start.userCode);
     await first.stop('SIGKILL');
-    const second = await startApiProcess({ PROSPECT_DATA_DIR: dir });
+    const second = await startApiProcess({ PROSPECT_DATA_DIR: data });
     try {
       const authorized = await poll(second.baseUrl, start.deviceCode);
       expect(authorized.body).toMatchObject({ status: 'authorized', user: { email } });
@@ -89,13 +94,12 @@ describe('the API process under faults', () => {
   });
 
   it('refuses a second process on the same embedded data directory, naming it and the holder', async () => {
-    const dir = join(dataDir, 'data');
-    const first = await startApiProcess({ PROSPECT_DATA_DIR: dir });
+    const first = await startApiProcess({ PROSPECT_DATA_DIR: data });
     try {
-      const second = await runApiProcess({ PROSPECT_DATA_DIR: dir, PORT: '0' });
+      const second = await runApiProcess({ PROSPECT_DATA_DIR: data, PORT: '0' });
       expect(second.code).toBe(1);
       expect(second.stderr).toBe(
-        `prospect-api failed to start: ${dir} is in use by another Prospect API (pid ${first.child.pid}); stop it first, or set PROSPECT_DATA_DIR to another directory\n`,
+        `prospect-api failed to start: ${data} is in use by another Prospect API (pid ${first.child.pid}); stop it first, or set PROSPECT_DATA_DIR to another directory\n`,
       );
     } finally {
       expect(await first.stop()).toBe(0);
@@ -103,17 +107,16 @@ describe('the API process under faults', () => {
   });
 
   it('takes over the lock a killed process left behind', async () => {
-    const dir = join(dataDir, 'data');
-    const killed = await startApiProcess({ PROSPECT_DATA_DIR: dir });
-    const lock = await readFile(join(dir, 'prospect-api.lock'), 'utf8');
+    const killed = await startApiProcess({ PROSPECT_DATA_DIR: data });
+    const lock = await readFile(join(data, 'prospect-api.lock'), 'utf8');
     expect(lock.trim()).toBe(String(killed.child.pid));
     await killed.stop('SIGKILL');
-    const next = await startApiProcess({ PROSPECT_DATA_DIR: dir });
-    expect((await readFile(join(dir, 'prospect-api.lock'), 'utf8')).trim()).toBe(String(next.child.pid));
+    const next = await startApiProcess({ PROSPECT_DATA_DIR: data });
+    expect((await readFile(join(data, 'prospect-api.lock'), 'utf8')).trim()).toBe(String(next.child.pid));
     expect(await next.stop()).toBe(0);
     // A clean stop leaves no lock; a lock naming a pid that is not running is taken over too.
-    await writeFile(join(dir, 'prospect-api.lock'), '2147483646\n');
-    const again = await startApiProcess({ PROSPECT_DATA_DIR: dir });
+    await writeFile(join(data, 'prospect-api.lock'), '2147483646\n');
+    const again = await startApiProcess({ PROSPECT_DATA_DIR: data });
     expect(await again.stop()).toBe(0);
   });
 });

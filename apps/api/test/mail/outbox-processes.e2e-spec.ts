@@ -28,6 +28,9 @@ interface OutboxRow {
 async function serverDatabase() {
   const database = await emptyServerDatabase();
   const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  // pool.end() resolves before its sockets have closed; the DROP … WITH (FORCE) that follows may
+  // terminate one still closing, whose FATAL would otherwise be an unhandled 'error' event.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return {
     url: database.url,
     /** As startTestApp takes it, kept after the app closes. */

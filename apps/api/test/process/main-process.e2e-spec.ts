@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { ROUTES } from '@prospect/contract';
 import { runApiProcess, startApiProcess } from '../support/api-process.js';
 import { client } from '../support/http.js';
+import { copyMigratedDataDir } from '../support/migrated-data-dir.js';
 import { freePort } from '../support/throwaway-postgres.js';
 
 describe('the API process (npm start)', () => {
@@ -59,7 +60,8 @@ describe('the API process (npm start)', () => {
 
   it('names the listening address apart from PUBLIC_URL, a replica behind a proxy', async () => {
     const port = await freePort();
-    const api = await startApiProcess({ PROSPECT_DATA_DIR: dataDir, PORT: String(port), PUBLIC_URL: 'http://id.example.com:8080' });
+    // Not a first start: an embedded database already migrated (support/migrated-data-dir.ts).
+    const api = await startApiProcess({ PROSPECT_DATA_DIR: await copyMigratedDataDir(join(dataDir, 'data')), PORT: String(port), PUBLIC_URL: 'http://id.example.com:8080' });
     try {
       const banner = api.stdout();
       expect(banner).toContain('  Prospect API is running on http://id.example.com:8080\n');
@@ -95,7 +97,7 @@ describe('the API process (npm start)', () => {
   });
 
   it('finishes a request that is in flight when SIGTERM arrives', async () => {
-    const api = await startApiProcess({ PROSPECT_DATA_DIR: dataDir });
+    const api = await startApiProcess({ PROSPECT_DATA_DIR: await copyMigratedDataDir(join(dataDir, 'data')) });
     // Send the headers now and the body later, so the request is open across the signal.
     const { port, hostname } = new URL(api.baseUrl);
     const response = new Promise<number>((resolve, reject) => {
