@@ -2,7 +2,7 @@ import { ROUTES } from '@prospect/contract';
 import { Mailer } from '../../src/mail/mailer.js';
 import { InvitationsService } from '../../src/accounts/invitations.service.js';
 import { EmailVerificationService } from '../../src/accounts/email-verification.service.js';
-import { approve, createUser, deviceLoginToken, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approve, createUser, deviceLoginToken, poll, startDeviceLogin, userByEmail, userById } from '../support/fixtures.js';
 import { askForReset, enrolTotp, latestLink, resetWith, totpCode } from '../support/account-flows.js';
 import { SecondFactorsService } from '../../src/accounts/second-factors.service.js';
 import { get } from '../support/http.js';
@@ -10,6 +10,7 @@ import type { SmtpSink } from '../support/smtp-sink.js';
 import type { TestApp } from '../support/test-app.js';
 import { startAppWithMail } from '../support/mailing-app.js';
 import { postFrom, signInAs, webClient } from '../support/web-client.js';
+import { countWebSessions } from '../support/web-session-fixtures.js';
 
 const PASSWORD = 'correct horse battery';
 const OWNERS_PASSWORD = 'the owner alone knows this';
@@ -24,7 +25,7 @@ describe('credentials end with the account state they were issued for', () => {
   beforeAll(async () => ({ api, smtp } = await startAppWithMail()));
   afterAll(() => api?.close());
 
-  const count = async (sql: string, params: unknown[]) => (await api.dataSource.query(sql, params))[0].n as number;
+  const hasTotp = (userId: string) => api.app.get(SecondFactorsService).hasTotp(userId);
   const signedIn = async (web: ReturnType<typeof webClient>) => (await web.send('GET', '/settings/tokens')).status === 200;
 
   it('an unverified account adds no second factor and no passkey', async () => {
@@ -36,7 +37,7 @@ describe('credentials end with the account state they were issued for', () => {
     const security = await web.send('GET', '/settings/security');
     const passkey = await web.agent.post('/settings/security/passkeys/options').set('x-csrf-token', web.csrfFrom(security.text)).send({});
     expect(passkey.status).toBe(403);
-    expect(await count(`SELECT count(*)::int AS n FROM totp_factors WHERE user_id = $1`, [attacker.id])).toBe(0);
+    expect(await hasTotp(attacker.id)).toBe(false);
   });
 
   it('a reset that proves an address nobody had proven ends whatever the account creator set up (pre-hijacking)', async () => {
@@ -59,7 +60,7 @@ describe('credentials end with the account state they were issued for', () => {
     expect(reset).toMatchObject({ status: 303, location: '/login?password=reset' });
 
     // Everything the creator set up is gone, though "revoke tokens" was not ticked.
-    expect(await count(`SELECT count(*)::int AS n FROM totp_factors f JOIN users u ON u.id = f.user_id WHERE u.email = $1`, [victimEmail])).toBe(0);
+    expect(await hasTotp((await userByEmail(api, victimEmail))!.id)).toBe(false);
     expect((await get(api, ROUTES.me, attackerToken)).status).toBe(401);
     expect(await signedIn(attackerBrowser)).toBe(false);
     await expect(signInAs(api, victimEmail, PASSWORD)).rejects.toThrow();
@@ -93,7 +94,7 @@ describe('credentials end with the account state they were issued for', () => {
     expect((await attacker.send('GET', change.pathname + change.search)).status).toBe(410);
     const forced = await attacker.send('POST', '/email-change', { _csrf: '', token: change.searchParams.get('token')! });
     expect(forced.status).toBeGreaterThanOrEqual(400);
-    expect(await count(`SELECT count(*)::int AS n FROM users WHERE id = $1 AND email = $2`, [carol.id, carol.email])).toBe(1);
+    expect((await userById(api, carol.id))?.email).toBe(carol.email);
     // And a reset asked for the attacker's address reaches no account.
     await askForReset(api, mallory);
     await api.app.get(Mailer).settled();
@@ -182,10 +183,10 @@ describe('credentials end with the account state they were issued for', () => {
 
   it('shows the sign-in page without storing a session, and its form still works only with its own token', async () => {
     const user = await createUser(api);
-    const before = await count(`SELECT count(*)::int AS n FROM web_sessions`, []);
+    const before = await countWebSessions(api);
     await Promise.all(Array.from({ length: 20 }, () => webClient(api).send('GET', '/login')));
     await Promise.all(Array.from({ length: 5 }, () => webClient(api).send('GET', '/signup')));
-    expect(await count(`SELECT count(*)::int AS n FROM web_sessions`, [])).toBe(before);
+    expect(await countWebSessions(api)).toBe(before);
 
     const web = webClient(api);
     const form = await web.send('GET', '/login');

@@ -98,6 +98,7 @@ describe('passkey sign-in limits', () => {
       // Only the verified ones were audited: one row each, not one per try.
       expect((await refusedPasskeys(api)) - before).toBe(5);
       // The counter keeps the credential id's hash, not the id.
+      // sql-on-purpose: the counter's key at rest holds the credential id's hash
       const keys = (await api.dataSource.query(`SELECT key FROM rate_limits WHERE key LIKE 'passkey:%'`)).map((row: { key: string }) => row.key);
       expect(keys).toEqual([`passkey:credential:${createHash('sha256').update(passkey.credentialId).digest('base64url')}`]);
       // Another person's passkey is not limited by it.
@@ -185,6 +186,7 @@ describe('passkey sign-in limits', () => {
       expect(answers.filter((r) => r.status === 429)).toHaveLength(280);
       expect(await refusedPasskeys(api)).toBe(20);
       // A made-up credential id is counted against the address alone: no row for each.
+      // sql-on-purpose: nothing is stored per made-up credential id
       expect(await api.dataSource.query(`SELECT key FROM rate_limits WHERE key LIKE 'passkey:%'`)).toEqual([]);
     });
   });

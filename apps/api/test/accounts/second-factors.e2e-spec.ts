@@ -1,5 +1,7 @@
 import { Secret, TOTP } from 'otpauth';
+import { PasskeysService } from '../../src/accounts/passkeys.service.js';
 import { Mailer } from '../../src/mail/mailer.js';
+import { countPasskeys, countRecoveryCodes } from '../support/account-fixtures.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import type { SmtpSink } from '../support/smtp-sink.js';
@@ -49,8 +51,10 @@ describe('second factors', () => {
   it('sets up an app: the key is sealed at rest, the codes hashed, and every sign-in then asks for a code, each accepted once', async () => {
     const user = await createUser(api);
     const { key, codes } = await enrol(await signInAs(api, user.email, PASSWORD));
+    // sql-on-purpose: the app's key is stored only sealed
     const [factor] = await api.dataSource.query(`SELECT key_sealed FROM totp_factors WHERE user_id = $1`, [user.id]);
     expect(factor.key_sealed.toString('latin1')).not.toContain(key.replace(/\s/g, ''));
+    // sql-on-purpose: the recovery codes are stored only as their hashes
     const stored = JSON.stringify(await api.dataSource.query(`SELECT encode(code_hash, 'escape') AS h FROM recovery_codes WHERE user_id = $1`, [user.id]));
     for (const code of codes) expect(stored).not.toContain(code);
 
@@ -158,8 +162,7 @@ describe('second factors', () => {
     const adminWeb = await signInAs(api, admin.email, PASSWORD);
     expect((await postFrom(adminWeb, `/admin/users/${user.id}`, `/admin/users/${user.id}/second-factor/remove`)).status).toBe(303);
     await signInAs(api, user.email, PASSWORD); // no code asked
-    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM recovery_codes WHERE user_id = $1`, [user.id]);
-    expect(n).toBe(0);
+    expect(await countRecoveryCodes(api, user.id)).toBe(0);
   });
 
   it('in a real browser: set up the app with its QR page, then sign in with a code, at phone width', async () => {
@@ -269,8 +272,7 @@ describe('passkeys', () => {
     expect((await web.send('POST', '/settings/security/passkeys/options', {}, headers)).status).toBe(403); // no CSRF token
     expect((await web.send('POST', '/settings/security/passkeys/00000000-0000-4000-8000-000000000000/remove', { _csrf: csrf })).status).toBe(303);
     expect((await web.send('POST', '/settings/security/passkeys/not-a-uuid/remove', { _csrf: csrf })).status).toBe(400);
-    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM passkeys`);
-    expect(n).toBe(0);
+    expect(await countPasskeys(api)).toBe(0);
   });
 
   it('registers a passkey, signs in with it alone, and asks for it after the password', async () => {
@@ -313,8 +315,8 @@ describe('passkeys', () => {
       await page.waitForURL(/\/settings\/security$/);
       expect(await page.locator('table.log').textContent()).toContain('with a passkey');
 
-      const [row] = await api.dataSource.query(`SELECT counter, last_used_at FROM passkeys WHERE user_id = $1`, [user.id]);
-      expect(row.last_used_at).not.toBeNull();
+      const [passkey] = await api.app.get(PasskeysService).list(user.id);
+      expect(passkey!.lastUsedAt).not.toBeNull();
       await context.close();
     } finally {
       await browser.close();

@@ -1,5 +1,7 @@
 import { DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES } from '@prospect/contract';
+import { AdminUsersService } from '../../src/admin/admin-users.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
+import { clientById, clientIds, countAccessTokensOfClient, markClientDisabledOnly } from '../support/client-fixtures.js';
 import { eventually } from '../support/eventually.js';
 import { approve, authEvents, createUser } from '../support/fixtures.js';
 import { get, request, type Target } from '../support/http.js';
@@ -30,11 +32,15 @@ describe('/api/admin/clients', () => {
   });
 
   const call = (method: string, path: string, json?: unknown, token = adminToken) => request(api, method, path, { json, token });
-  const clientRows = async (id: string) => (await api.dataSource.query(`SELECT id FROM oauth_clients WHERE id = $1`, [id])).length;
+  /** The client's name, scopes and disabled time: what a refused change leaves as it was. */
+  const settingsOf = async (id: string) => {
+    const { name, allowedScopes, disabledAt } = (await clientById(api, id))!;
+    return { name, allowedScopes, disabledAt };
+  };
 
-  /** A person signed in through `clientId` by the device flow: its access and refresh tokens. */
-  async function signIn(clientId: string) {
-    const user = await createUser(api);
+  /** `user` (a new person unless given) signed in through `clientId` by the device flow: its access and refresh tokens. */
+  async function signIn(clientId: string, user?: { id: string }) {
+    user ??= await createUser(api);
     const device = (await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: clientId })).body;
     await approve(api, device.user_code, user);
     const tokens = (await form(api, OAUTH_ROUTES.token, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: device.device_code, client_id: clientId })).body;
@@ -47,8 +53,9 @@ describe('/api/admin/clients', () => {
     expect((await request(api, 'GET', CLIENTS)).status).toBe(401);
     await call('POST', CLIENTS, { id: 'profile-only', name: 'Profile only', allowedScopes: ['profile'] });
     // An admin's token from a client granted `profile` alone cannot administer.
-    const scoped = await signIn('profile-only');
-    await api.dataSource.query(`UPDATE users SET role = 'admin' WHERE id = (SELECT user_id FROM access_tokens ORDER BY created_at DESC LIMIT 1)`);
+    const person = await createUser(api);
+    const scoped = await signIn('profile-only', person);
+    await api.app.get(AdminUsersService).update(person.id, { admin: true }, admin.id, null);
     const refused = await call('GET', CLIENTS, undefined, scoped.access_token);
     expect(refused.status).toBe(403);
     expect(refused.body.error).toBe('insufficient_scope');
@@ -80,7 +87,7 @@ describe('/api/admin/clients', () => {
     ]) {
       const res = await call('POST', CLIENTS, body);
       expect(res.status).toBe(400);
-      expect(await clientRows(body.id)).toBe(0);
+      expect(await clientIds(api)).not.toContain(body.id); // the list: a lookup skips an id no client may have
     }
     const list = (await call('GET', CLIENTS)).body as Array<{ id: string }>;
     expect(list[0]).toMatchObject({ id: 'prospect-cli', builtIn: true, allowedScopes: ['profile', 'tokens', 'admin'] });
@@ -94,7 +101,7 @@ describe('/api/admin/clients', () => {
     expect((await call('PATCH', `${CLIENTS}/prospect-cli`, { disabled: true })).status).toBe(400);
     // One request, one transaction: a refused part leaves the rest unchanged.
     expect((await call('PATCH', `${CLIENTS}/prospect-cli`, { name: 'Renamed then refused', disabled: true })).status).toBe(400);
-    expect((await api.dataSource.query(`SELECT name FROM oauth_clients WHERE id = 'prospect-cli'`))[0].name).not.toBe('Renamed then refused');
+    expect((await clientById(api, 'prospect-cli'))!.name).not.toBe('Renamed then refused');
     expect((await call('DELETE', `${CLIENTS}/prospect-cli`)).status).toBe(400);
     const events = await authEvents(api, { typePrefix: 'oauth.client_', userId: admin.id });
     expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['oauth.client_register', 'oauth.client_update']));
@@ -102,7 +109,7 @@ describe('/api/admin/clients', () => {
 
   it('answers garbage with a 4xx and changes nothing', async () => {
     await call('POST', CLIENTS, { id: 'steady', name: 'Steady', allowedScopes: ['profile'] });
-    const before = await api.dataSource.query(`SELECT name, allowed_scopes, disabled_at FROM oauth_clients WHERE id = 'steady'`);
+    const before = await settingsOf('steady');
     for (const body of ['{"disabled": "yes"}', '{"allowedScopes": "profile"}', '{"allowedScopes": ["profile", "profile", "profile", "profile"]}', '{"name": null}', '{"name": ', '[]', '{"id": "renamed"}']) {
       const res = await request(api, 'PATCH', `${CLIENTS}/steady`, { body, headers: { 'content-type': 'application/json' }, token: adminToken });
       expect(res.status).toBe(400);
@@ -111,7 +118,7 @@ describe('/api/admin/clients', () => {
       expect((await call('PATCH', `${CLIENTS}/${id}`, { name: 'x' })).status).toBe(404);
       expect((await call('DELETE', `${CLIENTS}/${id}`)).status).toBe(404);
     }
-    expect(await api.dataSource.query(`SELECT name, allowed_scopes, disabled_at FROM oauth_clients WHERE id = 'steady'`)).toEqual(before);
+    expect(await settingsOf('steady')).toEqual(before);
   });
 
   it('disabling revokes every token and refresh family of the client at once, on every replica, even with refreshes racing it', async () => {
@@ -147,10 +154,10 @@ describe('/api/admin/clients', () => {
     const device = (await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'racing' })).body;
     await approve(api, device.user_code, await createUser(api));
     // As if the login had been inserted after the disable's cancel: only the client is disabled.
-    await api.dataSource.query(`UPDATE oauth_clients SET disabled_at = now() WHERE id = 'racing'`);
+    await markClientDisabledOnly(api, 'racing');
     const poll = await form(api, OAUTH_ROUTES.token, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: device.device_code, client_id: 'racing' });
     expect(poll.body).toMatchObject({ error: 'access_denied', error_description: 'This sign-in was cancelled.' });
-    expect(await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens t JOIN device_logins d ON d.id = t.device_login_id WHERE d.client_id = 'racing'`)).toEqual([{ n: 0 }]);
+    expect(await countAccessTokensOfClient(api, 'racing')).toBe(0);
   });
 
   it('deleting revokes its tokens and removes it; its id is free again', async () => {
@@ -158,7 +165,7 @@ describe('/api/admin/clients', () => {
     const session = await signIn('short-lived');
     expect((await call('DELETE', `${CLIENTS}/short-lived`)).status).toBe(204);
     expect((await get(api, ROUTES.me, session.access_token)).status).toBe(401);
-    expect(await clientRows('short-lived')).toBe(0);
+    expect(await clientById(api, 'short-lived')).toBeNull();
     expect((await call('DELETE', `${CLIENTS}/short-lived`)).status).toBe(404);
     expect((await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'short-lived' })).body.error).toBe('invalid_client');
     expect((await call('POST', CLIENTS, { id: 'short-lived', name: 'Born again', allowedScopes: ['profile'] })).status).toBe(201);

@@ -1,4 +1,5 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { federatedLinksOf } from '../support/federation-fixtures.js';
 import { createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
 import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
 import { events, type Federation, PROVIDERS, startFederation } from './support/federation.js';
@@ -115,17 +116,17 @@ describe('sign-in through an identity provider, in a browser', () => {
     await expect(page.textContent('main')).resolves.toContain('liz@acme.test already has a Prospect account');
     await page.screenshot({ path: `${SCREENSHOTS}sso-link.png`, fullPage: true });
     // Not signed in, and not linked, before the proof.
-    expect(await fed.api.dataSource.query(`SELECT id FROM federated_identities WHERE subject = 'liz'`)).toEqual([]);
+    expect(await federatedLinksOf(fed.api, { subject: 'liz' })).toEqual([]);
     await page.getByLabel('Password').fill('not her password');
     await page.getByRole('button', { name: 'Link with the password' }).click();
     await expect(page.textContent('main')).resolves.toContain('That password is not the one of this account');
-    expect(await fed.api.dataSource.query(`SELECT id FROM federated_identities WHERE subject = 'liz'`)).toEqual([]);
+    expect(await federatedLinksOf(fed.api, { subject: 'liz' })).toEqual([]);
 
     await page.getByLabel('Password').fill('correct horse battery');
     await page.getByRole('button', { name: 'Link with the password' }).click();
     await page.waitForURL('**/settings/tokens');
     await expect(page.textContent('main')).resolves.toContain('Acme SSO is linked to your account');
-    expect(await fed.api.dataSource.query(`SELECT user_id FROM federated_identities WHERE subject = 'liz'`)).toEqual([{ user_id: existing.id }]);
+    expect((await federatedLinksOf(fed.api, { subject: 'liz' })).map((link) => link.userId)).toEqual([existing.id]);
 
     // From now on the provider signs her in.
     await page.locator('header').getByRole('button', { name: /Sign out/ }).click();

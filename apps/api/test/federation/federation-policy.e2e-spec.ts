@@ -2,6 +2,7 @@ import { InvitationsService } from '../../src/accounts/invitations.service.js';
 import { Mailer } from '../../src/mail/mailer.js';
 import { askForReset, enrolTotp, latestLink, totpCode } from '../support/account-flows.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { federatedLinksOf } from '../support/federation-fixtures.js';
 import { createUser } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { SmtpSink } from '../support/smtp-sink.js';
@@ -168,7 +169,7 @@ describe('policy at the identity provider’s edge', () => {
       expect((await browser.request(`${fed.api.baseUrl}/login/code`, { form: { _csrf: HttpBrowser.csrfOf(second.text), code: totpCode(key, clock.now().getTime()) } })).location?.pathname).toBe('/login/link/finish');
       const finish = await browser.request(`${fed.api.baseUrl}/login/link/finish`);
       expect((await browser.request(`${fed.api.baseUrl}/login/link/finish`, { form: { _csrf: HttpBrowser.csrfOf(finish.text) } })).status).toBe(303);
-      expect(await fed.api.dataSource.query(`SELECT user_id FROM federated_identities WHERE subject = $1`, [person.sub])).toEqual([{ user_id: member.id }]);
+      expect((await federatedLinksOf(fed.api, { subject: person.sub })).map((link) => link.userId)).toEqual([member.id]);
       expect(await signedInAs(browser, fed.api)).toBe(member.email);
     } finally {
       await fed.call('PATCH', `${PROVIDERS}/acme`, { enforce: false });

@@ -1,11 +1,14 @@
+import { SecondFactorsService } from '../../src/accounts/second-factors.service.js';
 import { FederationChecks } from '../../src/federation/federation-checks.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { enrolTotp, latestLink, totpCode } from '../support/account-flows.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { createUser } from '../support/fixtures.js';
+import { federatedLinksOf, markLinkRefusedOnly, markProviderDisabledOnly } from '../support/federation-fixtures.js';
+import { createUser, hasPassword, userByEmail } from '../support/fixtures.js';
 import { get } from '../support/http.js';
 import { SmtpSink } from '../support/smtp-sink.js';
 import { signInAs } from '../support/web-client.js';
+import { countWebSessions, sessionLinksOf } from '../support/web-session-fixtures.js';
 import { answerFor, events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederation } from './support/federation.js';
 import { HttpBrowser } from './support/http-browser.js';
 
@@ -38,9 +41,13 @@ describe('sign-in through an identity provider', () => {
     fed.idp.users.set(sub, user);
     return user;
   }
-  const accounts = (email: string) =>
-    fed.api.dataSource.query(`SELECT id, password_hash IS NULL AS "noPassword", email_verified_at IS NOT NULL AS verified FROM users WHERE email = $1`, [email]);
-  const linksOf = (sub: string) => fed.api.dataSource.query(`SELECT id, user_id FROM federated_identities WHERE subject = $1`, [sub]);
+  /** The account with this address (none or one), with whether it has a password and a verified address. */
+  const accounts = async (email: string) => {
+    const account = await userByEmail(fed.api, email);
+    return account ? [{ id: account.id, noPassword: !(await hasPassword(fed.api, account.id)), verified: account.emailVerifiedAt !== null }] : [];
+  };
+  /** The links of the provider's subject: which account each goes to. */
+  const linksOf = async (sub: string) => (await federatedLinksOf(fed.api, { subject: sub })).map(({ id, userId }) => ({ id, userId }));
   const lastRefusal = async () => (await events(fed.api, 'federation.login_refused')).at(-1)!;
   const now = () => clock.now().getTime();
 
@@ -53,11 +60,11 @@ describe('sign-in through an identity provider', () => {
     expect(await signedInAs(browser, fed.api)).toBe(person.email);
     const [account] = await accounts(person.email);
     expect(account).toMatchObject({ noPassword: true, verified: true });
-    expect(await linksOf(person.sub)).toEqual([{ id: expect.any(String), user_id: account.id }]);
+    expect(await linksOf(person.sub)).toEqual([{ id: expect.any(String), userId: account.id }]);
     expect((await events(fed.api, 'federation.signup')).map((e) => e.user_id)).toContain(account.id);
     // The session records the link it came through.
-    const [session] = await fed.api.dataSource.query(`SELECT federated_link_id FROM web_sessions WHERE user_id = $1`, [account.id]);
-    expect(session.federated_link_id).toBe((await linksOf(person.sub))[0].id);
+    const [sessionLink] = await sessionLinksOf(fed.api, account.id);
+    expect(sessionLink).toBe((await linksOf(person.sub))[0]!.id);
 
     // Another browser: the same account, found by (issuer, subject).
     const again = new HttpBrowser();
@@ -191,7 +198,7 @@ describe('sign-in through an identity provider', () => {
     expect(done.status).toBe(303);
     expect(done.location?.pathname).toBe('/settings/account');
     expect(await signedInAs(browser, fed.api)).toBe(squatter.email);
-    expect(await linksOf(carol.sub)).toEqual([{ id: expect.any(String), user_id: squatter.id }]);
+    expect(await linksOf(carol.sub)).toEqual([{ id: expect.any(String), userId: squatter.id }]);
 
     // The squatter's password, session and token are gone; the address counts as verified.
     expect(await accounts(squatter.email)).toEqual([{ id: squatter.id, noPassword: true, verified: true }]);
@@ -225,10 +232,10 @@ describe('sign-in through an identity provider', () => {
     expect(finishPage.status).toBe(200);
     const finished = await browser.request(`${fed.api.baseUrl}/login/link/finish`, { form: { _csrf: HttpBrowser.csrfOf(finishPage.text) } });
     expect(finished.location?.pathname).toBe('/settings/security');
-    expect(await linksOf(person.sub)).toEqual([{ id: expect.any(String), user_id: dave.id }]);
+    expect(await linksOf(person.sub)).toEqual([{ id: expect.any(String), userId: dave.id }]);
     // What the account had stays: its password, its app, its other browser.
     expect(await accounts(dave.email)).toEqual([{ id: dave.id, noPassword: false, verified: true }]);
-    expect((await fed.api.dataSource.query(`SELECT count(*)::int AS n FROM totp_factors WHERE user_id = $1`, [dave.id]))[0].n).toBe(1);
+    expect(await fed.api.app.get(SecondFactorsService).hasTotp(dave.id)).toBe(true);
     expect((await daveBrowser.send('GET', '/settings/tokens')).status).toBe(200);
 
     // From now on the provider signs Dave in; with his own second factor, as the provider showed none.
@@ -250,7 +257,7 @@ describe('sign-in through an identity provider', () => {
     expect([first.status, second.status]).toEqual([303, 303]);
     const rows = await accounts(person.email);
     expect(rows).toHaveLength(1);
-    expect(await linksOf(person.sub)).toEqual([{ id: expect.any(String), user_id: rows[0].id }]);
+    expect(await linksOf(person.sub)).toEqual([{ id: expect.any(String), userId: rows[0].id }]);
     expect(await signedInAs(a, fed.api)).toBe(person.email);
     expect(await signedInAs(b, fed.api)).toBe(person.email);
   });
@@ -279,7 +286,7 @@ describe('sign-in through an identity provider', () => {
       expect(await signedInAs(browser, fed.api)).toBeNull();
       expect(await signedInAs(frankBrowser, fed.api)).toBeNull();
       expect((await frankPassword.send('GET', '/settings/tokens')).status).toBe(200);
-      expect((await fed.api.dataSource.query(`SELECT count(*)::int AS n FROM web_sessions WHERE federated_link_id IS NOT NULL AND user_id IS NOT NULL`))[0].n).toBe(0);
+      expect(await countWebSessions(fed.api, { federated: true })).toBe(0);
       expect((await inFlight.request(pending)).status).toBe(403);
       expect(await signedInAs(inFlight, fed.api)).toBeNull();
       const start = await new HttpBrowser().request(`${fed.api.baseUrl}/login/sso/acme`);
@@ -300,15 +307,15 @@ describe('sign-in through an identity provider', () => {
     const browser = new HttpBrowser();
     await signInThrough(browser, fed.api, '/login/sso/acme', person.sub);
     // As if a request in flight had written the session back after the statement that ended it.
-    await fed.api.dataSource.query(`UPDATE federated_identities SET refused_at = now() WHERE subject = $1`, [person.sub]);
+    await markLinkRefusedOnly(fed.api, person.sub);
     expect(await signedInAs(browser, fed.api)).toBeNull();
     await signInThrough(browser, fed.api, '/login/sso/acme', person.sub); // the provider says yes again: the refusal is lifted
     expect(await signedInAs(browser, fed.api)).toBe(person.email);
-    await fed.api.dataSource.query(`UPDATE identity_providers SET disabled_at = now() WHERE id = 'acme'`);
+    await markProviderDisabledOnly(fed.api, 'acme', true);
     try {
       expect(await signedInAs(browser, fed.api)).toBeNull();
     } finally {
-      await fed.api.dataSource.query(`UPDATE identity_providers SET disabled_at = NULL WHERE id = 'acme'`);
+      await markProviderDisabledOnly(fed.api, 'acme', false);
     }
   });
 
@@ -318,8 +325,7 @@ describe('sign-in through an identity provider', () => {
     const [leaverBrowser, stayerBrowser] = [new HttpBrowser(), new HttpBrowser()];
     await signInThrough(leaverBrowser, fed.api, '/login/sso/acme', leaver.sub);
     await signInThrough(stayerBrowser, fed.api, '/login/sso/acme', stayer.sub);
-    const [{ sealed }] = await fed.api.dataSource.query(`SELECT refresh_token_sealed IS NOT NULL AS sealed FROM federated_identities WHERE subject = $1`, [leaver.sub]);
-    expect(sealed).toBe(true);
+    expect((await federatedLinksOf(fed.api, { subject: leaver.sub }))[0]!.hasRefreshToken).toBe(true);
     const checks = fed.api.app.get(FederationChecks);
     // Not due yet.
     expect((await checks.checkDue()).checked).toBe(0);
@@ -330,10 +336,10 @@ describe('sign-in through an identity provider', () => {
     expect(round.refused).toBe(1);
     expect(await signedInAs(leaverBrowser, fed.api)).toBeNull();
     expect(await signedInAs(stayerBrowser, fed.api)).toBe(stayer.email);
-    const [leaverLink] = await fed.api.dataSource.query(`SELECT refused_at FROM federated_identities WHERE subject = $1`, [leaver.sub]);
-    expect(leaverLink.refused_at).not.toBeNull();
-    const [stayerLink] = await fed.api.dataSource.query(`SELECT last_verified_at FROM federated_identities WHERE subject = $1`, [stayer.sub]);
-    expect(new Date(stayerLink.last_verified_at).getTime()).toBe(now());
+    const [leaverLink] = await federatedLinksOf(fed.api, { subject: leaver.sub });
+    expect(leaverLink!.refusedAt).not.toBeNull();
+    const [stayerLink] = await federatedLinksOf(fed.api, { subject: stayer.sub });
+    expect(stayerLink!.lastVerifiedAt.getTime()).toBe(now());
     const refusal = (await events(fed.api, 'federation.refused_by_provider')).at(-1)!;
     expect(refusal.detail).toMatchObject({ providerId: 'acme', reason: expect.stringMatching(/invalid_grant/), sessions: 1 });
   });

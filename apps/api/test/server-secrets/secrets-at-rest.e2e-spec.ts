@@ -37,11 +37,13 @@ describe('secrets at rest and in logs', () => {
     clock.advanceSeconds(REPLY_WINDOW_SECONDS);
     await poll(api, start.deviceCode); // a replay, audited
 
+    // sql-on-purpose: every table of the schema, to search all that is stored
     const tables: Array<{ table_name: string }> = await api.dataSource.query(
       `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`,
     );
     let dump = '';
     for (const { table_name } of tables) {
+      // sql-on-purpose: every row at rest, searched for the raw secrets
       const rows = await api.dataSource.query(`SELECT * FROM "${table_name}"`);
       // bytea columns come back as Buffers: dump them as text too, so nothing hides there.
       dump += JSON.stringify(rows, (_k, v: unknown) => {

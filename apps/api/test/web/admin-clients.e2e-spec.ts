@@ -1,5 +1,6 @@
 import type { Browser, Page } from 'playwright-core';
 import { DeviceLoginService } from '../../src/device-login/device-login.service.js';
+import { clientById, clientIds } from '../support/client-fixtures.js';
 import { countAuthEvents, createUser, startDeviceLogin } from '../support/fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
@@ -19,7 +20,6 @@ describe('OAuth clients pages', () => {
 
   const asAdmin = () => signInAs(api, admin.email, PASSWORD);
   const asPerson = async () => signInAs(api, (await createUser(api)).email, PASSWORD);
-  const clientIds = async () => ((await api.dataSource.query(`SELECT id FROM oauth_clients ORDER BY id`)) as Array<{ id: string }>).map((r) => r.id);
 
   /** Posts the registration form with the CSRF token of a fresh copy of the page. */
   async function register(web: WebClient, form: Record<string, string | string[]>) {
@@ -47,7 +47,7 @@ describe('OAuth clients pages', () => {
       const form = await web.send('GET', '/login');
       const post = await web.send('POST', '/admin/clients', { _csrf: web.csrfFrom(form.text), id: 'anonymous-client', name: 'Anonymous' });
       expect(post.location).toBe('/login?next=%2Fadmin%2Fclients');
-      expect(await clientIds()).not.toContain('anonymous-client');
+      expect(await clientIds(api)).not.toContain('anonymous-client');
     });
 
     it('refuses a signed-in person who is not an admin with a 403 page, and links the page for admins only', async () => {
@@ -59,7 +59,7 @@ describe('OAuth clients pages', () => {
       expect(tokens.text).not.toContain('href="/admin/clients"');
       const post = await person.send('POST', '/admin/clients', { _csrf: person.csrfFrom(tokens.text), id: 'not-an-admin', name: 'Sneaky' });
       expect(post.status).toBe(403);
-      expect(await clientIds()).not.toContain('not-an-admin');
+      expect(await clientIds(api)).not.toContain('not-an-admin');
 
       const adminPage = (await (await asAdmin()).send('GET', '/settings/tokens')).text;
       expect(adminPage).toContain('<a href="/admin/clients" aria-label="OAuth clients">');
@@ -80,8 +80,7 @@ describe('OAuth clients pages', () => {
       expect(after.text.indexOf('prospect-cli')).toBeLessThan(after.text.indexOf('<code>acme-sync</code></td>')); // built-in first
       expect((await web.send('GET', '/admin/clients')).text).not.toContain('Registered “Acme Sync”');
 
-      const [row] = await api.dataSource.query(`SELECT name, built_in, created_by_user_id FROM oauth_clients WHERE id = 'acme-sync'`);
-      expect(row).toEqual({ name: 'Acme Sync', built_in: false, created_by_user_id: admin.id });
+      expect(await clientById(api, 'acme-sync')).toMatchObject({ name: 'Acme Sync', builtIn: false, createdByUserId: admin.id });
       expect(await countAuthEvents(api, { type: 'oauth.client_register', userId: admin.id })).toBe(1);
     });
 
@@ -94,17 +93,16 @@ describe('OAuth clients pages', () => {
       expect(again.text).toContain('value="taken.client"');
       expect(again.text).toContain('value="Second"');
       expect((await register(web, { id: 'prospect-cli', name: 'Impostor' })).status).toBe(409);
-      const [{ name }] = await api.dataSource.query(`SELECT name FROM oauth_clients WHERE id = 'prospect-cli'`);
-      expect(name).toBe('Prospect CLI');
+      expect((await clientById(api, 'prospect-cli'))!.name).toBe('Prospect CLI');
     });
 
     it.each(['', 'ab', 'Acme', '-acme', 'acme sync', 'acme/sync', 'é-client', 'a'.repeat(65)])('refuses the client id %j with a 400 page naming the rule', async (id) => {
-      const before = await clientIds();
+      const before = await clientIds(api);
       const res = await register(await asAdmin(), { id, name: 'Some tool' });
       expect(res.status).toBe(400);
       expect(res.text).toContain('The client id must be 3 to 64 lower-case letters, digits, ".", "_" or "-", the first one a letter or digit.'.replace(/"/g, '&quot;'));
       expect(res.text).toContain('value="Some tool"');
-      expect(await clientIds()).toEqual(before);
+      expect(await clientIds(api)).toEqual(before);
     });
 
     it.each([
@@ -115,19 +113,18 @@ describe('OAuth clients pages', () => {
       const res = await register(await asAdmin(), { id: 'named-badly', name });
       expect(res.status).toBe(400);
       expect(res.text).toContain(message);
-      expect(await clientIds()).not.toContain('named-badly');
+      expect(await clientIds(api)).not.toContain('named-badly');
     });
 
     it('registers the scopes a client may ask for, and refuses none or one it does not define', async () => {
       expect((await register(await asAdmin(), { id: 'scoped-tool', name: 'Scoped', scopes: ['tokens', 'profile'] })).status).toBe(303);
-      const [row] = await api.dataSource.query(`SELECT allowed_scopes FROM oauth_clients WHERE id = 'scoped-tool'`);
-      expect(row.allowed_scopes).toBe('profile tokens');
+      expect((await clientById(api, 'scoped-tool'))!.allowedScopes).toBe('profile tokens');
       for (const scopes of [[], ['billing:write'], ['profile', 'users:delete']]) {
         const res = await register(await asAdmin(), { id: 'unscoped-tool', name: 'Unscoped', scopes });
         expect(res.status).toBe(400);
         expect(res.text).toContain('Please choose at least one of the scopes offered');
       }
-      expect(await clientIds()).not.toContain('unscoped-tool');
+      expect(await clientIds(api)).not.toContain('unscoped-tool');
     });
 
     it('refuses a registration without the CSRF token, or with another session’s', async () => {
@@ -138,7 +135,7 @@ describe('OAuth clients pages', () => {
       const other = await asAdmin();
       const otherPage = await other.send('GET', '/admin/clients');
       expect((await web.send('POST', '/admin/clients', { _csrf: other.csrfFrom(otherPage.text), id: 'forged-client', name: 'Forged' })).status).toBe(403);
-      expect(await clientIds()).not.toContain('forged-client');
+      expect(await clientIds(api)).not.toContain('forged-client');
     });
   });
 
@@ -167,12 +164,10 @@ describe('OAuth clients pages', () => {
         expect(refused.status).toBe(400);
         expect(refused.text).toContain(message);
       }
-      const [row] = await api.dataSource.query(`SELECT name, allowed_scopes FROM oauth_clients WHERE id = 'edit-me'`);
-      expect(row).toEqual({ name: 'Edited', allowed_scopes: 'profile tokens' });
+      expect(await clientById(api, 'edit-me')).toMatchObject({ name: 'Edited', allowedScopes: 'profile tokens' });
       // The built-in client is renamed only: its scopes are not on its form, and no post changes them.
       await edit(web, 'prospect-cli', '', { name: 'Prospect CLI', scopes: ['profile'] });
-      const [cli] = await api.dataSource.query(`SELECT allowed_scopes FROM oauth_clients WHERE id = 'prospect-cli'`);
-      expect(cli.allowed_scopes).toBe('profile tokens admin');
+      expect((await clientById(api, 'prospect-cli'))!.allowedScopes).toBe('profile tokens admin');
       expect((await web.send('GET', '/admin/clients/prospect-cli')).text).not.toContain('Disable');
     });
 
@@ -194,7 +189,7 @@ describe('OAuth clients pages', () => {
       await register(web, { id: 'kept-client', name: 'Kept' });
       expect((await (await asPerson()).send('GET', '/admin/clients/kept-client')).status).toBe(403);
       expect((await web.send('POST', '/admin/clients/kept-client/disable', {})).status).toBe(403);
-      expect(await api.dataSource.query(`SELECT disabled_at FROM oauth_clients WHERE id = 'kept-client'`)).toEqual([{ disabled_at: null }]);
+      expect(await clientById(api, 'kept-client')).toMatchObject({ disabledAt: null });
     });
   });
 

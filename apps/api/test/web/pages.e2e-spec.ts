@@ -3,11 +3,12 @@ import { hashSessionId } from '../../src/web-sessions/hashed-session-store.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { countAccessTokensLabelled, everyAccount, giveLegacyPassword } from '../support/account-fixtures.js';
+import { createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
 import { client } from '../support/http.js';
-import { scryptHash } from '../support/legacy-password.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { csrfFrom, webClient } from '../support/web-client.js';
+import { countWebSessions, moveWebSessionExpiry, webSessionSecondsLeft } from '../support/web-session-fixtures.js';
 
 describe('web pages over HTTP', () => {
   let api: TestApp;
@@ -74,8 +75,8 @@ describe('web pages over HTTP', () => {
     const out = await first.send('POST', '/logout', { _csrf: first.csrfFrom(tokensPage.text) });
     expect(out.location).toBe('/login');
     expect((await first.send('GET', '/settings/tokens')).status).toBe(303);
-    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM web_sessions s JOIN users u ON u.id = s.user_id WHERE u.email = $1`, [email]);
-    expect(n).toBe(1); // the other browser's session is still there; the signed-out one is gone
+    const person = (await userByEmail(api, email))!;
+    expect(await countWebSessions(api, { userId: person.id })).toBe(1); // the other browser's session is still there; the signed-out one is gone
   });
 
   it.each([
@@ -116,10 +117,11 @@ describe('web pages over HTTP', () => {
   it('replaces a password hash of the previous scheme with argon2id at the next sign-in', async () => {
     const email = `legacy${Date.now()}@example.com`;
     const user = await createUser(api, { email });
-    await api.dataSource.query(`UPDATE users SET password_hash = $2 WHERE id = $1`, [user.id, await scryptHash('correct horse battery')]);
+    await giveLegacyPassword(api, user.id, 'correct horse battery');
     const web = webClient(api);
     const form = await web.send('GET', '/login');
     expect((await web.send('POST', '/login', { _csrf: web.csrfFrom(form.text), email, password: 'correct horse battery' })).status).toBe(303);
+    // sql-on-purpose: the hash stored at rest is now argon2id
     const [{ password_hash }] = await api.dataSource.query(`SELECT password_hash FROM users WHERE id = $1`, [user.id]);
     expect(password_hash).toMatch(/^\$argon2id\$/);
   });
@@ -140,8 +142,7 @@ describe('web pages over HTTP', () => {
     expect((await laptop.send('GET', out.location!)).text).toContain('You are signed out on every device, and every CLI token of yours is revoked.');
     expect((await laptop.send('GET', '/settings/tokens')).status).toBe(303);
     expect((await phone.send('GET', '/settings/tokens')).status).toBe(303);
-    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM web_sessions WHERE user_id = $1`, [user!.id]);
-    expect(n).toBe(0);
+    expect(await countWebSessions(api, { userId: user!.id })).toBe(0);
     expect((await client(api).get(ROUTES.me).set('authorization', `Bearer ${token}`)).status).toBe(401);
   });
 
@@ -155,13 +156,13 @@ describe('web pages over HTTP', () => {
     const shown = await web.send('GET', '/settings/tokens');
     const token = /id="new-token" class="token" type="text" readonly value="(prs_[^"]+)"/.exec(shown.text)?.[1];
     expect(token).toBeDefined();
+    // sql-on-purpose: the new token is not readable in any stored session
     const stored = JSON.stringify(await api.dataSource.query(`SELECT sess FROM web_sessions`));
     expect(stored).not.toContain(token!.slice(4, 24)); // kept sealed under the session id until shown
     expect((await web.send('GET', '/settings/tokens')).text).not.toContain(token!);
     const me = await client(api).get(ROUTES.me).set('authorization', `Bearer ${token}`);
     expect(Date.parse(me.body.expiresAt) - Date.now()).toBeGreaterThan(89 * 24 * 3600_000);
-    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE label = 'ninety'`);
-    expect(n).toBe(1);
+    expect(await countAccessTokensLabelled(api, 'ninety')).toBe(1);
     expect((await web.send('POST', '/settings/tokens', { _csrf: web.csrfFrom(page.text), expires_in_days: '7' })).status).toBe(400);
   });
 
@@ -239,8 +240,7 @@ describe('ALLOW_SIGNUP=false', () => {
       const res = await client(api).get('/signup').expect(403);
       expect(res.text).toContain('Sign-up is closed');
       await client(api).post('/signup').type('form').send('name=a&email=a%40b.co&password=correct+horse').expect(403);
-      const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM users`);
-      expect(n).toBe(0);
+      expect(await everyAccount(api)).toEqual([]);
     } finally {
       await api.close();
     }
@@ -275,6 +275,7 @@ describe('web sessions', () => {
     expect(anonymous).toBeDefined();
     expect(signedIn).not.toBe(anonymous);
     const ids = [anonymous, signedIn].map((cookie) => /^s%3A(prsw_[^.]+)\./.exec(cookie)![1]!);
+    // sql-on-purpose: the session ids are stored only as their SHA-256
     const rows: Array<{ sid: string; user_id: string | null }> = await api.dataSource.query(`SELECT sid, user_id FROM web_sessions`);
     const stored = JSON.stringify(rows);
     for (const id of ids) expect(stored).not.toContain(id.slice(5, 25));
@@ -296,17 +297,16 @@ describe('web sessions', () => {
     // connect-pg-simple: the test moves the row's expiry instead of sleeping.
     const { web, signedIn } = await signUp();
     const sid = hashSessionId(/^s%3A(prsw_[^.]+)\./.exec(signedIn)![1]!);
-    const secondsLeft = async () =>
-      Number((await api.dataSource.query(`SELECT extract(epoch FROM expire - now()) AS s FROM web_sessions WHERE sid = $1`, [sid]))[0].s);
+    const secondsLeft = () => webSessionSecondsLeft(api, sid);
 
-    await api.dataSource.query(`UPDATE web_sessions SET expire = now() + interval '1 second' WHERE sid = $1`, [sid]);
+    await moveWebSessionExpiry(api, sid, 1);
     const kept = await web.send('GET', '/settings/tokens');
     expect(kept.status).toBe(200);
     expect(await secondsLeft()).toBeGreaterThan(IDLE_SECONDS - 60); // rolled forward by the request
     const cookieExpires = Date.parse(/Expires=([^;]+)/.exec(String(kept.headers['set-cookie']))![1]!);
     expect(cookieExpires - Date.now()).toBeGreaterThan((IDLE_SECONDS - 60) * 1000); // and so is the cookie
 
-    await api.dataSource.query(`UPDATE web_sessions SET expire = now() - interval '1 second' WHERE sid = $1`, [sid]);
+    await moveWebSessionExpiry(api, sid, -1);
     const ended = await web.send('GET', '/settings/tokens');
     expect(ended.status).toBe(303);
     expect(ended.location).toBe('/login?next=%2Fsettings%2Ftokens');

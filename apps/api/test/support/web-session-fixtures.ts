@@ -1,0 +1,34 @@
+import type { TestApp } from './test-app.js';
+
+/*
+ * Web sessions are written and read by connect-pg-simple inside express-session: the app has no
+ * reader of the rows, nor a way to move an expiry (kept in real time by the store, not the app's
+ * clock). These are SQL, for the tests that look at or age the rows.
+ */
+
+/** How many web sessions are stored: all, a person's (`userId`), or (`federated`) the signed-in ones started through an identity-provider link. */
+export async function countWebSessions(api: TestApp, filter: { userId?: string; federated?: boolean } = {}): Promise<number> {
+  const [{ n }] = await api.dataSource.query(
+    `SELECT count(*)::int AS n FROM web_sessions
+      WHERE ($1::uuid IS NULL OR user_id = $1) AND (NOT $2 OR (federated_link_id IS NOT NULL AND user_id IS NOT NULL))`,
+    [filter.userId ?? null, filter.federated ?? false],
+  );
+  return n;
+}
+
+/** The identity-provider link each of the person's sessions was started through (null for one that was not). */
+export async function sessionLinksOf(api: TestApp, userId: string): Promise<Array<string | null>> {
+  const rows: Array<{ federated_link_id: string | null }> = await api.dataSource.query(`SELECT federated_link_id FROM web_sessions WHERE user_id = $1`, [userId]);
+  return rows.map((row) => row.federated_link_id);
+}
+
+/** Seconds until the session stored under `sid` (the SHA-256 the store keys it by) expires. */
+export async function webSessionSecondsLeft(api: TestApp, sid: string): Promise<number> {
+  const [row] = await api.dataSource.query(`SELECT extract(epoch FROM expire - now()) AS s FROM web_sessions WHERE sid = $1`, [sid]);
+  return Number(row.s);
+}
+
+/** Moves the session's expiry to `seconds` from now (negative: past), instead of waiting for its idle timeout. */
+export async function moveWebSessionExpiry(api: TestApp, sid: string, seconds: number): Promise<void> {
+  await api.dataSource.query(`UPDATE web_sessions SET expire = now() + make_interval(secs => $2) WHERE sid = $1`, [sid, seconds]);
+}
