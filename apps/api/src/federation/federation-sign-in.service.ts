@@ -1,34 +1,24 @@
-import { Injectable, Logger } from '@nestjs/common';
-import { hasUnsafeText, looksLikeEmail } from '@prospect/contract';
+import { Injectable } from '@nestjs/common';
+import { looksLikeEmail } from '@prospect/contract';
 import type { Response } from 'express';
-import * as oidc from 'openid-client';
-import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
-import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
-import { AppConfig } from '../config/app-config.js';
 import { isUniqueViolation } from '../database/sql.js';
-import { composeMail, Mailer } from '../mail/mailer.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import type { User } from '../users/user.entity.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
 import type { FederatedSignIn, PendingFederatedLink } from '../web-sessions/web-account.js';
 import { FederatedIdentitiesRepository, type LinkProof } from './federated-identities.repository.js';
-import { type IdentityProviderRow, IdentityProvidersRepository } from './identity-providers.repository.js';
-import { type ProviderIdentity, ProviderAnswerRefused, ProviderUnreachable, RelyingParty } from './relying-party.js';
-import { showsSecondFactor } from './provider-claims.js';
-import { type Flight, SignInFlights } from './sign-in-flights.js';
+import { FederatedLinkWriter } from './federated-link-writer.js';
 import { PENDING_LINK_MINUTES } from './federation-policy.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
-import type { Tx } from '../database/tx.js';
-import { WebSessions } from '../web-sessions/web-sessions.js';
-import { AccountCredentials } from './account-credentials.js';
-
-/** Prefix of the mailed link that proves an account for linking (256 random bits). */
-export const LINK_PROOF_TOKEN_PREFIX = 'prsf_';
-/** A provider's discovery document is read again at a sign-in when it is older than this. */
-const REDISCOVER_AFTER_MS = 24 * 3600 * 1000;
+import { type IdentityProviderRow, IdentityProvidersRepository } from './identity-providers.repository.js';
+import { LinkProofMail } from './link-proof-mail.js';
+import { showsSecondFactor } from './provider-claims.js';
+import { ProviderRedirect } from './provider-redirect.js';
+import { type ProviderIdentity, ProviderAnswerRefused, ProviderUnreachable, RelyingParty } from './relying-party.js';
+import type { Flight } from './sign-in-flights.js';
 
 /**
  * A sign-in through a provider that is not accepted: `reason` for the audit log (stable words),
@@ -69,28 +59,23 @@ export type SignInOutcome =
  */
 @Injectable()
 export class FederationSignIn {
-  private readonly logger = new Logger(FederationSignIn.name);
-
   constructor(
     private readonly uow: UnitOfWork,
     private readonly providers: IdentityProvidersRepository,
     private readonly links: FederatedIdentitiesRepository,
     private readonly relyingParty: RelyingParty,
-    private readonly flights: SignInFlights,
+    private readonly redirect: ProviderRedirect,
+    private readonly linkWriter: FederatedLinkWriter,
+    private readonly proofMail: LinkProofMail,
     private readonly users: UsersService,
     private readonly tokens: TokensService,
-    private readonly mailer: Mailer,
     private readonly limits: RateLimits,
-    private readonly audit: AuditService,
-    private readonly config: AppConfig,
     private readonly clock: Clock,
-    private readonly webSessions: WebSessions,
-    private readonly credentials: AccountCredentials,
   ) {}
 
   /** The redirect URI to register at the provider. */
   redirectUri(providerId: string): string {
-    return `${this.config.publicUrl}/login/sso/${providerId}/callback`;
+    return this.redirect.redirectUri(providerId);
   }
 
   /** A configured provider's display name (enabled or not), for a refusal's page. */
@@ -118,39 +103,7 @@ export class FederationSignIn {
     purpose: Flight['purpose'],
     options: { next: string; loginHint?: string; userId?: string; sessionId?: string },
   ): Promise<string> {
-    const provider = await this.withFreshMetadata(await this.enabledProvider(providerId));
-    const flight: Flight = {
-      providerId,
-      state: oidc.randomState(),
-      nonce: oidc.randomNonce(),
-      codeVerifier: oidc.randomPKCECodeVerifier(),
-      at: this.clock.now().getTime(),
-      next: options.next,
-      purpose,
-      ...(purpose === 'sudo' ? { userId: options.userId, session: sha256(options.sessionId ?? '').toString('base64url') } : {}),
-    };
-    const url = await this.relyingParty.authorizationUrl(provider, this.redirectUri(providerId), flight, { loginHint: options.loginHint, fresh: purpose === 'sudo' });
-    this.flights.start(res, flight);
-    return url;
-  }
-
-  /**
-   * The provider, its discovery document read again when the stored one is over a day old (its
-   * endpoints may move; its keys are fetched by the relying party as they rotate). A provider that
-   * cannot be read keeps the document it had, and says so in the log.
-   */
-  private async withFreshMetadata(provider: IdentityProviderRow): Promise<IdentityProviderRow> {
-    const now = this.clock.now();
-    if (now.getTime() - provider.discoveredAt.getTime() < REDISCOVER_AFTER_MS) return provider;
-    try {
-      const { metadata } = await this.relyingParty.discover(provider.issuer, provider.clientId, 'unused: the document alone is read');
-      await this.providers.rediscovered(provider.id, metadata, now);
-      return { ...provider, metadata, discoveredAt: now, updatedAt: now };
-    } catch (err) {
-      if (!(err instanceof ProviderUnreachable)) throw err;
-      this.logger.warn(`kept the stored OpenID configuration of ${provider.id}: ${err.message}`);
-      return provider;
-    }
+    return this.redirect.begin(res, await this.enabledProvider(providerId), purpose, options);
   }
 
   /**
@@ -217,11 +170,7 @@ export class FederationSignIn {
               true,
             );
           }
-          const user = await this.users.create({ email, name: nameFrom(identity, email), emailVerified: true }, tx);
-          const linkId = await this.links.insert(tx, { userId: user.id, providerId: provider.id, issuer: identity.issuer, subject: identity.subject, email, refreshTokenSealed }, now);
-          const detail = { providerId: provider.id, label: provider.displayName, linkId };
-          await this.audit.record('federation.signup', { userId: user.id, ip, detail }, tx);
-          await this.audit.record('federation.link', { userId: user.id, ip, detail: { ...detail, proof: 'the first sign-in made the account' } }, tx);
+          const { user, linkId } = await this.linkWriter.newAccount(tx, provider, identity, email, refreshTokenSealed, now, ip);
           return { kind: 'signed-in', user, via: this.via(provider, linkId), secondFactor, created: true };
         });
       } catch (err) {
@@ -264,27 +213,12 @@ export class FederationSignIn {
    */
   async mailProof(pending: PendingFederatedLink): Promise<string> {
     if (!(await this.limits.mailToRecipient(pending.email))) throw new FederationRefused('too many mails to the address', 'Too many mails went to this address this hour. Please try again later.', 429, pending.userId);
-    const token = generateSecret(LINK_PROOF_TOKEN_PREFIX);
-    const account = await this.users.findById(pending.userId);
-    await this.mailer.send(
-      composeMail(pending.email, `Link ${pending.providerName} to your Prospect account`, {
-        paragraphs: [
-          `Hello ${account?.name ?? pending.email},`,
-          `Someone (we hope you) signed in to Prospect at ${this.config.publicUrl} with ${pending.providerName} as ${pending.email}, which already has a Prospect account. Open this link in the same browser, within ${PENDING_LINK_MINUTES} minutes, to link them.`,
-          'Linking this way makes the account yours alone: its password, second factors, passkeys, sessions and CLI tokens from before end. Set a new password later if you want one.',
-        ],
-        link: { url: `${this.config.publicUrl}/login/link/confirm?token=${token}`, label: `Link ${pending.providerName}` },
-        footer: 'If it was not you, ignore this mail: nothing changes.',
-      }),
-    );
-    return sha256(token).toString('base64url');
+    return this.proofMail.send(pending);
   }
 
   /** Whether `token` is the mailed link of this pending link, still in time. */
   mailedProofMatches(pending: PendingFederatedLink | undefined, token: string): pending is PendingFederatedLink & { mail: { hash: string; at: number } } {
-    if (!pending?.mail || !looksLikeSecret(token, LINK_PROOF_TOKEN_PREFIX)) return false;
-    if (this.clock.now().getTime() - pending.mail.at > PENDING_LINK_MINUTES * 60_000) return false;
-    return sha256(token).toString('base64url') === pending.mail.hash;
+    return this.proofMail.matches(pending, token);
   }
 
   /**
@@ -306,7 +240,7 @@ export class FederationSignIn {
 
   private async link(pending: PendingFederatedLink, proof: LinkProof, ip: string | null): Promise<FederatedSignIn> {
     const provider = await this.enabledProvider(pending.providerId);
-    const outcome = await this.uow.run((tx) => this.linkProven(tx, pending, proof, this.clock.now(), ip));
+    const outcome = await this.uow.run((tx) => this.linkWriter.linkProven(tx, pending, proof, this.clock.now(), ip));
     if (outcome === 'changed') {
       throw new FederationRefused('the account changed before it was linked', `Your account changed meanwhile. Please sign in with ${provider.displayName} again.`, 409, pending.userId);
     }
@@ -319,41 +253,6 @@ export class FederationSignIn {
       );
     }
     return this.via(provider, outcome);
-  }
-
-  /**
-   * Links an existing account the person just proved, in one locked transaction (`tx`): the
-   * account locked and still as the provider's answer found it (lockForLink). Proven by the mailed
-   * link (`proof` 'mail'), whoever created the account may not be this person, so what was set up
-   * before ends here too, as a reset that proves an address does: its password, other links,
-   * mailed links, second factors and passkeys, and browser sessions, and the epoch moves on (the
-   * caller revokes its tokens); each by the module that owns those rows, in this `tx`, in the order
-   * the single statement of before wrote them. Either way the address counts as verified, and the
-   * link is audited.
-   * @returns the link's id; 'changed' when the account changed meanwhile; 'taken' when that
-   *   identity is linked to another account, or this account to another identity of the provider.
-   */
-  private async linkProven(
-    tx: Tx,
-    link: { userId: string; epoch: number; email: string; providerId: string; providerName: string; issuer: string; subject: string; refreshTokenSealed?: string },
-    proof: LinkProof,
-    now: Date,
-    ip: string | null,
-  ): Promise<string | 'changed' | 'taken'> {
-    const state = await this.links.lockForLink(tx, link, proof);
-    if (state !== 'free') return state;
-    if (proof === 'mail') {
-      await this.links.deleteAllOf(tx, link.userId);
-      await this.users.recordProvenLink(tx, link.userId, now, true);
-      await this.credentials.endLinksAndFactors(tx, link.userId, now);
-      await this.webSessions.endAllFor(link.userId, tx);
-    } else {
-      await this.users.recordProvenLink(tx, link.userId, now, false);
-    }
-    const id = await this.links.insert(tx, link, now);
-    const said = proof === 'mail' ? 'a link mailed to the address: every earlier session, second factor, passkey and password ended' : 'a sign-in to the account';
-    await this.audit.record('federation.link', { userId: link.userId, ip, detail: { providerId: link.providerId, label: link.providerName, linkId: id, proof: said }, at: now }, tx);
-    return id;
   }
 
   /** The address the provider vouches for, if it may sign in here: verified, and within its domains. */
@@ -383,10 +282,4 @@ export class FederationSignIn {
   private via(provider: IdentityProviderRow, linkId: string): FederatedSignIn {
     return { linkId, providerId: provider.id, providerName: provider.displayName };
   }
-}
-
-/** The provider's name for the person, if it is one Prospect can show; else the address's local part. */
-function nameFrom(identity: ProviderIdentity, email: string): string {
-  const name = identity.name?.trim();
-  return name && name.length <= 100 && !hasUnsafeText(name) ? name : email.slice(0, email.indexOf('@'));
 }

@@ -5,11 +5,14 @@ import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { AccountCredentials } from './account-credentials.js';
 import { AnonymousRefusals } from './anonymous-refusals.js';
 import { FederatedIdentitiesRepository } from './federated-identities.repository.js';
+import { FederatedLinkWriter } from './federated-link-writer.js';
 import { FederationChecks } from './federation-checks.service.js';
 import { FederationPolicy } from './federation-policy.js';
 import { FederationSignIn } from './federation-sign-in.service.js';
 import { IdentityProvidersRepository } from './identity-providers.repository.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
+import { LinkProofMail } from './link-proof-mail.js';
+import { ProviderRedirect } from './provider-redirect.js';
 import { RelyingParty } from './relying-party.js';
 import { SignInFlights } from './sign-in-flights.js';
 
@@ -30,11 +33,14 @@ import { SignInFlights } from './sign-in-flights.js';
     SignInFlights,
     FederationPolicy,
     FederationSignIn,
+    ProviderRedirect,
+    FederatedLinkWriter,
+    LinkProofMail,
     FederationChecks,
     IdentityProvidersService,
     AnonymousRefusals,
     AccountCredentials,
   ],
-  exports: [AccountCredentials, FederationPolicy, FederationSignIn, IdentityProvidersService, FederatedIdentitiesRepository, SignInFlights, AnonymousRefusals],
+  exports: [AccountCredentials, FederationPolicy, FederationSignIn, IdentityProvidersService, SignInFlights, AnonymousRefusals],
 })
 export class FederationModule {}

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ERROR_CODES } from '@prospect/contract';
-import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiException } from '../common/api-exception.js';
 import { sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
@@ -9,7 +9,8 @@ import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 import { Metrics } from '../metrics/metrics.js';
 import { normalizeEmail } from '../users/users.service.js';
-import { LeasedLimiter } from './leased-limiter.js';
+import type { LeasedLimiter } from './leased-limiter.js';
+import { LOGIN_FAILURES, RateLimiters } from './rate-limiters.js';
 import { RateLimitsRepository } from './rate-limits.repository.js';
 
 /** The key of an account's counter: the SHA-256 of its normalized e-mail, so the table holds no address (or a password typed into the wrong field). */
@@ -34,12 +35,6 @@ export class TooManyRequests extends ApiException {
   }
 }
 
-const MINUTE = 60;
-const HOUR = 3600;
-const DAY = 24 * HOUR;
-/** Failures of one account's sign-in before it is blocked, and the first block's length. */
-const LOGIN_FAILURES = 5;
-const LOGIN_BLOCK_SECONDS = 15 * MINUTE;
 /** User codes a person, and an address, may look up in a minute (a right one gives its point back). */
 export const USER_CODE_TRIES_PER_MINUTE = 5;
 /** Password-reset mails one account may be sent in an hour (PASSWORD_RESETS_PER_IP_PER_HOUR sets the address's). */
@@ -88,62 +83,23 @@ export const PASSKEY_FAILURES = LOGIN_FAILURES;
  */
 @Injectable()
 export class RateLimits {
-  private readonly loginByAccount: RateLimiterPostgres;
-  private readonly loginBlocksByAccount: RateLimiterPostgres;
-  private readonly loginByIp: RateLimiterPostgres;
-  private readonly loginByBrowser: RateLimiterPostgres;
-  private readonly passkeysByCredential: RateLimiterPostgres;
-  private readonly signupByIp: RateLimiterPostgres;
-  private readonly startByIp: LeasedLimiter;
-  private readonly userCodesByUser: RateLimiterPostgres;
-  private readonly userCodesByIp: RateLimiterPostgres;
-  private readonly resetsByIp: RateLimiterPostgres;
-  private readonly resetsByAccount: RateLimiterPostgres;
-  private readonly verificationMails: RateLimiterPostgres;
-  private readonly secondFactors: RateLimiterPostgres;
-  private readonly secondFactorsByBrowser: RateLimiterPostgres;
-  private readonly enrolmentCodes: RateLimiterPostgres;
-  private readonly mailsByRecipient: RateLimiterPostgres;
+  /** The counter behind each limit (rate-limiters.ts), made with the sizes declared above. */
+  private readonly limiters: RateLimiters;
 
   constructor(
     sql: Sql,
     config: AppConfig,
-    private readonly metrics: Metrics,
+    metrics: Metrics,
     private readonly counters: RateLimitsRepository,
   ) {
-    const store = (keyPrefix: string, points: number, duration: number, blockDuration = 0) =>
-      new RateLimiterPostgres({
-        storeClient: sql.poolForLibraries,
-        storeType: 'pool',
-        tableName: 'rate_limits',
-        tableCreated: true, // by the migration
-        clearExpiredByTimeout: false, // the retention job deletes expired rows
-        keyPrefix,
-        points,
-        duration,
-        blockDuration,
-      });
-    this.loginByAccount = store('login:account', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS);
-    this.loginBlocksByAccount = store('login:blocks', 1_000, DAY);
-    this.loginByIp = store('login:ip', config.signinPerIpPerHour, HOUR);
-    // The prefix predates the signed-in session as a recognised browser: a device cookie's id and a session's key ('session:…') never meet.
-    this.loginByBrowser = store('login:device', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
-    this.passkeysByCredential = store('passkey:credential', PASSKEY_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
-    this.signupByIp = store('signup:ip', config.signupPerIpPerHour, HOUR);
-    this.startByIp = new LeasedLimiter(
-      store('start:ip', config.deviceStartPerIpPerMinute, MINUTE),
-      startPrefetch(config.deviceStartPerIpPerMinute),
-      config.databaseTimeoutMs,
-    );
-    this.userCodesByUser = store('code:user', USER_CODE_TRIES_PER_MINUTE, MINUTE);
-    this.userCodesByIp = store('code:ip', USER_CODE_TRIES_PER_MINUTE, MINUTE);
-    this.resetsByIp = store('reset:ip', config.passwordResetsPerIpPerHour, HOUR);
-    this.resetsByAccount = store('reset:account', RESETS_PER_ACCOUNT_PER_HOUR, HOUR);
-    this.verificationMails = store('verify:account', VERIFICATION_MAILS_PER_HOUR, HOUR);
-    this.secondFactors = store('factor:account', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
-    this.secondFactorsByBrowser = store('factor:device', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
-    this.enrolmentCodes = store('factor:enrol', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
-    this.mailsByRecipient = store('mail:recipient', MAILS_PER_RECIPIENT_PER_HOUR, HOUR);
+    this.limiters = new RateLimiters(sql, config, metrics, {
+      userCodeTriesPerMinute: USER_CODE_TRIES_PER_MINUTE,
+      resetsPerAccountPerHour: RESETS_PER_ACCOUNT_PER_HOUR,
+      verificationMailsPerHour: VERIFICATION_MAILS_PER_HOUR,
+      mailsPerRecipientPerHour: MAILS_PER_RECIPIENT_PER_HOUR,
+      passkeyFailures: PASSKEY_FAILURES,
+      startPrefetch: startPrefetch(config.deviceStartPerIpPerMinute),
+    });
   }
 
   /**
@@ -155,23 +111,23 @@ export class RateLimits {
    * as the one before (15 min, 30 min, 1 h, … at most a day). A success gives the points back.
    */
   async attemptSignIn(email: string, ip: string, browser: RecognisedBrowser | null): Promise<void> {
-    if (browser) return this.consume(this.loginByBrowser, browser, 'Too many failed sign-ins. Please wait before trying again.');
+    if (browser) return this.consume(this.limiters.loginByBrowser, browser, 'Too many failed sign-ins. Please wait before trying again.');
+    const { loginByAccount, loginByIp } = this.limiters;
     const account = accountKey(email);
-    const results = await Promise.allSettled([this.loginByAccount.consume(account), this.loginByIp.consume(ip)]);
-    const refused = this.refusals(results, [this.loginByAccount, this.loginByIp]);
+    const results = await Promise.allSettled([loginByAccount.consume(account), loginByIp.consume(ip)]);
+    const refused = this.limiters.refusals(results, [loginByAccount, loginByIp]);
     const [accountResult] = results;
     if (accountResult.status === 'fulfilled' && accountResult.value.remainingPoints === 0) {
       // This attempt used the account's last point: whatever its password, the next ones wait.
-      const blocks = await this.loginBlocksByAccount.penalty(account);
-      await this.loginByAccount.block(account, Math.min(LOGIN_BLOCK_SECONDS * 2 ** (blocks.consumedPoints - 1), DAY));
+      await this.limiters.blockAccount(account);
     }
     if (refused.length) throw tooMany('Too many failed sign-ins. Please wait before trying again.', refused);
   }
 
   /** A right password: its attempt is given back where it was counted (a recognised browser's success leaves the account's counter to whoever filled it). */
   async signInSucceeded(email: string, ip: string, browser: RecognisedBrowser | null): Promise<void> {
-    if (browser) await this.loginByBrowser.delete(browser);
-    else await Promise.all([this.loginByAccount.delete(accountKey(email)), this.loginByIp.reward(ip, 1)]);
+    if (browser) await this.limiters.loginByBrowser.delete(browser);
+    else await Promise.all([this.limiters.loginByAccount.delete(accountKey(email)), this.limiters.loginByIp.reward(ip, 1)]);
   }
 
   /**
@@ -180,9 +136,9 @@ export class RateLimits {
    * the password and guess codes block only browsers the owner never signed in with.
    */
   attemptSecondFactor(userId: string, browser: RecognisedBrowser | null): Promise<void> {
-    if (browser) return this.consume(this.secondFactorsByBrowser, browser, 'Too many wrong codes. Please wait 15 minutes before trying again.');
+    if (browser) return this.consume(this.limiters.secondFactorsByBrowser, browser, 'Too many wrong codes. Please wait 15 minutes before trying again.');
     return this.consume(
-      this.secondFactors,
+      this.limiters.secondFactors,
       userId,
       'Too many wrong codes. Please wait 15 minutes before trying again, or sign in from a browser you have used for this account before.',
     );
@@ -190,16 +146,16 @@ export class RateLimits {
 
   /** A right code: its attempts are given back where they were counted (a recognised browser's success leaves the account's counter to whoever filled it). */
   async secondFactorSucceeded(userId: string, browser: RecognisedBrowser | null): Promise<void> {
-    await (browser ? this.secondFactorsByBrowser.delete(browser) : this.secondFactors.delete(userId));
+    await (browser ? this.limiters.secondFactorsByBrowser.delete(browser) : this.limiters.secondFactors.delete(userId));
   }
 
   /** Counts the first code of an app being set up (a signed-in person), before it is checked: a counter of its own, apart from sign-in codes. */
   attemptEnrolmentCode(userId: string): Promise<void> {
-    return this.consume(this.enrolmentCodes, userId, 'Too many wrong codes. Please wait 15 minutes before trying again.');
+    return this.consume(this.limiters.enrolmentCodes, userId, 'Too many wrong codes. Please wait 15 minutes before trying again.');
   }
 
   async enrolmentCodeSucceeded(userId: string): Promise<void> {
-    await this.enrolmentCodes.delete(userId);
+    await this.limiters.enrolmentCodes.delete(userId);
   }
 
   /**
@@ -212,17 +168,17 @@ export class RateLimits {
    * verified (or audited).
    */
   async attemptPasskey(credentialId: string | null, ip: string, browser: RecognisedBrowser | null): Promise<void> {
-    if (browser) return this.consume(this.loginByBrowser, browser, 'Too many failed sign-ins. Please wait before trying again.');
-    const limiters = credentialId === null ? [this.loginByIp] : [this.loginByIp, this.passkeysByCredential];
+    if (browser) return this.consume(this.limiters.loginByBrowser, browser, 'Too many failed sign-ins. Please wait before trying again.');
+    const limiters = credentialId === null ? [this.limiters.loginByIp] : [this.limiters.loginByIp, this.limiters.passkeysByCredential];
     const keys = credentialId === null ? [ip] : [ip, credentialKey(credentialId)];
-    const refused = this.refusals(await Promise.allSettled(limiters.map((limiter, i) => limiter.consume(keys[i]!))), limiters);
+    const refused = this.limiters.refusals(await Promise.allSettled(limiters.map((limiter, i) => limiter.consume(keys[i]!))), limiters);
     if (refused.length) throw tooMany('Too many failed sign-ins with this passkey or from your address. Please wait before trying again.', refused);
   }
 
   /** A passkey that verified: its attempt is given back where it was counted. */
   async passkeySucceeded(credentialId: string, ip: string, browser: RecognisedBrowser | null): Promise<void> {
-    if (browser) await this.loginByBrowser.delete(browser);
-    else await Promise.all([this.passkeysByCredential.delete(credentialKey(credentialId)), this.loginByIp.reward(ip, 1)]);
+    if (browser) await this.limiters.loginByBrowser.delete(browser);
+    else await Promise.all([this.limiters.passkeysByCredential.delete(credentialKey(credentialId)), this.limiters.loginByIp.reward(ip, 1)]);
   }
 
   /**
@@ -238,26 +194,20 @@ export class RateLimits {
    * used): whoever fills the budget must not silence those.
    */
   async mailToRecipient(address: string): Promise<boolean> {
-    try {
-      await this.mailsByRecipient.consume(accountKey(normalizeEmail(address)));
-      return true;
-    } catch (res) {
-      if (!(res instanceof RateLimiterRes)) throw res;
-      this.metrics.rateLimited.inc({ limit: this.mailsByRecipient.keyPrefix });
-      return false;
-    }
+    const { mailsByRecipient } = this.limiters;
+    return (await this.limiters.refusal(mailsByRecipient, () => mailsByRecipient.consume(accountKey(normalizeEmail(address))))) === undefined;
   }
 
   /** An admin lifts an account's sign-in block (and forgets its earlier blocks); true when there was one. */
   async clearSignInBlock(email: string): Promise<boolean> {
     const account = accountKey(email);
-    const failures = (await this.loginByAccount.get(account))?.consumedPoints ?? 0;
-    await Promise.all([this.loginByAccount.delete(account), this.loginBlocksByAccount.delete(account)]);
+    const failures = (await this.limiters.loginByAccount.get(account))?.consumedPoints ?? 0;
+    await Promise.all([this.limiters.loginByAccount.delete(account), this.limiters.loginBlocksByAccount.delete(account)]);
     return failures > 0;
   }
 
   signUp(ip: string): Promise<void> {
-    return this.consume(this.signupByIp, ip, 'Too many new accounts from your address. Please try again later.');
+    return this.consume(this.limiters.signupByIp, ip, 'Too many new accounts from your address. Please try again later.');
   }
 
   /**
@@ -266,13 +216,9 @@ export class RateLimits {
    * Past it, DatabaseDeadlineExceeded (a 503), however long the claim it waits for takes.
    */
   async deviceStart(ip: string, deadline?: DatabaseDeadline): Promise<void> {
-    try {
-      await this.startByIp.consume(ip, deadline);
-    } catch (res) {
-      if (!(res instanceof RateLimiterRes)) throw res;
-      this.metrics.rateLimited.inc({ limit: this.startByIp.keyPrefix });
-      throw tooMany('Too many device logins started from your address. Please wait a minute.', [res]);
-    }
+    const { startByIp } = this.limiters;
+    const refused = await this.limiters.refusal(startByIp, () => startByIp.consume(ip, deadline));
+    if (refused) throw tooMany('Too many device logins started from your address. Please wait a minute.', [refused]);
   }
 
   /**
@@ -281,13 +227,14 @@ export class RateLimits {
    * used up, so guessing cannot tell. Call userCodeFound when the code turned out to exist.
    */
   async attemptUserCode(userId: string, ip: string): Promise<void> {
-    const refused = this.refusals(await Promise.allSettled([this.userCodesByUser.consume(userId), this.userCodesByIp.consume(ip)]), [this.userCodesByUser, this.userCodesByIp]);
+    const { userCodesByUser, userCodesByIp } = this.limiters;
+    const refused = this.limiters.refusals(await Promise.allSettled([userCodesByUser.consume(userId), userCodesByIp.consume(ip)]), [userCodesByUser, userCodesByIp]);
     if (refused.length) throw tooMany('Too many wrong codes. Please wait a minute before trying again.', refused);
   }
 
   /** A code that exists is no guess: its point goes back, so a person approving their logins never runs out. */
   async userCodeFound(userId: string, ip: string): Promise<void> {
-    await Promise.all([this.userCodesByUser.reward(userId, 1), this.userCodesByIp.reward(ip, 1)]);
+    await Promise.all([this.limiters.userCodesByUser.reward(userId, 1), this.limiters.userCodesByIp.reward(ip, 1)]);
   }
 
   /**
@@ -295,42 +242,29 @@ export class RateLimits {
    * e-mail, known or not: the answer tells nothing) before anything is looked up.
    */
   async requestPasswordReset(email: string, ip: string): Promise<void> {
-    const limiters = [this.resetsByAccount, this.resetsByIp];
-    const refused = this.refusals(await Promise.allSettled([this.resetsByAccount.consume(accountKey(email)), this.resetsByIp.consume(ip)]), limiters);
+    const { resetsByAccount, resetsByIp } = this.limiters;
+    const refused = this.limiters.refusals(await Promise.allSettled([resetsByAccount.consume(accountKey(email)), resetsByIp.consume(ip)]), [resetsByAccount, resetsByIp]);
     if (refused.length) throw tooMany('Too many password reset requests. Please wait before asking again.', refused);
   }
 
   /** Counts a request for a mail that proves an address (the verification link again, or a new address's link), per account, before it is sent. */
   requestAddressMail(userId: string): Promise<void> {
-    return this.consume(this.verificationMails, userId, 'Too many confirmation mails. Please wait before asking for another.');
+    return this.consume(this.limiters.verificationMails, userId, 'Too many confirmation mails. Please wait before asking for another.');
   }
 
   /** A mail counted by requestAddressMail could not be queued (the database refused it): its point goes back, so the limit counts mails sent. */
   async addressMailNotQueued(userId: string): Promise<void> {
-    await this.verificationMails.reward(userId, 1);
+    await this.limiters.verificationMails.reward(userId, 1);
   }
 
-  /** The limits that refused, from consuming `limiters` at once (counted by limit); any other failure (the database) is thrown. */
   /** At most `limit` counters past their window, in `tx` (retention); how many. */
   purgeExpired(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.counters.deleteExpired(tx, now, limit);
   }
 
-  private refusals(results: PromiseSettledResult<RateLimiterRes>[], limiters: RateLimiterPostgres[]): RateLimiterRes[] {
-    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
-    for (const reason of refused) if (!(reason instanceof RateLimiterRes)) throw reason;
-    results.forEach((r, i) => r.status === 'rejected' && this.metrics.rateLimited.inc({ limit: limiters[i]!.keyPrefix }));
-    return refused as RateLimiterRes[];
-  }
-
   private async consume(limiter: RateLimiterPostgres | LeasedLimiter, key: string, message: string): Promise<void> {
-    try {
-      await limiter.consume(key);
-    } catch (res) {
-      if (!(res instanceof RateLimiterRes)) throw res;
-      this.metrics.rateLimited.inc({ limit: limiter.keyPrefix });
-      throw tooMany(message, [res]);
-    }
+    const refused = await this.limiters.refusal(limiter, () => limiter.consume(key));
+    if (refused) throw tooMany(message, [refused]);
   }
 }
 

@@ -35,6 +35,8 @@ import { SignInService } from './sign-in.service.js';
 import { TokensPageController } from './tokens-page.controller.js';
 import { AdminIdentityProvidersPageController } from './admin-identity-providers-page.controller.js';
 import { FederationPagesController } from './federation-pages.controller.js';
+import { FederationLinkPagesController } from './federation-link-pages.controller.js';
+import { FederationRefusalPage } from './federation-refusal-page.js';
 
 /**
  * What every page request goes through: the document headers, the form parser (pages
@@ -62,8 +64,8 @@ class PageMiddleware implements NestMiddleware {
     AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
-    AdminIdentityProvidersPageController, FederationPagesController],
-  providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages],
+    AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController],
+  providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage],
 })
 export class WebModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {

@@ -1,0 +1,60 @@
+import express from 'express';
+import { z } from 'zod';
+
+/**
+ * How a variable's text becomes a setting's value: the schemas the settings table (settings.ts)
+ * is written with, each with the one-line message a wrong value gets.
+ */
+
+export const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+export const seconds = (fallback: number) =>
+  z.coerce
+    .number({ error: 'must be a whole number of seconds' })
+    .int('must be a whole number of seconds')
+    .positive('must be greater than 0')
+    .default(fallback);
+
+export const postgresUrl = z
+  .string()
+  .trim()
+  .refine((v) => /^postgres(ql)?:\/\/.+/.test(v) && URL.canParse(v), 'must be a postgres:// URL');
+
+export const httpUrl = z
+  .string()
+  .trim()
+  .refine((v) => /^https?:\/\/[^/]/.test(v) && URL.canParse(v), 'must be an http:// or https:// URL')
+  .transform((v) => v.replace(/\/+$/, ''));
+
+/**
+ * Which proxies' X-Forwarded-* headers to believe, in Express's own syntax: `true`, `false`, a
+ * hop count, or a comma-separated list of addresses, subnets and the names `loopback`,
+ * `linklocal`, `uniquelocal`. Default `loopback`: a TLS terminator on the same machine.
+ * Checked by Express itself (its proxy-addr compiles the list), so what passes here is
+ * what the app can be set to, rather than a start that fails later without naming it.
+ */
+export const trustProxy = z
+  .string()
+  .trim()
+  .transform((v): boolean | number | string => (v === 'false' ? false : v === 'true' ? true : /^\d+$/.test(v) ? Number(v) : v))
+  .refine(
+    acceptedByExpress,
+    'must be true, false, a hop count, or a comma-separated list of addresses, subnets (10.0.0.0/8) and loopback, linklocal or uniquelocal',
+  );
+
+function acceptedByExpress(trustProxy: boolean | number | string): boolean {
+  try {
+    express().set('trust proxy', trustProxy);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const wholeNumber = (fallback: number, unit = 'a whole number') =>
+  z.coerce.number({ error: `must be ${unit}` }).int(`must be ${unit}`).positive('must be greater than 0').default(fallback);
+
+/** One setting: the environment variable it is read from, and its schema with its default. */
+export const setting = <const Name extends string, S extends z.ZodType>(env: Name, schema: S) => ({ env, schema });

@@ -1,0 +1,124 @@
+import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import type { AppConfig } from '../config/app-config.js';
+import type { Sql } from '../database/sql.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { LeasedLimiter } from './leased-limiter.js';
+
+const MINUTE = 60;
+const HOUR = 3600;
+const DAY = 24 * HOUR;
+/** Failures of one account's sign-in before it is blocked, and the first block's length. */
+export const LOGIN_FAILURES = 5;
+const LOGIN_BLOCK_SECONDS = 15 * MINUTE;
+
+/**
+ * The sizes of the limits that rate-limits.ts exports (the other modules and the tests read them
+ * there), handed in so that this file needs nothing of it.
+ */
+export interface ExportedSizes {
+  userCodeTriesPerMinute: number;
+  resetsPerAccountPerHour: number;
+  verificationMailsPerHour: number;
+  mailsPerRecipientPerHour: number;
+  passkeyFailures: number;
+  /** The device-start limit's startPrefetch. */
+  startPrefetch: number;
+}
+
+/**
+ * The counters behind RateLimits, one per limit, on rate-limiter-flexible's Postgres store (table
+ * `rate_limits`), so every replica counts the same; and how a refusal is told from a failure and
+ * counted. RateLimits decides which counters a request takes and words their refusals.
+ */
+export class RateLimiters {
+  readonly loginByAccount: RateLimiterPostgres;
+  readonly loginBlocksByAccount: RateLimiterPostgres;
+  readonly loginByIp: RateLimiterPostgres;
+  readonly loginByBrowser: RateLimiterPostgres;
+  readonly passkeysByCredential: RateLimiterPostgres;
+  readonly signupByIp: RateLimiterPostgres;
+  readonly startByIp: LeasedLimiter;
+  readonly userCodesByUser: RateLimiterPostgres;
+  readonly userCodesByIp: RateLimiterPostgres;
+  readonly resetsByIp: RateLimiterPostgres;
+  readonly resetsByAccount: RateLimiterPostgres;
+  readonly verificationMails: RateLimiterPostgres;
+  readonly secondFactors: RateLimiterPostgres;
+  readonly secondFactorsByBrowser: RateLimiterPostgres;
+  readonly enrolmentCodes: RateLimiterPostgres;
+  readonly mailsByRecipient: RateLimiterPostgres;
+
+  constructor(
+    sql: Sql,
+    config: AppConfig,
+    private readonly metrics: Metrics,
+    sizes: ExportedSizes,
+  ) {
+    const store = (keyPrefix: string, points: number, duration: number, blockDuration = 0) =>
+      new RateLimiterPostgres({
+        storeClient: sql.poolForLibraries,
+        storeType: 'pool',
+        tableName: 'rate_limits',
+        tableCreated: true, // by the migration
+        clearExpiredByTimeout: false, // the retention job deletes expired rows
+        keyPrefix,
+        points,
+        duration,
+        blockDuration,
+      });
+    this.loginByAccount = store('login:account', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS);
+    this.loginBlocksByAccount = store('login:blocks', 1_000, DAY);
+    this.loginByIp = store('login:ip', config.signinPerIpPerHour, HOUR);
+    // The prefix predates the signed-in session as a recognised browser: a device cookie's id and a session's key ('session:…') never meet.
+    this.loginByBrowser = store('login:device', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
+    this.passkeysByCredential = store('passkey:credential', sizes.passkeyFailures, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
+    this.signupByIp = store('signup:ip', config.signupPerIpPerHour, HOUR);
+    this.startByIp = new LeasedLimiter(
+      store('start:ip', config.deviceStartPerIpPerMinute, MINUTE),
+      sizes.startPrefetch,
+      config.databaseTimeoutMs,
+    );
+    this.userCodesByUser = store('code:user', sizes.userCodeTriesPerMinute, MINUTE);
+    this.userCodesByIp = store('code:ip', sizes.userCodeTriesPerMinute, MINUTE);
+    this.resetsByIp = store('reset:ip', config.passwordResetsPerIpPerHour, HOUR);
+    this.resetsByAccount = store('reset:account', sizes.resetsPerAccountPerHour, HOUR);
+    this.verificationMails = store('verify:account', sizes.verificationMailsPerHour, HOUR);
+    this.secondFactors = store('factor:account', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
+    this.secondFactorsByBrowser = store('factor:device', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
+    this.enrolmentCodes = store('factor:enrol', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
+    this.mailsByRecipient = store('mail:recipient', sizes.mailsPerRecipientPerHour, HOUR);
+  }
+
+  /**
+   * After the attempt that used an account's last point: whatever its password, the next ones
+   * wait, each block within a day twice as long as the one before (15 min, 30 min, 1 h, … at most
+   * a day).
+   */
+  async blockAccount(account: string): Promise<void> {
+    const blocks = await this.loginBlocksByAccount.penalty(account);
+    await this.loginByAccount.block(account, Math.min(LOGIN_BLOCK_SECONDS * 2 ** (blocks.consumedPoints - 1), DAY));
+  }
+
+  /**
+   * The refusal of `consume` (a point of `limiter`), counted by limit; undefined when the point was
+   * taken. Any other failure (the database) is thrown.
+   */
+  async refusal(limiter: RateLimiterPostgres | LeasedLimiter, consume: () => Promise<unknown>): Promise<RateLimiterRes | undefined> {
+    try {
+      await consume();
+      return undefined;
+    } catch (res) {
+      if (!(res instanceof RateLimiterRes)) throw res;
+      this.metrics.rateLimited.inc({ limit: limiter.keyPrefix });
+      return res;
+    }
+  }
+
+  /** The limits that refused, from consuming `limiters` at once (counted by limit); any other failure (the database) is thrown. */
+  refusals(results: PromiseSettledResult<RateLimiterRes>[], limiters: RateLimiterPostgres[]): RateLimiterRes[] {
+    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+    for (const reason of refused) if (!(reason instanceof RateLimiterRes)) throw reason;
+    results.forEach((r, i) => r.status === 'rejected' && this.metrics.rateLimited.inc({ limit: limiters[i]!.keyPrefix }));
+    return refused as RateLimiterRes[];
+  }
+}
