@@ -1,16 +1,6 @@
-import pg from 'pg';
 import { type ApiProcess, runApiProcess, startApiProcess } from '../support/api-process.js';
+import { adminEmails } from '../support/direct-sql.js';
 import { emptyServerDatabase } from '../support/server-database.js';
-
-async function admins(url: string): Promise<string[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<{ email: string }>(`SELECT email FROM users WHERE role = 'admin'`)).rows.map((r) => r.email);
-  } finally {
-    await client.end();
-  }
-}
 
 const CODE_LINE = /signup\?setup_code=(prss_[A-Za-z0-9_-]{43})/;
 const startAll = (env: Record<string, string>) => Promise.all([1, 2, 3].map(() => startApiProcess(env, 60_000)));
@@ -30,7 +20,7 @@ describe('admin bootstrap with replicas', () => {
   it('PROSPECT_ADMIN_*: three instances at once all come up and make one admin, with no error line', async () => {
     const apis = await startAll({ DATABASE_URL: database.url, PROSPECT_ADMIN_EMAIL: 'Root@Example.com', PROSPECT_ADMIN_PASSWORD: 'correct horse battery' });
     try {
-      expect(await admins(database.url)).toEqual(['root@example.com']);
+      expect(await adminEmails(database.url)).toEqual(['root@example.com']);
       for (const api of apis) expect(output(api)).not.toMatch(/"level":50|already exists/);
     } finally {
       await Promise.all(apis.map((api) => api.stop()));

@@ -1,8 +1,10 @@
 import { ROUTES } from '@prospect/contract';
 import { TokensService } from '../../src/tokens/tokens.service.js';
-import { approve, createUser, startDeviceLogin } from '../support/fixtures.js';
+import { deviceLogins } from '../support/device-login-fixtures.js';
+import { approve, countAuthEvents, createUser, startDeviceLogin } from '../support/fixtures.js';
 import { get, post } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens } from '../support/token-fixtures.js';
 
 /**
  * Every change is written together with its audit event, or not at all: with the
@@ -15,7 +17,9 @@ describe('audit events in the same transaction as their change', () => {
   });
   afterAll(() => api.close());
 
-  const count = async (table: string) => (await api.dataSource.query(`SELECT count(*)::int AS n FROM ${table}`))[0].n as number;
+  /** How many rows each table it writes holds. */
+  const rowCounts = async () => ({ logins: (await deviceLogins(api)).length, tokens: (await accessTokens(api)).length, events: await countAuthEvents(api, {}) });
+  // sql-on-purpose: a CHECK constraint that refuses every write to the audit table
   const refuseAuditWrites = (on: boolean) =>
     api.dataSource.query(on ? `ALTER TABLE auth_events ADD CONSTRAINT refuse_all CHECK (false) NOT VALID` : `ALTER TABLE auth_events DROP CONSTRAINT refuse_all`);
 
@@ -23,7 +27,7 @@ describe('audit events in the same transaction as their change', () => {
     const user = await createUser(api);
     const token = (await api.app.get(TokensService).issue({ userId: user.id, origin: 'direct' })).accessToken;
     const pending = await startDeviceLogin(api);
-    const before = { logins: await count('device_logins'), tokens: await count('access_tokens'), events: await count('auth_events') };
+    const before = await rowCounts();
 
     await refuseAuditWrites(true);
     try {
@@ -35,8 +39,8 @@ describe('audit events in the same transaction as their change', () => {
       await refuseAuditWrites(false);
     }
 
-    expect({ logins: await count('device_logins'), tokens: await count('access_tokens'), events: await count('auth_events') }).toEqual(before);
-    const [{ status }] = await api.dataSource.query(`SELECT status FROM device_logins WHERE user_code = $1`, [pending.userCode.replace('-', '')]);
+    expect(await rowCounts()).toEqual(before);
+    const [{ status }] = await deviceLogins(api, { userCode: pending.userCode });
     expect(status).toBe('pending');
     expect((await get(api, ROUTES.me, token)).status).toBe(200); // not revoked
   });

@@ -81,6 +81,7 @@ describe('verified-token cache and revocation', () => {
   it('sees a revocation made by hand in SQL (the trigger announces it)', async () => {
     const t = await token(a);
     expect((await me(a, t)).status).toBe(200);
+    // sql-on-purpose: a revocation past the app, which only the table's trigger announces
     await a.dataSource.query(`UPDATE access_tokens SET revoked_at = now() WHERE revoked_at IS NULL`);
     expect(await eventually(async () => (await me(a, t)).status === 401, 2_000)).toBe(true);
   });
@@ -92,10 +93,12 @@ describe('verified-token cache and revocation', () => {
     const cache = a.app.get(VerifiedTokenCache);
     if (onServer) {
       // Kill both instances' listeners: a revocation now sends a notice nobody hears.
+      // sql-on-purpose: the listeners' connections terminated (pg_terminate_backend)
       await a.dataSource.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'prospect-revocation-listener'`);
       expect(await eventually(() => !cache.enabled)).toBe(true);
     }
     expect(cache.size).toBe(0);
+    // sql-on-purpose: a revocation past the app, which only the table's trigger would announce
     await a.dataSource.query(`UPDATE access_tokens SET revoked_at = now() WHERE revoked_at IS NULL`);
     expect((await me(a, t)).status).toBe(401);
     // The other replica's listener died too, unannounced: it must not answer from its cache either.

@@ -2,10 +2,12 @@ import { ADMIN_LOGIN_COMMAND, DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES } fro
 import { Secret, TOTP } from 'otpauth';
 import { AppConfig, ConfigError } from '../../src/config/app-config.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
+import { deviceLogins } from '../support/device-login-fixtures.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { approve, authEvents, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { get, type JsonResponse, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens } from '../support/token-fixtures.js';
 import { signInAs, webClient, type WebClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
@@ -66,8 +68,8 @@ describe('the admin grant', () => {
     const session = (await poll(api, login.deviceCode)).body;
     expect(await scopesOf(session.accessToken)).toBe('profile, tokens');
     expectAdminRefused(await get(api, USERS, session.accessToken));
-    const [row] = await api.dataSource.query(`SELECT scope, admin_until FROM device_logins WHERE user_code = $1`, [login.userCode.replace('-', '')]);
-    expect(row).toEqual({ scope: 'profile tokens', admin_until: null });
+    const [row] = await deviceLogins(api, { userCode: login.userCode });
+    expect(row).toMatchObject({ scope: 'profile tokens', admin_until: null });
     // The OAuth door to the same client: asking for nothing is not asking for admin either.
     const form = (path: string, params: Record<string, string>) =>
       request(api, 'POST', path, { body: new URLSearchParams(params).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
@@ -110,8 +112,9 @@ describe('the admin grant', () => {
     const approvedAt = clock.now().getTime();
     expect((await web.send('POST', '/device/approve', { _csrf: web.csrfFrom(page.text), user_code: login.userCode })).status).toBe(200);
 
-    const [row] = await api.dataSource.query(`SELECT id, admin_until FROM device_logins WHERE user_code = $1 AND status = 'approved'`, [login.userCode.replace('-', '')]);
-    expect(row.admin_until.getTime()).toBe(approvedAt + 12 * HOUR * 1000);
+    const [row] = await deviceLogins(api, { userCode: login.userCode });
+    expect(row.status).toBe('approved');
+    expect(row.admin_until!.getTime()).toBe(approvedAt + 12 * HOUR * 1000);
     const [approval] = await authEvents(api, { type: 'device.approve', detail: { deviceLoginId: row.id } });
     expect(approval.detail).toEqual({ deviceLoginId: row.id, adminUntil: expect.any(String) });
     const session = (await poll(api, login.deviceCode)).body;
@@ -163,10 +166,8 @@ describe('the admin grant', () => {
     const login = await start(ADMIN_SCOPES);
     await approve(api, login.userCode, admin);
     const session = (await poll(api, login.deviceCode)).body;
-    const [grant] = await api.dataSource.query(
-      `SELECT id AS "tokenId", device_login_id AS "deviceLoginId" FROM access_tokens WHERE token_hash = sha256($1::bytea)`,
-      [Buffer.from(session.accessToken)],
-    );
+    const { id: tokenId, deviceLoginId } = (await api.app.get(TokensService).describe(session.accessToken))!;
+    const grant = { tokenId, deviceLoginId };
     const carol = await createUser(api);
     await enrolTotp(await signInAs(api, carol.email, PASSWORD), clock);
 
@@ -198,7 +199,7 @@ describe('REQUIRE_SECOND_FACTOR through the API', () => {
   afterAll(() => api?.close());
 
   const mintInBrowser = (web: WebClient, csrf: string) => web.agent.post(ROUTES.issueToken).set('x-csrf-token', csrf).send({ label: 'through the API' });
-  const tokensOf = async (userId: string) => (await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE user_id = $1`, [userId]))[0].n as number;
+  const tokensOf = async (userId: string) => (await accessTokens(api, { userId })).length;
 
   it('a person who must still set up a second factor makes no token through the API with their session, as the pages let them do nothing else', async () => {
     const person = await createUser(api);

@@ -3,10 +3,12 @@ import { IDEMPOTENCY_KEY_HEADER, ROUTES } from '@prospect/contract';
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { createUser, onApprovalPage, poll, startDeviceLogin } from '../support/fixtures.js';
+import { deviceLogins } from '../support/device-login-fixtures.js';
+import { authEvents, createUser, onApprovalPage, poll, startDeviceLogin } from '../support/fixtures.js';
 import { errorBody, get, type JsonResponse, request } from '../support/http.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens, idempotencyKeysOf } from '../support/token-fixtures.js';
 
 /**
  * Issue #32, item 5: a replay is harmless. `POST /api/cli/auth/token` with an Idempotency-Key
@@ -32,10 +34,10 @@ describe('POST /api/cli/auth/token with an Idempotency-Key', () => {
     request(api, 'POST', ROUTES.issueToken, { json, token, headers: key === undefined ? {} : ({ [IDEMPOTENCY_KEY_HEADER]: key } as Record<string, string>) });
 
   /** Tokens of `userId` other than the caller's own: those POST /token made. */
-  const madeFor = async (userId: string, callerToken: string) =>
-    (
-      await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE user_id = $1 AND token_hash <> sha256($2::bytea)`, [userId, Buffer.from(callerToken)])
-    )[0].n as number;
+  const madeFor = async (userId: string, callerToken: string) => {
+    const callerTokenId = (await api.app.get(TokensService).describe(callerToken))?.id;
+    return (await accessTokens(api, { userId })).filter((token) => token.id !== callerTokenId).length;
+  };
 
   const sfString = (key: string) => `"${key}"`;
 
@@ -147,6 +149,7 @@ describe('POST /api/cli/auth/token with an Idempotency-Key', () => {
     const { user, token } = await caller();
     const key = `visible-key-${randomUUID()}`;
     const made = await issue(token, sfString(key));
+    // sql-on-purpose: nothing of the token or the key is stored in the clear, in any column
     const rows: Array<Record<string, unknown>> = await api.dataSource.query(`SELECT * FROM idempotency_keys WHERE user_id = $1`, [user.id]);
     expect(rows).toHaveLength(1);
     const stored = Buffer.concat(Object.values(rows[0]!).map((value) => (Buffer.isBuffer(value) ? value : Buffer.from(String(value)))));
@@ -184,8 +187,7 @@ describe('POST /api/cli/auth/token with an Idempotency-Key', () => {
     await issue(other.token, sfString(randomUUID()));
     clock.advanceSeconds(24 * 3600 + 1);
     await api.app.get(RetentionService).purge();
-    const kept = await api.dataSource.query(`SELECT user_id FROM idempotency_keys WHERE user_id = ANY($1)`, [[user.id, other.user.id]]);
-    expect(kept).toEqual([]);
+    expect(await idempotencyKeysOf(api, [user.id, other.user.id])).toEqual([]);
   });
 });
 
@@ -211,14 +213,11 @@ describe('the device approval page, its form sent again', () => {
   }
 
   const status = (html: string) => /role="status">([^<]*)</.exec(html)?.[1];
-  const decisionEvents = async (userCode: string) =>
-    (
-      await api.dataSource.query(
-        `SELECT e.type FROM auth_events e JOIN device_logins d ON d.id = (e.detail ->> 'deviceLoginId')::uuid
-          WHERE d.user_code = $1 AND e.type IN ('device.approve', 'device.deny') ORDER BY e.id`,
-        [userCode.replace('-', '')],
-      )
-    ).map((row: { type: string }) => row.type);
+  const decisionEvents = async (userCode: string) => {
+    const [login] = await deviceLogins(api, { userCode });
+    const events = await authEvents(api, { typePrefix: 'device.', detail: { deviceLoginId: login.id } });
+    return events.map((event) => event.type).filter((type) => type === 'device.approve' || type === 'device.deny');
+  };
 
   it('Approve again by the same person: the approved page (also once the terminal has its token); another person, or Deny, is refused', async () => {
     const login = await startDeviceLogin(api);

@@ -1,6 +1,7 @@
 import { ROUTES } from '@prospect/contract';
 import { TokensService } from '../../src/tokens/tokens.service.js';
-import { createUser } from '../support/fixtures.js';
+import { deviceLogins } from '../support/device-login-fixtures.js';
+import { countAuthEvents, createUser } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -16,6 +17,8 @@ describe('bad input', () => {
   afterAll(() => api.close());
 
   const json = { 'content-type': 'application/json' };
+  /** Device logins and audit events: what a refused start, poll or token would have written. */
+  const written = async () => (await deviceLogins(api)).length + (await countAuthEvents(api, {}));
 
   it.each<[string, string, string, { body?: string; headers?: Record<string, string> }, number]>([
     ['start: wrong type', 'POST', ROUTES.deviceStart, { body: '{"clientName": 42}', headers: json }, 400],
@@ -70,12 +73,11 @@ describe('bad input', () => {
     ['token: an unpaired surrogate in userEmail', ROUTES.issueToken, '{"userEmail": "a\\udc00@example.com"}'],
     ['token: NUL in a field name', ROUTES.issueToken, '{"la\\u0000bel": "x"}'],
   ])('%s: 400 naming the field, and nothing written', async (_, path, body) => {
-    const before = (await api.dataSource.query(`SELECT (SELECT count(*) FROM device_logins) + (SELECT count(*) FROM auth_events) AS n`))[0].n;
+    const before = await written();
     const res = await request(api, 'POST', path, { body, headers: { ...json, authorization: `Bearer ${token}` } });
     expect(res.status).toBe(400);
     expect(res.body.message).toMatch(/^Invalid (clientName|hostname|deviceCode|label|userEmail|\(a field name\)): it contains a NUL character or broken Unicode/);
-    const after = (await api.dataSource.query(`SELECT (SELECT count(*) FROM device_logins) + (SELECT count(*) FROM auth_events) AS n`))[0].n;
-    expect(after).toBe(before);
+    expect(await written()).toBe(before);
   });
 
   const brackets = '['.repeat(8_000) + ']'.repeat(8_000); // 16,000 bytes

@@ -7,6 +7,7 @@ async function appliedMigrations(url: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
+    // sql-on-purpose: the migrations table is the schema's own record
     return (await client.query<{ name: string }>('SELECT name FROM migrations ORDER BY id')).rows.map((r) => r.name);
   } finally {
     await client.end();

@@ -30,6 +30,7 @@ describe('migrations', () => {
   beforeAll(async () => ({ db, close } = await unmigratedDatabase()));
   afterAll(() => close?.());
 
+  // sql-on-purpose: the schema as information_schema lists it
   const tables = async () =>
     (
       (await db.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'migrations' ORDER BY 1`)) as Array<{
@@ -53,9 +54,12 @@ describe('migrations', () => {
 
   it('Scopes (019) cuts every earlier grant down to what its client is allowed: the CLI everything, any other client profile', async () => {
     // Back to just before it (later migrations first).
+    // sql-on-purpose: the migrations table
     const applied = async () => ((await db.query(`SELECT name FROM migrations`)) as Array<{ name: string }>).map((m) => m.name);
     while ((await applied()).includes('Scopes1795400000019')) await db.undoLastMigration({ transaction: 'each' });
+    // sql-on-purpose: rows written before the migration, by the schema of then
     await db.query(`INSERT INTO oauth_clients (id, name, created_at) VALUES ('acme-sync', 'Acme Sync', now())`);
+    // sql-on-purpose: rows written before the migration, by the schema of then
     const login = (code: string, clientId: string, scope: string | null) =>
       db.query(
         `INSERT INTO device_logins (device_code_hash, user_code, created_at, expires_at, client_id, scope)
@@ -67,6 +71,7 @@ describe('migrations', () => {
     await login('BCDFGHJM', 'acme-sync', null);
     await login('BCDFGHJN', 'acme-sync', 'admin');
     await db.runMigrations({ transaction: 'each' });
+    // sql-on-purpose: what the migration made of those rows
     const rows = (await db.query(`SELECT user_code, scope FROM device_logins ORDER BY user_code`)) as Array<{ user_code: string; scope: string }>;
     expect(rows.map((r) => [r.user_code, r.scope])).toEqual([
       ['BCDFGHJK', 'profile tokens admin'],
@@ -74,6 +79,7 @@ describe('migrations', () => {
       ['BCDFGHJM', 'profile'],
       ['BCDFGHJN', ''],
     ]);
+    // sql-on-purpose: what the migration made of those rows
     expect(await db.query(`SELECT id, allowed_scopes FROM oauth_clients ORDER BY id`)).toEqual([
       { id: 'acme-sync', allowed_scopes: 'profile' },
       { id: 'prospect-cli', allowed_scopes: 'profile tokens admin' },

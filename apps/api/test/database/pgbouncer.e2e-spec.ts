@@ -82,14 +82,18 @@ describe('behind PgBouncer in transaction mode', () => {
     const locker = new pg.Client({ connectionString: database.url });
     await locker.connect();
     try {
+      // sql-on-purpose: a transaction that holds a lock (BEGIN)
       await locker.query('BEGIN');
+      // sql-on-purpose: LOCK TABLE, so the API's statements wait on it
       await locker.query('LOCK TABLE access_tokens IN ACCESS EXCLUSIVE MODE');
       const stuck = await get(b.baseUrl, ROUTES.me, accessToken);
       expect(stuck.status).toBe(503);
       // Not only the client gave up: no session of the pool still waits on the lock.
+      // sql-on-purpose: pg_stat_activity's waits
       const { rows } = await locker.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
       expect(rows[0].n).toBe(0);
     } finally {
+      // sql-on-purpose: the lock released (ROLLBACK)
       await locker.query('ROLLBACK');
       await locker.end();
     }

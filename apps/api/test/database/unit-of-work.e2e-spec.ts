@@ -94,11 +94,13 @@ describe('UnitOfWork (the one way to run a transaction) and the Tx it passes on'
     });
     const setting = async () => (await sql.rows<{ synchronous_commit: string }>(`SHOW synchronous_commit`, []))[0]!.synchronous_commit;
     // Inside an explicit transaction on the one connection, the claim's setting is visible after it…
+    // sql-on-purpose: an explicit transaction on one connection, to see its settings (BEGIN)
     await sql.pool.query('BEGIN');
     try {
       expect((await logins.claimPoll(hash, 'prospect-cli', new Date(now.getTime() - 5_000), now))?.accepted).toBe(true);
       expect(await setting()).toBe('off');
     } finally {
+      // sql-on-purpose: that transaction ended (ROLLBACK)
       await sql.pool.query('ROLLBACK');
     }
     // …and gone with that transaction: the connection goes back to the pool flushing every commit.

@@ -2,10 +2,12 @@ import { CLI_CLIENT_ID, DevicePollResponseSchema, DeviceStartResponseSchema, OAU
 import { DeviceApprovalService, UndecidableDeviceLoginError } from '../../src/device-login/device-approval.service.js';
 import { REPLY_WINDOW_SECONDS } from '../../src/device-login/device-login.service.js';
 import { RetentionService } from '../../src/retention/retention.service.js';
+import { deviceLogins } from '../support/device-login-fixtures.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { approve, countAuthEvents, createUser, deny, poll, startDeviceLogin } from '../support/fixtures.js';
 import { client, errorBody, get, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens } from '../support/token-fixtures.js';
 
 describe('device login (seed §3.1)', () => {
   const clock = new FakeClock();
@@ -131,6 +133,7 @@ describe('device login (seed §3.1)', () => {
       const start = await startDeviceLogin(api);
       await approve(api, start.userCode, user);
       expect((await poll(api, start.deviceCode)).body.status).toBe('authorized');
+      // sql-on-purpose: whether the sealed answer is still stored (a sealed column)
       const sealed = () => api.dataSource.query(`SELECT reply_sealed FROM device_logins WHERE user_code = $1`, [start.userCode.replace('-', '')]);
       expect((await sealed())[0].reply_sealed).not.toBeNull();
       clock.advanceSeconds(REPLY_WINDOW_SECONDS);
@@ -170,11 +173,8 @@ describe('device login (seed §3.1)', () => {
       expect(results.map((r) => r.status)).toEqual(Array(50).fill(200));
       expect(new Set(results.map((r) => r.body.accessToken)).size).toBe(1);
       expect(results.every((r) => r.body.status === 'authorized')).toBe(true);
-      const rows = await api.dataSource.query(
-        `SELECT count(*)::int AS n FROM access_tokens t JOIN device_logins d ON d.id = t.device_login_id WHERE d.user_code = $1`,
-        [start.userCode.replace('-', '')],
-      );
-      expect(rows[0].n).toBe(1);
+      const [login] = await deviceLogins(api, { userCode: start.userCode });
+      expect(await accessTokens(api, { deviceLoginId: login.id })).toHaveLength(1);
     });
 
     it('answers slow_down (429, Retry-After) to polls faster than the interval, forgiving 1 s of jitter', async () => {

@@ -41,6 +41,7 @@ async function listenerUp(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
+    // sql-on-purpose: pg_stat_activity shows what the listener's connection last ran
     const { rows } = await client.query(
       `SELECT 1 FROM pg_stat_activity WHERE application_name = 'prospect-revocation-listener' AND (query LIKE 'LISTEN%' OR query = 'SELECT 1')`,
     );
@@ -141,6 +142,7 @@ describe('a database that goes away', () => {
       for (let round = 0; round < 6; round++) {
         const seen = issuance.answers.length;
         await waitFor('answers between kills', () => issuance.answers.length >= seen + 5);
+        // sql-on-purpose: every connection of the API killed (pg_terminate_backend)
         await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`);
       }
     } finally {

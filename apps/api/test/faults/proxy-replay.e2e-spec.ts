@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ROUTES } from '@prospect/contract';
-import pg from 'pg';
 import { type ApiProcess, startApiProcess } from '../support/api-process.js';
-import { seedToken } from '../support/direct-sql.js';
+import { countTokensLabelled, seedToken } from '../support/direct-sql.js';
 import { HaProxy } from '../support/haproxy.js';
 import { emptyServerDatabase } from '../support/server-database.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -59,16 +58,7 @@ describe('a replica that dies after its commit, behind the shipped haproxy confi
     await database?.drop();
   });
 
-  const tokensLabelled = async (label: string) => {
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    try {
-      const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM access_tokens WHERE label = $1`, [label]);
-      return rows[0]!.n;
-    } finally {
-      await client.end();
-    }
-  };
+  const tokensLabelled = (label: string) => countTokensLabelled(database.url, label);
 
   it('POST /api/cli/auth/token: the client gets an error, not a replay on the other replica, and exactly one token exists', async () => {
     const answered: Array<{ status: number } | { error: string }> = [];

@@ -28,6 +28,7 @@ describe('mails to one recipient', () => {
     expect(answers.filter((may) => may)).toHaveLength(MAILS_PER_RECIPIENT_PER_HOUR);
     expect((await refusalsCounted()) - before).toBe(50 - MAILS_PER_RECIPIENT_PER_HOUR);
     // One counter per normalized address, under its hash.
+    // sql-on-purpose: the counter's key at rest holds the address's hash, never the address
     const keys = (await api.dataSource.query(`SELECT key FROM rate_limits WHERE key LIKE 'mail:recipient:%'`)).map((row: { key: string }) => row.key as string);
     expect(keys).toContain(`mail:recipient:${createHash('sha256').update(to).digest('base64url')}`);
     expect(keys.join()).not.toContain('@');

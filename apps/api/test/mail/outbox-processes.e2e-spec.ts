@@ -1,9 +1,9 @@
 import { request as httpRequest, Agent } from 'node:http';
 import net from 'node:net';
-import pg from 'pg';
 import { composeMail, Mailer } from '../../src/mail/mailer.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { type ApiProcess, startApiProcess } from '../support/api-process.js';
+import { outboxRows } from '../support/direct-sql.js';
 import { eventually } from '../support/eventually.js';
 import { approve, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { post } from '../support/http.js';
@@ -15,33 +15,15 @@ import { postFrom, signUp, webClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 
-interface OutboxRow {
-  recipient: string;
-  attempts: number;
-  claimed_until: Date | null;
-  sent_at: Date | null;
-  given_up_at: Date | null;
-  last_error: string | null;
-}
-
-/** A database of its own on a Postgres server, every API process of a test on it, and a pool to look into it. */
+/** A database of its own on a Postgres server, every API process of a test on it. */
 async function serverDatabase() {
   const database = await emptyServerDatabase();
-  const pool = new pg.Pool({ connectionString: database.url, max: 2 });
-  // pool.end() resolves before its sockets have closed; the DROP … WITH (FORCE) that follows may
-  // terminate one still closing, whose FATAL would otherwise be an unhandled 'error' event.
-  pool.on('connect', (client) => client.on('error', () => undefined));
   return {
     url: database.url,
     /** As startTestApp takes it, kept after the app closes. */
     forApp: { url: database.url, kind: 'server' as const, drop: async () => undefined },
-    outbox: async (recipient?: string) =>
-      (await pool.query<OutboxRow>(`SELECT recipient, attempts, claimed_until, sent_at, given_up_at, last_error FROM mail_outbox ${recipient ? 'WHERE recipient = $1' : ''} ORDER BY created_at`, recipient ? [recipient] : []))
-        .rows,
-    async drop() {
-      await pool.end();
-      await database.drop();
-    },
+    outbox: (recipient?: string) => outboxRows(database.url, recipient),
+    drop: () => database.drop(),
   };
 }
 

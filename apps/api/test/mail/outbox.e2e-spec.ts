@@ -3,8 +3,10 @@ import { Metrics } from '../../src/metrics/metrics.js';
 import { MAILS_PER_RECIPIENT_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { eventually } from '../support/eventually.js';
+import { countAccountTokensOf } from '../support/account-fixtures.js';
 import { approve, createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
 import { get, post } from '../support/http.js';
+import { dropMailsTo, markMailSentDaysAgo, outboxRows, queueMailWaitingAnHour } from '../support/mail-fixtures.js';
 import { SmtpSink } from '../support/smtp-sink.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { startAppWithMail } from '../support/mailing-app.js';
@@ -23,8 +25,6 @@ async function adminToken(api: TestApp): Promise<string> {
 
 const address = (name: string) => `${name}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
 const mailCount = async (api: TestApp, event: string) => (await api.app.get(Metrics).mails.get()).values.find((v) => v.labels.event === event)?.value ?? 0;
-const rows = (api: TestApp, recipient: string) =>
-  api.dataSource.query(`SELECT id, attempts, text, html, link, sent_at, given_up_at, last_error FROM mail_outbox WHERE recipient = $1 ORDER BY created_at`, [recipient]);
 
 /** Issue #32: the mail outbox in one process (real Postgres, a real SMTP server). */
 describe('the mail outbox', () => {
@@ -49,7 +49,7 @@ describe('the mail outbox', () => {
       await api.app.get(Mailer).settled();
       expect(smtp.to(user.email)).toHaveLength(1);
       expect(smtp.to(user.email)[0]!.text).toMatch(/\/password\/reset\?token=prsp_/);
-      const [row] = await rows(api, user.email);
+      const [row] = await outboxRows(api, user.email);
       expect(row).toMatchObject({ attempts: 1, text: null, html: null, link: null, given_up_at: null, last_error: null });
       expect(row.sent_at).not.toBeNull();
       expect((await mailCount(api, 'queued')) - queued).toBe(1);
@@ -59,8 +59,9 @@ describe('the mail outbox', () => {
     it('queues a link and its mail in one transaction: when the mail cannot be queued, the page is an error and no link exists', async () => {
       const user = await createUser(api);
       const invited = address('invited');
-      const links = async () => Number((await api.dataSource.query(`SELECT count(*) AS n FROM account_tokens WHERE user_id = $1`, [user.id]))[0].n);
+      const links = () => countAccountTokensOf(api, user.id);
       // The outbox refuses every new row, as a full disk or a broken table would.
+      // sql-on-purpose: a CHECK constraint that refuses every write
       await api.dataSource.query(`ALTER TABLE mail_outbox ADD CONSTRAINT refuse_for_test CHECK (false) NOT VALID`);
       try {
         const web = webClient(api);
@@ -74,6 +75,7 @@ describe('the mail outbox', () => {
         expect(invitation.status).toBe(500);
         expect(await userByEmail(api, invited)).toBeNull();
       } finally {
+        // sql-on-purpose: the fault injected above ends
         await api.dataSource.query(`ALTER TABLE mail_outbox DROP CONSTRAINT refuse_for_test`);
       }
       // Asked again once the outbox takes rows: one link, one mail.
@@ -108,18 +110,17 @@ describe('the mail outbox', () => {
       const waiting = address('waiting');
       await api.app.get(Mailer).send({ to: sent, subject: 'Old', text: 'old', html: '<p>old</p>' });
       await api.app.get(Mailer).settled();
-      await api.dataSource.query(`UPDATE mail_outbox SET sent_at = now() - interval '4 days' WHERE recipient = $1`, [sent]);
-      // Waiting for a later try (as after a failure), so the worker leaves it alone.
-      await api.dataSource.query(`INSERT INTO mail_outbox (recipient, subject, text, html, next_attempt_at) VALUES ($1, 'Later', 'later', '<p>later</p>', now() + interval '1 hour')`, [waiting]);
+      await markMailSentDaysAgo(api, sent, 4);
+      await queueMailWaitingAnHour(api, waiting);
       try {
         await api.app.get(RetentionService).purge();
-        expect(await rows(api, sent)).toEqual([]);
-        expect(await rows(api, waiting)).toHaveLength(1);
+        expect(await outboxRows(api, sent)).toEqual([]);
+        expect(await outboxRows(api, waiting)).toHaveLength(1);
         // The age of the oldest waiting mail is a metric (read from the outbox at each scrape).
         const metrics = await api.app.get(Metrics).registry.getSingleMetricAsString('prospect_mail_oldest_waiting_seconds');
         expect(Number(/^prospect_mail_oldest_waiting_seconds (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(0);
       } finally {
-        await api.dataSource.query(`DELETE FROM mail_outbox WHERE recipient = $1`, [waiting]);
+        await dropMailsTo(api, waiting);
       }
     });
   });
@@ -146,15 +147,15 @@ describe('the mail outbox', () => {
       expect((await post(api, USERS, { email: invited, name: 'Pat' }, token)).status).toBe(201);
 
       // Waiting, tried and failed: the admin sees it as the oldest waiting.
-      expect(await eventually(async () => (await rows(api, invited))[0]?.last_error !== null, 5_000)).toBe(true);
+      expect(await eventually(async () => (await outboxRows(api, invited))[0]?.last_error !== null, 5_000)).toBe(true);
       const waiting = await get(api, MAIL, token);
       expect(waiting.status).toBe(200);
       expect(waiting.headers.get('cache-control')).toBe('no-store');
       expect(waiting.body.oldestWaiting).toMatchObject({ to: 'p***@example.com', subject: 'You are invited to Prospect', attempts: expect.any(Number), lastError: expect.stringMatching(/ECONNREFUSED/) });
       expect(waiting.body.counts.waiting + waiting.body.counts.sending).toBeGreaterThanOrEqual(1);
 
-      expect(await eventually(async () => (await rows(api, invited))[0]?.given_up_at !== null, 15_000)).toBe(true);
-      const [row] = await rows(api, invited);
+      expect(await eventually(async () => (await outboxRows(api, invited))[0]?.given_up_at !== null, 15_000)).toBe(true);
+      const [row] = await outboxRows(api, invited);
       expect(row.attempts).toBeGreaterThanOrEqual(3);
       expect(row).toMatchObject({ sent_at: null, text: null, html: null, link: null, last_error: expect.stringMatching(/^connect ECONNREFUSED/) });
       expect((await mailCount(api, 'failed')) - failed).toBe(1);
@@ -183,7 +184,7 @@ describe('the mail outbox', () => {
       const invited = address('quinn');
       expect((await post(api, USERS, { email: invited, name: 'Quinn' }, token)).status).toBe(201);
       await api.app.get(Mailer).settled();
-      const [row] = await rows(api, invited);
+      const [row] = await outboxRows(api, invited);
       expect(row).toMatchObject({ attempts: 1, sent_at: null, last_error: expect.stringContaining('550') });
       const state = await get(api, MAIL, token);
       expect(state.body.givenUp[0]).toMatchObject({ id: row.id, to: 'q***@example.com', attempts: 1, reason: expect.stringContaining('550') });

@@ -1,4 +1,5 @@
 import { TokensService } from '../../src/tokens/tokens.service.js';
+import { clientById } from '../support/client-fixtures.js';
 import { authEvents, createUser } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -25,7 +26,6 @@ describe('OAuth clients of the code flow', () => {
   afterAll(() => api.close());
 
   const call = (method: string, path: string, json?: unknown) => request(api, method, path, { json, token: adminToken });
-  const clientRow = async (id: string) => (await api.dataSource.query(`SELECT type, redirect_uris, allowed_origins, secret_hash IS NOT NULL AS has_secret FROM oauth_clients WHERE id = $1`, [id]))[0];
 
   describe('POST and PATCH /api/admin/clients', () => {
     it('registers an extension’s client: its chromiumapp.org redirect, its origin, public by default, no secret', async () => {
@@ -39,12 +39,13 @@ describe('OAuth clients of the code flow', () => {
       expect(created.status).toBe(201);
       expect(created.body).toMatchObject({ type: 'public', redirectUris: [`https://${EXTENSION_ID}.chromiumapp.org/`], allowedOrigins: [`chrome-extension://${EXTENSION_ID}`] });
       expect(created.body).not.toHaveProperty('clientSecret');
-      expect(await clientRow('prospect-extension')).toEqual({
+      expect(await clientById(api, 'prospect-extension')).toMatchObject({
         type: 'public',
-        redirect_uris: [`https://${EXTENSION_ID}.chromiumapp.org/`],
-        allowed_origins: [`chrome-extension://${EXTENSION_ID}`],
-        has_secret: false,
+        redirectUris: [`https://${EXTENSION_ID}.chromiumapp.org/`],
+        allowedOrigins: [`chrome-extension://${EXTENSION_ID}`],
       });
+      // sql-on-purpose: no secret is stored for a public client, not even a hash
+      expect(await api.dataSource.query(`SELECT secret_hash FROM oauth_clients WHERE id = 'prospect-extension'`)).toEqual([{ secret_hash: null }]);
       const [event] = await authEvents(api, { type: 'oauth.client_register', detail: { clientId: 'prospect-extension' } });
       expect(event.detail).toMatchObject({ type: 'public', redirectUris: `https://${EXTENSION_ID}.chromiumapp.org/` });
     });
@@ -70,7 +71,7 @@ describe('OAuth clients of the code flow', () => {
         const res = await call('POST', CLIENTS, { id: 'refused-client', name: 'Refused', allowedScopes: ['openid'], ...change });
         expect({ change, status: res.status, error: res.body.error }).toEqual({ change, status: 400, error: 'invalid_request' });
       }
-      expect(await clientRow('refused-client')).toBeUndefined();
+      expect(await clientById(api, 'refused-client')).toBeNull();
       // What the code flow does take: loopback on any port, a private-use scheme, an https origin.
       const good = await call('POST', CLIENTS, {
         id: 'desktop-tool',
@@ -88,12 +89,12 @@ describe('OAuth clients of the code flow', () => {
       expect(patched.status).toBe(200);
       expect(patched.body).toMatchObject({ redirectUris: ['https://app.example.com/cb'], allowedOrigins: ['https://app.example.com'] });
       expect((await call('PATCH', `${CLIENTS}/editable`, { redirectUris: ['https://app.example.com/cb*'] })).status).toBe(400);
-      expect((await clientRow('editable')).redirect_uris).toEqual(['https://app.example.com/cb']);
+      expect((await clientById(api, 'editable'))?.redirectUris).toEqual(['https://app.example.com/cb']);
       for (const id of ['prospect-cli', 'editable']) {
         const res = await call('PATCH', `${CLIENTS}/${id}`, id === 'editable' ? { allowedScopes: ['openid', 'admin'] } : { redirectUris: ['https://app.example.com/cb'] });
         expect(res.status).toBe(400);
       }
-      expect((await clientRow('prospect-cli')).redirect_uris).toEqual([]);
+      expect((await clientById(api, 'prospect-cli'))?.redirectUris).toEqual([]);
     });
 
     it('a confidential client cannot start a device login (the device flow is for public clients)', async () => {
@@ -118,6 +119,7 @@ describe('OAuth clients of the code flow', () => {
       const shown = await web.send('GET', registered.location!);
       const secret = /id="client-secret" class="token" type="text" readonly value="(prsk_[A-Za-z0-9_-]{43})"/.exec(shown.text)?.[1];
       expect(secret).toBeDefined();
+      // sql-on-purpose: the secret is stored only as its hash
       const [row] = await api.dataSource.query(`SELECT secret_hash = sha256($1::bytea) AS hashed, redirect_uris FROM oauth_clients WHERE id = 'partner-app'`, [secret]);
       expect(row).toEqual({ hashed: true, redirect_uris: ['https://partner.example.com/callback', 'http://127.0.0.1/callback'] });
       // Once: the page again has no secret.
@@ -143,7 +145,8 @@ describe('OAuth clients of the code flow', () => {
       const admins = await web.send('POST', '/admin/clients', { _csrf: web.csrfFrom(form.text), id: 'admin-app', name: 'Admin', scopes: ['openid', 'admin'], type: 'public', redirect_uris: 'https://app.example.com/cb', allowed_origins: '' });
       expect(admins.status).toBe(400);
       expect(admins.text).toContain('cannot be allowed “admin”');
-      expect(await api.dataSource.query(`SELECT id FROM oauth_clients WHERE id IN ('wild-app', 'admin-app')`)).toEqual([]);
+      expect(await clientById(api, 'wild-app')).toBeNull();
+      expect(await clientById(api, 'admin-app')).toBeNull();
     });
   });
 });

@@ -1,9 +1,11 @@
 import { OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import { decodeJwt } from 'jose';
 import { FakeClock } from '../support/fake-clock.js';
+import { deviceLogins } from '../support/device-login-fixtures.js';
 import { authEvents, createUser, registerClient } from '../support/fixtures.js';
 import { get, request, type JsonResponse } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens, authorizationCodes } from '../support/token-fixtures.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { postFrom, signInAs, type WebClient, webClient } from '../support/web-client.js';
 import { approveIn, pkce, tokenRequest as tokenRequestTo } from './code-flow-support.js';
@@ -142,7 +144,7 @@ describe('the authorization code grant', () => {
         });
       }
       // Nothing was issued for any of them.
-      expect(await api.dataSource.query(`SELECT count(*)::int AS n FROM authorization_codes WHERE user_id = $1`, [person.id])).toEqual([{ n: 0 }]);
+      expect(await authorizationCodes(api, { userId: person.id })).toHaveLength(0);
     });
 
     it('a client of the code flow cannot be allowed admin', async () => {
@@ -234,8 +236,9 @@ describe('the authorization code grant', () => {
         id_token: expect.any(String),
       });
       expect(decodeJwt(res.body.id_token)).toMatchObject({ sub: person.id, aud: 'tool', nonce: 'n-0S6_WzA2Mj', iss: api.baseUrl });
-      const [row] = await api.dataSource.query(`SELECT t.scope, d.grant_type, d.client_id FROM access_tokens t JOIN device_logins d ON d.id = t.device_login_id WHERE t.token_hash = sha256($1::bytea)`, [res.body.access_token]);
-      expect(row).toEqual({ scope: 'profile openid email', grant_type: 'authorization_code', client_id: 'tool' });
+      const [issued] = await accessTokens(api, { secret: res.body.access_token });
+      const [grant] = await deviceLogins(api, { id: issued.device_login_id! });
+      expect({ scope: issued.scope, grant_type: grant.grant_type, client_id: grant.client_id }).toEqual({ scope: 'profile openid email', grant_type: 'authorization_code', client_id: 'tool' });
       const renewed = await refresh(res.body.refresh_token);
       expect(renewed.status).toBe(200);
       expect(renewed.body.scope).toBe('profile openid email');
@@ -338,8 +341,10 @@ describe('the authorization code grant', () => {
       const created = await registerClient({ id: 'server-app', name: 'Server App', type: 'confidential', allowedScopes: ['openid'], redirectUris: [REDIRECT] });
       expect(created).toMatchObject({ type: 'confidential', clientSecret: expect.stringMatching(/^prsk_[A-Za-z0-9_-]{43}$/), redirectUris: [REDIRECT] });
       const secret = created.clientSecret as string;
+      // sql-on-purpose: the secret is stored only as its hash
       const [row] = await api.dataSource.query(`SELECT secret_hash = sha256($1::bytea) AS hashed FROM oauth_clients WHERE id = 'server-app'`, [secret]);
       expect(row.hashed).toBe(true);
+      // sql-on-purpose: nothing of the secret is stored in the clear, in any column
       expect(JSON.stringify(await api.dataSource.query(`SELECT * FROM oauth_clients`))).not.toContain(secret.slice(5));
       expect((await request(api, 'GET', '/api/admin/clients', { token: adminToken })).body.find((c: { id: string }) => c.id === 'server-app')).not.toHaveProperty('clientSecret');
 
@@ -390,7 +395,7 @@ describe('the authorization code grant under REQUIRE_SECOND_FACTOR, and under RE
       expect({ status: res.status, location: res.location }).toEqual({ status: 303, location: '/settings/security' });
       const silent = await web.send('GET', `${OAUTH_ROUTES.authorize}?${new URLSearchParams({ ...params(), prompt: 'none' })}`, undefined, { 'sec-fetch-site': 'none' });
       expect(new URL(silent.location!).searchParams.get('error')).toBe('interaction_required');
-      expect(await api.dataSource.query(`SELECT count(*)::int AS n FROM authorization_codes`)).toEqual([{ n: 0 }]);
+      expect(await authorizationCodes(api)).toHaveLength(0);
     } finally {
       await api.close();
     }
@@ -406,7 +411,7 @@ describe('the authorization code grant under REQUIRE_SECOND_FACTOR, and under RE
       expect(res.text).toContain('Confirm your e-mail address');
       const answer = await web.send('POST', `${OAUTH_ROUTES.authorize}/consent`, { ...params(), _csrf: web.csrfFrom(res.text), decision: 'approve' });
       expect(answer.status).toBe(403);
-      expect(await api.dataSource.query(`SELECT count(*)::int AS n FROM authorization_codes`)).toEqual([{ n: 0 }]);
+      expect(await authorizationCodes(api)).toHaveLength(0);
     } finally {
       await api.close();
     }

@@ -7,6 +7,7 @@ import { TokensService } from '../../src/tokens/tokens.service.js';
 import { approve, createUser, deny, registerClient } from '../support/fixtures.js';
 import { get, post, request, type JsonResponse } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens } from '../support/token-fixtures.js';
 import { launchBrowser, SCREENSHOTS, signUpInPage } from '../support/browser.js';
 
 /** Real time that a test can move forward: the OAuth client polls on its own timers. */
@@ -242,7 +243,7 @@ describe('OAuth 2.0 surface', () => {
       expect(issue.headers.get('www-authenticate')).toBe('Bearer realm="prospect", error="insufficient_scope", scope="tokens"');
       expect((await introspect(tokens.access_token, adminToken)).body).toMatchObject({ client_id: 'other-tool', scope: 'profile' });
       expect((await form(api, OAUTH_ROUTES.introspect, { token: tokens.access_token }, { authorization: `Bearer ${tokens.access_token}` })).status).toBe(403);
-      expect(await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE label = 'from other-tool'`)).toEqual([{ n: 0 }]);
+      expect(await accessTokens(api, { label: 'from other-tool' })).toHaveLength(0);
       // Published for clients to read.
       expect((await get(api, OAUTH_ROUTES.metadata)).body.scopes_supported).toEqual(['profile', 'tokens', 'admin', 'openid', 'email']);
     });

@@ -3,9 +3,11 @@ import { DeviceApprovalService } from '../../src/device-login/device-approval.se
 import { DeviceLoginService } from '../../src/device-login/device-login.service.js';
 import { USER_CODE_TRIES_PER_MINUTE } from '../../src/rate-limits/rate-limits.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
+import { deviceLogins } from '../support/device-login-fixtures.js';
 import { authEvents, countAuthEvents, createUser, forgetRateLimits, poll, startDeviceLogin } from '../support/fixtures.js';
 import { errorBody, get, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens } from '../support/token-fixtures.js';
 import { signIn, signInAs, webClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
@@ -247,7 +249,7 @@ describe('state transitions under concurrency', () => {
     const statuses = await Promise.all(Array.from({ length: 100 }, async () => (await post(api, ROUTES.deviceStart, {})).status));
     expect(statuses.filter((s) => s === 200)).toHaveLength(30);
     expect(statuses.filter((s) => s === 429)).toHaveLength(70);
-    expect((await api.dataSource.query(`SELECT count(*)::int AS n FROM device_logins`))[0].n).toBe(30);
+    expect(await deviceLogins(api)).toHaveLength(30);
   });
 
   it('sign-ups: 20 at once from one address, exactly the limit create an account', async () => {
@@ -263,12 +265,9 @@ describe('state transitions under concurrency', () => {
   });
 
   const eventsOf = async (userCode: string) => {
-    const [row] = await api.dataSource.query(`SELECT id, status FROM device_logins WHERE user_code = $1`, [userCode.replace('-', '')]);
-    const events = await api.dataSource.query(
-      `SELECT type FROM auth_events WHERE type LIKE 'device.%' AND type <> 'device.start' AND detail ->> 'deviceLoginId' = $1 ORDER BY id`,
-      [row.id],
-    );
-    return { status: row.status as string, events: events.map((e: { type: string }) => e.type) };
+    const [login] = await deviceLogins(api, { userCode });
+    const events = await authEvents(api, { typePrefix: 'device.', detail: { deviceLoginId: login.id } });
+    return { status: login.status, events: events.map((e) => e.type).filter((type) => type !== 'device.start') };
   };
 
   it('approve and deny racing on one login from ten people: exactly one decision, by one person, audited once', async () => {
@@ -289,7 +288,8 @@ describe('state transitions under concurrency', () => {
     // Cancelled before any approval, or after the one approval that won.
     expect([['device.cancel'], ['device.approve', 'device.cancel']]).toContainEqual(events);
     expect((await poll(api, login.deviceCode)).body).toEqual({ status: 'denied' });
-    expect((await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE device_login_id = (SELECT id FROM device_logins WHERE user_code = $1)`, [login.userCode.replace('-', '')]))[0].n).toBe(0);
+    const [cancelled] = await deviceLogins(api, { userCode: login.userCode });
+    expect(await accessTokens(api, { deviceLoginId: cancelled.id })).toHaveLength(0);
   });
 
   it('token issuance: 50 at once are 50 distinct tokens, each with its audit event; 50 logouts of one token revoke it once', async () => {

@@ -5,6 +5,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import { authorizedPoll, countAuthEvents, createUser } from '../support/fixtures.js';
 import { get, post, request, type JsonResponse } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens, refreshTokens, unrevokedFamilyTokens } from '../support/token-fixtures.js';
 
 const HOUR = 3600;
 const DAY = 24 * HOUR;
@@ -13,6 +14,7 @@ const DAY = 24 * HOUR;
 async function sleepingBackendOf(api: TestApp): Promise<void> {
   const deadline = Date.now() + 5_000;
   while (Date.now() < deadline) {
+    // sql-on-purpose: the server's own view of what its backends wait on
     const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`);
     if (n > 0) return;
     await new Promise((resolve) => setImmediate(resolve));
@@ -63,12 +65,9 @@ describe('a lost refresh answer is never a reuse (issue #19)', () => {
     return { user, family, accessToken: body.accessToken as string, refreshToken: body.refreshToken as string };
   };
   const reuses = (family: string) => countAuthEvents(api, { type: 'token.reuse', detail: { deviceLoginId: family } });
-  const refreshTokensOf = async (family: string) =>
-    (await api.dataSource.query(`SELECT count(*)::int AS n FROM refresh_tokens WHERE device_login_id = $1`, [family]))[0].n;
-  const accessTokensOf = async (family: string) =>
-    (await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE device_login_id = $1`, [family]))[0].n;
-  const liveRefreshTokensOf = async (family: string) =>
-    (await api.dataSource.query(`SELECT count(*)::int AS n FROM refresh_tokens WHERE device_login_id = $1 AND rotated_at IS NULL AND revoked_at IS NULL`, [family]))[0].n;
+  const refreshTokensOf = async (family: string) => (await refreshTokens(api, { deviceLoginId: family })).length;
+  const accessTokensOf = async (family: string) => (await accessTokens(api, { deviceLoginId: family })).length;
+  const liveRefreshTokensOf = async (family: string) => (await refreshTokens(api, { deviceLoginId: family })).filter((token) => !token.rotated_at && !token.revoked_at).length;
   /** The rotation happens, its answer never reaches the client. */
   const refreshWithAnswerLost = async (refreshToken: string) => {
     const proxy = await answerDroppingProxy(Number(new URL(api.baseUrl).port));
@@ -206,7 +205,9 @@ describe('a lost refresh answer is never a reuse (issue #19)', () => {
       await refreshWithAnswerLost(refreshToken);
       clock.advanceSeconds(2 * DAY); // the pair's access token is dead: a second presentation issues one
       // Widen the window: writing that access token takes half a second.
+      // sql-on-purpose: a function that sleeps half a second, for the trigger below
       await api.dataSource.query(`CREATE FUNCTION test_slow_access_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END $$`);
+      // sql-on-purpose: a trigger that slows every insert into access_tokens
       await api.dataSource.query(`CREATE TRIGGER test_slow_access_insert BEFORE INSERT ON access_tokens FOR EACH ROW EXECUTE FUNCTION test_slow_access_insert()`);
       try {
         const presentation = refresh(refreshToken);
@@ -215,13 +216,11 @@ describe('a lost refresh answer is never a reuse (issue #19)', () => {
         const answered = await presentation;
         expect(answered.status).toBe(200); // it held the lock first
         expect((await get(api, ROUTES.me, answered.body.accessToken)).status).toBe(401);
-        const live = await api.dataSource.query(
-          `SELECT id FROM access_tokens WHERE device_login_id = $1 AND revoked_at IS NULL UNION ALL SELECT id FROM refresh_tokens WHERE device_login_id = $1 AND revoked_at IS NULL`,
-          [family],
-        );
-        expect(live).toEqual([]);
+        expect(await unrevokedFamilyTokens(api, family)).toEqual([]);
       } finally {
+        // sql-on-purpose: the slowing trigger dropped
         await api.dataSource.query(`DROP TRIGGER test_slow_access_insert ON access_tokens`);
+        // sql-on-purpose: its function dropped
         await api.dataSource.query(`DROP FUNCTION test_slow_access_insert()`);
       }
     });

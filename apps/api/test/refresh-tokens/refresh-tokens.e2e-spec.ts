@@ -6,6 +6,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import { approve, authEvents, authorizedPoll, createUser, poll, registerClient, startDeviceLogin } from '../support/fixtures.js';
 import { errorBody, get, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { unrevokedFamilyTokens } from '../support/token-fixtures.js';
 
 const HOUR = 3600;
 const DAY = 24 * HOUR;
@@ -34,7 +35,7 @@ describe('refresh tokens with rotation (issue #14)', () => {
     expect(refreshToken).toMatch(/^prsr_[A-Za-z0-9_-]{43}$/);
     const me = await get(api, ROUTES.me, accessToken);
     expect(me.body.expiresAt).toBe(new Date(clock.now().getTime() + HOUR * 1000).toISOString());
-    // Only the hash is stored.
+    // sql-on-purpose: only the hash is stored
     const stored = await api.dataSource.query(`SELECT encode(token_hash, 'hex') AS hash FROM refresh_tokens`);
     expect(JSON.stringify(stored)).not.toContain(refreshToken);
   });
@@ -96,6 +97,7 @@ describe('refresh tokens with rotation (issue #14)', () => {
   });
 
   it('a sealed successor pair is kept only while it can answer: erased when the successor is used, or when the old token expires', async () => {
+    // sql-on-purpose: whether the sealed successor is still stored (a sealed column)
     const sealedOf = async (refreshToken: string) =>
       (await api.dataSource.query(`SELECT successor_sealed IS NOT NULL AS sealed FROM refresh_tokens WHERE token_hash = sha256($1::bytea)`, [refreshToken]))[0].sealed;
     const { refreshToken } = await signIn();
@@ -125,22 +127,21 @@ describe('refresh tokens with rotation (issue #14)', () => {
     const { accessToken, refreshToken } = await signIn();
     const family = await familyOf(accessToken);
     // Widen the window: the rotation's INSERT of the new refresh token takes half a second.
+    // sql-on-purpose: a function that sleeps half a second, for the trigger below
     await api.dataSource.query(`CREATE FUNCTION test_slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END $$`);
+    // sql-on-purpose: a trigger that slows every insert into refresh_tokens
     await api.dataSource.query(`CREATE TRIGGER test_slow_insert BEFORE INSERT ON refresh_tokens FOR EACH ROW EXECUTE FUNCTION test_slow_insert()`);
     try {
       const rotation = refresh(refreshToken);
       await new Promise((r) => setTimeout(r, 150));
       await api.app.get(TokensService).revokeFamily(family, 'test');
       const rotated = await rotation;
-      const live = await api.dataSource.query(
-        `SELECT 'access' AS kind FROM access_tokens WHERE device_login_id = $1 AND revoked_at IS NULL
-         UNION ALL SELECT 'refresh' FROM refresh_tokens WHERE device_login_id = $1 AND revoked_at IS NULL`,
-        [family],
-      );
-      expect(live).toEqual([]);
+      expect(await unrevokedFamilyTokens(api, family)).toEqual([]);
       if (rotated.status === 200) expect((await get(api, ROUTES.me, rotated.body.accessToken)).status).toBe(401);
     } finally {
+      // sql-on-purpose: the slowing trigger dropped
       await api.dataSource.query(`DROP TRIGGER test_slow_insert ON refresh_tokens`);
+      // sql-on-purpose: its function dropped
       await api.dataSource.query(`DROP FUNCTION test_slow_insert()`);
     }
   });

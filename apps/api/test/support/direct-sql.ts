@@ -32,3 +32,33 @@ export function seedToken(url: string, name: string): Promise<string> {
     return token;
   });
 }
+
+/** The addresses of the administrators. */
+export const adminEmails = (url: string): Promise<string[]> =>
+  withClient(url, async (client) => (await client.query<{ email: string }>(`SELECT email FROM users WHERE role = 'admin'`)).rows.map((r) => r.email));
+
+/** How many access tokens carry `label`, revoked ones included. */
+export const countTokensLabelled = (url: string, label: string): Promise<number> =>
+  withClient(url, async (client) => (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM access_tokens WHERE label = $1`, [label])).rows[0]!.n);
+
+export interface OutboxRow {
+  recipient: string;
+  attempts: number;
+  claimed_until: Date | null;
+  sent_at: Date | null;
+  given_up_at: Date | null;
+  last_error: string | null;
+}
+
+/** The mail outbox, oldest first (only `recipient`'s mails when given). */
+export const outboxRows = (url: string, recipient?: string): Promise<OutboxRow[]> =>
+  withClient(
+    url,
+    async (client) =>
+      (
+        await client.query<OutboxRow>(
+          `SELECT recipient, attempts, claimed_until, sent_at, given_up_at, last_error FROM mail_outbox ${recipient ? 'WHERE recipient = $1' : ''} ORDER BY created_at`,
+          recipient ? [recipient] : [],
+        )
+      ).rows,
+  );

@@ -5,6 +5,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import { approve, authEvents, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { get, post, request, type Target } from '../support/http.js';
 import { startReplica, startTestApp, type Replica, type TestApp } from '../support/test-app.js';
+import { accessTokens, refreshTokens } from '../support/token-fixtures.js';
 import { signInAs } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
@@ -60,8 +61,12 @@ describe('tokens made with tokens', () => {
     return tokens.body.access_token;
   }
 
-  const familyEndOf = async (clientId: string) =>
-    ((await api.dataSource.query(`SELECT max(r.family_expires_at) AS end FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id WHERE d.client_id = $1`, [clientId]))[0].end as Date).toISOString();
+  /** The absolute end of the session (refresh family) that `accessToken` belongs to. */
+  const familyEndOf = async (accessToken: string) => {
+    const { deviceLoginId } = (await api.app.get(TokensService).describe(accessToken))!;
+    const ends = (await refreshTokens(api, { deviceLoginId: deviceLoginId! })).map((token) => token.family_expires_at.getTime());
+    return new Date(Math.max(...ends)).toISOString();
+  };
 
   it('a token of a client allowed only `tokens` makes a token with `tokens` alone, never one for someone else, and none outliving its session', async () => {
     const bob = await createUser(api);
@@ -76,15 +81,15 @@ describe('tokens made with tokens', () => {
     expect(onAdmin.body.error).toBe('insufficient_scope');
     expect(onAdmin.headers.get('x-oauth-scopes')).toBe('tokens');
     // No longer than the session it was made with can live: its refresh family's absolute end (90 days), not a year.
-    expect(made.body.expiresAt).toBe(await familyEndOf('narrow-tool'));
-    const [row] = await api.dataSource.query(`SELECT scope, minted_by_token_id, minted_by_device_login_id FROM access_tokens WHERE label = 'wider?'`);
-    expect(row).toEqual({ scope: 'tokens', minted_by_token_id: null, minted_by_device_login_id: expect.any(String) });
+    expect(made.body.expiresAt).toBe(await familyEndOf(narrow));
+    const [row] = await accessTokens(api, { label: 'wider?' });
+    expect(row).toMatchObject({ scope: 'tokens', minted_by_token_id: null, minted_by_device_login_id: expect.any(String) });
 
     const forBob = await mint(narrow, { userEmail: bob.email, expiresInSeconds: 365 * DAY });
     expect(forBob.status).toBe(403);
     expect(forBob.body.error).toBe('insufficient_scope');
     expect(forBob.headers.get('www-authenticate')).toContain('scope="admin"');
-    expect((await api.dataSource.query(`SELECT count(*)::int AS n FROM access_tokens WHERE user_id = $1`, [bob.id]))[0].n).toBe(0);
+    expect(await accessTokens(api, { userId: bob.id })).toHaveLength(0);
   });
 
   it('a token made with a token has at most its scopes and lives no longer than it; it dies with it, and not the other way round', async () => {
@@ -147,10 +152,7 @@ describe('tokens made with tokens', () => {
     const session = await cliSession(erin);
     const madeAgain = (await mint(session.accessToken, { label: 'made again' })).body.accessToken as string;
     const web = await signInAs(api, erin.email, PASSWORD);
-    const [{ id }] = await api.dataSource.query(
-      `SELECT t.id FROM access_tokens t WHERE t.user_id = $1 AND t.device_login_id IS NOT NULL AND t.revoked_at IS NULL ORDER BY t.created_at DESC LIMIT 1`,
-      [erin.id],
-    );
+    const { id } = (await api.app.get(TokensService).describe(session.accessToken))!; // the session, as the tokens page lists it
     const confirm = await web.send('GET', `/settings/tokens/${id}/revoke`);
     expect(confirm.status).toBe(200);
     expect((await web.send('POST', `/settings/tokens/${id}/revoke`, { _csrf: web.csrfFrom(confirm.text) })).status).toBe(303);
@@ -181,13 +183,11 @@ describe('tokens made with tokens', () => {
     expect(made.status).toBe(201);
     expect(made.body.user.id).toBe(grace.id);
     expect(await scopesOf(made.body.accessToken)).toBe('profile, tokens');
-    const [row] = await api.dataSource.query(
-      `SELECT t.id, t.origin, t.minted_by_device_login_id, a.device_login_id AS session FROM access_tokens t, access_tokens a WHERE t.user_id = $1 AND a.token_hash = sha256($2::bytea)`,
-      [grace.id, Buffer.from(session.accessToken)],
-    );
-    expect(row).toMatchObject({ origin: 'admin', minted_by_device_login_id: row.session });
+    const [row] = await accessTokens(api, { userId: grace.id });
+    const sessionId = (await api.app.get(TokensService).describe(session.accessToken))!.deviceLoginId;
+    expect(row).toMatchObject({ origin: 'admin', minted_by_device_login_id: sessionId });
     const [issued] = await authEvents(api, { type: 'token.issue', detail: { tokenId: row.id } });
-    expect(issued.detail).toEqual({ tokenId: row.id, origin: 'admin', issuedBy: admin.id, mintedByTokenId: expect.any(String), mintedByDeviceLoginId: row.session });
+    expect(issued.detail).toEqual({ tokenId: row.id, origin: 'admin', issuedBy: admin.id, mintedByTokenId: expect.any(String), mintedByDeviceLoginId: sessionId });
 
     // The administrator's session ends: so does the token it made for grace (an event in her log says why).
     expect((await request(api, 'POST', ROUTES.logout, { token: session.accessToken })).status).toBe(204);
@@ -251,8 +251,8 @@ describe('tokens made with tokens', () => {
       const made = await web.agent.post(ROUTES.issueToken).set('x-csrf-token', web.csrfFrom(page.text)).send({ label: 'from the browser' });
       expect(made.status).toBe(201);
       expect(await scopesOf(made.body.accessToken)).toBe(scopes);
-      const [row] = await api.dataSource.query(`SELECT minted_by_token_id, minted_by_device_login_id FROM access_tokens WHERE user_id = $1 AND label = 'from the browser'`, [person.id]);
-      expect(row).toEqual({ minted_by_token_id: null, minted_by_device_login_id: null });
+      const [row] = await accessTokens(api, { userId: person.id, label: 'from the browser' });
+      expect(row).toMatchObject({ minted_by_token_id: null, minted_by_device_login_id: null });
     }
   });
 });

@@ -1,12 +1,16 @@
 import { IssuedTokenResponseSchema, MeResponseSchema, ROUTES } from '@prospect/contract';
 import supertest from 'supertest';
 import { RefusedTokens } from '../../src/auth/refused-tokens.js';
+import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { everyAccount } from '../support/account-fixtures.js';
 import { authEvents, createUser, deviceLoginToken } from '../support/fixtures.js';
+import { hasServerSecret } from '../support/grant-fixtures.js';
 import { errorBody, get, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens } from '../support/token-fixtures.js';
 import { signUp, webClient } from '../support/web-client.js';
 
 describe('CLI tokens', () => {
@@ -71,8 +75,8 @@ describe('CLI tokens', () => {
       const lastUsed = async () => {
         // The touch is not awaited by the request; give it a moment to land.
         for (let i = 0; i < 20; i++) {
-          const [row] = await api.dataSource.query(`SELECT last_used_at FROM access_tokens WHERE user_id = $1`, [user.id]);
-          if (row.last_used_at) return (row.last_used_at as Date).toISOString();
+          const [row] = await accessTokens(api, { userId: user.id });
+          if (row?.last_used_at) return row.last_used_at.toISOString();
           await new Promise((r) => setTimeout(r, 25));
         }
         return null;
@@ -99,8 +103,8 @@ describe('CLI tokens', () => {
       expect(body.user).toEqual({ id: user.id, email: user.email, name: user.name });
       expect(body.expiresAt).toBe(new Date(clock.now().getTime() + 600_000).toISOString());
       expect((await get(api, ROUTES.me, body.accessToken)).body.user.id).toBe(user.id);
-      const rows = await api.dataSource.query(`SELECT label, origin FROM access_tokens WHERE user_id = $1 AND label IS NOT NULL`, [user.id]);
-      expect(rows).toEqual([{ label: 'ci runner', origin: 'direct' }]);
+      const labelled = (await accessTokens(api, { userId: user.id })).filter((token) => token.label !== null);
+      expect(labelled.map(({ label, origin }) => ({ label, origin }))).toEqual([{ label: 'ci runner', origin: 'direct' }]);
     });
 
     it('refuses a lifetime above ACCESS_TOKEN_MAX_TTL_SECONDS, naming the maximum, and grants the maximum itself', async () => {
@@ -118,7 +122,7 @@ describe('CLI tokens', () => {
       const res = await post(api, ROUTES.issueToken, { userEmail: user.email.toUpperCase(), label: 'tooling' }, adminToken);
       expect(res.status).toBe(201);
       expect(res.body.user.id).toBe(user.id);
-      const [row] = await api.dataSource.query(`SELECT id, origin, label FROM access_tokens WHERE user_id = $1`, [user.id]);
+      const [row] = await accessTokens(api, { userId: user.id });
       expect(row).toMatchObject({ origin: 'admin', label: `tooling (issued by ${admin.email})` });
       const [event] = (await authEvents(api, { type: 'token.issue', detail: { tokenId: row.id } })).map(({ user_id, detail }) => ({ user_id, detail }));
       expect(event).toEqual({ user_id: user.id, detail: { tokenId: row.id, origin: 'admin', issuedBy: admin.id, mintedByTokenId: adminTokenId } });
@@ -222,8 +226,7 @@ describe('the first administrator, without PROSPECT_ADMIN_*', () => {
     const again = await signUpWith(code!, 'third@example.com');
     expect(again.status).toBe(400);
     expect(again.text).toContain('That setup code is not valid');
-    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM server_secrets WHERE name = 'admin-setup-code'`);
-    expect(n).toBe(0);
+    expect(await hasServerSecret(api, 'admin-setup-code')).toBe(false);
   });
 });
 
@@ -236,14 +239,14 @@ describe('admin bootstrap (PROSPECT_ADMIN_EMAIL / PROSPECT_ADMIN_PASSWORD)', () 
       const created = await users.findByEmail('root@example.com');
       expect(created).toMatchObject({ role: 'admin' });
       expect(await users.authenticate('root@example.com', 'a long passphrase')).toMatchObject({ id: created!.id });
-      await first.dataSource.query(`UPDATE users SET role = 'user'`);
+      // The account loses its role meanwhile (as another administrator could take it from it).
+      await first.app.get(UnitOfWork).run((tx) => users.setRole(tx, created!.id, 'user', new Date(), created!.id, null));
 
       const second = await startTestApp({ env, database: first.database });
       try {
         const again = await second.app.get(UsersService).findByEmail('root@example.com');
         expect(again).toMatchObject({ id: created!.id, role: 'admin' });
-        const [{ n }] = await second.dataSource.query(`SELECT count(*)::int AS n FROM users`);
-        expect(n).toBe(1);
+        expect(await everyAccount(second)).toHaveLength(1);
       } finally {
         await second.close();
       }
