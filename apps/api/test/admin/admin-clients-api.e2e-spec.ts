@@ -1,11 +1,12 @@
 import { DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import { AdminUsersService } from '../../src/admin/admin-users.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
-import { clientById, clientIds, countAccessTokensOfClient, markClientDisabledOnly } from '../support/client-fixtures.js';
+import { clientById, clientIds, markClientDisabledOnly } from '../support/client-fixtures.js';
 import { eventually } from '../support/eventually.js';
 import { approve, authEvents, createUser } from '../support/fixtures.js';
 import { get, request, type Target } from '../support/http.js';
 import { type Replica, startReplica, startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens } from '../support/token-fixtures.js';
 
 const CLIENTS = '/api/admin/clients';
 
@@ -157,7 +158,7 @@ describe('/api/admin/clients', () => {
     await markClientDisabledOnly(api, 'racing');
     const poll = await form(api, OAUTH_ROUTES.token, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: device.device_code, client_id: 'racing' });
     expect(poll.body).toMatchObject({ error: 'access_denied', error_description: 'This sign-in was cancelled.' });
-    expect(await countAccessTokensOfClient(api, 'racing')).toBe(0);
+    expect(await accessTokens(api, { clientId: 'racing' })).toEqual([]);
   });
 
   it('deleting revokes its tokens and removes it; its id is free again', async () => {

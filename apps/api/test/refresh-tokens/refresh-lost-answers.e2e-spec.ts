@@ -4,23 +4,12 @@ import { TokensService } from '../../src/tokens/tokens.service.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { authorizedPoll, countAuthEvents, createUser } from '../support/fixtures.js';
 import { get, post, request, type JsonResponse } from '../support/http.js';
+import { slowInserts } from '../support/slow-inserts.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { accessTokens, refreshTokens, unrevokedFamilyTokens } from '../support/token-fixtures.js';
 
 const HOUR = 3600;
 const DAY = 24 * HOUR;
-
-/** Waits (at most 5 s) until a statement of the API sits in the slowing trigger's pg_sleep. */
-async function sleepingBackendOf(api: TestApp): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (Date.now() < deadline) {
-    // sql-on-purpose: the server's own view of what its backends wait on
-    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`);
-    if (n > 0) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  throw new Error('no statement reached the slowed INSERT within 5 s');
-}
 
 /**
  * A TCP proxy in front of the API that forwards one request and drops its answer: the client's
@@ -205,23 +194,17 @@ describe('a lost refresh answer is never a reuse (issue #19)', () => {
       await refreshWithAnswerLost(refreshToken);
       clock.advanceSeconds(2 * DAY); // the pair's access token is dead: a second presentation issues one
       // Widen the window: writing that access token takes half a second.
-      // sql-on-purpose: a function that sleeps half a second, for the trigger below
-      await api.dataSource.query(`CREATE FUNCTION test_slow_access_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END $$`);
-      // sql-on-purpose: a trigger that slows every insert into access_tokens
-      await api.dataSource.query(`CREATE TRIGGER test_slow_access_insert BEFORE INSERT ON access_tokens FOR EACH ROW EXECUTE FUNCTION test_slow_access_insert()`);
+      const slowed = await slowInserts(api, 'access_tokens');
       try {
         const presentation = refresh(refreshToken);
-        await sleepingBackendOf(api); // the presentation holds the family's lock, writing
+        await slowed.reached(); // the presentation holds the family's lock, writing
         await api.app.get(TokensService).revokeFamily(family, 'test');
         const answered = await presentation;
         expect(answered.status).toBe(200); // it held the lock first
         expect((await get(api, ROUTES.me, answered.body.accessToken)).status).toBe(401);
         expect(await unrevokedFamilyTokens(api, family)).toEqual([]);
       } finally {
-        // sql-on-purpose: the slowing trigger dropped
-        await api.dataSource.query(`DROP TRIGGER test_slow_access_insert ON access_tokens`);
-        // sql-on-purpose: its function dropped
-        await api.dataSource.query(`DROP FUNCTION test_slow_access_insert()`);
+        await slowed.remove();
       }
     });
   });

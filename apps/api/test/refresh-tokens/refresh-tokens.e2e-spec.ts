@@ -5,6 +5,7 @@ import { TokensService } from '../../src/tokens/tokens.service.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { approve, authEvents, authorizedPoll, createUser, poll, registerClient, startDeviceLogin } from '../support/fixtures.js';
 import { errorBody, get, post, request } from '../support/http.js';
+import { slowInserts } from '../support/slow-inserts.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { unrevokedFamilyTokens } from '../support/token-fixtures.js';
 
@@ -127,22 +128,16 @@ describe('refresh tokens with rotation (issue #14)', () => {
     const { accessToken, refreshToken } = await signIn();
     const family = await familyOf(accessToken);
     // Widen the window: the rotation's INSERT of the new refresh token takes half a second.
-    // sql-on-purpose: a function that sleeps half a second, for the trigger below
-    await api.dataSource.query(`CREATE FUNCTION test_slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END $$`);
-    // sql-on-purpose: a trigger that slows every insert into refresh_tokens
-    await api.dataSource.query(`CREATE TRIGGER test_slow_insert BEFORE INSERT ON refresh_tokens FOR EACH ROW EXECUTE FUNCTION test_slow_insert()`);
+    const slowed = await slowInserts(api, 'refresh_tokens');
     try {
       const rotation = refresh(refreshToken);
-      await new Promise((r) => setTimeout(r, 150));
+      await slowed.reached(); // the rotation holds the family's lock, writing
       await api.app.get(TokensService).revokeFamily(family, 'test');
       const rotated = await rotation;
       expect(await unrevokedFamilyTokens(api, family)).toEqual([]);
       if (rotated.status === 200) expect((await get(api, ROUTES.me, rotated.body.accessToken)).status).toBe(401);
     } finally {
-      // sql-on-purpose: the slowing trigger dropped
-      await api.dataSource.query(`DROP TRIGGER test_slow_insert ON refresh_tokens`);
-      // sql-on-purpose: its function dropped
-      await api.dataSource.query(`DROP FUNCTION test_slow_insert()`);
+      await slowed.remove();
     }
   });
 

@@ -26,6 +26,3 @@ export const countPasskeys = (api: TestApp) => count(api, `SELECT count(*)::int 
 
 /** How many mailed links (reset, verification, invitation, address change) the person has, used or not. */
 export const countAccountTokensOf = (api: TestApp, userId: string) => count(api, `SELECT count(*)::int AS n FROM account_tokens WHERE user_id = $1`, [userId]);
-
-/** How many access tokens carry this label (the name given on the tokens page), of anyone, revoked or not. */
-export const countAccessTokensLabelled = (api: TestApp, label: string) => count(api, `SELECT count(*)::int AS n FROM access_tokens WHERE label = $1`, [label]);

@@ -17,12 +17,3 @@ export const clientIds = async (api: TestApp) => (await api.app.get(OAuthClients
 export async function markClientDisabledOnly(api: TestApp, id: string): Promise<void> {
   await api.dataSource.query(`UPDATE oauth_clients SET disabled_at = now() WHERE id = $1`, [id]);
 }
-
-/** How many access tokens were issued through device logins of the client, revoked or not. */
-export async function countAccessTokensOfClient(api: TestApp, clientId: string): Promise<number> {
-  const [{ n }] = await api.dataSource.query(
-    `SELECT count(*)::int AS n FROM access_tokens t JOIN device_logins d ON d.id = t.device_login_id WHERE d.client_id = $1`,
-    [clientId],
-  );
-  return n;
-}

@@ -24,15 +24,19 @@ export interface StoredAccessToken {
   revoked_at: Date | null;
 }
 
-/** The access tokens of `userId`, of a device login's family, with `label`, or whose secret is `secret` (all of them when no filter is given), oldest first. */
-export function accessTokens(api: TestApp, filter: { userId?: string; deviceLoginId?: string; label?: string; secret?: string } = {}): Promise<StoredAccessToken[]> {
+/** The access tokens of `userId`, of a device login's family, with `label`, whose secret is `secret`, or issued through a device login of `clientId` (all of them when no filter is given), oldest first. */
+export function accessTokens(
+  api: TestApp,
+  filter: { userId?: string; deviceLoginId?: string; label?: string; secret?: string; clientId?: string } = {},
+): Promise<StoredAccessToken[]> {
   return api.dataSource.query(
     `SELECT id, user_id, origin, label, scope, device_login_id, minted_by_token_id, minted_by_device_login_id, created_at, expires_at, last_used_at, revoked_at
        FROM access_tokens
       WHERE ($1::uuid IS NULL OR user_id = $1) AND ($2::uuid IS NULL OR device_login_id = $2) AND ($3::text IS NULL OR label = $3)
         AND ($4::bytea IS NULL OR token_hash = $4)
+        AND ($5::text IS NULL OR device_login_id IN (SELECT id FROM device_logins WHERE client_id = $5))
       ORDER BY created_at, id`,
-    [filter.userId ?? null, filter.deviceLoginId ?? null, filter.label ?? null, filter.secret === undefined ? null : sha256(filter.secret)],
+    [filter.userId ?? null, filter.deviceLoginId ?? null, filter.label ?? null, filter.secret === undefined ? null : sha256(filter.secret), filter.clientId ?? null],
   );
 }
 

@@ -9,6 +9,7 @@ import { everyAccount } from '../support/account-fixtures.js';
 import { authEvents, createUser, deviceLoginToken } from '../support/fixtures.js';
 import { hasServerSecret } from '../support/grant-fixtures.js';
 import { errorBody, get, post, request } from '../support/http.js';
+import { eventually } from '../support/eventually.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { accessTokens } from '../support/token-fixtures.js';
 import { signUp, webClient } from '../support/web-client.js';
@@ -72,25 +73,18 @@ describe('CLI tokens', () => {
     it('records use at most once a minute, so verifying stays a read', async () => {
       const user = await createUser(api);
       const token = await issueDirect(user.id);
-      const lastUsed = async () => {
-        // The touch is not awaited by the request; give it a moment to land.
-        for (let i = 0; i < 20; i++) {
-          const [row] = await accessTokens(api, { userId: user.id });
-          if (row?.last_used_at) return row.last_used_at.toISOString();
-          await new Promise((r) => setTimeout(r, 25));
-        }
-        return null;
-      };
+      const lastUsed = async () => (await accessTokens(api, { userId: user.id }))[0]?.last_used_at?.toISOString() ?? null;
+      // The touch is not awaited by the request: wait for it to land.
+      const lastUsedBecomes = (expected: string) => eventually(async () => (await lastUsed()) === expected);
       await get(api, ROUTES.me, token);
+      expect(await lastUsedBecomes(clock.now().toISOString())).toBe(true);
       const first = await lastUsed();
-      expect(first).toBe(clock.now().toISOString());
       clock.advanceSeconds(30);
       await get(api, ROUTES.me, token);
       expect(await lastUsed()).toBe(first);
       clock.advanceSeconds(31);
       await get(api, ROUTES.me, token);
-      await new Promise((r) => setTimeout(r, 100));
-      expect(await lastUsed()).toBe(clock.now().toISOString());
+      expect(await lastUsedBecomes(clock.now().toISOString())).toBe(true);
     });
   });
 

@@ -3,9 +3,10 @@ import { hashSessionId } from '../../src/web-sessions/hashed-session-store.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { countAccessTokensLabelled, everyAccount, giveLegacyPassword } from '../support/account-fixtures.js';
+import { everyAccount, giveLegacyPassword } from '../support/account-fixtures.js';
 import { createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
 import { client } from '../support/http.js';
+import { accessTokens } from '../support/token-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { csrfFrom, webClient } from '../support/web-client.js';
 import { countWebSessions, moveWebSessionExpiry, webSessionSecondsLeft } from '../support/web-session-fixtures.js';
@@ -162,7 +163,7 @@ describe('web pages over HTTP', () => {
     expect((await web.send('GET', '/settings/tokens')).text).not.toContain(token!);
     const me = await client(api).get(ROUTES.me).set('authorization', `Bearer ${token}`);
     expect(Date.parse(me.body.expiresAt) - Date.now()).toBeGreaterThan(89 * 24 * 3600_000);
-    expect(await countAccessTokensLabelled(api, 'ninety')).toBe(1);
+    expect(await accessTokens(api, { label: 'ninety' })).toHaveLength(1);
     expect((await web.send('POST', '/settings/tokens', { _csrf: web.csrfFrom(page.text), expires_in_days: '7' })).status).toBe(400);
   });
 
