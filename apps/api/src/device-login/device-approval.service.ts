@@ -78,16 +78,16 @@ export class DeviceApprovalService {
    * wrong-code limit (USER_CODE_TRIES_PER_MINUTE per person and per address; TooManyRequests).
    */
   findFor(person: CodeHolder, userCodeInput: string): Promise<DeviceLoginForApproval> {
-    return this.counted(person, () => this.findForApproval(userCodeInput));
+    return this.counted(person, () => this.lookUp(userCodeInput));
   }
 
   /** A person approves or denies by the code on the page's form: the buttons are limited like the lookup, so guessing through them gains nothing. */
   decideFor(person: CodeHolder, userCodeInput: string, decision: 'approve' | 'deny'): Promise<DeviceDecision> {
-    return this.counted(person, () => (decision === 'approve' ? this.approve(userCodeInput, person.userId, person.ip) : this.deny(userCodeInput, person.userId, person.ip)));
+    return this.counted(person, () => this.decide(userCodeInput, decision === 'approve' ? 'approved' : 'denied', person.userId, person.ip));
   }
 
-  /** A pending, unexpired login by its code; throws why not otherwise. Uncounted: a person's typed code goes through findFor. */
-  async findForApproval(userCodeInput: string): Promise<DeviceLoginForApproval> {
+  /** A pending, unexpired login by its code; throws why not otherwise. Private: every door to it counts the try (findFor). */
+  private async lookUp(userCodeInput: string): Promise<DeviceLoginForApproval> {
     const userCode = normalizeUserCode(userCodeInput);
     if (!userCode) throw new UndecidableDeviceLoginError('unknown');
     const login = await this.deviceLogins.findLatestByUserCode(userCode);
@@ -114,22 +114,10 @@ export class DeviceApprovalService {
   }
 
   /**
-   * The person approves (in sudo mode, which the page checks for every approval). A login that
-   * asked for `admin` has it for ADMIN_GRANT_SECONDS from now: its tokens carry it until then.
-   * Uncounted: the page's buttons go through decideFor.
-   * @returns the client now signed in, for the page that says so.
-   */
-  approve(userCode: string, userId: string, ip: string | null): Promise<DeviceDecision> {
-    return this.decide(userCode, 'approved', userId, ip);
-  }
-
-  deny(userCode: string, userId: string, ip: string | null): Promise<DeviceDecision> {
-    return this.decide(userCode, 'denied', userId, ip);
-  }
-
-  /**
    * Binds the decision to the signed-in person who made it. Only a pending,
-   * unexpired login can be decided, and only once (one conditional UPDATE).
+   * unexpired login can be decided, and only once (one conditional UPDATE). An approval is made in
+   * sudo mode, which the page checks; a login that asked for `admin` has it for ADMIN_GRANT_SECONDS
+   * from now, its tokens carrying it until then. Private: every door to it counts the try (decideFor).
    *
    * The same decision presented again by the person who made it (issue #32: a proxy that replayed
    * the Approve, a reload, a second click) is answered as the first was, `madeBefore`, and changes

@@ -1,10 +1,10 @@
 import { CLI_CLIENT_ID, DevicePollResponseSchema, DeviceStartResponseSchema, OAUTH_ROUTES, ROUTES, USER_CODE_ALPHABET } from '@prospect/contract';
-import { DeviceApprovalService, UndecidableDeviceLoginError } from '../../src/device-login/device-approval.service.js';
+import { UndecidableDeviceLoginError } from '../../src/device-login/device-approval.service.js';
 import { REPLY_WINDOW_SECONDS } from '../../src/device-login/device-login.service.js';
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { deviceLogins } from '../support/device-login-fixtures.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { approve, countAuthEvents, createUser, deny, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approvalPage, approve, countAuthEvents, createUser, deny, poll, startDeviceLogin } from '../support/fixtures.js';
 import { client, errorBody, get, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { accessTokens } from '../support/token-fixtures.js';
@@ -208,8 +208,6 @@ describe('device login (seed §3.1)', () => {
   });
 
   describe('deciding (the approval page calls these)', () => {
-    const service = () => api.app.get(DeviceApprovalService);
-
     it('binds the login to the person who approved it, whoever started it', async () => {
       const approver = await createUser(api);
       const start = await startDeviceLogin(api);
@@ -222,7 +220,7 @@ describe('device login (seed §3.1)', () => {
       const user = await createUser(api);
       const start = await startDeviceLogin(api);
       const typed = ` ${start.userCode.replace('-', ' ').toLowerCase()} `;
-      await expect(service().findForApproval(typed)).resolves.toMatchObject({ userCode: start.userCode, clientName: 'prospect CLI 0.1.0', hostname: 'laptop' });
+      await expect(approvalPage(api, typed, user)).resolves.toMatchObject({ userCode: start.userCode, clientName: 'prospect CLI 0.1.0', hostname: 'laptop' });
       await approve(api, typed, user);
       expect((await poll(api, start.deviceCode)).body.status).toBe('authorized');
     });

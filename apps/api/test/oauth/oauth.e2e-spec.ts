@@ -2,9 +2,8 @@ import { DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES } from '@prospect/contract
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { Clock } from '../../src/common/clock.js';
-import { DeviceApprovalService } from '../../src/device-login/device-approval.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
-import { approve, createUser, deny, registerClient } from '../support/fixtures.js';
+import { approvalPage, approve, createUser, deny, registerClient } from '../support/fixtures.js';
 import { get, post, request, type JsonResponse } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { accessTokens } from '../support/token-fixtures.js';
@@ -134,7 +133,7 @@ describe('OAuth 2.0 surface', () => {
       expect(Object.keys(res.body).sort()).toEqual(['device_code', 'expires_in', 'interval', 'user_code', 'verification_uri', 'verification_uri_complete']);
       expect(res.body).toMatchObject({ verification_uri: `${api.baseUrl}/device`, expires_in: 600, interval: 2 });
       // The client's registered name stands for it on the approval page; it says nothing of itself.
-      const login = await api.app.get(DeviceApprovalService).findForApproval(res.body.user_code);
+      const login = await approvalPage(api, res.body.user_code, await createUser(api));
       expect(login).toMatchObject({ clientDisplayName: 'Prospect CLI', clientName: null, hostname: null });
     });
 
@@ -228,8 +227,8 @@ describe('OAuth 2.0 surface', () => {
       expectOAuthError(await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'other-tool', scope: 'profile tokens' }), 'invalid_scope');
       const user = await createUser(api);
       const device = (await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'other-tool' })).body;
-      const approvalPage = await api.app.get(DeviceApprovalService).findForApproval(device.user_code);
-      expect(approvalPage.scopes).toEqual([{ name: 'profile', words: 'See your name and e-mail address' }]);
+      const shown = await approvalPage(api, device.user_code, user);
+      expect(shown.scopes).toEqual([{ name: 'profile', words: 'See your name and e-mail address' }]);
       await approve(api, device.user_code, user);
       const tokens = (await form(api, OAUTH_ROUTES.token, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: device.device_code, client_id: 'other-tool' })).body;
       expect(tokens.scope).toBe('profile');

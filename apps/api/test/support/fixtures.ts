@@ -30,12 +30,16 @@ export async function startDeviceLogin(api: Target, body: object = { clientName:
 
 export const poll = (api: Target, deviceCode: string) => post(api, ROUTES.devicePoll, { deviceCode });
 
+/** What the approval page shows `user` for the code they typed (the try counted, as the page counts it). */
+export const approvalPage = (api: TestApp, userCode: string, user: { id: string }) =>
+  api.app.get(DeviceApprovalService).findFor({ userId: user.id, ip: '127.0.0.1' }, userCode);
+
 /** Approves as the person who pressed the button on the approval page would. */
 export const approve = (api: TestApp, userCode: string, user: { id: string }) =>
-  api.app.get(DeviceApprovalService).approve(userCode, user.id, '127.0.0.1');
+  api.app.get(DeviceApprovalService).decideFor({ userId: user.id, ip: '127.0.0.1' }, userCode, 'approve');
 
 export const deny = (api: TestApp, userCode: string, user: { id: string }) =>
-  api.app.get(DeviceApprovalService).deny(userCode, user.id, '127.0.0.1');
+  api.app.get(DeviceApprovalService).decideFor({ userId: user.id, ip: '127.0.0.1' }, userCode, 'deny');
 
 /** A full device login: start, approve as `user`, poll; returns the authorized poll's response. */
 export async function authorizedPoll(api: TestApp, user: { id: string }) {
