@@ -7,7 +7,11 @@
  *     database/ and the migrations, or in a `*.sql-fragment.ts` (SQL text a module lends the
  *     repositories of others to embed, as audit/ lends the INSERT of an event: its text is its
  *     owner's, so a write in it counts as the owner's, and only repositories may import it);
- *  3. docs/architecture.md shows the map as it is (`--write` regenerates that table).
+ *  3. docs/architecture.md shows the map as it is (`--write` regenerates that table);
+ *  4. a module lends the others its services, never its repositories (a Nest module's `exports`);
+ *  5. tests arrange and read data through the app's services or the named fixtures of a
+ *     `support/` folder: SQL written in a spec says why it must be SQL (what is stored at rest, a
+ *     schema, a fault injected) in a `// sql-on-purpose: …` comment just above it.
  * Prints one line per problem and exits 1 if there is any.
  */
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -16,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const API_SRC = join(ROOT, 'apps/api/src');
+const TEST_DIRS = ['apps/api/test', 'apps/cli/test'].map((dir) => join(ROOT, dir));
 const ARCHITECTURE = join(ROOT, 'docs/architecture.md');
 const { modules } = JSON.parse(readFileSync(join(ROOT, 'apps/api/module-map.json'), 'utf8'));
 
@@ -24,6 +29,12 @@ const WRITE = /\b(?:INSERT INTO|UPDATE|DELETE FROM)\s+"?([a-z_]+)"?/g;
 const FRAGMENT_IMPORT = /\bfrom\s+['"][^'"]*\.sql-fragment\.js['"]/;
 /** A statement, not prose: a keyword that starts one, then the word that must follow it. */
 const STATEMENT = /\b(?:SELECT\b[\s\S]{1,200}?\bFROM|INSERT INTO\b|UPDATE\s+"?[a-z_]+"?\s+SET|DELETE FROM\b)/;
+
+/** A query given its SQL text inline: `.query(\`SELECT …`, `.query<Row>('UPDATE …'`. */
+const INLINE_SQL = /\.query\s*(?:<[^>]*>)?\(\s*[`'"]/g;
+const ON_PURPOSE = '// sql-on-purpose:';
+/** Nest's `exports: [...]` of a module. */
+const MODULE_EXPORTS = /\bexports:\s*\[([^\]]*)\]/;
 
 function sourceFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -61,6 +72,44 @@ export function checkStatements(sources, map = modules) {
     }
   }
   return problems;
+}
+
+/** Repositories a module lends others (`sources` as for checkStatements): each table's statements stay behind its owner's services. */
+export function checkModuleExports(sources) {
+  const problems = [];
+  for (const { path, text } of sources) {
+    const exported = path.endsWith('.module.ts') ? MODULE_EXPORTS.exec(text) : null;
+    if (!exported) continue;
+    const line = text.slice(0, exported.index).split('\n').length;
+    for (const name of exported[1].split(',').map((n) => n.trim()).filter((n) => n.endsWith('Repository'))) {
+      problems.push(`apps/api/src/${path}:${line}: exports ${name}: a module lends the others a service, not its repository`);
+    }
+  }
+  return problems;
+}
+
+/** SQL written in a spec without a reason (`specs`: each test file's path from the repository's root and its text; support/ files are the fixtures and are not given). */
+export function checkTestSql(specs) {
+  const problems = [];
+  for (const { path, text } of specs) {
+    const lines = text.split('\n');
+    for (const match of text.matchAll(INLINE_SQL)) {
+      const line = text.slice(0, match.index).split('\n').length;
+      if (!lines.slice(Math.max(0, line - 4), line).some((l) => l.includes(ON_PURPOSE))) {
+        problems.push(`${path}:${line}: SQL in a test: arrange or read through a service or a fixture in support/, or say why above it (${ON_PURPOSE} …)`);
+      }
+    }
+  }
+  return problems;
+}
+
+/** Test files, support/ folders left out. */
+function specFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'support' || entry.name === 'node_modules' ? [] : specFiles(path);
+    return /\.(e2e-)?spec\.tsx?$/.test(entry.name) ? [path] : [];
+  });
 }
 
 /** The module table of docs/architecture.md, generated from the map. */
@@ -104,8 +153,20 @@ async function checkImports() {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const problems = [...(await checkImports()), ...checkStatements(sourceFiles(API_SRC).map((file) => ({ path: relative(API_SRC, file).split(sep).join('/'), text: readFileSync(file, 'utf8') }))), ...checkArchitectureDoc(process.argv.includes('--write'))];
+  const sources = sourceFiles(API_SRC).map((file) => ({ path: relative(API_SRC, file).split(sep).join('/'), text: readFileSync(file, 'utf8') }));
+  const specs = TEST_DIRS.flatMap(specFiles).map((file) => ({ path: relative(ROOT, file).split(sep).join('/'), text: readFileSync(file, 'utf8') }));
+  const problems = [
+    ...(await checkImports()),
+    ...checkStatements(sources),
+    ...checkModuleExports(sources),
+    ...checkTestSql(specs),
+    ...checkArchitectureDoc(process.argv.includes('--write')),
+  ];
   for (const problem of problems) console.log(problem);
-  console.log(problems.length ? `${problems.length} boundary problem(s)` : `boundaries hold: ${Object.keys(modules).length} modules, imports, table owners, the architecture doc`);
+  console.log(
+    problems.length
+      ? `${problems.length} boundary problem(s)`
+      : `boundaries hold: ${Object.keys(modules).length} modules, imports, table owners, module exports, SQL in ${specs.length} test files, the architecture doc`,
+  );
   process.exitCode = problems.length ? 1 : 0;
 }

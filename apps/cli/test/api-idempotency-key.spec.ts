@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { ROUTES } from '@prospect/contract';
+import { TokensService } from '../../api/src/tokens/tokens.service.js';
 import { TcpProxy } from '../../api/test/support/tcp-proxy.js';
 import { runCli } from '../src/cli.js';
 import { capturedStream } from './support/captured-stream.js';
@@ -145,10 +146,8 @@ describe('prospect api POST /api/cli/auth/token against the real API, whose firs
       await dropped;
       expect(run.code).toBe(0);
       const printed = JSON.parse(run.stdout) as { accessToken: string };
-      const made: Array<{ token_hash: Buffer }> = await server.dataSource.query(
-        `SELECT token_hash FROM access_tokens WHERE user_id = $1 AND label = 'ci'`,
-        [person.id],
-      );
+      // The person's tokens as the tokens page lists them, revoked and expired ones included.
+      const made = (await server.app.get(TokensService).listForUser(person.id)).filter((listed) => listed.label === 'ci');
       expect(made).toHaveLength(1);
       const me = await fetch(server.baseUrl + ROUTES.me, { headers: { authorization: `Bearer ${printed.accessToken}` } });
       expect(me.status).toBe(200);

@@ -14,6 +14,7 @@ import { ROUTES } from '@prospect/contract';
 import { type Sandbox, validSession } from '../support/run-cli.js';
 import { approve, authorizedPoll, cliToken } from '../support/real-api.js';
 import { fakeBackend, json } from '../support/fake-backend.js';
+import { expireAccessToken, familyEvents } from '../support/api-fixtures.js';
 import { api, box, person, useRealApi } from '../support/e2e-suite.js';
 
 const SKEWED_CLOCK = fileURLToPath(new URL('../support/skewed-clock.cjs', import.meta.url));
@@ -32,8 +33,7 @@ const runSkewed = (skewMs: number, args: string[], options: Parameters<Sandbox['
  */
 async function sessionExpiredOnTheServer() {
   const { body } = await authorizedPoll(api, person);
-  await api.dataSource.query(`UPDATE access_tokens SET expires_at = now() - interval '1 second' WHERE token_hash = sha256($1::text::bytea)`, [body.accessToken]);
-  const [{ expires_at: expiresAt }] = await api.dataSource.query(`SELECT expires_at FROM access_tokens WHERE token_hash = sha256($1::text::bytea)`, [body.accessToken]);
+  const expiresAt = await expireAccessToken(api, body.accessToken);
   const me = await fetch(api.baseUrl + ROUTES.me, { headers: { authorization: `Bearer ${body.accessToken}` } });
   expect(me.status).toBe(401);
   expect(me.headers.get('www-authenticate')).toContain('error_description="token expired"');
@@ -42,21 +42,11 @@ async function sessionExpiredOnTheServer() {
     refreshToken: body.refreshToken as string,
     apiBaseUrl: api.baseUrl,
     user: body.user,
-    expiresAt: new Date(expiresAt).toISOString(),
-    createdAt: new Date(Date.parse(expiresAt) - 3_600_000).toISOString(),
+    expiresAt: expiresAt.toISOString(),
+    createdAt: new Date(expiresAt.getTime() - 3_600_000).toISOString(),
   };
   await box.writeSession(session);
   return session;
-}
-
-/** What the server recorded for the session's family: refreshes, reuses, revocations. */
-async function familyEvents(accessToken: string): Promise<string[]> {
-  const [{ device_login_id: family }] = await api.dataSource.query(`SELECT device_login_id FROM access_tokens WHERE token_hash = sha256($1::text::bytea)`, [accessToken]);
-  const events = await api.dataSource.query(
-    `SELECT type FROM auth_events WHERE detail ->> 'deviceLoginId' = $1 AND type IN ('token.refresh', 'token.reuse', 'token.revoke_family') ORDER BY id`,
-    [family],
-  );
-  return events.map((e: { type: string }) => e.type);
 }
 
 const meStatus = async (token: string) => (await fetch(api.baseUrl + ROUTES.me, { headers: { authorization: `Bearer ${token}` } })).status;
@@ -89,7 +79,7 @@ describe.each([
     // By the server's clock: this machine's would say 50 or 0 minutes.
     expect(whoami.stdout).toMatch(/Access token expires .* \(in 60 minutes\); renewed automatically/);
     expect((await box.readSession()).refreshToken).toBe(renewed.refreshToken);
-    expect(await familyEvents(old.accessToken)).toEqual(['token.refresh']);
+    expect(await familyEvents(api, old.accessToken)).toEqual(['token.refresh']);
   });
 
   it('`auth:whoami --verify` renews the expired access token, verifies it and keeps the session', async () => {
@@ -108,7 +98,7 @@ describe.each([
     const again = await runSkewed(skewMs, ['auth:whoami', '--verify', '--json']);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ expired: false, verified: true, refreshed: false });
-    expect(await familyEvents(old.accessToken)).toEqual(['token.refresh']);
+    expect(await familyEvents(api, old.accessToken)).toEqual(['token.refresh']);
   });
 });
 
@@ -134,7 +124,7 @@ describe.each([
     expect(JSON.parse(local.stdout)).toMatchObject({ expired: false, usable: true });
     const shown = await runSkewed(skewMs, ['auth:status']);
     expect(shown.stdout).toMatch(/Expires: +\S+ \S+ UTC \(in 60 minutes\)\n/);
-    expect(await familyEvents(old.accessToken)).toEqual(['token.refresh']);
+    expect(await familyEvents(api, old.accessToken)).toEqual(['token.refresh']);
   });
 
   it('`auth:login` (device and --token) saves createdAt by the server\'s clock and names the lifetime the server gave', async () => {

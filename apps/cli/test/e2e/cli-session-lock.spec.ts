@@ -16,6 +16,7 @@ import { SessionStore } from '../../src/session/session-store.js';
 import { fakeBackend, json, user } from '../support/fake-backend.js';
 import { type Sandbox, validSession } from '../support/run-cli.js';
 import { authorizedPoll } from '../support/real-api.js';
+import { familyEvents } from '../support/api-fixtures.js';
 import { api, box, person, useRealApi } from '../support/e2e-suite.js';
 
 useRealApi('lock');
@@ -91,9 +92,8 @@ it('kill -9 in the middle of a refresh: the lock is left, and the next command t
     // The old refresh token, presented again, got the successor the server rotated to for the killed process: no reuse.
     const renewed = await box.readSession();
     expect(renewed.refreshToken).not.toBe(old.refreshToken);
-    const [{ device_login_id: family }] = await api.dataSource.query(`SELECT device_login_id FROM access_tokens WHERE token_hash = sha256($1::text::bytea)`, [old.accessToken]);
-    const events = await api.dataSource.query(`SELECT type FROM auth_events WHERE detail ->> 'deviceLoginId' = $1 AND type IN ('token.reuse', 'token.revoke_family')`, [family]);
-    expect(events).toEqual([]);
+    const events = await familyEvents(api, old.accessToken);
+    expect(events.filter((type) => type === 'token.reuse' || type === 'token.revoke_family')).toEqual([]);
   } finally {
     await proxy.close();
   }

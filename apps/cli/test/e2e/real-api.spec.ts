@@ -8,8 +8,11 @@ import { mkdir, utimes } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTES } from '@prospect/contract';
+import { AccountService } from '../../../api/src/accounts/account.service.js';
+import { AdminUsersService } from '../../../api/src/admin/admin-users.service.js';
 import { validSession } from '../support/run-cli.js';
-import { approve, authorizedPoll, cliToken, deny, requestsLoggedFor } from '../support/real-api.js';
+import { familyEvents } from '../support/api-fixtures.js';
+import { approve, authorizedPoll, cliToken, createUser, deny, requestsLoggedFor } from '../support/real-api.js';
 import { api, box, person, useRealApi } from '../support/e2e-suite.js';
 
 useRealApi('real');
@@ -64,7 +67,8 @@ describe('auth:whoami', () => {
     expect(local.code).toBe(0);
     expect(local.stdout).toMatch(new RegExp(`^Logged in to ${api.baseUrl} as Grace Hopper <${person.email}>\nSession expires .* \\(in 30 days\\)\n$`));
 
-    await api.dataSource.query('UPDATE users SET name = $1 WHERE id = $2', ['Rear Admiral Grace Hopper', person.id]);
+    // She renames herself on her account page, as a person does.
+    await api.app.get(AccountService).rename(person.id, 'Rear Admiral Grace Hopper', null);
     const verified = await box.run(['auth:whoami', '--verify', '--json']);
     expect(verified.code).toBe(0);
     expect(JSON.parse(verified.stdout)).toEqual({
@@ -77,7 +81,7 @@ describe('auth:whoami', () => {
       refreshable: false,
     });
     expect((await box.readSession()).user.name).toBe('Rear Admiral Grace Hopper');
-    await api.dataSource.query('UPDATE users SET name = $1 WHERE id = $2', ['Grace Hopper', person.id]);
+    await api.app.get(AccountService).rename(person.id, 'Grace Hopper', null);
   });
 
   it('--verify with a revoked token: says so, removes the local session, with the fix, exit 4', async () => {
@@ -94,13 +98,16 @@ describe('auth:whoami', () => {
   it('--verify for a disabled account: says so and who can help, not to log in again, exit 4', async () => {
     const token = await cliToken(api, person);
     await box.writeSession(validSession(api.baseUrl, { accessToken: token }));
-    await api.dataSource.query('UPDATE users SET disabled_at = now() WHERE id = $1', [person.id]);
+    // An administrator disables her, as on /admin/users: that revokes her tokens too, but the server names the disabled account first.
+    const admin = await createUser(api, { role: 'admin' });
+    const adminUsers = api.app.get(AdminUsersService);
+    await adminUsers.update(person.id, { disabled: true }, admin.id, null);
     try {
       const run = await box.run(['auth:whoami', '--verify']);
       expect(run.code).toBe(4);
       expect(run.stderr).toBe(`Error: Your account is disabled on ${api.baseUrl}; removed the local session — ask an administrator of that service to enable it.\n`);
     } finally {
-      await api.dataSource.query('UPDATE users SET disabled_at = NULL WHERE id = $1', [person.id]);
+      await adminUsers.update(person.id, { disabled: false }, admin.id, null);
     }
   });
 });
@@ -223,13 +230,6 @@ describe('refreshing the session (issue #14)', () => {
     await box.writeSession(session);
     return session;
   };
-  const refreshEvents = async (accessToken: string) => {
-    const [{ device_login_id: family }] = await api.dataSource.query(
-      `SELECT device_login_id FROM access_tokens WHERE token_hash = sha256($1::text::bytea)`,
-      [accessToken],
-    );
-    return api.dataSource.query(`SELECT type FROM auth_events WHERE detail ->> 'deviceLoginId' = $1 AND type IN ('token.refresh', 'token.reuse', 'token.revoke_family')`, [family]);
-  };
 
   it('an expired access token with a valid refresh token: the guard renews it, the command runs, the file holds the new pair', async () => {
     const old = await expiredSession();
@@ -254,7 +254,7 @@ describe('refreshing the session (issue #14)', () => {
     const renewed = await box.readSession();
     expect(runs[1]!.stdout).toBe(`${renewed.accessToken}\n`);
     expect(await meStatus(renewed.accessToken)).toBe(200);
-    expect((await refreshEvents(old.accessToken)).map((e: { type: string }) => e.type)).toEqual(['token.refresh']);
+    expect(await familyEvents(api, old.accessToken)).toEqual(['token.refresh']);
     expect(existsSync(`${box.sessionPath}.lock`)).toBe(false);
   });
 

@@ -7,6 +7,7 @@
 import { ROUTES } from '@prospect/contract';
 import { assertBuilt, makeSandbox, type Sandbox } from '../support/run-cli.js';
 import { authorizedPoll, createUser, type TestApp } from '../support/real-api.js';
+import { familyEvents } from '../support/api-fixtures.js';
 import { FakeClock } from '../../../api/test/support/fake-clock.js';
 import { startTestApp } from '../../../api/test/support/test-app.js';
 
@@ -43,20 +44,13 @@ async function expiredSession() {
   return session;
 }
 
-/** What the server recorded for the session's family: refreshes, reuses, revocations. */
-async function familyEvents(accessToken: string): Promise<string[]> {
-  const [{ device_login_id: family }] = await api.dataSource.query(`SELECT device_login_id FROM access_tokens WHERE token_hash = sha256($1::text::bytea)`, [accessToken]);
-  const events = await api.dataSource.query(`SELECT type FROM auth_events WHERE detail ->> 'deviceLoginId' = $1 AND type IN ('token.refresh', 'token.reuse', 'token.revoke_family') ORDER BY id`, [family]);
-  return events.map((e: { type: string }) => e.type);
-}
-
 it('five CLI processes at once on an expired 40 s access token: one refresh on the server, all five run', async () => {
   const old = await expiredSession();
 
   const runs = await Promise.all(Array.from({ length: 5 }, () => box.run(['api', ROUTES.me])));
 
   for (const run of runs) expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
-  expect(await familyEvents(old.accessToken)).toEqual(['token.refresh']);
+  expect(await familyEvents(api, old.accessToken)).toEqual(['token.refresh']);
   // The renewed pair records when it was obtained, which is what sizes the next margin.
   const renewed = await box.readSession();
   const lifetimeMs = Date.parse(renewed.expiresAt) - Date.parse(renewed.createdAt);
@@ -77,7 +71,7 @@ it('a renewed pair the disk cannot take: the old pair is kept, and 15 s later th
   expect(JSON.parse(next.stdout).user.email).toBe(old.user.email);
   const recovered = await box.readSession();
   expect(recovered.refreshToken).not.toBe(old.refreshToken);
-  expect(await familyEvents(old.accessToken)).not.toContain('token.reuse');
+  expect(await familyEvents(api, old.accessToken)).not.toContain('token.reuse');
   // The recovered refresh token is the family's live one: it rotates as any other.
   const refreshed = await fetch(api.baseUrl + ROUTES.refresh, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refreshToken: recovered.refreshToken }) });
   expect(refreshed.status).toBe(200);
