@@ -8,11 +8,8 @@ import { createLogger, PinoNestLogger } from './logging/logger.js';
 import { RetentionService } from './retention/retention.service.js';
 import { AppConfig, ConfigError } from './config/app-config.js';
 import { createApp } from './bootstrap.js';
-import { DatabaseInfo } from './database/database-info.js';
-import { migrateDatabase, prepareSchema, withDataSource } from './database/migrations-runner.js';
-import { Sql } from './database/sql.js';
+import { migrateDatabase, withSchemaReady } from './database/migrations-runner.js';
 import { ServerSecrets } from './server-secrets/server-secrets.js';
-import { ServerSecretsRepository } from './server-secrets/server-secrets.repository.js';
 import { SigningKeys } from './server-secrets/signing-keys.js';
 import { HttpDrain } from './http-drain.js';
 import { MailWorker } from './mail/mail-worker.js';
@@ -166,11 +163,8 @@ async function runCommand(command: string, poolUrl: string, embedded: boolean, c
     return applied.length ? `Applied ${applied.length} migration(s) to ${database}: ${applied.join(', ')}` : `${database[0]!.toUpperCase()}${database.slice(1)} is up to date.`;
   }
   // setup-code: a new code in place of one whose log line was lost.
-  const code = await withDataSource(databaseUrl, config.databaseTimeoutMs, async (dataSource) => {
-    const database = new DatabaseInfo(databaseUrl, embedded);
-    await prepareSchema(dataSource, database, { migrateOnStart: config.migrateOnStart, timeoutMs: config.databaseTimeoutMs });
-    return new AdminSetupCodes(new ServerSecrets(new ServerSecretsRepository(new Sql(dataSource, database)))).replace();
-  });
+  const settings = { embedded, migrateOnStart: config.migrateOnStart, timeoutMs: config.databaseTimeoutMs };
+  const code = await withSchemaReady(databaseUrl, settings, (sql) => new AdminSetupCodes(ServerSecrets.over(sql)).replace());
   return code
     ? `New admin setup code (the earlier one no longer works): ${config.publicUrl}/signup?setup_code=${code}`
     : 'An administrator exists already: no setup code is needed.';

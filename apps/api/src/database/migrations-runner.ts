@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
-import type { DatabaseInfo } from './database-info.js';
+import { DatabaseInfo } from './database-info.js';
+import { Sql } from './sql.js';
 
 /** Key of the session-level advisory lock every migration run takes ('prmg'). */
 const MIGRATION_LOCK = 0x70726d67;
@@ -69,4 +70,17 @@ export async function withDataSource<T>(url: string, timeoutMs: number, use: (da
   } finally {
     await dataSource.destroy();
   }
+}
+
+/**
+ * A one-off command that works through repositories (main.js setup-code): the schema prepared as a
+ * start prepares it (MIGRATE_ON_START's rule), then `use` is handed the one door to the data, `Sql`;
+ * the connection is closed after.
+ */
+export function withSchemaReady<T>(url: string, options: { embedded: boolean; migrateOnStart: boolean; timeoutMs: number }, use: (sql: Sql) => Promise<T>): Promise<T> {
+  return withDataSource(url, options.timeoutMs, async (dataSource) => {
+    const database = new DatabaseInfo(url, options.embedded);
+    await prepareSchema(dataSource, database, options);
+    return use(new Sql(dataSource, database));
+  });
 }

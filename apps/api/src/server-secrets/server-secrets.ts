@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import type { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 import { ServerSecretsRepository } from './server-secrets.repository.js';
 
@@ -11,6 +12,11 @@ import { ServerSecretsRepository } from './server-secrets.repository.js';
 @Injectable()
 export class ServerSecrets {
   constructor(private readonly secrets: ServerSecretsRepository) {}
+
+  /** Outside Nest, for a one-off command (main.js setup-code). */
+  static over(sql: Sql): ServerSecrets {
+    return new ServerSecrets(new ServerSecretsRepository(sql));
+  }
 
   /** The secret called `name`, made now if no instance made it before (one statement, so two racing instances agree). */
   get(name: string): Promise<string> {
