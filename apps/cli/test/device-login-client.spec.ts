@@ -133,6 +133,17 @@ describe('DeviceLoginClient', () => {
     backend = undefined;
   });
 
+  it('polls no more once a sleep ran to the deadline, even when the timer fired before the clock got there', async () => {
+    backend = await fakeBackend({
+      'POST /api/cli/auth/device/poll': (_q, _b, res) => json(res, 429, { statusCode: 429, error: 'slow_down', message: 'Slow down.' }, { 'retry-after': '60' }),
+    });
+    let now = 1_000_000;
+    // Every timer fires 2 ms early, as one scheduled from a stale event-loop time does.
+    const early: Timing = { now: () => now, sleep: async (ms) => void (now += Math.max(0, ms - 2)) };
+    await expect(client(early).waitForAuthorization({ ...start, intervalSeconds: 1 }, { timeoutSeconds: 3 })).rejects.toBeInstanceOf(DeviceLoginTimeoutError);
+    expect(backend.requests.filter((r) => r.url === '/api/cli/auth/device/poll')).toHaveLength(1);
+  });
+
   it('fails on denied, and tells expiry from its own timeout; each says how to log in to this backend again', async () => {
     backend = await fakeBackend({ 'POST /api/cli/auth/device/poll': (_q, _b, res) => json(res, 200, { status: 'denied' }) });
     const denied = await client(fakeTiming().timing).waitForAuthorization(start).catch((e: unknown) => e);

@@ -50,30 +50,29 @@ it("this process's own pid in a lock it does not hold is a previous run's (a con
   expect(existsSync(lockDir)).toBe(false);
 });
 
+/** The holder of the lock `owner` finishes its change a little later and releases it; whether it has. */
+function releasedLater(owner: string): () => boolean {
+  let released = false;
+  setTimeout(() => {
+    released = true;
+    void unlink(owner).then(() => rmdir(lockDir));
+  }, 300);
+  return () => released;
+}
+
 it('a lock whose owner runs is waited for until it is released, and only then taken', async () => {
   const holder = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']);
   try {
-    const owner = await lockHeldBy(holder.pid!);
-    let released = false;
-    // The holder finishes its change a little later.
-    setTimeout(() => {
-      released = true;
-      void unlink(owner).then(() => rmdir(lockDir));
-    }, 300);
-    await expect(withSessionLock(store, async () => released)).resolves.toBe(true);
+    const released = releasedLater(await lockHeldBy(holder.pid!));
+    await expect(withSessionLock(store, async () => released())).resolves.toBe(true);
   } finally {
     holder.kill();
   }
 });
 
 it("another machine's lock is not judged by its pid: waited for while it is touched", async () => {
-  const owner = await lockHeldBy(await pidOfAnEndedProcess(), 'another-machine.example');
-  let released = false;
-  setTimeout(() => {
-    released = true;
-    void unlink(owner).then(() => rmdir(lockDir));
-  }, 300);
-  await expect(withSessionLock(store, async () => released)).resolves.toBe(true);
+  const released = releasedLater(await lockHeldBy(await pidOfAnEndedProcess(), 'another-machine.example'));
+  await expect(withSessionLock(store, async () => released())).resolves.toBe(true);
 });
 
 it('a lock nobody touches any more is taken over within the wait of a command, whoever owns it', async () => {

@@ -217,7 +217,9 @@ export class DeviceLoginClient {
       const remaining = deadline - this.timing.now();
       if (remaining <= 0) throw new DeviceLoginTimeoutError(deadlineReason, waitSeconds, this.target);
       await this.timing.sleep(Math.min(delayMs, remaining), signal);
-      if (this.timing.now() >= deadline) throw new DeviceLoginTimeoutError(deadlineReason, waitSeconds, this.target);
+      // A sleep that ran to the deadline ends the wait, whatever the clock reads: Node's timers count
+      // from the event loop's cached time, so one may fire a few ms before Date.now() gets there.
+      if (delayMs >= remaining || this.timing.now() >= deadline) throw new DeviceLoginTimeoutError(deadlineReason, waitSeconds, this.target);
       delayMs = intervalMs;
       try {
         const { body } = await this.api.request('POST', ROUTES.devicePoll, { body: { deviceCode: start.deviceCode }, signal });
