@@ -34,24 +34,24 @@ describe('apps/api/scripts/node-with-heap-limit.sh', () => {
     await writeFile(join(root, 'memory', 'memory.limit_in_bytes'), `${value}\n`);
   };
 
-  it('gives the old generation half of a cgroup v2 limit, and passes the arguments through unchanged', async () => {
+  it('gives the old generation half of a cgroup v2 limit and each semi-space a twelfth, and passes the arguments through unchanged', async () => {
     await cgroupV2(String(384 * MiB));
-    await expect(launch()).resolves.toEqual({ execArgv: ['--max-old-space-size=192'], args: ['extra-arg'] });
+    await expect(launch()).resolves.toEqual({ execArgv: ['--max-old-space-size=192', '--max-semi-space-size=32'], args: ['extra-arg'] });
   });
 
   it('rounds a limit that is not a whole number of MiB down', async () => {
     await cgroupV2(String(300 * MiB + 123_456));
-    expect((await launch()).execArgv).toEqual(['--max-old-space-size=150']);
+    expect((await launch()).execArgv).toEqual(['--max-old-space-size=150', '--max-semi-space-size=25']);
   });
 
   it('takes another share from PROSPECT_HEAP_PERCENT', async () => {
     await cgroupV2(String(1024 * MiB));
-    expect((await launch({ PROSPECT_HEAP_PERCENT: '60' })).execArgv).toEqual(['--max-old-space-size=614']);
+    expect((await launch({ PROSPECT_HEAP_PERCENT: '60' })).execArgv).toEqual(['--max-old-space-size=614', '--max-semi-space-size=64']);
   });
 
   it('reads cgroup v1 when there is no v2 file, and reads its "no limit" number as no limit', async () => {
     await cgroupV1(String(512 * MiB));
-    expect((await launch()).execArgv).toEqual(['--max-old-space-size=256']);
+    expect((await launch()).execArgv).toEqual(['--max-old-space-size=256', '--max-semi-space-size=42']);
     await writeFile(join(root, 'memory', 'memory.limit_in_bytes'), '9223372036854771712\n');
     expect((await launch()).execArgv).toEqual([]);
   });
@@ -62,15 +62,16 @@ describe('apps/api/scripts/node-with-heap-limit.sh', () => {
     expect((await launch()).execArgv).toEqual([]);
   });
 
-  it('never goes below 64 MiB, which the API needs to hold its live heap', async () => {
+  it('never goes below 64 MiB, which the API needs to hold its live heap, nor below V8’s own 16 MiB semi-spaces', async () => {
     await cgroupV2(String(96 * MiB));
-    expect((await launch()).execArgv).toEqual(['--max-old-space-size=64']);
+    expect((await launch()).execArgv).toEqual(['--max-old-space-size=64', '--max-semi-space-size=16']);
   });
 
-  it('leaves an operator’s own --max-old-space-size in NODE_OPTIONS alone', async () => {
+  it('leaves an operator’s own --max-old-space-size or --max-semi-space-size in NODE_OPTIONS alone', async () => {
     await cgroupV2(String(384 * MiB));
+    expect((await launch({ NODE_OPTIONS: '--max-semi-space-size=8' })).execArgv).toEqual(['--max-old-space-size=192']);
     const { execArgv } = await launch({ NODE_OPTIONS: '--max-old-space-size=300' });
-    expect(execArgv).toEqual([]);
+    expect(execArgv).toEqual(['--max-semi-space-size=32']);
     const { stdout } = await promisify(execFile)('sh', [LAUNCHER, '-p', "require('node:v8').getHeapStatistics().heap_size_limit"], {
       env: { PATH: process.env.PATH, PROSPECT_CGROUP_ROOT: root, NODE_OPTIONS: '--max-old-space-size=300' },
     });

@@ -42,7 +42,7 @@ describe('the API with its heap capped from the manifest’s memory limit, under
     await rm(cgroup, { recursive: true, force: true });
   });
 
-  it('starts through the launcher with --max-old-space-size from the limit and answers every request of the load', async () => {
+  it('starts through the launcher with the old and young generations sized from the limit and answers every request of the load', async () => {
     const limit = await manifestMemoryLimit();
     await writeFile(join(cgroup, 'memory.max'), `${limit}\n`);
     const child = spawn('sh', [LAUNCHER, MAIN_JS], {
@@ -77,10 +77,11 @@ describe('the API with its heap capped from the manifest’s memory limit, under
         void exited.then(({ code, signal }) => reject(new Error(`exited (${code ?? signal}) before listening:\n${out}\n${err}`)));
       });
 
-      // The shell exec'd node: the process is Node itself, with the flag the limit gives.
+      // The shell exec'd node: the process is Node itself, with the flags the limit gives.
       const cmdline = (await readFile(`/proc/${child.pid}/cmdline`, 'utf8')).split('\0');
       expect(cmdline[0]).toMatch(/node$/);
       expect(cmdline).toContain(`--max-old-space-size=${Math.floor((Math.floor(limit / 2 ** 20) * 50) / 100)}`);
+      expect(cmdline).toContain(`--max-semi-space-size=${Math.min(64, Math.max(16, Math.floor(limit / 2 ** 20 / 12)))}`);
 
       const result = await new Promise<autocannon.Result>((resolve, reject) =>
         autocannon(
