@@ -1,4 +1,8 @@
-import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine, normalizeBaseUrl, normalizeMeResponse } from '../src/api-client/api-client.js';
+import { ApiClient } from '../src/api-client/api-client.js';
+import { ApiHttpError, ApiUnreachableError } from '../src/api-client/api-errors.js';
+import { normalizeBaseUrl } from '../src/api-client/base-url.js';
+import { loginCommandLine } from '../src/api-client/login-hints.js';
+import { normalizeMeResponse } from '../src/api-client/me-answer.js';
 import { CliError, EXIT } from '../src/errors.js';
 import { fakeBackend, inAnHour, json, user } from './support/fake-backend.js';
 

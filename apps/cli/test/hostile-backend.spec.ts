@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiClient, MAX_ANSWER_BYTES } from '../src/api-client/api-client.js';
+import { ApiClient } from '../src/api-client/api-client.js';
+import { MAX_ANSWER_BYTES } from '../src/api-client/network.js';
 import { stripControls } from '../src/api-client/untrusted-text.js';
 import { DeviceLoginClient, type WaitEvent } from '../src/device-login/device-login-client.js';
 import { CliError } from '../src/errors.js';

@@ -6,7 +6,8 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiClient, ApiHttpError } from '../src/api-client/api-client.js';
+import { ApiClient } from '../src/api-client/api-client.js';
+import { ApiHttpError } from '../src/api-client/api-errors.js';
 import { CLOCK_FILE_NAME, ServerClock } from '../src/session/server-clock.js';
 import { fakeBackend, json } from './support/fake-backend.js';
 

@@ -1,5 +1,5 @@
 import type { SessionFile } from '@prospect/contract';
-import { normalizeBaseUrl } from '../api-client/api-client.js';
+import { normalizeBaseUrl } from '../api-client/base-url.js';
 import type { CommandContext } from '../context.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import type { FlagSpec } from './command.js';

@@ -1,7 +1,8 @@
 import { DEFAULT_API_BASE_URL, IDEMPOTENCY_KEY_HEADER, ROUTES } from '@prospect/contract';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { ApiHttpError, ApiUnreachableError, sessionTokenRejected } from '../api-client/api-client.js';
+import { ApiHttpError, ApiUnreachableError } from '../api-client/api-errors.js';
+import { sessionTokenRejected } from '../api-client/login-hints.js';
 import { realTiming } from '../device-login/device-login-client.js';
 import { renewRefusedSession } from '../session/refresh.js';
 import { stripControls } from '../api-client/untrusted-text.js';
@@ -91,7 +92,7 @@ export const apiCommand: Command = {
       if (err instanceof ApiHttpError && ctx.flags.include) writeHead(ctx, err.status, err.statusText, err.headers);
       if (err instanceof ApiHttpError && err.status === 401 && credentials) throw sessionTokenRejected(err, api.baseUrl, { env: ctx.env, fromEnv: credentials.source === 'env' });
       // The status is what a script or a person debugging a call needs first.
-      // A redirect's message names its status already (api-client.ts).
+      // A redirect's message names its status already (api-client/api-errors.ts).
       if (err instanceof ApiHttpError) throw new CliError(err.message.includes(`(HTTP ${err.status})`) ? err.message : `HTTP ${err.status}${err.code ? ` ${err.code}` : ''}: ${err.message}`);
       throw err;
     }

@@ -1,5 +1,8 @@
 import { CLI_DEFAULT_SCOPES, CLI_SCOPES, DEFAULT_API_BASE_URL, ENV, ROUTES, type Scope, type SessionFile } from '@prospect/contract';
-import { type ApiClient, ApiHttpError, normalizeBaseUrl, notServedUnderPath } from '../api-client/api-client.js';
+import type { ApiClient } from '../api-client/api-client.js';
+import { ApiHttpError } from '../api-client/api-errors.js';
+import { normalizeBaseUrl } from '../api-client/base-url.js';
+import { notServedUnderPath } from '../api-client/login-hints.js';
 import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { apiClientFor, serverClockOf } from '../session/session-context.js';
 import type { DeviceLoginResult } from '../device-login/device-login-client.js';

@@ -1,5 +1,6 @@
 import { DEFAULT_API_BASE_URL, ENV } from '@prospect/contract';
-import { loginCommandLine, normalizeBaseUrl, sessionTokenRejected } from '../api-client/api-client.js';
+import { normalizeBaseUrl } from '../api-client/base-url.js';
+import { loginCommandLine, sessionTokenRejected } from '../api-client/login-hints.js';
 import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { serverClockOf } from '../session/session-context.js';
 import { authRequired } from '../errors.js';

@@ -1,5 +1,5 @@
 import type { SessionFile, User } from '@prospect/contract';
-import { ApiHttpError, type TokenProblem } from '../api-client/api-client.js';
+import { ApiHttpError, type TokenProblem } from '../api-client/api-errors.js';
 import { type CommandContext, writeLine } from '../context.js';
 import { apiClientFor } from '../session/session-context.js';
 import { notLoggedIn, refuseOtherBackend } from './auth-guard.js';

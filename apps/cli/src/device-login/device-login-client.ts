@@ -1,7 +1,9 @@
 import { DevicePollResponseSchema, MAX_DEVICE_LOGIN_SECONDS, ROUTES, type User } from '@prospect/contract';
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
-import { ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine, notServedUnderPath } from '../api-client/api-client.js';
+import { ApiClient } from '../api-client/api-client.js';
+import { ApiHttpError, ApiUnreachableError } from '../api-client/api-errors.js';
+import { loginCommandLine, notServedUnderPath } from '../api-client/login-hints.js';
 import { CliError } from '../errors.js';
 
 /** What the person needs to approve the login, normalized from the start response. */

@@ -1,5 +1,7 @@
 import { AuthorizedResponseSchema, CLI_CLIENT_ID, OAUTH_ROUTES, ROUTES, type SessionFile } from '@prospect/contract';
-import { type ApiClient, ApiHttpError, ApiUnreachableError, loginCommandLine, sessionTokenRejected } from '../api-client/api-client.js';
+import type { ApiClient } from '../api-client/api-client.js';
+import { ApiHttpError, ApiUnreachableError } from '../api-client/api-errors.js';
+import { loginCommandLine, sessionTokenRejected } from '../api-client/login-hints.js';
 import { apiClientFor, type SessionContext, serverClockOf } from './session-context.js';
 import { authRequired, CliError, FileSystemError } from '../errors.js';
 import { sameAccount } from './accounts.js';
