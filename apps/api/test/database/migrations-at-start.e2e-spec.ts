@@ -1,18 +1,13 @@
-import pg from 'pg';
 import { MIGRATIONS } from '../../src/database/migrations/index.js';
 import { type ApiProcess, runApiProcess, startApiProcess } from '../support/api-process.js';
 import { emptyServerDatabase as emptyDatabase } from '../support/server-database.js';
+import { withClient } from '../support/test-database.js';
 
-async function appliedMigrations(url: string): Promise<string[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
+const appliedMigrations = (url: string): Promise<string[]> =>
+  withClient(url, async (client) =>
     // sql-on-purpose: the migrations table is the schema's own record
-    return (await client.query<{ name: string }>('SELECT name FROM migrations ORDER BY id')).rows.map((r) => r.name);
-  } finally {
-    await client.end();
-  }
-}
+    (await client.query<{ name: string }>('SELECT name FROM migrations ORDER BY id')).rows.map((r) => r.name),
+  );
 
 /** How `migrate` names a database: user, host, port and name, never the password. */
 function databaseName(url: string): string {

@@ -1,21 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import pg from 'pg';
+import { withClient } from './test-database.js';
 
 /**
  * Data for an API running in another process (on a cluster of the test's own, behind a proxy or
  * PgBouncer): the app's services are not in this process, so these few arrangements are SQL,
  * kept here in one place. A test with the app in process uses `fixtures.ts` instead.
  */
-
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /** A user and a direct access token for them, valid for a day, straight in the database (the API created the schema); the token. */
 export function seedToken(url: string, name: string): Promise<string> {

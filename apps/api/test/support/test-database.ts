@@ -20,17 +20,18 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     return { url: embedded.url, kind: 'embedded', drop: () => embedded.stop() };
   }
   const name = `prospect_test_${randomBytes(6).toString('hex')}`;
-  await withAdminClient(serverUrl, (c) => c.query(`CREATE DATABASE ${name}`));
+  await withClient(serverUrl, (c) => c.query(`CREATE DATABASE ${name}`));
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     kind: 'server',
-    drop: () => withAdminClient(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+    drop: () => withClient(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
   };
 }
 
-async function withAdminClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+/** One connection to `url` for `fn`, closed after it, for the few statements a test runs past the app. */
+export async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
