@@ -1,6 +1,9 @@
+import { InvalidSetupCodeError } from '../../src/users/admin-setup-codes.js';
+import { UsersService } from '../../src/users/users.service.js';
 import { type ApiProcess, runApiProcess, startApiProcess } from '../support/api-process.js';
 import { adminEmails } from '../support/direct-sql.js';
 import { emptyServerDatabase } from '../support/server-database.js';
+import { startTestApp } from '../support/test-app.js';
 
 const CODE_LINE = /signup\?setup_code=(prss_[A-Za-z0-9_-]{43})/;
 const startAll = (env: Record<string, string>) => Promise.all([1, 2, 3].map(() => startApiProcess(env, 60_000)));
@@ -52,5 +55,17 @@ describe('admin bootstrap with replicas', () => {
     expect(replaced.code).toBe(0);
     expect(replaced.stdout).toMatch(/^New admin setup code \(the earlier one no longer works\): https:\/\/id\.example\.com\/signup\?setup_code=prss_[A-Za-z0-9_-]{43}\n$/);
     expect(replaced.stdout).not.toContain(code);
+    // The earlier code ends with its replacement; the new one makes the administrator, once.
+    const fresh = CODE_LINE.exec(replaced.stdout)![1]!;
+    const app = await startTestApp({ database: { url: database.url, kind: 'server', drop: async () => undefined } });
+    try {
+      const signUp = (email: string, setupCode: string) => app.app.get(UsersService).createFirstAdmin({ email, name: 'First Admin', password: 'correct horse battery' }, setupCode);
+      await expect(signUp('late@example.com', code)).rejects.toBeInstanceOf(InvalidSetupCodeError);
+      await signUp('first@example.com', fresh);
+      await expect(signUp('second@example.com', fresh)).rejects.toBeInstanceOf(InvalidSetupCodeError);
+      expect(await adminEmails(database.url)).toEqual(['first@example.com']);
+    } finally {
+      await app.close();
+    }
   });
 });
