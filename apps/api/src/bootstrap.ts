@@ -22,6 +22,7 @@ import { PinoNestLogger, requestLogger } from './logging/logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { requestMetrics } from './metrics/request-metrics.js';
 import { OAuthCors } from './oauth/oauth-cors.js';
+import { PageChain } from './web/page-chain.js';
 import { configureViews } from './web/views.js';
 
 /** Where the JSON API lives: the contract's routes and the health check. */
@@ -76,6 +77,8 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
   app.useStaticAssets(STATIC_ROOT, { prefix: '/assets/', maxAge: '1h', index: false, fallthrough: true });
   // The passkey pages' WebAuthn helper, served from its package as built (its UMD bundle).
   app.useStaticAssets(WEBAUTHN_BROWSER_BUNDLE, { prefix: '/assets/vendor/simplewebauthn/', maxAge: '1h', index: false, fallthrough: true });
+  // The pages' chain (document headers, forms, web session), run for page paths only (web/page-chain.ts).
+  app.use(app.get(PageChain).middleware);
   configureViews(app);
   app.useGlobalFilters(new ErrorBodyFilter(app.get(DatabaseAvailability)));
 
@@ -95,10 +98,11 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
 /**
  * The API reads JSON only: a body of another type is a 415 rather than silently
  * read as no body (which would answer "Missing field" for a body that was sent).
- * No body at all (`curl -X POST`, Content-Length: 0) is fine whatever its type says.
+ * No body at all (`curl -X POST`, Content-Length: 0) is fine whatever its type says. A body the
+ * JSON parser just read (`req.body` set) was JSON by its type: not asked again.
  */
 function refuseNonJsonBodies(req: Request, _res: Response, next: NextFunction): void {
-  if (hasBody(req) && req.url.startsWith(API_PREFIX) && !req.is('application/json')) {
+  if (req.body === undefined && hasBody(req) && req.url.startsWith(API_PREFIX) && !req.is('application/json')) {
     next(new ApiException(415, ERROR_CODES.unsupportedMediaType, 'Unsupported Content-Type: send application/json.'));
   } else {
     next();

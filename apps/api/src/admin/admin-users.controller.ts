@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Ip, Param, ParseUUIDPipe, Patch, Post, Query, UseGuards } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Ip, Param, ParseUUIDPipe, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import {
   type AdminUser,
@@ -17,7 +17,7 @@ import { RequireScope } from '../auth/require-scope.decorator.js';
 import { AdminsOnlyGuard } from './admins-only.guard.js';
 import { badRequest, notFound } from '../common/api-exception.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
-import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { ValidBody } from '../common/valid-body.js';
 import { type AdminGrant, AdminUsersService } from './admin-users.service.js';
 
 /** The grant the caller acts with, for the audit trail: the bearer token (and its session). */
@@ -63,7 +63,7 @@ export class AdminUsersController {
   @ApiJsonBody(InviteUserRequestSchema)
   @ApiJsonResponse(201, 'Invited.', AdminUserSchema)
   @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [409, 'The address has an account.'])
-  async invite(@Principal() caller: AuthPrincipal, @Body(new ZodBodyPipe(InviteUserRequestSchema)) body: InviteUserRequest, @Ip() ip: string): Promise<AdminUser> {
+  async invite(@Principal() caller: AuthPrincipal, @ValidBody(InviteUserRequestSchema) body: InviteUserRequest, @Ip() ip: string): Promise<AdminUser> {
     return this.admin.invite(body, caller.user.id, ip, grantOf(caller));
   }
 
@@ -87,7 +87,7 @@ export class AdminUsersController {
   async update(
     @Principal() caller: AuthPrincipal,
     @Param('id', new ParseUUIDPipe()) id: string,
-    @Body(new ZodBodyPipe(UpdateUserRequestSchema)) body: UpdateUserRequest,
+    @ValidBody(UpdateUserRequestSchema) body: UpdateUserRequest,
     @Ip() ip: string,
   ): Promise<AdminUser> {
     return this.admin.update(id, body, caller.user.id, ip, grantOf(caller));

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Ip, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Ip, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   type AdminIdentityProvider,
@@ -12,7 +12,7 @@ import * as z from 'zod/mini';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
-import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { ValidBody } from '../common/valid-body.js';
 import { IdentityProvidersService } from '../federation/identity-providers.service.js';
 import { AdminsOnlyGuard } from './admins-only.guard.js';
 
@@ -48,7 +48,7 @@ export class IdentityProvidersController {
     [403, 'Not an admin.'],
     [409, 'The id or the issuer is configured already, or a domain belongs to another provider.'],
   )
-  create(@Principal() caller: AuthPrincipal, @Body(new ZodBodyPipe(CreateIdentityProviderRequestSchema)) body: CreateIdentityProviderRequest, @Ip() ip: string): Promise<AdminIdentityProvider> {
+  create(@Principal() caller: AuthPrincipal, @ValidBody(CreateIdentityProviderRequestSchema) body: CreateIdentityProviderRequest, @Ip() ip: string): Promise<AdminIdentityProvider> {
     return this.providers.create(body, caller.user.id, ip);
   }
 
@@ -72,7 +72,7 @@ export class IdentityProvidersController {
   async update(
     @Principal() caller: AuthPrincipal,
     @Param('id') id: string,
-    @Body(new ZodBodyPipe(UpdateIdentityProviderRequestSchema)) body: UpdateIdentityProviderRequest,
+    @ValidBody(UpdateIdentityProviderRequestSchema) body: UpdateIdentityProviderRequest,
     @Ip() ip: string,
   ): Promise<AdminIdentityProvider> {
     return (await this.providers.update(id, body, caller.user.id, ip)).provider;

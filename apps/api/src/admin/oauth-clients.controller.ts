@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Ip, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Ip, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   type AdminClient,
@@ -16,7 +16,7 @@ import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
 import { AdminsOnlyGuard } from './admins-only.guard.js';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
-import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { ValidBody } from '../common/valid-body.js';
 import type { OAuthClient } from '../oauth/oauth-client.entity.js';
 import { OAuthClientsService } from '../oauth/oauth-clients.service.js';
 
@@ -61,7 +61,7 @@ export class OAuthClientsController {
   @ApiJsonBody(RegisterClientRequestSchema)
   @ApiJsonResponse(201, 'Registered; `clientSecret` for a confidential client, shown this once.', AdminClientSchema)
   @ApiErrors([400, 'Invalid body, or `admin` with redirect URIs.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [409, 'The id is taken.'])
-  async register(@Principal() caller: AuthPrincipal, @Body(new ZodBodyPipe(RegisterClientRequestSchema)) body: RegisterClientRequest, @Ip() ip: string): Promise<AdminClient> {
+  async register(@Principal() caller: AuthPrincipal, @ValidBody(RegisterClientRequestSchema) body: RegisterClientRequest, @Ip() ip: string): Promise<AdminClient> {
     const { client, clientSecret } = await this.clients.register(body, caller.user.id, ip);
     return toAdminClient(client, clientSecret);
   }
@@ -87,7 +87,7 @@ export class OAuthClientsController {
   async update(
     @Principal() caller: AuthPrincipal,
     @Param('id') id: string,
-    @Body(new ZodBodyPipe(UpdateClientRequestSchema)) body: UpdateClientRequest,
+    @ValidBody(UpdateClientRequestSchema) body: UpdateClientRequest,
     @Ip() ip: string,
   ): Promise<AdminClient> {
     return toAdminClient((await this.clients.change(id, body, caller.user.id, ip)).client);

@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Ip, Post, UseGuards } from '@nestjs/common';
+import { Controller, HttpCode, Ip, Post, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   type ClearSignInBlockRequest,
@@ -7,7 +7,7 @@ import {
   ClearSignInBlockResponseSchema,
 } from '@prospect/contract';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
-import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { ValidBody } from '../common/valid-body.js';
 import { SignInBlocksService } from './sign-in-blocks.service.js';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
@@ -33,7 +33,7 @@ export class SignInBlocksController {
   @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'The bearer is not an admin, or insufficient_scope: the token lacks `admin`.'])
   async clear(
     @Principal() caller: AuthPrincipal,
-    @Body(new ZodBodyPipe(ClearSignInBlockRequestSchema)) body: ClearSignInBlockRequest,
+    @ValidBody(ClearSignInBlockRequestSchema) body: ClearSignInBlockRequest,
     @Ip() ip: string,
   ): Promise<ClearSignInBlockResponse> {
     return { cleared: await this.blocks.clear(body.email, caller.user.id, ip) };

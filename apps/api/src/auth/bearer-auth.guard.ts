@@ -82,9 +82,13 @@ export class BearerAuthGuard implements CanActivate {
     return rules;
   }
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  /** A public route's answer is a plain `true`: Nest then awaits nothing (no promise per request, issue #35). */
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const rules = this.rulesOf(context);
-    if (rules.isPublic) return true;
+    return rules.isPublic || this.authenticated(context, rules);
+  }
+
+  private async authenticated(context: ExecutionContext, rules: RouteRules): Promise<boolean> {
     const http = context.switchToHttp();
     const req = http.getRequest<Request & { user?: AuthPrincipal }>();
     if (!req.headers.authorization && rules.allowsWebSession) {

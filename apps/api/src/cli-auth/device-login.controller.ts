@@ -1,5 +1,5 @@
 import { RequestOrigin } from '../common/request-origin.js';
-import { Body, type CanActivate, Controller, Header, Headers, HttpCode, Injectable, Ip, Post, UseGuards } from '@nestjs/common';
+import { type CanActivate, Controller, Header, Headers, HttpCode, Injectable, Ip, Post, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   CLI_CLIENT_ID,
@@ -16,7 +16,7 @@ import {
 } from '@prospect/contract';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { Public } from '../auth/public.decorator.js';
-import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { ValidBody } from '../common/valid-body.js';
 import { AppConfig } from '../config/app-config.js';
 import { DatabaseDeadline } from '../database/database-deadline.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
@@ -61,7 +61,7 @@ export class DeviceLoginController {
     [503, 'The database did not answer within DATABASE_TIMEOUT_MS (see Retry-After).'],
   )
   async start(
-    @Body(new ZodBodyPipe(DeviceStartRequestSchema)) body: DeviceStartRequest,
+    @ValidBody(DeviceStartRequestSchema) body: DeviceStartRequest,
     @Ip() ip: string,
     @RequestOrigin() origin: string | undefined,
     @Headers('user-agent') userAgent?: string,
@@ -78,7 +78,7 @@ export class DeviceLoginController {
   @ApiJsonBody(DeviceCancelRequestSchema)
   @ApiJsonResponse(204, 'Cancelled (or already over, or unknown: the answer is the same).')
   @ApiErrors([400, 'Malformed body.'])
-  cancel(@Body(new ZodBodyPipe(DeviceCancelRequestSchema)) body: DeviceCancelRequest, @Ip() ip: string): Promise<void> {
+  cancel(@ValidBody(DeviceCancelRequestSchema) body: DeviceCancelRequest, @Ip() ip: string): Promise<void> {
     return this.deviceLogins.cancel(body.deviceCode, ip);
   }
 
@@ -89,7 +89,7 @@ export class DeviceLoginController {
   @ApiJsonBody(DevicePollRequestSchema)
   @ApiJsonResponse(200, 'The state of the device login.', DevicePollResponseSchema)
   @ApiErrors([400, 'Unknown or malformed device code.'], [404, 'Device login is turned off.'], [429, 'slow_down: polled faster than intervalSeconds (see Retry-After).'])
-  async poll(@Body(new ZodBodyPipe(DevicePollRequestSchema)) body: DevicePollRequest, @Ip() ip: string): Promise<DevicePollResponse> {
+  async poll(@ValidBody(DevicePollRequestSchema) body: DevicePollRequest, @Ip() ip: string): Promise<DevicePollResponse> {
     return pollAnswer(await this.deviceLogins.pollGrant(body.deviceCode, CLI_CLIENT_ID, ip), this.config.devicePollIntervalSeconds);
   }
 }

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Header, Headers, HttpCode, Ip, Post, Req } from '@nestjs/common';
+import { Controller, Get, Header, Headers, HttpCode, Ip, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import {
@@ -18,7 +18,7 @@ import {
 } from '@prospect/contract';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { Public } from '../auth/public.decorator.js';
-import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { ValidBody } from '../common/valid-body.js';
 import { toPublicUser } from '../users/user.entity.js';
 import { AllowWebSession } from '../auth/allow-web-session.decorator.js';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
@@ -81,7 +81,7 @@ export class TokensController {
   )
   issue(
     @Principal() principal: AuthPrincipal,
-    @Body(new ZodBodyPipe(IssueTokenRequestSchema)) body: IssueTokenRequest,
+    @ValidBody(IssueTokenRequestSchema) body: IssueTokenRequest,
     @Ip() ip: string,
     @Req() req: Request,
     @Headers('idempotency-key') idempotencyKey?: string,
@@ -102,7 +102,7 @@ export class TokensController {
   @ApiJsonBody(RefreshRequestSchema)
   @ApiJsonResponse(200, 'The new pair, shaped like an authorized poll.', AuthorizedResponseSchema)
   @ApiErrors([400, 'Malformed body.'], [401, 'invalid_grant: unknown, expired, revoked or reused refresh token.'])
-  async refresh(@Body(new ZodBodyPipe(RefreshRequestSchema)) body: RefreshRequest, @Ip() ip: string): Promise<AuthorizedResponse> {
+  async refresh(@ValidBody(RefreshRequestSchema) body: RefreshRequest, @Ip() ip: string): Promise<AuthorizedResponse> {
     try {
       const { pair, user } = await this.refreshTokens.refresh(body.refreshToken, CLI_CLIENT_ID, ip);
       return { status: 'authorized', accessToken: pair.accessToken, refreshToken: pair.refreshToken, expiresAt: pair.expiresAt.toISOString(), user };

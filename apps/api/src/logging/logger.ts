@@ -72,7 +72,8 @@ export function requestLogger(logger: Logger, observe?: (req: Request, status: n
     const started = performance.now();
     const id = requestIdOf(req);
     res.setHeader(REQUEST_ID_HEADER, id);
-    res.once('finish', () => {
+    // `on`, not `once`: a response finishes once, and `once` wraps the listener anew per request.
+    res.on('finish', () => {
       observe?.(req, res.statusCode, (performance.now() - started) / 1000);
       // Health probes every few seconds would drown out real traffic.
       if (req.originalUrl.startsWith(ROUTES.health)) return;

@@ -30,7 +30,7 @@ import * as z from 'zod/mini';
 import { forbidden } from '../common/api-exception.js';
 import { ApiErrors, ApiFormBody, ApiJsonResponse } from '../common/openapi.js';
 import { Public } from '../auth/public.decorator.js';
-import { ZodBodyPipe } from '../common/zod-body.pipe.js';
+import { ValidBody, validBody } from '../common/valid-body.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { OAuthService, oauthError } from './oauth.service.js';
@@ -41,10 +41,6 @@ import { OAuthCors } from './oauth-cors.js';
 import { SigningKeys } from '../server-secrets/signing-keys.js';
 import { AppConfig } from '../config/app-config.js';
 import { DatabaseDeadline } from '../database/database-deadline.js';
-
-const deviceCodeGrant = new ZodBodyPipe(DeviceCodeTokenRequestSchema);
-const refreshTokenGrant = new ZodBodyPipe(RefreshTokenRequestSchema);
-const authorizationCodeGrant = new ZodBodyPipe(AuthorizationCodeTokenRequestSchema);
 
 /** The OAuth 2.0 and OpenID Connect surface: thin translations of form bodies to the services' calls. */
 @ApiTags('oauth')
@@ -131,7 +127,7 @@ export class OAuthController {
   @ApiJsonResponse(200, 'Started.', DeviceAuthorizationResponseSchema)
   @ApiErrors([400, 'invalid_request, invalid_client (unknown client_id).'], [429, 'Too many starts from this address (see Retry-After).'])
   async deviceAuthorization(
-    @Body(new ZodBodyPipe(DeviceAuthorizationRequestSchema)) body: { client_id: string; scope?: string },
+    @ValidBody(DeviceAuthorizationRequestSchema) body: { client_id: string; scope?: string },
     @Ip() ip: string,
     @RequestOrigin() origin: string | undefined,
     @Headers('user-agent') userAgent?: string,
@@ -160,18 +156,18 @@ export class OAuthController {
     const grantType = (body as Record<string, unknown> | undefined)?.grant_type;
     if (grantType === DEVICE_CODE_GRANT_TYPE) {
       // The poll stays one statement: device logins are started by public clients only, which name themselves.
-      const request = deviceCodeGrant.transform(body);
+      const request = validBody(DeviceCodeTokenRequestSchema, body);
       if (req.get('origin')) this.cors.requireAllowedOrigin(req, res, await this.clientAuthentication.authenticate(req.get('authorization'), request));
       return this.oauth.deviceCodeGrant(request.device_code, request.client_id, ip);
     }
     if (grantType === 'refresh_token') {
-      const request = refreshTokenGrant.transform(body);
+      const request = validBody(RefreshTokenRequestSchema, body);
       const client = await this.clientAuthentication.authenticate(req.get('authorization'), request);
       this.cors.requireAllowedOrigin(req, res, client);
       return this.oauth.refreshTokenGrant(request.refresh_token, client, ip, request.scope);
     }
     if (grantType === 'authorization_code') {
-      const request = authorizationCodeGrant.transform(body);
+      const request = validBody(AuthorizationCodeTokenRequestSchema, body);
       const client = await this.clientAuthentication.authenticate(req.get('authorization'), request);
       this.cors.requireAllowedOrigin(req, res, client);
       return this.authorization.exchange(client, { code: request.code, redirectUri: request.redirect_uri, codeVerifier: request.code_verifier }, ip);
@@ -190,7 +186,7 @@ export class OAuthController {
   @ApiFormBody(RevocationRequestSchema)
   @ApiJsonResponse(200, 'Revoked, or nothing to revoke.')
   @ApiErrors([400, 'invalid_request, invalid_client, or unauthorized_client (a token of another client).'], [401, 'invalid_client: Basic authentication failed.'])
-  async revoke(@Body(new ZodBodyPipe(RevocationRequestSchema)) body: RevocationRequest, @Ip() ip: string, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<void> {
+  async revoke(@ValidBody(RevocationRequestSchema) body: RevocationRequest, @Ip() ip: string, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<void> {
     // A client that says who it is is held to it (a confidential one proves it); one that says nothing may still revoke a token it holds.
     const named = req.get('authorization')?.match(/^Basic\b/i) || body.client_id !== undefined || body.client_secret !== undefined || req.get('origin');
     const client = named ? await this.clientAuthentication.authenticate(req.get('authorization'), body) : undefined;
@@ -210,7 +206,7 @@ export class OAuthController {
   @ApiFormBody(IntrospectionRequestSchema)
   @ApiJsonResponse(200, 'What is known of the token; `{"active": false}` alone for an unknown, expired or revoked one.', IntrospectionResponseSchema)
   @ApiErrors([400, 'invalid_request.'], [401, 'No valid bearer token.'], [403, 'The bearer is not an admin, or insufficient_scope: the token lacks `admin`.'])
-  introspect(@Principal() caller: AuthPrincipal, @Body(new ZodBodyPipe(IntrospectionRequestSchema)) body: { token: string }): Promise<IntrospectionResponse> {
+  introspect(@Principal() caller: AuthPrincipal, @ValidBody(IntrospectionRequestSchema) body: { token: string }): Promise<IntrospectionResponse> {
     if (caller.user.role !== 'admin') throw forbidden('Only an admin token may introspect tokens.');
     return this.oauth.introspect(body.token);
   }
