@@ -8,19 +8,27 @@ import { runApiProcess, startApiProcess } from '../support/api-process.js';
 import { approveInBrowser, poll, startDeviceLogin } from '../support/fixtures.js';
 import { copyMigratedDataDir } from '../support/migrated-data-dir.js';
 
-/** Sends a request's headers and the first bytes of its body, then nothing: a slow client. */
-function slowBody(baseUrl: string): { socket: net.Socket; answer: Promise<{ text: string; closedAfterMs: number }> } {
+/**
+ * Sends a request's headers and the first bytes of its body, then nothing: a slow client. With
+ * `expectContinue`, it asks for `100 Continue` first, and `headersRead` says when the server has
+ * read its headers (the request is in flight).
+ */
+function slowBody(baseUrl: string, { expectContinue = false } = {}) {
   const { hostname, port } = new URL(baseUrl);
   const socket = net.connect(Number(port), hostname);
   const started = Date.now();
-  socket.write(`POST ${ROUTES.deviceStart} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"cli`);
-  const answer = new Promise<{ text: string; closedAfterMs: number }>((resolve) => {
-    let text = '';
-    socket.on('data', (d: Buffer) => (text += d.toString()));
-    socket.on('error', () => undefined);
-    socket.on('close', () => resolve({ text, closedAfterMs: Date.now() - started }));
+  const expect = expectContinue ? 'Expect: 100-continue\r\n' : '';
+  socket.write(`POST ${ROUTES.deviceStart} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n${expect}\r\n{"cli`);
+  let text = '';
+  let onHeadersRead = () => {};
+  const headersRead = new Promise<void>((resolve) => (onHeadersRead = resolve));
+  socket.on('data', (d: Buffer) => {
+    text += d.toString();
+    if (text.includes(' 100 Continue\r\n')) onHeadersRead();
   });
-  return { socket, answer };
+  socket.on('error', () => undefined);
+  const answer = new Promise<{ text: string; closedAfterMs: number }>((resolve) => socket.on('close', () => resolve({ text, closedAfterMs: Date.now() - started })));
+  return { socket, answer, headersRead };
 }
 
 /**
@@ -57,7 +65,11 @@ describe('the API process under faults', () => {
         err ? reject(err) : resolve(res),
       );
       load.on('reqError', (err: NodeJS.ErrnoException) => (codes[err.code ?? err.message] = (codes[err.code ?? err.message] ?? 0) + 1));
-      setTimeout(() => (exit = api.stop('SIGTERM')), 1_000);
+      // The signal once the load is well under way (answers coming back), not after a fixed time.
+      let answered = 0;
+      load.on('response', () => {
+        if (++answered === 50) exit = api.stop('SIGTERM');
+      });
     });
     expect(result.non2xx).toBe(0);
     expect(result['2xx']).toBeGreaterThan(0);
@@ -68,8 +80,8 @@ describe('the API process under faults', () => {
 
   it('on SIGTERM with a slow client still sending, exits 0 within the grace period', async () => {
     const api = await startApiProcess({ PROSPECT_DATA_DIR: data, SHUTDOWN_GRACE_SECONDS: '2' });
-    const { answer } = slowBody(api.baseUrl);
-    await new Promise((r) => setTimeout(r, 200));
+    const { answer, headersRead } = slowBody(api.baseUrl, { expectContinue: true });
+    await headersRead;
     const started = Date.now();
     expect(await api.stop('SIGTERM')).toBe(0);
     expect(Date.now() - started).toBeLessThan(4_000);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { ROUTES } from '@prospect/contract';
 import { runApiProcess, startApiProcess } from '../support/api-process.js';
 import { client } from '../support/http.js';
+import { waitFor } from '../support/eventually.js';
 import { copyMigratedDataDir } from '../support/migrated-data-dir.js';
 import { freePort } from '../support/throwaway-postgres.js';
 
@@ -98,19 +99,26 @@ describe('the API process (npm start)', () => {
 
   it('finishes a request that is in flight when SIGTERM arrives', async () => {
     const api = await startApiProcess({ PROSPECT_DATA_DIR: await copyMigratedDataDir(join(dataDir, 'data')) });
-    // Send the headers now and the body later, so the request is open across the signal.
+    // The headers now and the body once the process is shutting down, so the request is open across the signal.
+    // `Expect: 100-continue`: the server's "100 Continue" says it has read the headers, so the request is in flight.
     const { port, hostname } = new URL(api.baseUrl);
-    const response = new Promise<number>((resolve, reject) => {
-      const req = http.request(
-        { host: hostname, port, method: 'POST', path: '/api/health-does-not-exist', headers: { 'content-type': 'application/json', 'content-length': 2 } },
-        (res) => res.resume().on('end', () => resolve(res.statusCode!)),
-      );
-      req.on('error', reject);
-      req.write('{');
-      setTimeout(() => req.end('}'), 300);
+    const req = http.request({
+      host: hostname,
+      port,
+      method: 'POST',
+      path: '/api/health-does-not-exist',
+      headers: { 'content-type': 'application/json', 'content-length': 2, expect: '100-continue' },
     });
-    await new Promise((r) => setTimeout(r, 100));
+    const response = new Promise<number>((resolve, reject) => {
+      req.on('response', (res) => res.resume().on('end', () => resolve(res.statusCode!)));
+      req.on('error', reject);
+    });
+    const headersRead = new Promise<void>((resolve) => req.once('continue', resolve));
+    req.flushHeaders();
+    await headersRead;
     const exit = api.stop('SIGTERM');
+    await waitFor('the process to start draining', () => api.stdout().includes('finishing in-flight requests'));
+    req.end('{}');
     expect(await response).toBe(404);
     expect(await exit).toBe(0);
   });
