@@ -8,10 +8,16 @@ class FakeScreen extends EventEmitter {
   rows = 30;
   isTTY = true;
   written = '';
+  private frames: string[] = [];
   write = (text: string) => {
     this.written += text;
+    this.frames.push(text);
     return true;
   };
+  /** The last frame drawn: Ink writes a whole frame at a time (and control sequences alone, as a cursor shown again). */
+  lastFrame() {
+    return this.frames.findLast((text) => text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').trim() !== '');
+  }
 }
 class FakeKeyboard extends EventEmitter {
   isTTY = true;
@@ -61,17 +67,19 @@ function screenOptions(wait: LoginScreenOptions['wait'], explain: LoginScreenOpt
 }
 
 describe('runLoginScreen', () => {
-  it('authorized: ends with "Logged in as", the link, code and QR code still on screen', async () => {
+  it('authorized: shows the QR code while waiting, and ends with "Logged in as", the link and the code', async () => {
     const { options, stdout } = screenOptions(async (_signal, onEvent) => {
       onEvent({ kind: 'waiting', deadline: Date.now() + 300_000 } satisfies WaitEvent);
       return result;
     });
     await expect(runLoginScreen(options)).resolves.toEqual({ kind: 'authorized', result });
-    expect(stdout.written).toContain('✓ Logged in as Ada Lovelace <ada@example.com>');
-    expect(stdout.written).toContain('BCDF-GHJK');
-    expect(stdout.written).toContain(start.verificationUrl);
     expect(stdout.written).toContain('Or scan it with your phone:');
     expect(stdout.written).toContain('Not opening a browser (--no-browser).');
+    const last = stdout.lastFrame()!;
+    expect(last).toContain('✓ Logged in as Ada Lovelace <ada@example.com>');
+    expect(last).toContain('BCDF-GHJK');
+    expect(last).toContain(start.verificationUrl);
+    expect(last).not.toContain('Or scan it with your phone:');
   });
 
   it('failed: draws the explained message and hint, and says it is shown', async () => {

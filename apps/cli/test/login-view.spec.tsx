@@ -27,18 +27,23 @@ describe('LoginView', () => {
     expect(lastFrame()).toContain('trying again in 5 s');
   });
 
-  it('keeps link and code on screen in every end state', () => {
+  it('keeps link and code on screen in every end state, and lets the QR code and the browser note go', () => {
     for (const [phase, outcome, expected] of [
       ['success', 'Logged in as Ada <ada@example.com>', '✓ Logged in as Ada <ada@example.com>'],
       ['failed', 'Login was denied in the browser, or the code expired.', '✗ Login was denied in the browser, or the code expired.'],
       ['failed', 'The code expired after 600 s without approval.', '✗ The code expired after 600 s without approval.'],
       ['cancelled', undefined, '✗ Cancelled. Nothing was saved.'],
     ] as const) {
-      const frame = render(<LoginView {...base} phase={phase} outcome={outcome} hint="Run `prospect auth:login` to try again." />).lastFrame()!;
+      const frame = render(
+        <LoginView {...base} phase={phase} outcome={outcome} hint="Run `prospect auth:login` to try again." qr={{ text: '▄▄▄\n█ █', placement: 'side' }} browserNote="Opened the link in your browser." />,
+      ).lastFrame()!;
       expect(frame).toContain(expected);
       expect(frame).toContain('BCDF-GHJK');
       expect(frame).toContain(base.verificationUrl);
       expect(frame).not.toContain('Waiting for approval');
+      expect(frame).not.toContain('Or scan it with your phone:');
+      expect(frame).not.toContain('█ █');
+      expect(frame).not.toContain('Opened the link in your browser.');
     }
   });
 

@@ -92,10 +92,13 @@ export const loginCommand: Command = {
     }
     // By the server's clock, which set expiresAt: this machine's may be minutes or hours off.
     const lifetime = humanDuration(Date.parse(session.expiresAt) - (await serverClockOf(ctx).now(session.apiBaseUrl)));
-    writeLine(
-      ctx.stderr,
-      `${indent}Session saved to ${ctx.store.path} (${session.refreshToken ? `the access token lasts ${lifetime} and is renewed automatically` : `expires in ${lifetime}`}).`,
-    );
+    if (ctx.interactive) {
+      // Two short lines: one long line would wrap mid-word at the terminal's edge.
+      writeLine(ctx.stderr, `${indent}Session saved to ${ctx.store.path}.`);
+      writeLine(ctx.stderr, `${indent}${session.refreshToken ? `The access token lasts ${lifetime} and is renewed automatically` : `It expires in ${lifetime}`}.`);
+    } else {
+      writeLine(ctx.stderr, `Session saved to ${ctx.store.path} (${session.refreshToken ? `the access token lasts ${lifetime} and is renewed automatically` : `expires in ${lifetime}`}).`);
+    }
   },
 };
 

@@ -26,10 +26,13 @@ export interface LoginViewProps {
 
 /**
  * The device-login screen. Link and code are there from the first frame and
- * stay; the host is shown plainly so a person can see where they are sent.
+ * stay, as a record of what was approved; the host is shown plainly so a person
+ * can see where they are sent. Once the wait is over, the QR code and the
+ * browser's note, which only served the wait, leave the screen.
  */
 export function LoginView(props: LoginViewProps) {
   const host = new URL(props.verificationUrl).host;
+  const over = props.phase === 'success' || props.phase === 'failed' || props.phase === 'cancelled';
   const instructions = (
     <Box flexDirection="column">
       <Box marginTop={1} flexDirection="column">
@@ -52,7 +55,7 @@ export function LoginView(props: LoginViewProps) {
       </Box>
     </Box>
   );
-  const qr = props.qr ? (
+  const qr = props.qr && !over ? (
     <Box marginTop={1} flexDirection="column">
       <Text dimColor>Or scan it with your phone:</Text>
       <Text>{props.qr.text}</Text>
@@ -60,7 +63,7 @@ export function LoginView(props: LoginViewProps) {
   ) : null;
   return (
     <Box flexDirection="column" paddingX={1}>
-      {props.qr?.placement === 'side' ? (
+      {qr && props.qr?.placement === 'side' ? (
         <Box flexDirection="row" columnGap={4}>
           {instructions}
           {qr}
@@ -71,7 +74,7 @@ export function LoginView(props: LoginViewProps) {
           {qr}
         </>
       )}
-      {props.browserNote ? (
+      {props.browserNote && !over ? (
         <Box marginTop={1}>
           <Text dimColor>{props.browserNote}</Text>
         </Box>

@@ -26,7 +26,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-it('shows the link and code at once, a spinner with the time left, then "Logged in as" after approval', async () => {
+it('shows the link, code and QR code at once, a spinner with the time left, then "Logged in as" after approval', async () => {
   const person = await createUser(api, { name: 'Ada Lovelace', email: `ada-${Date.now()}@example.com` });
   // A terminal of 100×30 with no desktop: a person at a console. CI is unset inside, as at a real terminal.
   const command = `env -u CI -u DISPLAY -u WAYLAND_DISPLAY PROSPECT_CONFIG_DIR='${box.configDir}' '${process.execPath}' '${PROSPECT_JS}' auth:login --api-url ${api.baseUrl}; echo "exit=$?"; sleep 60`;
@@ -44,9 +44,13 @@ it('shows the link and code at once, a spinner with the time left, then "Logged 
   const [last] = await waitForScreen(/exit=0/);
   if (process.env.SHOW_SCREENS) console.log(`${first}\n${'─'.repeat(100)}\n${last}`);
   expect(last).toContain(`✓ Logged in as Ada Lovelace <${person.email}>`);
-  // The link and the code are still there at the end.
+  // The link and the code are still there at the end, a record of what was approved; the QR code, which only served the wait, is gone.
   expect(last).toContain(userCode);
   expect(last).toContain(`${api.baseUrl}/device?user_code=${userCode}`);
+  expect(last).not.toContain('Or scan it with your phone:');
+  expect(last).not.toMatch(/[▀▄█]{6}/);
+  // Where the session went, in lines short enough not to wrap mid-word.
+  expect(last).toMatch(/\n {1}Session saved to \S+auth-session\.json\.\n {1}The access token lasts 60 minutes and is renewed automatically\.\n/);
   expect((await box.readSession()).user.email).toBe(person.email);
 });
 
