@@ -127,7 +127,7 @@ function allowedMethods(req: Request): string[] {
   for (const layer of stack) {
     if (!layer.route || !layer.match(req.path)) continue;
     const verbs = Object.entries(layer.route.methods).filter(([method, on]) => on && method !== '_all');
-    // A middleware mounted for every method (the pages') says nothing about what the path allows.
+    // A middleware mounted for every method (Nest's RequestMethod.ALL) says nothing about what the path allows.
     if (verbs.length > 8) continue;
     for (const [method] of verbs) methods.add(method.toUpperCase());
   }

@@ -7,7 +7,8 @@ import { WebSessions } from '../web-sessions/web-sessions.js';
 import { pageHeaders } from './page-headers.js';
 
 /** Where the JSON API, the OAuth endpoints and the discovery documents live: not pages. */
-const NOT_PAGES = ['/api/', '/oauth/', '/.well-known/'];
+const API = '/api/';
+const NOT_PAGES = [API, '/oauth/', '/.well-known/'];
 const AUTHORIZE = OAUTH_ROUTES.authorize;
 
 /**
@@ -18,6 +19,8 @@ const AUTHORIZE = OAUTH_ROUTES.authorize;
  * its 404 is a page's.
  */
 export function isPagePath(method: string, path: string): boolean {
+  // Every API request, first and without a copy: the API's paths as its clients write them.
+  if (path.length > API.length && path.startsWith(API)) return false;
   const lower = path.slice(0, 64).toLowerCase();
   const read = method === 'GET' || method === 'HEAD';
   // GET /oauth/authorize (a trailing slash is the same route), POST /oauth/authorize/…

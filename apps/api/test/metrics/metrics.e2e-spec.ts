@@ -63,11 +63,13 @@ describe('metrics on METRICS_PORT', () => {
     if (api.database.kind === 'server') expect((sample(text, 'prospect_token_cache_lookups_total', { result: 'hit' }) ?? 0) + (sample(text, 'prospect_token_cache_lookups_total', { result: 'miss' }) ?? 0)).toBe(2);
   });
 
-  it('labels an unknown path by the template that answered it (the catch-all), never by what the client typed', async () => {
+  it('labels an unknown path, of the API or of the pages, "unmatched", never by what the client typed', async () => {
     await get(api, '/api/no/such/route/12345');
+    await get(api, '/no/such/page/67890');
     let text = '';
-    await eventually(async () => (sample((text = await scrape()), 'http_requests_total', { method: 'GET', route: '/{*rest}', status: '404' }) ?? 0) >= 1);
-    expect(sample(text, 'http_requests_total', { method: 'GET', route: '/{*rest}', status: '404' })).toBeGreaterThanOrEqual(1);
+    await eventually(async () => (sample((text = await scrape()), 'http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }) ?? 0) >= 2);
+    expect(sample(text, 'http_requests_total', { method: 'GET', route: 'unmatched', status: '404' })).toBeGreaterThanOrEqual(2);
+    expect(text).not.toContain('67890');
     expect(text).not.toContain('12345');
   });
 
