@@ -104,7 +104,10 @@ export class SigningKeys {
    * deletes the keys no longer published; under an advisory lock, so of replicas due at once one
    * makes it and the others find it made.
    */
-  rotate(options: { onlyIfDue?: boolean } = {}): Promise<Rotation> {
+  async rotate(options: { onlyIfDue?: boolean } = {}): Promise<Rotation> {
+    // Read before the transaction: it may have to be made, on a connection of its own, and the
+    // embedded database's pool has one (the transaction would wait on itself until DATABASE_TIMEOUT_MS).
+    const sealing = await this.sealing();
     return this.uow.run(async (tx) => {
       await this.repository.lockForTransaction(tx, ROTATION_LOCK);
       const keys = await this.keys(tx);
@@ -113,7 +116,7 @@ export class SigningKeys {
       const now = this.clock.now();
       // Newest first by creation: a key made in the same millisecond as the last one still comes after it.
       const createdAt = new Date(Math.max(now.getTime(), (newest?.createdAt.getTime() ?? 0) + 1));
-      const made = await this.generate(tx, createdAt);
+      const made = await this.generate(tx, createdAt, sealing);
       const all = [made, ...keys];
       const kept = new Set(this.published(all).map((key) => key.kid));
       const deleted = all.filter((key) => !kept.has(key.kid)).map((key) => key.kid);
@@ -141,7 +144,7 @@ export class SigningKeys {
     return rows.map((row) => ({ kid: row.name.slice(KEY_PREFIX.length), stored: JSON.parse(row.value) as StoredKey, createdAt: row.createdAt }));
   }
 
-  private async generate(tx: Tx, createdAt: Date): Promise<KeyRow> {
+  private async generate(tx: Tx, createdAt: Date, sealing: string): Promise<KeyRow> {
     const pair = await generateKeyPair(ID_TOKEN_SIGNING_ALG, { extractable: true });
     const publicJwk = await exportJWK(pair.publicKey);
     // The thumbprint names the key; a few random bytes keep two keys apart should a thumbprint ever repeat.
@@ -150,7 +153,7 @@ export class SigningKeys {
     const stored: StoredKey = {
       alg: ID_TOKEN_SIGNING_ALG,
       publicJwk: { ...publicJwk, kid, alg: ID_TOKEN_SIGNING_ALG, use: 'sig' },
-      sealed: seal(await this.sealing(), kid, PURPOSE, privateJwk).toString('base64url'),
+      sealed: seal(sealing, kid, PURPOSE, privateJwk).toString('base64url'),
     };
     await this.repository.insertAt(tx, KEY_PREFIX + kid, JSON.stringify(stored), createdAt);
     this.privateKeys.set(kid, Promise.resolve(pair.privateKey));

@@ -1,5 +1,6 @@
 import { OAUTH_ROUTES } from '@prospect/contract';
 import { createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet, jwtVerify } from 'jose';
+import { startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { ID_TOKEN_TTL_SECONDS, RETIRED_KEY_PUBLISHED_SECONDS, SIGNING_KEY_ROTATION_SECONDS, SigningKeys } from '../../src/server-secrets/signing-keys.js';
 import { runApiProcess } from '../support/api-process.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -110,5 +111,21 @@ describe('ID-token signing keys', () => {
     expect(kid).toBeDefined();
     expect(await kids()).toEqual([...before, kid!].sort());
     expect(decodeProtectedHeader(await idToken(replica)).kid).toBe(kid);
+  });
+});
+
+// Last in the file: passport's strategies are process-wide, and the last app started registers them.
+describe('ID-token signing keys on the embedded database', () => {
+  it('makes its first key on the embedded database, whose pool has one connection: no transaction waits on a connection of its own', async () => {
+    const embedded = await startEmbeddedPostgres('memory://');
+    const lone = await startTestApp({ database: { url: embedded.url, kind: 'embedded', drop: () => embedded.stop() } });
+    try {
+      // Its sealing secret is made too: read before the key's transaction, not inside it (where it waited DATABASE_TIMEOUT_MS, then a 503).
+      const key = await lone.app.get(SigningKeys).current();
+      expect(key.kid).toEqual(expect.any(String));
+    } finally {
+      await lone.close();
+      await embedded.stop();
+    }
   });
 });
