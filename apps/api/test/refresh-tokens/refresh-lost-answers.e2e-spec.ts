@@ -5,6 +5,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import { authorizedPoll, countAuthEvents, createUser } from '../support/fixtures.js';
 import { get, post, request, type JsonResponse } from '../support/http.js';
 import { slowInserts } from '../support/slow-inserts.js';
+import { emptyServerDatabase } from '../support/server-database.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { accessTokens, refreshTokens, unrevokedFamilyTokens } from '../support/token-fixtures.js';
 
@@ -41,10 +42,17 @@ async function answerDroppingProxy(apiPort: number) {
 describe('a lost refresh answer is never a reuse (issue #19)', () => {
   const clock = new FakeClock();
   let api: TestApp;
+  let database: Awaited<ReturnType<typeof emptyServerDatabase>>;
   beforeAll(async () => {
-    api = await startTestApp({ clock });
+    // A Postgres server even where the suite runs on the embedded database: the tests under
+    // concurrency hold a transaction open beside others (slowInserts), which one backend cannot.
+    database = await emptyServerDatabase();
+    api = await startTestApp({ clock, database: { ...database, kind: 'server' } });
   });
-  afterAll(() => api.close());
+  afterAll(async () => {
+    await api.close();
+    await database.drop();
+  });
 
   const refresh = (refreshToken: string) => post(api, ROUTES.refresh, { refreshToken });
   const signIn = async () => {

@@ -6,6 +6,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import { approve, authEvents, authorizedPoll, createUser, poll, registerClient, startDeviceLogin } from '../support/fixtures.js';
 import { errorBody, get, post, request } from '../support/http.js';
 import { slowInserts } from '../support/slow-inserts.js';
+import { emptyServerDatabase } from '../support/server-database.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { unrevokedFamilyTokens } from '../support/token-fixtures.js';
 
@@ -15,10 +16,17 @@ const DAY = 24 * HOUR;
 describe('refresh tokens with rotation (issue #14)', () => {
   const clock = new FakeClock();
   let api: TestApp;
+  let database: Awaited<ReturnType<typeof emptyServerDatabase>>;
   beforeAll(async () => {
-    api = await startTestApp({ clock });
+    // A Postgres server even where the suite runs on the embedded database: the tests under
+    // concurrency hold a transaction open beside others (slowInserts), which one backend cannot.
+    database = await emptyServerDatabase();
+    api = await startTestApp({ clock, database: { ...database, kind: 'server' } });
   });
-  afterAll(() => api.close());
+  afterAll(async () => {
+    await api.close();
+    await database.drop();
+  });
 
   const refresh = (refreshToken: unknown) => post(api, ROUTES.refresh, { refreshToken });
   /** A signed-in CLI: an authorized device login's pair. */
