@@ -5,6 +5,7 @@ import type { Tx } from '../../src/database/tx.js';
 import { typeOrmOptions } from '../../src/database/typeorm-options.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { DeviceLoginsRepository } from '../../src/device-login/device-logins.repository.js';
+import { emptyServerDatabase } from '../support/server-database.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 describe('UnitOfWork (the one way to run a transaction) and the Tx it passes on', () => {
@@ -56,11 +57,13 @@ describe('UnitOfWork (the one way to run a transaction) and the Tx it passes on'
   });
 
   it('takes a transaction-level lock that another transaction cannot take until it ends', async () => {
-    // Two connections for this one: the second transaction runs while the first holds the lock.
-    const two = new DataSource({ ...typeOrmOptions(database.url, 2), logging: false });
+    // Two connections for this one: the second transaction runs while the first holds the lock. On a
+    // Postgres server even where the suite runs on the embedded database, whose one backend runs one transaction at a time.
+    const server = await emptyServerDatabase();
+    const two = new DataSource({ ...typeOrmOptions(server.url, 2), logging: false });
     await two.initialize();
     try {
-      const uowTwo = new UnitOfWork(two, new Sql(two, new DatabaseInfo(database.url, database.kind === 'embedded')));
+      const uowTwo = new UnitOfWork(two, new Sql(two, new DatabaseInfo(server.url, false)));
       const held = await uowTwo.run(async (tx) => {
         expect(await uowTwo.tryLock(tx, 4242)).toBe(true);
         return uowTwo.run((other) => uowTwo.tryLock(other, 4242));
@@ -69,6 +72,7 @@ describe('UnitOfWork (the one way to run a transaction) and the Tx it passes on'
       expect(await uowTwo.run((tx) => uowTwo.tryLock(tx, 4242))).toBe(true);
     } finally {
       await two.destroy();
+      await server.drop();
     }
   });
 
