@@ -8,6 +8,9 @@ import { authEvents, countAuthEvents, createUser, forgetRateLimits, poll, startD
 import { errorBody, get, post, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { accessTokens } from '../support/token-fixtures.js';
+
+/** How many answers had each status: compared whole, so that a failure shows every status there was. */
+const tally = (statuses: number[]) => statuses.reduce<Record<number, number>>((counts, status) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {});
 import { signIn, signInAs, webClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
@@ -53,8 +56,7 @@ describe('guessing under pressure', () => {
       const statuses = await Promise.all(guesses);
 
       expect(realTry.status).toBe(429);
-      expect(statuses.filter((s) => s === 404)).toHaveLength(USER_CODE_TRIES_PER_MINUTE);
-      expect(statuses.filter((s) => s === 429)).toHaveLength(500 - USER_CODE_TRIES_PER_MINUTE);
+      expect(tally(statuses)).toEqual({ 404: USER_CODE_TRIES_PER_MINUTE, 429: 500 - USER_CODE_TRIES_PER_MINUTE });
       expect(await countEvents('web.code_failed', user.id)).toBe(USER_CODE_TRIES_PER_MINUTE);
       expect(await countEvents('device.approve', user.id)).toBe(0);
       expect((await poll(api, real.deviceCode)).body).toEqual({ status: 'pending' });
@@ -63,7 +65,7 @@ describe('guessing under pressure', () => {
     it('counts the lookup page the same way, with a Retry-After within the minute', async () => {
       const { user, web } = await approver();
       const statuses = await Promise.all(Array.from({ length: 100 }, () => web.send('GET', `/device?user_code=${WRONG_CODE}`)));
-      expect(statuses.filter((r) => r.status === 404)).toHaveLength(USER_CODE_TRIES_PER_MINUTE);
+      expect(tally(statuses.map((r) => r.status))).toEqual({ 404: USER_CODE_TRIES_PER_MINUTE, 429: 100 - USER_CODE_TRIES_PER_MINUTE });
       const limited = statuses.find((r) => r.status === 429)!;
       expect(limited.text).toContain('Too many wrong codes');
       expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
@@ -249,8 +251,7 @@ describe('state transitions under concurrency', () => {
 
   it('device-login starts: 100 at once from one address, exactly the limit succeed', async () => {
     const statuses = await Promise.all(Array.from({ length: 100 }, async () => (await post(api, ROUTES.deviceStart, {})).status));
-    expect(statuses.filter((s) => s === 200)).toHaveLength(30);
-    expect(statuses.filter((s) => s === 429)).toHaveLength(70);
+    expect(tally(statuses)).toEqual({ 200: 30, 429: 70 });
     expect(await deviceLogins(api)).toHaveLength(30);
   });
 
@@ -262,8 +263,7 @@ describe('state transitions under concurrency', () => {
         return (await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'N', email: `racer${i}-${Date.now()}@example.com`, password: PASSWORD })).status;
       }),
     );
-    expect(statuses.filter((s) => s === 303)).toHaveLength(3);
-    expect(statuses.filter((s) => s === 429)).toHaveLength(17);
+    expect(tally(statuses)).toEqual({ 303: 3, 429: 17 });
   });
 
   const eventsOf = async (userCode: string) => {
