@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { installPassportRequestMethods } from './auth/passport-request.js';
 import { ApiException } from './common/api-exception.js';
-import { hasBody } from './common/http-body.js';
+import { API_PREFIX, hasBody } from './common/http-body.js';
 import { BODY_LIMIT } from './common/body-limit.js';
 import { ErrorBodyFilter } from './common/error-body.filter.js';
 import { refuseMalformedQueries, refuseUnreadableBodies } from './common/well-formed-text.js';
@@ -24,9 +24,6 @@ import { requestMetrics } from './metrics/request-metrics.js';
 import { OAuthCors } from './oauth/oauth-cors.js';
 import { PageChain } from './web/page-chain.js';
 import { configureViews } from './web/views.js';
-
-/** Where the JSON API lives: the contract's routes and the health check. */
-const API_PREFIX = '/api/';
 
 const STATIC_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', 'public');
 const WEBAUTHN_BROWSER_BUNDLE = join(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '..', 'dist', 'bundle');

@@ -3,6 +3,7 @@ import { ERROR_CODES, type ErrorBody, type ErrorCode } from '@prospect/contract'
 import type { Request, Response } from 'express';
 import { type DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
 import { ApiException } from './api-exception.js';
+import { API_PREFIX } from './http-body.js';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: ERROR_CODES.invalidRequest,
@@ -145,7 +146,7 @@ const isOAuth = (req: Request) => req.originalUrl.startsWith('/oauth/') || req.o
 
 /** A browser navigating to a page, rather than an API client: outside /api and OAuth, preferring HTML. */
 function wantsPage(req: Request): boolean {
-  return !req.originalUrl.startsWith('/api/') && req.accepts(['json', 'html']) === 'html';
+  return !req.originalUrl.startsWith(API_PREFIX) && req.accepts(['json', 'html']) === 'html';
 }
 
 function codeFor(status: number): ErrorCode {

@@ -2,13 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { OAUTH_ROUTES } from '@prospect/contract';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { BODY_LIMIT } from '../common/body-limit.js';
+import { API_PREFIX } from '../common/http-body.js';
 import { refuseMalformedForms } from '../common/well-formed-text.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { pageHeaders } from './page-headers.js';
 
 /** Where the JSON API, the OAuth endpoints and the discovery documents live: not pages. */
-const API = '/api/';
-const NOT_PAGES = [API, '/oauth/', '/.well-known/'];
+const NOT_PAGES = [API_PREFIX, '/oauth/', '/.well-known/'];
 const AUTHORIZE = OAUTH_ROUTES.authorize;
 
 /**
@@ -20,7 +20,7 @@ const AUTHORIZE = OAUTH_ROUTES.authorize;
  */
 export function isPagePath(method: string, path: string): boolean {
   // Every API request, first and without a copy: the API's paths as its clients write them.
-  if (path.length > API.length && path.startsWith(API)) return false;
+  if (path.length > API_PREFIX.length && path.startsWith(API_PREFIX)) return false;
   const lower = path.slice(0, 64).toLowerCase();
   const read = method === 'GET' || method === 'HEAD';
   // GET /oauth/authorize (a trailing slash is the same route), POST /oauth/authorize/…
