@@ -114,11 +114,23 @@ export class RateLimiters {
     }
   }
 
-  /** The limits that refused, from consuming `limiters` at once (counted by limit); any other failure (the database) is thrown. */
-  refusals(results: PromiseSettledResult<RateLimiterRes>[], limiters: RateLimiterPostgres[]): RateLimiterRes[] {
-    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
-    for (const reason of refused) if (!(reason instanceof RateLimiterRes)) throw reason;
-    results.forEach((r, i) => r.status === 'rejected' && this.metrics.rateLimited.inc({ limit: limiters[i]!.keyPrefix }));
-    return refused as RateLimiterRes[];
+  /**
+   * Takes a point of each counter in turn (`[counter, key]`), stopping at the first that refuses
+   * (counted by limit): what each counter before it gave, and the refusal if there was one. Any
+   * other failure (the database) is thrown.
+   *
+   * In turn, not at once: each counter then counts only the requests every counter before it
+   * admitted, so when their keys go together (one person on one address) any number of parallel
+   * requests get exactly the limit. Taken at once, two requests could each use one counter's last
+   * point and be refused by the other, and fewer than the limit got through. Callers put the
+   * address first: a request its address refuses never reaches the account's or person's counter.
+   */
+  async takeInTurn(counters: readonly (readonly [RateLimiterPostgres, string])[]): Promise<{ taken: RateLimiterRes[]; refused?: RateLimiterRes }> {
+    const taken: RateLimiterRes[] = [];
+    for (const [limiter, key] of counters) {
+      const refused = await this.refusal(limiter, async () => taken.push(await limiter.consume(key)));
+      if (refused) return { taken, refused };
+    }
+    return { taken };
   }
 }

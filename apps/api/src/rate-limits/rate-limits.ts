@@ -79,7 +79,10 @@ export const PASSKEY_FAILURES = LOGIN_FAILURES;
  *   per IP, each counted before the code is looked up; a code that exists gives its point back.
  *
  * Every limit is taken before the work it guards, in one atomic upsert per counter, so any
- * number of parallel requests get no more tries than the same requests one after another.
+ * number of parallel requests get no more tries than the same requests one after another. A
+ * request under two limits takes the address's point first and the account's (or person's) only
+ * if that was given (RateLimiters.takeInTurn): an address already refused cannot spend anyone's
+ * tries, and parallel requests from one person on one address get exactly the limit, not fewer.
  */
 @Injectable()
 export class RateLimits {
@@ -106,22 +109,20 @@ export class RateLimits {
    * Counts a password attempt (a sign-in, or a signed-in person's password check) before the
    * password is checked, so parallel requests cannot all pass a check made before any of them is
    * counted. From the owner's recognised browser it uses a point of that browser alone. Otherwise
-   * it uses a point of the account and of the address, and is refused once either has none left;
+   * it uses a point of the address, then of the account, and is refused once either has none left;
    * the attempt that uses up an account's points blocks it, each block within a day twice as long
    * as the one before (15 min, 30 min, 1 h, … at most a day). A success gives the points back.
    */
   async attemptSignIn(email: string, ip: string, browser: RecognisedBrowser | null): Promise<void> {
     if (browser) return this.consume(this.limiters.loginByBrowser, browser, 'Too many failed sign-ins. Please wait before trying again.');
-    const { loginByAccount, loginByIp } = this.limiters;
     const account = accountKey(email);
-    const results = await Promise.allSettled([loginByAccount.consume(account), loginByIp.consume(ip)]);
-    const refused = this.limiters.refusals(results, [loginByAccount, loginByIp]);
-    const [accountResult] = results;
-    if (accountResult.status === 'fulfilled' && accountResult.value.remainingPoints === 0) {
-      // This attempt used the account's last point: whatever its password, the next ones wait.
-      await this.limiters.blockAccount(account);
-    }
-    if (refused.length) throw tooMany('Too many failed sign-ins. Please wait before trying again.', refused);
+    const { taken, refused } = await this.limiters.takeInTurn([
+      [this.limiters.loginByIp, ip],
+      [this.limiters.loginByAccount, account],
+    ]);
+    // This attempt used the account's last point: whatever its password, the next ones wait.
+    if (taken[1]?.remainingPoints === 0) await this.limiters.blockAccount(account);
+    if (refused) throw tooMany('Too many failed sign-ins. Please wait before trying again.', refused);
   }
 
   /** A right password: its attempt is given back where it was counted (a recognised browser's success leaves the account's counter to whoever filled it). */
@@ -169,10 +170,9 @@ export class RateLimits {
    */
   async attemptPasskey(credentialId: string | null, ip: string, browser: RecognisedBrowser | null): Promise<void> {
     if (browser) return this.consume(this.limiters.loginByBrowser, browser, 'Too many failed sign-ins. Please wait before trying again.');
-    const limiters = credentialId === null ? [this.limiters.loginByIp] : [this.limiters.loginByIp, this.limiters.passkeysByCredential];
-    const keys = credentialId === null ? [ip] : [ip, credentialKey(credentialId)];
-    const refused = this.limiters.refusals(await Promise.allSettled(limiters.map((limiter, i) => limiter.consume(keys[i]!))), limiters);
-    if (refused.length) throw tooMany('Too many failed sign-ins with this passkey or from your address. Please wait before trying again.', refused);
+    const byIp = [this.limiters.loginByIp, ip] as const;
+    const { refused } = await this.limiters.takeInTurn(credentialId === null ? [byIp] : [byIp, [this.limiters.passkeysByCredential, credentialKey(credentialId)]]);
+    if (refused) throw tooMany('Too many failed sign-ins with this passkey or from your address. Please wait before trying again.', refused);
   }
 
   /** A passkey that verified: its attempt is given back where it was counted. */
@@ -218,7 +218,7 @@ export class RateLimits {
   async deviceStart(ip: string, deadline?: DatabaseDeadline): Promise<void> {
     const { startByIp } = this.limiters;
     const refused = await this.limiters.refusal(startByIp, () => startByIp.consume(ip, deadline));
-    if (refused) throw tooMany('Too many device logins started from your address. Please wait a minute.', [refused]);
+    if (refused) throw tooMany('Too many device logins started from your address. Please wait a minute.', refused);
   }
 
   /**
@@ -227,9 +227,11 @@ export class RateLimits {
    * used up, so guessing cannot tell. Call userCodeFound when the code turned out to exist.
    */
   async attemptUserCode(userId: string, ip: string): Promise<void> {
-    const { userCodesByUser, userCodesByIp } = this.limiters;
-    const refused = this.limiters.refusals(await Promise.allSettled([userCodesByUser.consume(userId), userCodesByIp.consume(ip)]), [userCodesByUser, userCodesByIp]);
-    if (refused.length) throw tooMany('Too many wrong codes. Please wait a minute before trying again.', refused);
+    const { refused } = await this.limiters.takeInTurn([
+      [this.limiters.userCodesByIp, ip],
+      [this.limiters.userCodesByUser, userId],
+    ]);
+    if (refused) throw tooMany('Too many wrong codes. Please wait a minute before trying again.', refused);
   }
 
   /** A code that exists is no guess: its point goes back, so a person approving their logins never runs out. */
@@ -242,9 +244,11 @@ export class RateLimits {
    * e-mail, known or not: the answer tells nothing) before anything is looked up.
    */
   async requestPasswordReset(email: string, ip: string): Promise<void> {
-    const { resetsByAccount, resetsByIp } = this.limiters;
-    const refused = this.limiters.refusals(await Promise.allSettled([resetsByAccount.consume(accountKey(email)), resetsByIp.consume(ip)]), [resetsByAccount, resetsByIp]);
-    if (refused.length) throw tooMany('Too many password reset requests. Please wait before asking again.', refused);
+    const { refused } = await this.limiters.takeInTurn([
+      [this.limiters.resetsByIp, ip],
+      [this.limiters.resetsByAccount, accountKey(email)],
+    ]);
+    if (refused) throw tooMany('Too many password reset requests. Please wait before asking again.', refused);
   }
 
   /** Counts a request for a mail that proves an address (the verification link again, or a new address's link), per account, before it is sent. */
@@ -264,7 +268,7 @@ export class RateLimits {
 
   private async consume(limiter: RateLimiterPostgres | LeasedLimiter, key: string, message: string): Promise<void> {
     const refused = await this.limiters.refusal(limiter, () => limiter.consume(key));
-    if (refused) throw tooMany(message, [refused]);
+    if (refused) throw tooMany(message, refused);
   }
 }
 
@@ -281,7 +285,6 @@ export function startPrefetch(limit: number): number {
 /** A passkey's counter key: credential ids are long and name a person's authenticator; the table keeps their hash. */
 const credentialKey = (credentialId: string) => sha256(credentialId).toString('base64url');
 
-function tooMany(message: string, results: RateLimiterRes[]): TooManyRequests {
-  const waitMs = Math.max(...results.map((res) => res.msBeforeNext));
-  return new TooManyRequests(message, Math.max(1, Math.ceil(waitMs / 1000)));
+function tooMany(message: string, refused: RateLimiterRes): TooManyRequests {
+  return new TooManyRequests(message, Math.max(1, Math.ceil(refused.msBeforeNext / 1000)));
 }
