@@ -55,7 +55,7 @@ export class LinkRedemptions {
     passwordHash: string,
     now: Date,
     ip: string | null,
-  ): Promise<(LinkAccount & { ownershipProven: boolean }) | undefined> {
+  ): Promise<(LinkAccount & { ownershipProven: boolean; credentialEpoch: number }) | undefined> {
     return this.uow.run(async (tx) => {
       const used = await this.links.use(tx, purpose, tokenHash, now);
       const account = used && (await this.users.setPasswordFromLink(tx, used.userId, passwordHash, now));
@@ -65,7 +65,7 @@ export class LinkRedemptions {
       await this.audit.record(PASSWORD_LINKS[purpose], { userId: account.id, ip, at: now }, tx);
       const ownershipProven = used.unproven && purpose === 'password_reset';
       if (ownershipProven) await this.audit.record('account.ownership_proven', { userId: used.userId, ip, at: now }, tx);
-      return { userId: account.id, email: account.email, name: account.name, ownershipProven };
+      return { userId: account.id, email: account.email, name: account.name, ownershipProven, credentialEpoch: account.credentialEpoch };
     });
   }
 

@@ -25,7 +25,7 @@ export interface WebAuthnSite {
 /** Who is signing in with a passkey: the address, and the owner's recognised browser if this is it (a device cookie for the passkey's account). */
 export interface PasskeyAttempt {
   ip: string;
-  browserFor(ownerEmail: string): RecognisedBrowser | null;
+  browserFor(ownerEmail: string): Promise<RecognisedBrowser | null>;
 }
 
 /** The most passkeys one person keeps. */
@@ -116,7 +116,7 @@ export class PasskeysService {
     // Looked up first (a read) only to know whose browser this may be; nothing is verified before the count.
     const found = await this.passkeys.findForSignIn(response.id);
     const passkey = found && (!userId || found.userId === userId) ? found : undefined;
-    const browser = passkey ? attempt.browserFor(passkey.ownerEmail) : null;
+    const browser = passkey ? await attempt.browserFor(passkey.ownerEmail) : null;
     await this.limits.attemptPasskey(passkey ? passkey.credentialId : null, attempt.ip, browser);
     if (!passkey) throw new PasskeyRefused('This passkey is not registered here.');
     const verified = await verifyAuthenticationResponse({

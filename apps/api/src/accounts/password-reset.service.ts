@@ -101,10 +101,11 @@ export class PasswordResetService {
    * the account ends (this browser's too), its CLI tokens are revoked when asked, and the owner is
    * told by mail. A reset that proves an address nobody had proven before (someone else may have
    * signed up with it: account pre-hijacking) also ends every second factor (in the redeeming
-   * statement) and every token: the account is then the address owner's alone.
+   * statement) and every token: the account is then the address owner's alone. The account as
+   * the reset left it (its address and new credential epoch).
    * @throws UnusableResetLinkError for a link that is unknown, used, expired or issued before the account changed.
    */
-  async reset(token: string, newPassword: string, revokeCliTokens: boolean, ip: string | null): Promise<void> {
+  async reset(token: string, newPassword: string, revokeCliTokens: boolean, ip: string | null): Promise<{ email: string; credentialEpoch: number }> {
     if (!(await this.isUsable(token))) throw new UnusableResetLinkError();
     const account = await this.redemptions.redeemPasswordLink('password_reset', sha256(token), await hashPassword(newPassword), this.clock.now(), ip);
     if (!account) throw new UnusableResetLinkError(); // used by a racing request meanwhile
@@ -112,5 +113,6 @@ export class PasswordResetService {
     const revoke = revokeCliTokens || account.ownershipProven;
     if (revoke) await this.tokens.revokeAllForUser(account.userId, ip);
     await this.mailer.send(passwordChangedMail(account, this.config.publicUrl, { how: 'with a reset link', ip, cliTokensRevoked: revoke }));
+    return { email: account.email, credentialEpoch: account.credentialEpoch };
   }
 }

@@ -150,11 +150,11 @@ export class UsersRepository {
     return row;
   }
 
-  /** A mailed reset or invitation link was used, in `tx`: the new password, the address verified, a new credential epoch. The account. */
-  async setPasswordFromLink(tx: Tx, id: string, passwordHash: string, now: Date): Promise<LinkedAccount | undefined> {
-    const [row] = await this.sql.rows<LinkedAccount>(
+  /** A mailed reset or invitation link was used, in `tx`: the new password, the address verified, a new credential epoch. The account, and that epoch. */
+  async setPasswordFromLink(tx: Tx, id: string, passwordHash: string, now: Date): Promise<(LinkedAccount & { credentialEpoch: number }) | undefined> {
+    const [row] = await this.sql.rows<LinkedAccount & { credentialEpoch: number }>(
       `UPDATE users SET password_hash = $2, email_verified_at = COALESCE(email_verified_at, $3), credential_epoch = credential_epoch + 1, updated_at = $3
-        WHERE id = $1 RETURNING id, email, name`,
+        WHERE id = $1 RETURNING id, email, name, credential_epoch AS "credentialEpoch"`,
       [id, passwordHash, now],
       tx,
     );

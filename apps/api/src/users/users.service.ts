@@ -158,7 +158,7 @@ export class UsersService implements OnApplicationBootstrap {
   }
 
   /** A mailed reset or invitation link was used (accounts/), in `tx`: the password, the address verified, a new credential epoch; the account. */
-  setPasswordFromLink(tx: Tx, id: string, passwordHash: string, now: Date): Promise<LinkedAccount | undefined> {
+  setPasswordFromLink(tx: Tx, id: string, passwordHash: string, now: Date): Promise<(LinkedAccount & { credentialEpoch: number }) | undefined> {
     return this.users.setPasswordFromLink(tx, id, passwordHash, now);
   }
 

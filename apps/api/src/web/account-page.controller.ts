@@ -66,7 +66,7 @@ export class AccountPageController {
     const refused = await this.refusal(req, res, 'passwordError', () => this.account.changePassword(user, field(req, 'current_password'), next, req.ip ?? null, signedInBrowser(req)));
     if (refused) return;
     // Every session of the account ended, this one too: this browser signs in again at once.
-    await this.signIn.logIn(req, user);
+    await this.signIn.logIn(req, res, user);
     res.redirect(303, '/settings/account?done=password');
   }
 

@@ -74,7 +74,7 @@ export class AuthPagesController {
       const href = `/login/sso/${provider.id}?${new URLSearchParams({ next, login_hint: account }).toString()}`;
       return res.status(200).render('sso-redirect', { layout: false, title: `Continue with ${provider.displayName}`, provider, email: account, href });
     }
-    const deviceCookie = this.deviceCookies.trustedFor(req, account);
+    const deviceCookie = await this.deviceCookies.trustedFor(req, account);
     try {
       await this.limits.attemptSignIn(account, req.ip ?? '', deviceCookie);
     } catch (err) {
@@ -146,8 +146,7 @@ export class AuthPagesController {
       if (outcome === 'check-email') {
         return res.status(200).render('signup-check-email', { title: 'Check your e-mail', email: normalizeEmail(email), hours: VERIFY_LINK_HOURS });
       }
-      this.deviceCookies.issue(res, outcome.email);
-      await this.signIn.firstSignIn(req, toWebUser(outcome));
+      await this.signIn.firstSignIn(req, res, toWebUser(outcome));
       if (setupCode) {
         req.session.notice = 'Your account is ready, and you are the administrator of this Prospect: you can register OAuth clients and manage what others use. The setup code no longer works.';
         await saveSession(req);

@@ -7,16 +7,29 @@ import { sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import { accountKey, type RecognisedBrowser } from '../rate-limits/rate-limits.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
+import { UsersService } from '../users/users.service.js';
 
 const YEAR_SECONDS = 365 * 24 * 3600;
 const PURPOSE = 'device-cookie';
 
-/** What a device cookie holds, sealed: which account it vouches for, and its own id. */
+/** What a device cookie holds, sealed: which account it vouches for, under which state of it, and its own id. */
 interface DeviceCookie {
   /** accountKey() of the e-mail it signed in with: the cookie holds no address. */
   account: string;
+  /**
+   * The account's credential epoch when it was issued. Absent in cookies issued before it was
+   * recorded: those vouch only while the account is at epoch 0, the one state they can have been
+   * issued under then.
+   */
+  epoch?: number;
   /** Its failures are counted under this id (rate-limits.ts). */
   nonce: string;
+}
+
+/** The account a device cookie is issued for, as it is now. */
+export interface CookieAccount {
+  email: string;
+  credentialEpoch: number;
 }
 
 /**
@@ -26,6 +39,13 @@ interface DeviceCookie {
  * without one are limited per account and per address. So an attacker hammering an account
  * locks out only browsers that never signed in to it: the owner's browser still signs in
  * with the right password.
+ *
+ * A cookie vouches for the account's state it was issued under (its credential epoch): a new
+ * password, a new address or a disable ends every cookie issued before, as it ends sessions and
+ * mailed links, so a browser that signed in with a stolen password is not the owner's once the
+ * owner has changed it. Every sign-in (SignInService.logIn) issues one under the state it signed
+ * in to, so the owner's browser that made a change stays recognised; so does the browser that
+ * sets a new password with a reset link (its holder is the one who controls the account now).
  *
  * One cookie per browser, for the account it last signed in to. It is sent only to /login and
  * below: the password step, its second step (/login/code, which counts codes the same way) and
@@ -39,6 +59,7 @@ export class DeviceCookies implements OnModuleInit {
   constructor(
     private readonly config: AppConfig,
     private readonly secrets: ServerSecrets,
+    private readonly users: UsersService,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -50,17 +71,23 @@ export class DeviceCookies implements OnModuleInit {
     return this.config.secureCookies ? '__Secure-prospect_device' : 'prospect_device';
   }
 
-  /** The request's device cookie (its id) when it is genuine and vouches for this account (its normalized e-mail), else null. */
-  trustedFor(req: Request, email: string): RecognisedBrowser | null {
+  /**
+   * The request's device cookie (its id) when it is genuine and vouches for this account (its
+   * normalized e-mail) as it is now, else null. Only a genuine cookie for this account costs a
+   * read of the account (its epoch): a request without one asks nothing.
+   */
+  async trustedFor(req: Request, email: string): Promise<RecognisedBrowser | null> {
     const value = readCookie(req, this.name);
     if (!value || value.length > 512) return null;
     const cookie = open<DeviceCookie>(this.key, PURPOSE, PURPOSE, Buffer.from(value, 'base64url'));
-    return cookie?.account === accountKey(email) && typeof cookie.nonce === 'string' ? (cookie.nonce as RecognisedBrowser) : null;
+    if (cookie?.account !== accountKey(email) || typeof cookie.nonce !== 'string') return null;
+    const account = await this.users.findByEmail(email);
+    return account && account.credentialEpoch === (cookie.epoch ?? 0) ? (cookie.nonce as RecognisedBrowser) : null;
   }
 
-  /** After a successful sign-in: a new cookie for this account (a new id, so old failures stay with the old one). */
-  issue(res: Response, email: string): void {
-    const cookie: DeviceCookie = { account: accountKey(email), nonce: randomBytes(16).toString('base64url') };
+  /** After a sign-in (or a new password by a reset link): a new cookie for this account as it is now (a new id, so old failures stay with the old one). */
+  issue(res: Response, account: CookieAccount): void {
+    const cookie: DeviceCookie = { account: accountKey(account.email), epoch: account.credentialEpoch, nonce: randomBytes(16).toString('base64url') };
     res.cookie(this.name, seal(this.key, PURPOSE, PURPOSE, cookie).toString('base64url'), {
       httpOnly: true,
       secure: this.config.secureCookies,

@@ -9,7 +9,6 @@ import { UsersService } from '../users/users.service.js';
 import { field, queryParam } from './form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
-import { DeviceCookies } from './device-cookies.js';
 
 /**
  * The link mailed to a new address: it opens a page that asks to confirm (signed in or not), and
@@ -25,7 +24,6 @@ export class EmailChangePageController {
     private readonly emailChange: EmailChangeService,
     private readonly users: UsersService,
     private readonly signIn: SignInService,
-    private readonly deviceCookies: DeviceCookies,
     private readonly csrf: CsrfService,
   ) {}
 
@@ -43,12 +41,11 @@ export class EmailChangePageController {
     try {
       const changed = await this.emailChange.confirm(field(req, 'token'), req.ip ?? null);
       if (req.webUser?.id === changed.userId) {
-        // The new address is a new credential epoch, which ended every session of the account:
-        // this browser, the owner's own, signs in again under it.
+        // The new address is a new credential epoch, which ended every session of the account and
+        // every device cookie: this browser, the owner's own, signs in again under it, and stays
+        // recognised for sign-in under the new address (web/device-cookies.ts).
         const user = await this.users.findById(changed.userId);
-        if (user) await this.signIn.logIn(req, toWebUser(user));
-        // And it stays recognised for sign-in under the new address (web/device-cookies.ts).
-        this.deviceCookies.issue(res, changed.email);
+        if (user) await this.signIn.logIn(req, res, toWebUser(user));
         req.session.notice = `Your e-mail address is now ${changed.email}.`;
         await saveSession(req);
         return res.redirect(303, '/settings/account');

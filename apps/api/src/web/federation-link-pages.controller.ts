@@ -56,7 +56,7 @@ export class FederationLinkPagesController {
     const pending = this.pending(req);
     if (!pending) return this.expired(res);
     if (!this.csrf.isValid(req)) return this.renderLink(req, res, 403, pending, 'Your form expired. Please try again.');
-    const browser = this.deviceCookies.trustedFor(req, pending.email);
+    const browser = await this.deviceCookies.trustedFor(req, pending.email);
     try {
       await this.limits.attemptSignIn(pending.email, req.ip ?? '', browser);
     } catch (err) {

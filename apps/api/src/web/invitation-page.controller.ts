@@ -55,7 +55,7 @@ export class InvitationPageController {
     if (!user || user.disabledAt) return res.redirect(303, '/login');
     // A mailed link is one factor: an account with a second one signs in with both.
     if (await this.factors.hasAny(user.id)) return res.redirect(303, '/login?password=set');
-    await this.signIn.firstSignIn(req, toWebUser(user));
+    await this.signIn.firstSignIn(req, res, toWebUser(user));
     req.session.notice = 'Welcome to Prospect: your password is set.';
     await saveSession(req);
     res.redirect(303, '/settings/tokens');

@@ -7,6 +7,7 @@ import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { MIN_PASSWORD_LENGTH } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, looksLikeEmail, queryParam } from './form.js';
+import { DeviceCookies } from './device-cookies.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
 
 /**
@@ -21,6 +22,7 @@ export class PasswordPagesController {
   constructor(
     private readonly resets: PasswordResetService,
     private readonly csrf: CsrfService,
+    private readonly deviceCookies: DeviceCookies,
   ) {}
 
   @Get('forgot')
@@ -61,7 +63,10 @@ export class PasswordPagesController {
     }
     if (password !== field(req, 'password_again')) return this.renderReset(req, res, 400, token, 'The two passwords are not the same.');
     try {
-      await this.resets.reset(token, password, field(req, 'revoke_tokens') === 'on', req.ip ?? null);
+      const account = await this.resets.reset(token, password, field(req, 'revoke_tokens') === 'on', req.ip ?? null);
+      // Whoever holds the link controls the account now: this browser is recognised for its next
+      // sign-in under the new password, even while others' failures block the account's.
+      this.deviceCookies.issue(res, account);
     } catch (err) {
       if (err instanceof UnusableResetLinkError) return this.renderUnusable(res);
       throw err;

@@ -94,7 +94,7 @@ export class SecondFactorPageController {
     }
     let used;
     try {
-      used = await this.factors.verify(user, field(req, 'code'), req.ip ?? null, this.deviceCookies.trustedFor(req, user.email));
+      used = await this.factors.verify(user, field(req, 'code'), req.ip ?? null, await this.deviceCookies.trustedFor(req, user.email));
     } catch (err) {
       if (err instanceof WrongCodeError) {
         await this.audit.record('web.login_failed', { userId: user.id, ip: req.ip, detail: { reason: 'wrong second-factor code' } });

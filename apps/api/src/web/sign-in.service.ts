@@ -55,8 +55,7 @@ export class SignInService {
         throw new SignInThroughProviderRequired(user.email, provider);
       }
     }
-    this.deviceCookies.issue(res, user.email);
-    await this.logIn(req, user, { secondFactor: secondFactor !== null, federated: via });
+    await this.logIn(req, res, user, { secondFactor: secondFactor !== null, federated: via });
     const browser = req.get('user-agent')?.slice(0, 200) ?? null;
     const factor: Record<string, string> = secondFactor ? { secondFactor } : {};
     if (via) await this.audit.record('federation.login', { userId: user.id, ip: req.ip, detail: { browser, label: via.providerName, providerId: via.providerId, linkId: via.linkId, ...factor } });
@@ -69,8 +68,8 @@ export class SignInService {
    * starts and, as for every other sign-in (complete), the admin list's "last sign-in" is recorded.
    * A browser signed in again after a change of its own credentials (logIn alone) is no new sign-in.
    */
-  async firstSignIn(req: Request, user: WebUser): Promise<void> {
-    await this.logIn(req, user);
+  async firstSignIn(req: Request, res: Response, user: WebUser): Promise<void> {
+    await this.logIn(req, res, user);
     await this.users.recordSignIn(user.id);
   }
 
@@ -79,17 +78,20 @@ export class SignInService {
    * before the redirect is sent, so the moment of sign-in (where the absolute lifetime
    * starts) must be in it already: a browser follows the redirect as soon as it has
    * the headers. The anonymous session's CSRF token is not carried over. The session records
-   * the account's credential epoch, and ends when it moves on (session.serializer.ts). With
+   * the account's credential epoch, and ends when it moves on (session.serializer.ts); so does the
+   * device cookie this browser gets for the account (web/device-cookies.ts), which keeps the
+   * browser of a person who just changed their own password or address recognised. With
    * REQUIRE_SECOND_FACTOR, a sign-in without one leads every page to setting it up. A sign-in
    * through an identity provider records its link (`federatedLinkId`), and the session ends when
    * the provider refuses the person or is disabled; any other sign-in records none.
    */
-  async logIn(req: Request, user: WebUser, options: { secondFactor?: boolean; federated?: FederatedSignIn } = {}): Promise<void> {
+  async logIn(req: Request, res: Response, user: WebUser, options: { secondFactor?: boolean; federated?: FederatedSignIn } = {}): Promise<void> {
     // The epoch as it is now, not as the caller read it: a caller that just changed the password
     // signs its own browser in again under the new one.
     const current = await this.users.findById(user.id);
     if (!current || current.disabledAt) throw new Error(`cannot sign in ${user.id}: the account is gone or disabled`);
     this.sessions.startSignedInSession(req, current.credentialEpoch);
+    this.deviceCookies.issue(res, current);
     if (options.federated) req.session.federatedLinkId = options.federated.linkId;
     else delete req.session.federatedLinkId;
     if (this.config.requireSecondFactor && !options.secondFactor) req.session.mustEnrolSecondFactor = true;

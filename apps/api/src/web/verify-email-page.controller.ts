@@ -62,7 +62,7 @@ export class VerifyEmailPageController {
     const signedInAsOwner = req.webUser?.id === account.userId;
     if (!signedInAsOwner) {
       try {
-        await this.account.checkPassword(account.email, field(req, 'password'), req.ip ?? null, this.deviceCookies.trustedFor(req, account.email));
+        await this.account.checkPassword(account.email, field(req, 'password'), req.ip ?? null, await this.deviceCookies.trustedFor(req, account.email));
       } catch (err) {
         if (err instanceof WrongPasswordError) return this.render(req, res, 401, token, account, next, 'That is not the password of this account.');
         if (err instanceof TooManyRequests) {

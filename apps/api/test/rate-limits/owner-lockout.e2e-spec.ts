@@ -2,6 +2,10 @@ import { Secret, TOTP } from 'otpauth';
 import { PasskeysRepository } from '../../src/accounts/passkeys.repository.js';
 import { SecondFactorsService } from '../../src/accounts/second-factors.service.js';
 import { Mailer } from '../../src/mail/mailer.js';
+import { seal } from '../../src/common/sealed.js';
+import { accountKey } from '../../src/rate-limits/rate-limits.js';
+import { ServerSecrets } from '../../src/server-secrets/server-secrets.js';
+import { askForReset, latestLink, resetWith } from '../support/account-flows.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { countAuthEvents, createUser, forgetRateLimits, userById } from '../support/fixtures.js';
 import type { SmtpSink } from '../support/smtp-sink.js';
@@ -32,10 +36,10 @@ describe('the owner is never the one locked out', () => {
   /** Each test starts with no counters: every client is 127.0.0.1. */
   beforeEach(() => forgetRateLimits(api));
 
-  /** Five wrong passwords for `email`, each from a new browser without cookies; then a new browser is refused even the right one. */
-  const attackerBlocks = async (email: string) => {
+  /** Five wrong passwords for `email`, each from a new browser without cookies; then a new browser is refused even the right one (`password`). */
+  const attackerBlocks = async (email: string, password = PASSWORD) => {
     for (let i = 0; i < 5; i++) expect((await signIn(webClient(api), email, 'wrong guess')).status).toBe(401);
-    expect((await signIn(webClient(api), email, PASSWORD)).status).toBe(429);
+    expect((await signIn(webClient(api), email, password)).status).toBe(429);
   };
   const events = (type: string, userId: string, reason?: string) => countAuthEvents(api, { type, userId, detail: reason === undefined ? {} : { reason } });
 
@@ -82,6 +86,66 @@ describe('the owner is never the one locked out', () => {
       // Bob's own browser, and a new browser at /login, are not blocked by the thief's failures.
       expect(await postFrom(own, '/sudo?next=%2Fsettings%2Ftokens', '/sudo', { password: PASSWORD, next: '/settings/tokens' })).toMatchObject({ status: 303 });
       expect((await signIn(webClient(api), bob.email, PASSWORD)).status).toBe(303);
+    });
+  });
+
+  describe('a device cookie ends with the account state it was issued under', () => {
+    /** A browser that signed in to `email` and signed out again: it holds a device cookie for the account. */
+    const signedInBefore = async (email: string, password = PASSWORD) => {
+      const web = await signInAs(api, email, password);
+      expect((await postFrom(web, '/settings/tokens', '/logout')).status).toBe(303);
+      return web;
+    };
+
+    it('a thief’s browser that signed in with the old password is not recognised once bob changes it; bob’s own browser still is', async () => {
+      const bob = await createUser(api);
+      const thief = await signedInBefore(bob.email);
+      const own = await signInAs(api, bob.email, PASSWORD);
+      expect(await postFrom(own, '/settings/account', '/settings/account/password', { current_password: PASSWORD, password: NEW_PASSWORD, password_again: NEW_PASSWORD })).toMatchObject({
+        status: 303,
+      });
+      expect((await postFrom(own, '/settings/tokens', '/logout')).status).toBe(303);
+
+      // The thief's guesses now count against the account, like any stranger's: five of them block it…
+      for (let i = 0; i < 5; i++) expect((await signIn(thief, bob.email, `guess ${i}`)).status).toBe(401);
+      expect((await signIn(webClient(api), bob.email, NEW_PASSWORD)).status).toBe(429);
+      // …the thief's browser with it, even with the right password…
+      expect((await signIn(thief, bob.email, NEW_PASSWORD)).status).toBe(429);
+      // …and not bob's browser, whose cookie was renewed with his change.
+      expect(await signIn(own, bob.email, NEW_PASSWORD)).toMatchObject({ status: 303 });
+    });
+
+    it('the browser that sets a new password with a reset link is recognised; one that signed in before the reset is not', async () => {
+      const bob = await createUser(api);
+      const before = await signedInBefore(bob.email);
+      expect((await askForReset(api, bob.email)).status).toBe(200);
+      const resetting = webClient(api);
+      expect(await resetWith(resetting, await latestLink(api, smtp, bob.email, '/password/reset'), NEW_PASSWORD)).toMatchObject({ status: 303, location: '/login?password=reset' });
+
+      await attackerBlocks(bob.email, NEW_PASSWORD);
+      expect((await signIn(before, bob.email, NEW_PASSWORD)).status).toBe(429);
+      expect(await signIn(resetting, bob.email, NEW_PASSWORD)).toMatchObject({ status: 303 });
+    });
+
+    it('a cookie issued before cookies recorded the state vouches only for an account still in its first state', async () => {
+      const [unchanged, changed] = [await createUser(api), await createUser(api)];
+      const key = await api.app.get(ServerSecrets).get('device-cookie');
+      /** A browser holding a cookie as they were sealed before: the account and an id, no state. */
+      const withOldCookie = (email: string) => {
+        const web = webClient(api);
+        const value = seal(key, 'device-cookie', 'device-cookie', { account: accountKey(email), nonce: `old-${email}` }).toString('base64url');
+        web.agent.jar.setCookie(`prospect_device=${value}; Path=/login`, '127.0.0.1', '/login');
+        return web;
+      };
+      const own = await signInAs(api, changed.email, PASSWORD);
+      expect(await postFrom(own, '/settings/account', '/settings/account/password', { current_password: PASSWORD, password: NEW_PASSWORD, password_again: NEW_PASSWORD })).toMatchObject({
+        status: 303,
+      });
+
+      await attackerBlocks(unchanged.email);
+      expect(await signIn(withOldCookie(unchanged.email), unchanged.email, PASSWORD)).toMatchObject({ status: 303 });
+      await attackerBlocks(changed.email, NEW_PASSWORD);
+      expect((await signIn(withOldCookie(changed.email), changed.email, NEW_PASSWORD)).status).toBe(429);
     });
   });
 
