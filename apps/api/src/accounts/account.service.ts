@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { TokenRevocations } from '../tokens/token-revocations.js';
 import { AppConfig } from '../config/app-config.js';
+import { FederationPolicy } from '../federation/federation-policy.js';
 import { Mailer } from '../mail/mailer.js';
 import { type RecognisedBrowser, RateLimits } from '../rate-limits/rate-limits.js';
 import { hashPassword } from '../users/password.js';
@@ -14,6 +15,35 @@ export class WrongPasswordError extends Error {}
 /** The account is the only administrator's: another admin must exist first. */
 export class LastAdminError extends Error {}
 
+/** The account confirms changes through its identity provider (signInMethod): the change waits for sudo mode. */
+export class ConfirmInSudoMode extends Error {}
+
+/**
+ * A password or address was to be changed for an account whose domain a provider enforces: the
+ * provider manages both (no password signs in there, and moving the address out of the domain
+ * would leave the provider's control, e.g. a person it has since disabled keeping their account).
+ */
+export class ManagedByProviderError extends Error {
+  constructor(readonly providerName: string) {
+    super(`the account's address and sign-in are managed by ${providerName}`);
+  }
+}
+
+/**
+ * How a person confirms a change of how they sign in (a new password, address, a deletion):
+ * - `password`: the account's password, asked in the change's own form and counted like a sign-in;
+ * - `sudo`: the account signs in only through an identity provider (it has no password, or its
+ *   domain is one a provider enforces, where a password no longer signs in): the change is made in
+ *   sudo mode, which for it is a fresh sign-in at the provider. `enforcedBy` names that provider.
+ */
+export type SignInMethod = { confirmsWith: 'password' } | { confirmsWith: 'sudo'; enforcedBy?: string };
+
+/** What the person gave to confirm a change: the password typed in its form, and whether the session is in sudo mode. */
+export interface OwnerConfirmation {
+  password: string;
+  inSudoMode: boolean;
+}
+
 /** What a signed-in person changes about their own account on /settings/account. */
 @Injectable()
 export class AccountService {
@@ -24,7 +54,38 @@ export class AccountService {
     private readonly mailer: Mailer,
     private readonly config: AppConfig,
     private readonly revocations: TokenRevocations,
+    private readonly federation: FederationPolicy,
   ) {}
+
+  /** How this person confirms a change of how they sign in (SignInMethod). */
+  async signInMethod(user: { id: string; email: string }): Promise<SignInMethod> {
+    const enforcing = await this.federation.enforcingProviderFor(user.email);
+    if (enforcing) return { confirmsWith: 'sudo', enforcedBy: enforcing.displayName };
+    return (await this.users.hasPassword(user.id)) ? { confirmsWith: 'password' } : { confirmsWith: 'sudo' };
+  }
+
+  /**
+   * Confirms that the signed-in person asking for a change of how they sign in is the owner, by
+   * the account's sign-in method: its password (checkPassword), or sudo mode for an account that
+   * signs in only through a provider. A password is never taken where it no longer signs in (a
+   * domain a provider enforces), the same rule as sign-in and the sudo page.
+   * @throws WrongPasswordError, TooManyRequests, ConfirmInSudoMode
+   */
+  private async confirmOwner(user: { id: string; email: string }, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
+    if ((await this.signInMethod(user)).confirmsWith === 'password') return this.checkPassword(user.email, confirmation.password, ip, browser);
+    if (!confirmation.inSudoMode) throw new ConfirmInSudoMode();
+  }
+
+  /**
+   * confirmOwner for a change of the password or the address, which an account whose domain a
+   * provider enforces does not make here.
+   * @throws ManagedByProviderError, and what confirmOwner throws
+   */
+  async confirmManagedHere(user: { id: string; email: string }, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
+    const enforcing = await this.federation.enforcingProviderFor(user.email);
+    if (enforcing) throw new ManagedByProviderError(enforcing.displayName);
+    await this.confirmOwner(user, confirmation, ip, browser);
+  }
 
   /** A new display name (validated by the caller), audited. */
   async rename(userId: string, name: string, ip: string | null): Promise<void> {
@@ -32,28 +93,29 @@ export class AccountService {
   }
 
   /**
-   * A new password, given the current one: a wrong current password is counted like a failed
-   * sign-in (a stolen session must not become a way to guess the password). Every web session of
-   * the account ends (the caller signs this browser in again), and the owner is told by mail.
-   * `browser`: the signed-in session asking (checkPassword).
-   * @throws WrongPasswordError, TooManyRequests
+   * A new password, given the current one (confirmOwner): a wrong current password is counted like
+   * a failed sign-in (a stolen session must not become a way to guess the password). An account
+   * without one (it signs in through a provider) sets its first in sudo mode; none is set where a
+   * provider enforces the domain. Every web session of the account ends (the caller signs this
+   * browser in again), and the owner is told by mail. `browser`: the signed-in session asking.
+   * @throws WrongPasswordError, TooManyRequests, ConfirmInSudoMode, ManagedByProviderError
    */
-  async changePassword(user: { id: string; email: string; name: string }, current: string, next: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
-    await this.checkPassword(user.email, current, ip, browser);
+  async changePassword(user: { id: string; email: string; name: string }, confirmation: OwnerConfirmation, next: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
+    await this.confirmManagedHere(user, confirmation, ip, browser);
     await this.users.changeWithAudit(user.id, { passwordHash: await hashPassword(next) }, 'password.change', ip);
     await this.webSessions.endAllFor(user.id);
     await this.mailer.send(passwordChangedMail(user, this.config.publicUrl, { how: 'on its account page', ip, cliTokensRevoked: false }));
   }
 
   /**
-   * Deletes the account, given its password (counted like a sign-in): every token, refresh
+   * Deletes the account, confirmed by its owner (confirmOwner): every token, refresh
    * family, web session and link ends with it, and every replica forgets its tokens at once (the
    * users trigger announces it); its audit events are kept without personal data, and the
    * address gets one last mail. Not the last administrator's account.
-   * @throws WrongPasswordError, LastAdminError, TooManyRequests
+   * @throws WrongPasswordError, LastAdminError, TooManyRequests, ConfirmInSudoMode
    */
-  async deleteAccount(user: { id: string; email: string; name: string }, password: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
-    await this.checkPassword(user.email, password, ip, browser);
+  async deleteAccount(user: { id: string; email: string; name: string }, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
+    await this.confirmOwner(user, confirmation, ip, browser);
     const outcome = await this.users.deleteAccount(user.id);
     if (outcome === 'last-admin') throw new LastAdminError();
     this.revocations.userRevoked(user.id);

@@ -7,7 +7,7 @@ import { composeMail, Mailer } from '../mail/mailer.js';
 import { maskAddress } from '../mail/mask-address.js';
 import { RateLimits, type RecognisedBrowser } from '../rate-limits/rate-limits.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
-import { AccountService } from './account.service.js';
+import { AccountService, type OwnerConfirmation } from './account.service.js';
 import { LinkRedemptions } from './link-redemptions.js';
 import { AccountTokensRepository } from './account-tokens.repository.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -44,7 +44,8 @@ export class EmailChangeService {
   ) {}
 
   /**
-   * Mails a confirmation link to `newEmail`, given the current password (counted like a sign-in),
+   * Mails a confirmation link to `newEmail`, confirmed by the owner (AccountService.confirmManagedHere:
+   * the password, counted like a sign-in, or sudo mode for an account without one),
    * a few an hour. The old address is told of every request, whether or not the new one is
    * taken (telling only for a free one would answer "is this address registered?"); an address
    * that has an account gets no link, and the answer is the same. The notice, the link and its
@@ -52,12 +53,12 @@ export class EmailChangeService {
    * past its hourly limit of unsolicited mails (RateLimits.mailToRecipient) it gets no link either,
    * with a log line, and the answer is the same.
    * `browser`: the signed-in session asking, whose failed passwords count apart (AccountService.checkPassword).
-   * @throws WrongPasswordError, TooManyRequests, SameEmailError
+   * @throws WrongPasswordError, TooManyRequests, SameEmailError, ConfirmInSudoMode, ManagedByProviderError
    */
-  async request(user: { id: string; email: string; name: string }, newEmailInput: string, password: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
+  async request(user: { id: string; email: string; name: string }, newEmailInput: string, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
     const newEmail = normalizeEmail(newEmailInput);
     if (newEmail === user.email) throw new SameEmailError();
-    await this.account.checkPassword(user.email, password, ip, browser);
+    await this.account.confirmManagedHere(user, confirmation, ip, browser);
     await this.limits.requestAddressMail(user.id);
     const linkWanted = !(await this.users.findByEmail(newEmail)) && (await this.mayWriteTo(newEmail));
     const token = generateSecret(EMAIL_CHANGE_TOKEN_PREFIX);

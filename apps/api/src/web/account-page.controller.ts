@@ -4,13 +4,15 @@ import { hasUnsafeText, looksLikeEmail } from '@prospect/contract';
 import { EMAIL_CHANGE_LINK_HOURS, EmailChangeService, SameEmailError } from '../accounts/email-change.service.js';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/public.decorator.js';
-import { AccountService, LastAdminError, WrongPasswordError } from '../accounts/account.service.js';
+import { AccountService, ConfirmInSudoMode, LastAdminError, ManagedByProviderError, type OwnerConfirmation, WrongPasswordError } from '../accounts/account.service.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { MIN_PASSWORD_LENGTH, normalizeEmail } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { signedInBrowser } from './device-cookies.js';
 import { field, queryParam } from './form.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { accountOf, CsrfGuard, inSudoMode, PageRefusalFilter, SignedInGuard, SudoRequired } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
 
 const DONE: Record<string, string> = {
@@ -22,7 +24,10 @@ const DONE: Record<string, string> = {
 /**
  * /settings/account: the signed-in person changes their name, address or password, or deletes the
  * account. The last three ask for the password in their own form, which is what sudo mode would ask,
- * counted against this signed-in session (signedInBrowser), never against the account.
+ * counted against this signed-in session (signedInBrowser), never against the account. An account
+ * that signs in only through an identity provider makes them in sudo mode instead (a fresh sign-in
+ * there), and one whose domain a provider enforces leaves its address and password to it
+ * (AccountService.signInMethod).
  */
 @ApiExcludeController()
 @Public()
@@ -35,11 +40,13 @@ export class AccountPageController {
     private readonly emailChange: EmailChangeService,
     private readonly signIn: SignInService,
     private readonly csrf: CsrfService,
+    private readonly clock: Clock,
+    private readonly config: AppConfig,
   ) {}
 
   @Get()
   show(@Req() req: Request, @Res() res: Response) {
-    this.render(req, res, 200, { done: DONE[queryParam(req, 'done')] });
+    return this.render(req, res, 200, { done: DONE[queryParam(req, 'done')] });
   }
 
   @Post('name')
@@ -63,7 +70,9 @@ export class AccountPageController {
     }
     if (next !== field(req, 'password_again')) return this.render(req, res, 400, { passwordError: 'The two new passwords are not the same.' });
     const user = req.webUser!;
-    const refused = await this.refusal(req, res, 'passwordError', () => this.account.changePassword(user, field(req, 'current_password'), next, req.ip ?? null, signedInBrowser(req)));
+    const refused = await this.refusal(req, res, 'passwordError', () =>
+      this.account.changePassword(user, this.confirmation(req, 'current_password'), next, req.ip ?? null, signedInBrowser(req)),
+    );
     if (refused) return;
     // Every session of the account ended, this one too: this browser signs in again at once.
     await this.signIn.logIn(req, res, user);
@@ -78,12 +87,11 @@ export class AccountPageController {
     if (!looksLikeEmail(newEmail) || newEmail.length > 320 || hasUnsafeText(newEmail)) {
       return this.render(req, res, 400, { emailError: 'Please enter a valid e-mail address.', typedEmail: newEmail });
     }
-    // EmailChangeService checks the password itself and takes no browser yet: it is given around the call.
     const refused = await this.refusal(req, res, 'emailError', () =>
-      this.emailChange.request(req.webUser!, newEmail, field(req, 'password'), req.ip ?? null, signedInBrowser(req)),
+      this.emailChange.request(req.webUser!, newEmail, this.confirmation(req, 'password'), req.ip ?? null, signedInBrowser(req)),
     );
     if (refused) return;
-    this.render(req, res, 200, { emailSent: normalizeEmail(newEmail) });
+    return this.render(req, res, 200, { emailSent: normalizeEmail(newEmail) });
   }
 
   @Post('delete')
@@ -91,28 +99,40 @@ export class AccountPageController {
   @UseGuards(CsrfGuard)
   async deleteAccount(@Req() req: Request, @Res() res: Response) {
     const user = req.webUser!;
-    const refused = await this.refusal(req, res, 'deleteError', () => this.account.deleteAccount(user, field(req, 'password'), req.ip ?? null, signedInBrowser(req)));
+    const refused = await this.refusal(req, res, 'deleteError', () => this.account.deleteAccount(user, this.confirmation(req, 'password'), req.ip ?? null, signedInBrowser(req)));
     if (refused) return;
     // The session's row went with the account; this clears the browser's copy.
     await this.signIn.logOut(req);
     res.redirect(303, '/login?account=deleted');
   }
 
-  /** Runs a change that needs the password; on a refusal, renders the page with its reason under `slot` and returns true. */
+  /** What the form gave to confirm the change: the password in `field`, and whether this session is in sudo mode (for an account without one). */
+  private confirmation(req: Request, passwordField: string): OwnerConfirmation {
+    return { password: field(req, passwordField), inSudoMode: inSudoMode(req, this.clock, this.config) };
+  }
+
+  /**
+   * Runs a change that needs the owner's confirmation; on a refusal, renders the page with its
+   * reason under `slot` and returns true. An account that confirms in sudo mode and is not in it
+   * is shown the sudo page, and comes back here.
+   */
   private async refusal(req: Request, res: Response, slot: 'passwordError' | 'emailError' | 'deleteError', change: () => Promise<void>): Promise<boolean> {
     try {
       await change();
       return false;
     } catch (err) {
+      if (err instanceof ConfirmInSudoMode) throw new SudoRequired('/settings/account');
       if (err instanceof WrongPasswordError) {
-        this.render(req, res, 400, { [slot]: slot === 'passwordError' ? 'Your current password is not right.' : 'That password is not right.' });
+        await this.render(req, res, 400, { [slot]: slot === 'passwordError' ? 'Your current password is not right.' : 'That password is not right.' });
       } else if (err instanceof SameEmailError) {
-        this.render(req, res, 400, { [slot]: 'That is your address already.' });
+        await this.render(req, res, 400, { [slot]: 'That is your address already.' });
+      } else if (err instanceof ManagedByProviderError) {
+        await this.render(req, res, 403, { [slot]: `Your address and how you sign in are managed by ${err.providerName}: ask an administrator to change them.` });
       } else if (err instanceof LastAdminError) {
-        this.render(req, res, 409, { [slot]: 'You are the only administrator. Make someone else an administrator first, so that this service keeps one.' });
+        await this.render(req, res, 409, { [slot]: 'You are the only administrator. Make someone else an administrator first, so that this service keeps one.' });
       } else if (err instanceof TooManyRequests) {
         res.set('Retry-After', String(err.retryAfterSeconds));
-        this.render(req, res, 429, { [slot]: err.message }); // what was counted, in words (rate-limits.ts)
+        await this.render(req, res, 429, { [slot]: err.message }); // what was counted, in words (rate-limits.ts)
       } else {
         throw err;
       }
@@ -120,9 +140,13 @@ export class AccountPageController {
     }
   }
 
-  private render(req: Request, res: Response, status: number, notice: { done?: string; nameError?: string; passwordError?: string; emailError?: string; emailSent?: string; deleteError?: string; typedName?: string; typedEmail?: string }) {
+  private async render(req: Request, res: Response, status: number, notice: { done?: string; nameError?: string; passwordError?: string; emailError?: string; emailSent?: string; deleteError?: string; typedName?: string; typedEmail?: string }) {
     const account = accountOf(req, this.csrf)!;
+    const method = await this.account.signInMethod(account.user);
     res.status(status).render('account', {
+      // Forms ask for the password only of an account that has one it signs in with; else sudo mode confirms.
+      asksPassword: method.confirmsWith === 'password',
+      enforcedBy: method.confirmsWith === 'sudo' ? method.enforcedBy : undefined,
       title: 'Your account',
       onAccount: true,
       onAccountTab: true,
