@@ -1,13 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import {
-  type AuthenticationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { Clock } from '../common/clock.js';
 import { type RecognisedBrowser, RateLimits } from '../rate-limits/rate-limits.js';
@@ -27,6 +23,12 @@ export interface PasskeyAttempt {
   ip: string;
   browserFor(ownerEmail: string): Promise<RecognisedBrowser | null>;
 }
+
+/**
+ * @simplewebauthn/server, loaded at the first passkey operation: with its certificate parsers it
+ * is the heaviest package the service loads (about 0.4 s of CPU), and most starts never use it.
+ */
+const webAuthn = () => import('@simplewebauthn/server');
 
 /** The most passkeys one person keeps. */
 export const MAX_PASSKEYS = 20;
@@ -58,7 +60,7 @@ export class PasskeysService {
   async registrationOptions(user: { id: string; email: string; name: string }, site: WebAuthnSite): Promise<PublicKeyCredentialCreationOptionsJSON> {
     const existing = await this.passkeys.listForUser(user.id);
     if (existing.length >= MAX_PASSKEYS) throw new PasskeyRefused(`You have ${MAX_PASSKEYS} passkeys: remove one first.`);
-    return generateRegistrationOptions({
+    return (await webAuthn()).generateRegistrationOptions({
       rpName: 'Prospect',
       rpID: site.rpId,
       userName: user.email,
@@ -72,7 +74,7 @@ export class PasskeysService {
 
   /** Verifies the browser's new credential against the challenge and keeps it. @throws PasskeyRefused */
   async register(userId: string, response: RegistrationResponseJSON, challenge: string, site: WebAuthnSite, name: string, ip: string | null): Promise<void> {
-    const verified = await verifyRegistrationResponse({
+    const verified = await (await webAuthn()).verifyRegistrationResponse({
       response,
       expectedChallenge: challenge,
       expectedOrigin: site.origin,
@@ -101,7 +103,7 @@ export class PasskeysService {
   /** Options to sign in with a passkey: any discoverable one, or (`userId`, a second step) one of theirs. */
   async authenticationOptions(site: WebAuthnSite, userId?: string): Promise<PublicKeyCredentialRequestOptionsJSON> {
     const allow = userId ? (await this.passkeys.listForUser(userId)).map((p) => ({ id: p.credentialId, transports: p.transports })) : undefined;
-    return generateAuthenticationOptions({ rpID: site.rpId, userVerification: 'required', allowCredentials: allow });
+    return (await webAuthn()).generateAuthenticationOptions({ rpID: site.rpId, userVerification: 'required', allowCredentials: allow });
   }
 
   /**
@@ -119,7 +121,7 @@ export class PasskeysService {
     const browser = passkey ? await attempt.browserFor(passkey.ownerEmail) : null;
     await this.limits.attemptPasskey(passkey ? passkey.credentialId : null, attempt.ip, browser);
     if (!passkey) throw new PasskeyRefused('This passkey is not registered here.');
-    const verified = await verifyAuthenticationResponse({
+    const verified = await (await webAuthn()).verifyAuthenticationResponse({
       response,
       expectedChallenge: challenge,
       expectedOrigin: site.origin,
