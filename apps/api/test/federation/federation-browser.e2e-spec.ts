@@ -8,7 +8,8 @@ import { events, type Federation, PROVIDERS, startFederation } from './support/f
  * Sign-in through a team's own OpenID provider in Chromium (issue #34): a real provider
  * (node-oidc-provider on localhost, another site than the API's 127.0.0.1) with its own sign-in
  * page. First sign-in with sign-up, a second one, a device login approved through the provider,
- * an enforced domain typed in the e-mail field, and linking an existing account with its password.
+ * an enforced domain typed in the e-mail field, linking an existing account with its password,
+ * and the account page of a person without a password.
  */
 describe('sign-in through an identity provider, in a browser', () => {
   let fed: Federation;
@@ -133,6 +134,28 @@ describe('sign-in through an identity provider, in a browser', () => {
     await page.getByRole('link', { name: 'Continue with Acme SSO' }).click();
     await page.waitForURL('**/settings/tokens');
     await expect(page.textContent('header')).resolves.toContain('liz@acme.test');
+    await context.close();
+  });
+
+  it('the account page asks a person who signs in only through the provider for no password, and deletes the account in sudo mode', async () => {
+    fed.idp.users.set('dee', { sub: 'dee', email: 'dee@acme.test', email_verified: true, name: 'Dee Acme' });
+    const { context, page, violations } = await freshPage();
+    await page.goto(`${fed.api.baseUrl}/login`);
+    await page.getByRole('link', { name: 'Continue with Acme SSO' }).click();
+    await signInAtProvider(page, 'dee');
+    await page.waitForURL('**/settings/tokens');
+    const id = await accountId('dee@acme.test');
+
+    await page.goto(`${fed.api.baseUrl}/settings/account`);
+    expect(await page.getByLabel('Your password').count()).toBe(0);
+    expect(await page.getByLabel('Current password').count()).toBe(0);
+    await expect(page.textContent('main')).resolves.toContain('You sign in with your identity provider');
+    await page.screenshot({ path: `${SCREENSHOTS}sso-account-page.png`, fullPage: true });
+    // Signed in a moment ago, through the provider: sudo mode, so the button is enough.
+    await Promise.all([page.waitForURL('**/login?account=deleted'), page.getByRole('button', { name: 'Delete my account' }).click()]);
+    expect(await userByEmail(fed.api, 'dee@acme.test')).toBeNull();
+    expect(id).toBeDefined();
+    expect(violations).toEqual([]);
     await context.close();
   });
 });
