@@ -15,7 +15,7 @@ export class WrongPasswordError extends Error {}
 /** The account is the only administrator's: another admin must exist first. */
 export class LastAdminError extends Error {}
 
-/** The account confirms changes through its identity provider (signInMethod): the change waits for sudo mode. */
+/** The account confirms changes through its identity provider (signInMethod): the change waits for a re-confirmation on the sudo page. */
 export class ConfirmInSudoMode extends Error {}
 
 /**
@@ -33,15 +33,17 @@ export class ManagedByProviderError extends Error {
  * How a person confirms a change of how they sign in (a new password, address, a deletion):
  * - `password`: the account's password, asked in the change's own form and counted like a sign-in;
  * - `sudo`: the account signs in only through an identity provider (it has no password, or its
- *   domain is one a provider enforces, where a password no longer signs in): the change is made in
- *   sudo mode, which for it is a fresh sign-in at the provider. `enforcedBy` names that provider.
+ *   domain is one a provider enforces, where a password no longer signs in): the change is made
+ *   just after re-confirming on the sudo page (a fresh sign-in at the provider, or a code), not on
+ *   the strength of the sign-in alone (auth/sudo-rule.ts reconfirmedJustNow). `enforcedBy` names
+ *   that provider.
  */
 export type SignInMethod = { confirmsWith: 'password' } | { confirmsWith: 'sudo'; enforcedBy?: string };
 
-/** What the person gave to confirm a change: the password typed in its form, and whether the session is in sudo mode. */
+/** What the person gave to confirm a change: the password typed in its form, and whether they re-confirmed on the sudo page a moment ago. */
 export interface OwnerConfirmation {
   password: string;
-  inSudoMode: boolean;
+  reconfirmedJustNow: boolean;
 }
 
 /** What a signed-in person changes about their own account on /settings/account. */
@@ -66,14 +68,14 @@ export class AccountService {
 
   /**
    * Confirms that the signed-in person asking for a change of how they sign in is the owner, by
-   * the account's sign-in method: its password (checkPassword), or sudo mode for an account that
-   * signs in only through a provider. A password is never taken where it no longer signs in (a
-   * domain a provider enforces), the same rule as sign-in and the sudo page.
+   * the account's sign-in method: its password (checkPassword), or a re-confirmation a moment ago
+   * for an account that signs in only through a provider. A password is never taken where it no
+   * longer signs in (a domain a provider enforces), the same rule as sign-in and the sudo page.
    * @throws WrongPasswordError, TooManyRequests, ConfirmInSudoMode
    */
   private async confirmOwner(user: { id: string; email: string }, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
     if ((await this.signInMethod(user)).confirmsWith === 'password') return this.checkPassword(user.email, confirmation.password, ip, browser);
-    if (!confirmation.inSudoMode) throw new ConfirmInSudoMode();
+    if (!confirmation.reconfirmedJustNow) throw new ConfirmInSudoMode();
   }
 
   /**
@@ -95,7 +97,7 @@ export class AccountService {
   /**
    * A new password, given the current one (confirmOwner): a wrong current password is counted like
    * a failed sign-in (a stolen session must not become a way to guess the password). An account
-   * without one (it signs in through a provider) sets its first in sudo mode; none is set where a
+   * without one (it signs in through a provider) sets its first just after re-confirming; none is set where a
    * provider enforces the domain. Every web session of the account ends (the caller signs this
    * browser in again), and the owner is told by mail. `browser`: the signed-in session asking.
    * @throws WrongPasswordError, TooManyRequests, ConfirmInSudoMode, ManagedByProviderError

@@ -7,7 +7,8 @@ import { composeMail, Mailer } from '../mail/mailer.js';
 import { maskAddress } from '../mail/mask-address.js';
 import { RateLimits, type RecognisedBrowser } from '../rate-limits/rate-limits.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
-import { AccountService, type OwnerConfirmation } from './account.service.js';
+import { AccountService, ManagedByProviderError, type OwnerConfirmation } from './account.service.js';
+import { FederationPolicy } from '../federation/federation-policy.js';
 import { LinkRedemptions } from './link-redemptions.js';
 import { AccountTokensRepository } from './account-tokens.repository.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -41,6 +42,7 @@ export class EmailChangeService {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly uow: UnitOfWork,
+    private readonly federation: FederationPolicy,
   ) {}
 
   /**
@@ -113,11 +115,16 @@ export class EmailChangeService {
   }
 
   /**
-   * Follows the link: the address changes (and counts as verified), the old address is told.
-   * @throws UnusableEmailChangeLinkError, EmailTakenError
+   * Follows the link: the address changes (and counts as verified), the old address is told. Not
+   * out of a domain a provider has come to enforce since the link was mailed (the provider manages
+   * that address now, as AccountService.confirmManagedHere says at the request).
+   * @throws UnusableEmailChangeLinkError, EmailTakenError, ManagedByProviderError
    */
   async confirm(token: string, ip: string | null): Promise<{ userId: string; email: string }> {
-    if (!looksLikeSecret(token, EMAIL_CHANGE_TOKEN_PREFIX)) throw new UnusableEmailChangeLinkError();
+    const link = await this.usableFor(token);
+    if (!link) throw new UnusableEmailChangeLinkError();
+    const enforcing = await this.federation.enforcingProviderFor(link.email);
+    if (enforcing) throw new ManagedByProviderError(enforcing.displayName);
     let changed;
     try {
       changed = await this.redemptions.redeemEmailChange(sha256(token), this.clock.now(), ip);

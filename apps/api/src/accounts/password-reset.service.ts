@@ -105,7 +105,7 @@ export class PasswordResetService {
    * the reset left it (its address and new credential epoch).
    * @throws UnusableResetLinkError for a link that is unknown, used, expired or issued before the account changed.
    */
-  async reset(token: string, newPassword: string, revokeCliTokens: boolean, ip: string | null): Promise<{ email: string; credentialEpoch: number }> {
+  async reset(token: string, newPassword: string, revokeCliTokens: boolean, ip: string | null): Promise<{ id: string; email: string; credentialEpoch: number }> {
     if (!(await this.isUsable(token))) throw new UnusableResetLinkError();
     const account = await this.redemptions.redeemPasswordLink('password_reset', sha256(token), await hashPassword(newPassword), this.clock.now(), ip);
     if (!account) throw new UnusableResetLinkError(); // used by a racing request meanwhile
@@ -113,6 +113,6 @@ export class PasswordResetService {
     const revoke = revokeCliTokens || account.ownershipProven;
     if (revoke) await this.tokens.revokeAllForUser(account.userId, ip);
     await this.mailer.send(passwordChangedMail(account, this.config.publicUrl, { how: 'with a reset link', ip, cliTokensRevoked: revoke }));
-    return { email: account.email, credentialEpoch: account.credentialEpoch };
+    return { id: account.userId, email: account.email, credentialEpoch: account.credentialEpoch };
   }
 }

@@ -14,3 +14,18 @@ import type { AppConfig } from '../config/app-config.js';
 export function inSudoMode(confirmedAt: number | undefined, clock: Clock, config: Pick<AppConfig, 'sudoSeconds'>): boolean {
   return clock.now().getTime() - (confirmedAt ?? 0) < config.sudoSeconds * 1000;
 }
+
+/** How long a re-confirmation stands in for the password a change of how one signs in asks for (at most SUDO_SECONDS). */
+export const RECONFIRMATION_SECONDS = 600;
+
+/**
+ * Whether the person re-confirmed who they are on the sudo page a moment ago (RECONFIRMATION_SECONDS,
+ * or SUDO_SECONDS if shorter): what an account without a password gives where others type theirs
+ * (a new address, a first password, a deletion). A sign-in is not enough: its sudo mode lasts
+ * hours, and a provider may sign a person in without asking anything.
+ *
+ * @param reconfirmedAt the session's `reconfirmedAt`
+ */
+export function reconfirmedJustNow(reconfirmedAt: number | undefined, clock: Clock, config: Pick<AppConfig, 'sudoSeconds'>): boolean {
+  return clock.now().getTime() - (reconfirmedAt ?? 0) < Math.min(RECONFIRMATION_SECONDS, config.sudoSeconds) * 1000;
+}

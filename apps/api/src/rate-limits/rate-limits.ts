@@ -141,7 +141,7 @@ export class RateLimits {
     return this.consume(
       this.limiters.secondFactors,
       userId,
-      'Too many wrong codes. Please wait 15 minutes before trying again, or sign in from a browser you have used for this account before.',
+      'Too many wrong codes. Please wait 15 minutes before trying again, or sign in from a browser you have signed in with since the account last changed.',
     );
   }
 

@@ -53,6 +53,8 @@ declare module 'express-session' {
     pendingFederatedLink?: PendingFederatedLink;
     /** When the person last proved who they are (sign-in, or a re-confirmation): sudo mode lasts SUDO_SECONDS from it. */
     sudoAt?: number;
+    /** When the person last re-confirmed on the sudo page (password, code, or a fresh sign-in at their provider): not set by a sign-in. */
+    reconfirmedAt?: number;
     /** The challenge of the passkey ceremony under way (registration or sign-in), used once. */
     passkeyChallenge?: string;
     /** A TOTP key being set up, sealed, until its first code confirms it. */

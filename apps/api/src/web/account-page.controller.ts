@@ -12,7 +12,7 @@ import { signedInBrowser } from './device-cookies.js';
 import { field, queryParam } from './form.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { accountOf, CsrfGuard, inSudoMode, PageRefusalFilter, SignedInGuard, SudoRequired } from './page-guards.js';
+import { accountOf, CsrfGuard, PageRefusalFilter, reconfirmedJustNow, SignedInGuard, SudoRequired } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
 
 const DONE: Record<string, string> = {
@@ -25,9 +25,9 @@ const DONE: Record<string, string> = {
  * /settings/account: the signed-in person changes their name, address or password, or deletes the
  * account. The last three ask for the password in their own form, which is what sudo mode would ask,
  * counted against this signed-in session (signedInBrowser), never against the account. An account
- * that signs in only through an identity provider makes them in sudo mode instead (a fresh sign-in
- * there), and one whose domain a provider enforces leaves its address and password to it
- * (AccountService.signInMethod).
+ * that signs in only through an identity provider makes them just after re-confirming on the sudo
+ * page instead (a fresh sign-in there), and one whose domain a provider enforces leaves its address
+ * and password to it (AccountService.signInMethod).
  */
 @ApiExcludeController()
 @Public()
@@ -75,7 +75,7 @@ export class AccountPageController {
     );
     if (refused) return;
     // Every session of the account ended, this one too: this browser signs in again at once.
-    await this.signIn.logIn(req, res, user);
+    await this.signIn.signInAgain(req, res, user);
     res.redirect(303, '/settings/account?done=password');
   }
 
@@ -106,15 +106,15 @@ export class AccountPageController {
     res.redirect(303, '/login?account=deleted');
   }
 
-  /** What the form gave to confirm the change: the password in `field`, and whether this session is in sudo mode (for an account without one). */
+  /** What the form gave to confirm the change: the password in `field`, and whether the person re-confirmed a moment ago (for an account without one). */
   private confirmation(req: Request, passwordField: string): OwnerConfirmation {
-    return { password: field(req, passwordField), inSudoMode: inSudoMode(req, this.clock, this.config) };
+    return { password: field(req, passwordField), reconfirmedJustNow: reconfirmedJustNow(req, this.clock, this.config) };
   }
 
   /**
    * Runs a change that needs the owner's confirmation; on a refusal, renders the page with its
-   * reason under `slot` and returns true. An account that confirms in sudo mode and is not in it
-   * is shown the sudo page, and comes back here.
+   * reason under `slot` and returns true. An account that confirms on the sudo page and has not
+   * just done so is shown it, and comes back here.
    */
   private async refusal(req: Request, res: Response, slot: 'passwordError' | 'emailError' | 'deleteError', change: () => Promise<void>): Promise<boolean> {
     try {

@@ -82,7 +82,7 @@ export class AuthPagesController {
       res.set('Retry-After', String(err.retryAfterSeconds));
       const wait = `Too many failed sign-ins. Please wait ${waitText(err.retryAfterSeconds)} before trying again`;
       // Only browsers new to the account are blocked: say how its owner gets in now.
-      return this.renderLogin(req, res, 429, deviceCookie ? `${wait}.` : `${wait}, sign in from a browser you have used for this account before, or ask an administrator to lift the block.`);
+      return this.renderLogin(req, res, 429, deviceCookie ? `${wait}.` : `${wait}, sign in from a browser you have signed in with since the account's password or address last changed, or ask an administrator to lift the block.`);
     }
     let user: WebUser | null;
     try {

@@ -12,22 +12,26 @@ import { UsersService } from '../users/users.service.js';
 const YEAR_SECONDS = 365 * 24 * 3600;
 const PURPOSE = 'device-cookie';
 
-/** What a device cookie holds, sealed: which account it vouches for, under which state of it, and its own id. */
+/**
+ * What a device cookie holds, sealed: which account it vouches for, under which state of it, and
+ * its own id. Cookies issued before the account's id and state were in them vouch for nothing: the
+ * address alone would let a cookie of a deleted account vouch for the next account with that
+ * address, whose epochs start at 0 again; such a browser gets a new cookie at its next sign-in.
+ */
 interface DeviceCookie {
+  /** The account's id. */
+  user: string;
   /** accountKey() of the e-mail it signed in with: the cookie holds no address. */
   account: string;
-  /**
-   * The account's credential epoch when it was issued. Absent in cookies issued before it was
-   * recorded: those vouch only while the account is at epoch 0, the one state they can have been
-   * issued under then.
-   */
-  epoch?: number;
+  /** The account's credential epoch when it was issued. */
+  epoch: number;
   /** Its failures are counted under this id (rate-limits.ts). */
   nonce: string;
 }
 
 /** The account a device cookie is issued for, as it is now. */
 export interface CookieAccount {
+  id: string;
   email: string;
   credentialEpoch: number;
 }
@@ -80,14 +84,14 @@ export class DeviceCookies implements OnModuleInit {
     const value = readCookie(req, this.name);
     if (!value || value.length > 512) return null;
     const cookie = open<DeviceCookie>(this.key, PURPOSE, PURPOSE, Buffer.from(value, 'base64url'));
-    if (cookie?.account !== accountKey(email) || typeof cookie.nonce !== 'string') return null;
+    if (cookie?.account !== accountKey(email) || typeof cookie.nonce !== 'string' || typeof cookie.user !== 'string' || typeof cookie.epoch !== 'number') return null;
     const account = await this.users.findByEmail(email);
-    return account && account.credentialEpoch === (cookie.epoch ?? 0) ? (cookie.nonce as RecognisedBrowser) : null;
+    return account?.id === cookie.user && account.credentialEpoch === cookie.epoch ? (cookie.nonce as RecognisedBrowser) : null;
   }
 
   /** After a sign-in (or a new password by a reset link): a new cookie for this account as it is now (a new id, so old failures stay with the old one). */
   issue(res: Response, account: CookieAccount): void {
-    const cookie: DeviceCookie = { account: accountKey(account.email), epoch: account.credentialEpoch, nonce: randomBytes(16).toString('base64url') };
+    const cookie: DeviceCookie = { user: account.id, account: accountKey(account.email), epoch: account.credentialEpoch, nonce: randomBytes(16).toString('base64url') };
     res.cookie(this.name, seal(this.key, PURPOSE, PURPOSE, cookie).toString('base64url'), {
       httpOnly: true,
       secure: this.config.secureCookies,

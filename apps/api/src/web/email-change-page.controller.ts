@@ -2,6 +2,7 @@ import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { saveSession, toWebUser } from '../web-sessions/web-account.js';
+import { ManagedByProviderError } from '../accounts/account.service.js';
 import { EMAIL_CHANGE_LINK_HOURS, EmailChangeService, EmailTakenError, UnusableEmailChangeLinkError } from '../accounts/email-change.service.js';
 import { Public } from '../auth/public.decorator.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
@@ -45,7 +46,7 @@ export class EmailChangePageController {
         // every device cookie: this browser, the owner's own, signs in again under it, and stays
         // recognised for sign-in under the new address (web/device-cookies.ts).
         const user = await this.users.findById(changed.userId);
-        if (user) await this.signIn.logIn(req, res, toWebUser(user));
+        if (user) await this.signIn.signInAgain(req, res, toWebUser(user));
         req.session.notice = `Your e-mail address is now ${changed.email}.`;
         await saveSession(req);
         return res.redirect(303, '/settings/account');
@@ -54,6 +55,9 @@ export class EmailChangePageController {
     } catch (err) {
       if (err instanceof UnusableEmailChangeLinkError) return this.renderUnusable(req, res);
       if (err instanceof EmailTakenError) return this.view(req, res, 409, 'That address has an account now', 'Another account uses that address since the link was sent, so yours stays as it was.');
+      if (err instanceof ManagedByProviderError) {
+        return this.view(req, res, 403, 'Your address stays as it is', `${err.providerName} manages your address now, so this link no longer changes it. Ask an administrator if it must change.`);
+      }
       throw err;
     }
   }

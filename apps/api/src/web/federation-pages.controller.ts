@@ -104,7 +104,7 @@ export class FederationPagesController {
       throw new FederationRefused('sudo answer outside the session that asked', 'That confirmation was started in another session. Please confirm again.', 400, flight.userId ?? null);
     }
     const via = await this.federation.confirmSudo(provider, identity, user.id);
-    req.session.sudoAt = this.clock.now().getTime();
+    req.session.sudoAt = req.session.reconfirmedAt = this.clock.now().getTime();
     await saveSession(req);
     await this.audit.record('web.sudo', { userId: user.id, ip: req.ip, detail: { with: 'provider', label: via.providerName, providerId: via.providerId } });
     res.redirect(303, flight.next);

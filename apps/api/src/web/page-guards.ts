@@ -5,7 +5,7 @@ import { Reflector } from '@nestjs/core';
 import { EmailVerificationService } from '../accounts/email-verification.service.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { inSudoMode as sessionInSudoMode } from '../auth/sudo-rule.js';
+import { inSudoMode as sessionInSudoMode, reconfirmedJustNow as sessionReconfirmedJustNow } from '../auth/sudo-rule.js';
 import { SudoPages } from './sudo-pages.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import type { WebUser } from '../web-sessions/web-account.js';
@@ -94,6 +94,11 @@ export class SignedInGuard implements CanActivate {
 /** This browser's session is in sudo mode (auth/sudo-rule.ts: SUDO_SECONDS from the sign-in or the last re-confirmation). */
 export function inSudoMode(req: Request, clock: Clock, config: AppConfig): boolean {
   return sessionInSudoMode(req.session.sudoAt, clock, config);
+}
+
+/** This browser's person re-confirmed on the sudo page a moment ago (auth/sudo-rule.ts reconfirmedJustNow). */
+export function reconfirmedJustNow(req: Request, clock: Clock, config: AppConfig): boolean {
+  return sessionReconfirmedJustNow(req.session.reconfirmedAt, clock, config);
 }
 
 /**

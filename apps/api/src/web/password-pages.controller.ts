@@ -3,6 +3,7 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/public.decorator.js';
 import { PasswordResetService, RESET_LINK_MINUTES, UnusableResetLinkError } from '../accounts/password-reset.service.js';
+import { SecondFactorsService } from '../accounts/second-factors.service.js';
 import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { MIN_PASSWORD_LENGTH } from '../users/users.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
@@ -23,6 +24,7 @@ export class PasswordPagesController {
     private readonly resets: PasswordResetService,
     private readonly csrf: CsrfService,
     private readonly deviceCookies: DeviceCookies,
+    private readonly factors: SecondFactorsService,
   ) {}
 
   @Get('forgot')
@@ -64,9 +66,11 @@ export class PasswordPagesController {
     if (password !== field(req, 'password_again')) return this.renderReset(req, res, 400, token, 'The two passwords are not the same.');
     try {
       const account = await this.resets.reset(token, password, field(req, 'revoke_tokens') === 'on', req.ip ?? null);
-      // Whoever holds the link controls the account now: this browser is recognised for its next
-      // sign-in under the new password, even while others' failures block the account's.
-      this.deviceCookies.issue(res, account);
+      // Whoever holds the link controls the account's password now: this browser is recognised for
+      // its next sign-in under it, even while others' failures block the account's. Not for an
+      // account with a second factor: the link is one factor, and a recognised browser would get
+      // code guesses of its own; that browser is recognised once it signs in with both.
+      if (!(await this.factors.hasAny(account.id))) this.deviceCookies.issue(res, account);
     } catch (err) {
       if (err instanceof UnusableResetLinkError) return this.renderUnusable(res);
       throw err;

@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import type { SessionData } from 'express-session';
 import passport from 'passport';
+import { ERROR_CODES } from '@prospect/contract';
+import { ApiException } from '../common/api-exception.js';
 import { AuditService } from '../audit/audit.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
@@ -9,6 +12,13 @@ import type { FederatedSignIn, WebUser } from '../web-sessions/web-account.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { FederationPolicy, SignInThroughProviderRequired } from '../federation/federation-policy.js';
 import { DeviceCookies } from './device-cookies.js';
+
+/** The account changed (a new password, address, a disable, a deletion) between the check of this sign-in's credentials and its end: it signs no one in. */
+export class AccountChangedDuringSignIn extends ApiException {
+  constructor() {
+    super(409, ERROR_CODES.conflict, 'Your account changed while you were signing in. Please sign in again.');
+  }
+}
 
 /**
  * Passport's sign-in and sign-out as promises, so the page controllers can answer a
@@ -55,7 +65,7 @@ export class SignInService {
         throw new SignInThroughProviderRequired(user.email, provider);
       }
     }
-    await this.logIn(req, res, user, { secondFactor: secondFactor !== null, federated: via });
+    await this.logIn(req, res, user, { secondFactor: secondFactor !== null, federated: via, checkedUnder: user.credentialEpoch });
     const browser = req.get('user-agent')?.slice(0, 200) ?? null;
     const factor: Record<string, string> = secondFactor ? { secondFactor } : {};
     if (via) await this.audit.record('federation.login', { userId: user.id, ip: req.ip, detail: { browser, label: via.providerName, providerId: via.providerId, linkId: via.linkId, ...factor } });
@@ -66,11 +76,23 @@ export class SignInService {
   /**
    * The first sign-in of an account just made (a sign-up, an accepted invitation): the session
    * starts and, as for every other sign-in (complete), the admin list's "last sign-in" is recorded.
-   * A browser signed in again after a change of its own credentials (logIn alone) is no new sign-in.
+   * A browser signed in again after a change of its own credentials (signInAgain) is no new sign-in.
    */
   async firstSignIn(req: Request, res: Response, user: WebUser): Promise<void> {
     await this.logIn(req, res, user);
     await this.users.recordSignIn(user.id);
+  }
+
+  /**
+   * Signs this browser in again after its person changed their own password or address, which
+   * ended every session of the account, this one too: under the account's new state, as the same
+   * sign-in it was. When and how it began carry over (its lifetime, its sudo mode and
+   * re-confirmation, the provider link it came through, a factor still to set up), so the change
+   * neither renews the session nor unbinds it from its provider.
+   */
+  async signInAgain(req: Request, res: Response, user: WebUser): Promise<void> {
+    const { signedInAt, sudoAt, reconfirmedAt, federatedLinkId, mustEnrolSecondFactor } = req.session;
+    await this.logIn(req, res, user, { carryOver: { signedInAt, sudoAt, reconfirmedAt, federatedLinkId, mustEnrolSecondFactor } });
   }
 
   /**
@@ -85,16 +107,31 @@ export class SignInService {
    * through an identity provider records its link (`federatedLinkId`), and the session ends when
    * the provider refuses the person or is disabled; any other sign-in records none.
    */
-  async logIn(req: Request, res: Response, user: WebUser, options: { secondFactor?: boolean; federated?: FederatedSignIn } = {}): Promise<void> {
+  private async logIn(
+    req: Request,
+    res: Response,
+    user: WebUser,
+    options: {
+      secondFactor?: boolean;
+      federated?: FederatedSignIn;
+      /** The account's epoch when this sign-in's credentials were checked: a sign-in that raced a change of the account fails. */
+      checkedUnder?: number;
+      carryOver?: Pick<SessionData, 'signedInAt' | 'sudoAt' | 'reconfirmedAt' | 'federatedLinkId' | 'mustEnrolSecondFactor'>;
+    } = {},
+  ): Promise<void> {
     // The epoch as it is now, not as the caller read it: a caller that just changed the password
     // signs its own browser in again under the new one.
     const current = await this.users.findById(user.id);
-    if (!current || current.disabledAt) throw new Error(`cannot sign in ${user.id}: the account is gone or disabled`);
+    if (!current || current.disabledAt || (options.checkedUnder !== undefined && current.credentialEpoch !== options.checkedUnder)) throw new AccountChangedDuringSignIn();
     this.sessions.startSignedInSession(req, current.credentialEpoch);
     this.deviceCookies.issue(res, current);
-    if (options.federated) req.session.federatedLinkId = options.federated.linkId;
-    else delete req.session.federatedLinkId;
-    if (this.config.requireSecondFactor && !options.secondFactor) req.session.mustEnrolSecondFactor = true;
+    if (options.carryOver) {
+      Object.assign(req.session, options.carryOver);
+    } else {
+      if (options.federated) req.session.federatedLinkId = options.federated.linkId;
+      else delete req.session.federatedLinkId;
+      if (this.config.requireSecondFactor && !options.secondFactor) req.session.mustEnrolSecondFactor = true;
+    }
     await new Promise<void>((resolve, reject) => req.logIn(user, { session: true, keepSessionInfo: true }, (err) => (err ? reject(err) : resolve())));
   }
 

@@ -90,7 +90,7 @@ export class SudoPageController {
       }
       throw err;
     }
-    req.session.sudoAt = this.clock.now().getTime();
+    req.session.sudoAt = req.session.reconfirmedAt = this.clock.now().getTime();
     await saveSession(req);
     await this.audit.record('web.sudo', { userId: user.id, ip: req.ip, detail: { with: code ? 'code' : 'password' } });
     res.redirect(303, next);

@@ -137,7 +137,7 @@ describe('sign-in through an identity provider, in a browser', () => {
     await context.close();
   });
 
-  it('the account page asks a person who signs in only through the provider for no password, and deletes the account in sudo mode', async () => {
+  it('the account page asks a person who signs in only through the provider for no password, and deletes the account once they confirm there', async () => {
     fed.idp.users.set('dee', { sub: 'dee', email: 'dee@acme.test', email_verified: true, name: 'Dee Acme' });
     const { context, page, violations } = await freshPage();
     await page.goto(`${fed.api.baseUrl}/login`);
@@ -151,7 +151,13 @@ describe('sign-in through an identity provider, in a browser', () => {
     expect(await page.getByLabel('Current password').count()).toBe(0);
     await expect(page.textContent('main')).resolves.toContain('You sign in with your identity provider');
     await page.screenshot({ path: `${SCREENSHOTS}sso-account-page.png`, fullPage: true });
-    // Signed in a moment ago, through the provider: sudo mode, so the button is enough.
+    // The sign-in is not enough: the provider is asked again (it shows its sign-in page), then back here.
+    await page.getByRole('button', { name: 'Delete my account' }).click();
+    await expect(page.textContent('main')).resolves.toContain('Confirm it’s you');
+    await page.screenshot({ path: `${SCREENSHOTS}sso-account-delete-confirm.png`, fullPage: true });
+    await page.getByRole('link', { name: 'Confirm with Acme SSO' }).click();
+    await signInAtProvider(page, 'dee');
+    await page.waitForURL('**/settings/account');
     await Promise.all([page.waitForURL('**/login?account=deleted'), page.getByRole('button', { name: 'Delete my account' }).click()]);
     expect(await userByEmail(fed.api, 'dee@acme.test')).toBeNull();
     expect(id).toBeDefined();

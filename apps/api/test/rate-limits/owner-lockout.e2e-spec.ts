@@ -127,25 +127,39 @@ describe('the owner is never the one locked out', () => {
       expect(await signIn(resetting, bob.email, NEW_PASSWORD)).toMatchObject({ status: 303 });
     });
 
-    it('a cookie issued before cookies recorded the state vouches only for an account still in its first state', async () => {
-      const [unchanged, changed] = [await createUser(api), await createUser(api)];
+    it('a cookie vouches for the one account it was issued to: not one made before cookies named it, nor the next account with the address', async () => {
       const key = await api.app.get(ServerSecrets).get('device-cookie');
-      /** A browser holding a cookie as they were sealed before: the account and an id, no state. */
-      const withOldCookie = (email: string) => {
+      /** A browser holding a cookie sealed by the server with `content`. */
+      const withCookie = (content: Record<string, unknown>) => {
         const web = webClient(api);
-        const value = seal(key, 'device-cookie', 'device-cookie', { account: accountKey(email), nonce: `old-${email}` }).toString('base64url');
-        web.agent.jar.setCookie(`prospect_device=${value}; Path=/login`, '127.0.0.1', '/login');
+        web.agent.jar.setCookie(`prospect_device=${seal(key, 'device-cookie', 'device-cookie', content).toString('base64url')}; Path=/login`, '127.0.0.1', '/login');
         return web;
       };
-      const own = await signInAs(api, changed.email, PASSWORD);
-      expect(await postFrom(own, '/settings/account', '/settings/account/password', { current_password: PASSWORD, password: NEW_PASSWORD, password_again: NEW_PASSWORD })).toMatchObject({
-        status: 303,
-      });
-
+      // As cookies were sealed before they named the account and its state: the address's hash and an id.
+      const unchanged = await createUser(api);
       await attackerBlocks(unchanged.email);
-      expect(await signIn(withOldCookie(unchanged.email), unchanged.email, PASSWORD)).toMatchObject({ status: 303 });
-      await attackerBlocks(changed.email, NEW_PASSWORD);
-      expect((await signIn(withOldCookie(changed.email), changed.email, NEW_PASSWORD)).status).toBe(429);
+      expect((await signIn(withCookie({ account: accountKey(unchanged.email), nonce: 'old' }), unchanged.email, PASSWORD)).status).toBe(429);
+
+      // Someone signs up with an address, signs in (a cookie at epoch 0), deletes the account; its owner signs up later, at epoch 0 too.
+      const squatter = await createUser(api);
+      const squattersBrowser = await signInAs(api, squatter.email, PASSWORD);
+      expect(await postFrom(squattersBrowser, '/settings/account', '/settings/account/delete', { password: PASSWORD })).toMatchObject({ status: 303 });
+      const owner = await createUser(api, { email: squatter.email });
+      await attackerBlocks(owner.email);
+      expect((await signIn(squattersBrowser, owner.email, PASSWORD)).status).toBe(429);
+    });
+
+    it('the browser that resets the password of an account with a second factor is not recognised by the link alone', async () => {
+      const bob = await createUser(api);
+      await api.app.get(PasskeysRepository).insert(
+        { userId: bob.id, credentialId: `cred-reset-${Date.now()}`, publicKey: Buffer.alloc(77), counter: 0, transports: [], name: 'Phone', createdAt: clock.now() },
+        null,
+      );
+      expect((await askForReset(api, bob.email)).status).toBe(200);
+      const resetting = webClient(api);
+      expect((await resetWith(resetting, await latestLink(api, smtp, bob.email, '/password/reset'), NEW_PASSWORD)).status).toBe(303);
+      await attackerBlocks(bob.email, NEW_PASSWORD);
+      expect((await signIn(resetting, bob.email, NEW_PASSWORD)).status).toBe(429);
     });
   });
 
@@ -192,7 +206,7 @@ describe('the owner is never the one locked out', () => {
       const newcomer = await passwordStep(webClient(api), bob.email);
       const blocked = await postFrom(newcomer, '/login/code', '/login/code', { code: codeFor(key, clock) });
       expect(blocked.status).toBe(429);
-      expect(blocked.text).toContain('sign in from a browser you have used for this account before');
+      expect(blocked.text).toContain('sign in from a browser you have signed in with since the account last changed');
 
       // …but bob's browser, which signed in before, is not.
       await passwordStep(browser, bob.email);
