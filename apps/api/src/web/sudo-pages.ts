@@ -4,6 +4,8 @@ import { SecondFactorsService } from '../accounts/second-factors.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { FederationPolicy } from '../federation/federation-policy.js';
+import { RECONFIRMATION_SECONDS } from '../auth/sudo-rule.js';
+import { UsersService } from '../users/users.service.js';
 
 /** Why the person is asked, by the page they were on. */
 function reasonFor(returnTo: string): string {
@@ -22,18 +24,28 @@ export class SudoPages {
     private readonly csrf: CsrfService,
     private readonly config: AppConfig,
     private readonly federation: FederationPolicy,
+    private readonly users: UsersService,
   ) {}
 
   /**
    * The page. A person linked to identity providers may confirm there instead (a fresh sign-in:
-   * `prompt=login`, `max_age=0`); one whose domain a provider enforces confirms only there.
+   * `prompt=login`, `max_age=0`); one whose domain a provider enforces confirms only there, and one
+   * without a password there or with an app code. Asked by the account page (a person without a
+   * password changing how they sign in), the confirmation counts for RECONFIRMATION_SECONDS only.
    */
   async render(req: Request, res: Response, status: number, next: string, error?: string): Promise<void> {
     const account = { user: req.webUser!, csrfToken: this.csrf.tokenFor(req), isAdmin: req.webUser!.role === 'admin' };
-    const [linked, enforcing] = await Promise.all([this.federation.linkedProviders(req.webUser!.id), this.federation.enforcingProviderFor(req.webUser!.email)]);
+    const [linked, enforcing, hasPassword] = await Promise.all([
+      this.federation.linkedProviders(req.webUser!.id),
+      this.federation.enforcingProviderFor(req.webUser!.email),
+      this.users.hasPassword(req.webUser!.id),
+    ]);
     res.status(status).render('sudo', {
       providers: linked.map((p) => ({ displayName: p.displayName, href: `/sudo/sso/${p.id}?next=${encodeURIComponent(next)}` })),
       passwordRefused: enforcing !== undefined,
+      hasPassword,
+      forAccountChange: next.startsWith('/settings/account'),
+      reconfirmationMinutes: Math.round(Math.min(RECONFIRMATION_SECONDS, this.config.sudoSeconds) / 60),
       title: 'Confirm it’s you',
       account,
       next,

@@ -61,6 +61,9 @@ describe('the account page of a person who signs in through a provider', () => {
     const asked = await post(browser, 'delete', {});
     expect(asked.status).toBe(403);
     expect(asked.text).toContain('Confirm with Acme SSO');
+    // Not a password it does not have, and not hours of sudo mode: the page says what it asks and for how long.
+    expect(asked.text).not.toContain('id="sudo-password"');
+    expect(asked.text).toContain('Please confirm with your identity provider; it counts for 10 minutes.');
     expect(await userById(fed.api, user.id)).not.toBeNull();
 
     expect(await confirmAtProvider(browser, person.sub)).toMatchObject({ status: 303, location: new URL('/settings/account', fed.api.baseUrl) });
