@@ -47,7 +47,7 @@ export class EmailChangeService {
 
   /**
    * Mails a confirmation link to `newEmail`, confirmed by the owner (AccountService.confirmManagedHere:
-   * the password, counted like a sign-in, or sudo mode for an account without one),
+   * the password, counted like a sign-in, or a re-confirmation a moment ago for an account without one),
    * a few an hour. The old address is told of every request, whether or not the new one is
    * taken (telling only for a free one would answer "is this address registered?"); an address
    * that has an account gets no link, and the answer is the same. The notice, the link and its

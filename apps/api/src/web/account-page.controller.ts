@@ -144,7 +144,7 @@ export class AccountPageController {
     const account = accountOf(req, this.csrf)!;
     const method = await this.account.signInMethod(account.user);
     res.status(status).render('account', {
-      // Forms ask for the password only of an account that has one it signs in with; else sudo mode confirms.
+      // Forms ask for the password only of an account that has one it signs in with; else a re-confirmation on the sudo page does.
       asksPassword: method.confirmsWith === 'password',
       enforcedBy: method.confirmsWith === 'sudo' ? method.enforcedBy : undefined,
       title: 'Your account',
