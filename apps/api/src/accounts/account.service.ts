@@ -67,26 +67,26 @@ export class AccountService {
   }
 
   /**
+   * confirmOwner for a change of the password or the address, which an account whose domain a
+   * provider enforces does not make here.
+   * @throws ManagedByProviderError, and what confirmOwner throws
+   */
+  async confirmManagedHere(user: { id: string; email: string }, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
+    const method = await this.signInMethod(user);
+    if (method.confirmsWith === 'sudo' && method.enforcedBy) throw new ManagedByProviderError(method.enforcedBy);
+    await this.confirmOwner(method, user, confirmation, ip, browser);
+  }
+
+  /**
    * Confirms that the signed-in person asking for a change of how they sign in is the owner, by
    * the account's sign-in method: its password (checkPassword), or a re-confirmation a moment ago
    * for an account that signs in only through a provider. A password is never taken where it no
    * longer signs in (a domain a provider enforces), the same rule as sign-in and the sudo page.
    * @throws WrongPasswordError, TooManyRequests, ConfirmInSudoMode
    */
-  private async confirmOwner(user: { id: string; email: string }, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
-    if ((await this.signInMethod(user)).confirmsWith === 'password') return this.checkPassword(user.email, confirmation.password, ip, browser);
+  private async confirmOwner(method: SignInMethod, user: { email: string }, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
+    if (method.confirmsWith === 'password') return this.checkPassword(user.email, confirmation.password, ip, browser);
     if (!confirmation.reconfirmedJustNow) throw new ConfirmInSudoMode();
-  }
-
-  /**
-   * confirmOwner for a change of the password or the address, which an account whose domain a
-   * provider enforces does not make here.
-   * @throws ManagedByProviderError, and what confirmOwner throws
-   */
-  async confirmManagedHere(user: { id: string; email: string }, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
-    const enforcing = await this.federation.enforcingProviderFor(user.email);
-    if (enforcing) throw new ManagedByProviderError(enforcing.displayName);
-    await this.confirmOwner(user, confirmation, ip, browser);
   }
 
   /** A new display name (validated by the caller), audited. */
@@ -117,7 +117,7 @@ export class AccountService {
    * @throws WrongPasswordError, LastAdminError, TooManyRequests, ConfirmInSudoMode
    */
   async deleteAccount(user: { id: string; email: string; name: string }, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
-    await this.confirmOwner(user, confirmation, ip, browser);
+    await this.confirmOwner(await this.signInMethod(user), user, confirmation, ip, browser);
     const outcome = await this.users.deleteAccount(user.id);
     if (outcome === 'last-admin') throw new LastAdminError();
     this.revocations.userRevoked(user.id);
