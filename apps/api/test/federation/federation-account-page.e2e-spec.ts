@@ -5,8 +5,8 @@ import { RECONFIRMATION_SECONDS } from '../../src/auth/sudo-rule.js';
 import { latestLink } from '../support/account-flows.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { userById } from '../support/fixtures.js';
-import { SmtpSink } from '../support/smtp-sink.js';
-import { type Federation, PROVIDERS, signedInAs, signInThrough, startFederation } from './support/federation.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
+import { type Federation, PROVIDERS, signedInAs, signInThrough, startFederationWithMail } from './support/federation.js';
 import { HttpBrowser } from './support/http-browser.js';
 
 const SUDO_SECONDS = 600;
@@ -22,14 +22,8 @@ describe('the account page of a person who signs in through a provider', () => {
   const clock = new FakeClock(Date.now());
   let smtp: SmtpSink;
   let fed: Federation;
-  beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    fed = await startFederation({ clock, env: { SMTP_URL: smtp.url, SUDO_SECONDS: String(SUDO_SECONDS) } });
-  });
-  afterAll(async () => {
-    await fed?.close();
-    await smtp?.stop();
-  });
+  beforeAll(async () => ({ fed, smtp } = await startFederationWithMail({ clock, env: { SUDO_SECONDS: String(SUDO_SECONDS) } })));
+  afterAll(() => fed?.close());
 
   let n = 0;
   /** A person at the provider who signs in through it in a browser of their own: their account is made then, without a password. */

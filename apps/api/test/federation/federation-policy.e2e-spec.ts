@@ -5,9 +5,9 @@ import { FakeClock } from '../support/fake-clock.js';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
 import { createUser } from '../support/fixtures.js';
 import { request } from '../support/http.js';
-import { SmtpSink } from '../support/smtp-sink.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
 import { signInAs, webClient } from '../support/web-client.js';
-import { events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederation } from './support/federation.js';
+import { events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederationWithMail } from './support/federation.js';
 import { HttpBrowser } from './support/http-browser.js';
 
 /**
@@ -20,14 +20,8 @@ describe('policy at the identity provider’s edge', () => {
   const clock = new FakeClock(Date.now());
   let smtp: SmtpSink;
   let fed: Federation;
-  beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    fed = await startFederation({ clock, env: { REQUIRE_SECOND_FACTOR: 'true', SMTP_URL: smtp.url, SUDO_SECONDS: '600' } });
-  });
-  afterAll(async () => {
-    await fed?.close();
-    await smtp?.stop();
-  });
+  beforeAll(async () => ({ fed, smtp } = await startFederationWithMail({ clock, env: { REQUIRE_SECOND_FACTOR: 'true', SUDO_SECONDS: '600' } })));
+  afterAll(() => fed?.close());
 
   let n = 0;
   function providerUser(amr: string[]) {

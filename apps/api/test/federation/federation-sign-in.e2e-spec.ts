@@ -6,10 +6,10 @@ import { FakeClock } from '../support/fake-clock.js';
 import { federatedLinksOf, markLinkRefusedOnly, markProviderDisabledOnly } from '../support/federation-fixtures.js';
 import { createUser, hasPassword, userByEmail } from '../support/fixtures.js';
 import { get } from '../support/http.js';
-import { SmtpSink } from '../support/smtp-sink.js';
+import type { SmtpSink } from '../support/smtp-sink.js';
 import { signInAs } from '../support/web-client.js';
 import { countWebSessions, sessionLinksOf } from '../support/web-session-fixtures.js';
-import { answerFor, events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederation } from './support/federation.js';
+import { answerFor, events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederationWithMail } from './support/federation.js';
 import { HttpBrowser } from './support/http-browser.js';
 
 /**
@@ -22,14 +22,8 @@ describe('sign-in through an identity provider', () => {
   const clock = new FakeClock(Date.now());
   let smtp: SmtpSink;
   let fed: Federation;
-  beforeAll(async () => {
-    smtp = await SmtpSink.start();
-    fed = await startFederation({ clock, env: { FEDERATION_CHECK_SECONDS: '600', SMTP_URL: smtp.url } });
-  });
-  afterAll(async () => {
-    await fed?.close();
-    await smtp?.stop();
-  });
+  beforeAll(async () => ({ fed, smtp } = await startFederationWithMail({ clock, env: { FEDERATION_CHECK_SECONDS: '600' } })));
+  afterAll(() => fed?.close());
 
   let n = 0;
   /** A person of the provider's directory, with a verified acme.test address unless told otherwise. */

@@ -2,6 +2,8 @@ import { AnonymousRefusals } from '../../../src/federation/anonymous-refusals.js
 import { TokensService } from '../../../src/tokens/tokens.service.js';
 import { authEvents, createUser } from '../../support/fixtures.js';
 import { type JsonResponse, request } from '../../support/http.js';
+import { startAppWithMail } from '../../support/mailing-app.js';
+import type { SmtpSink } from '../../support/smtp-sink.js';
 import { startTestApp, type TestApp, type TestAppOptions } from '../../support/test-app.js';
 import { type BrowserResponse, HttpBrowser } from './http-browser.js';
 import { CLIENT_ID, CLIENT_SECRET, TestProvider } from './test-provider.js';
@@ -24,8 +26,20 @@ export interface Federation {
  * `providerIds` on this API), and configures `acme` (domain acme.test) through the admin API
  * unless told otherwise.
  */
-export async function startFederation(options: TestAppOptions & { providerIds?: string[]; configure?: Record<string, unknown> | false } = {}): Promise<Federation> {
-  const api = await startTestApp(options);
+export async function startFederation(options: FederationOptions = {}): Promise<Federation> {
+  return federationAround(await startTestApp(options), options);
+}
+
+/** startFederation with the API's mail sent to a fresh SMTP sink, which the federation's `close()` stops too. */
+export async function startFederationWithMail(options: FederationOptions = {}): Promise<{ fed: Federation; smtp: SmtpSink }> {
+  const { api, smtp } = await startAppWithMail(options);
+  return { fed: await federationAround(api, options), smtp };
+}
+
+type FederationOptions = TestAppOptions & { providerIds?: string[]; configure?: Record<string, unknown> | false };
+
+/** The test provider beside `api`, and `acme` configured on it (startFederation). */
+async function federationAround(api: TestApp, options: FederationOptions): Promise<Federation> {
   const idp = await TestProvider.start((options.providerIds ?? ['acme']).map((id) => `${api.baseUrl}/login/sso/${id}/callback`));
   const admin = await createUser(api, { role: 'admin' });
   const adminToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct' })).accessToken;
