@@ -113,6 +113,8 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
   startSignedInSession(req: Request, credentialEpoch: number): void {
     delete req.session.csrfToken;
     delete req.session.pendingSignIn;
+    // A sign-in is no re-confirmation (sudo-rule.ts reconfirmedJustNow), whatever this browser confirmed before it.
+    delete req.session.reconfirmedAt;
     req.session.signedInAt = req.session.sudoAt = this.clock.now().getTime();
     req.session.credentialEpoch = credentialEpoch;
   }
