@@ -55,6 +55,18 @@ const inkViewsAreSeparate = {
   },
 };
 
+/**
+ * undici (HTTP through HTTPS_PROXY/NO_PROXY, api-client/http-transport.ts) is a bundle of its
+ * own, dist/undici.js, loaded at a command's first request: in the main bundle, its 300 kB would
+ * be parsed by every run, including those that send nothing (`auth:whoami`, `--version`).
+ */
+const undiciIsSeparate = {
+  name: 'undici-is-separate',
+  setup(b) {
+    b.onResolve({ filter: /^undici$/ }, () => ({ path: './undici.js', external: true }));
+  },
+};
+
 const common = {
   absWorkingDir: new URL('.', import.meta.url).pathname,
   bundle: true,
@@ -75,7 +87,7 @@ await build({
   entryPoints: ['src/main.ts'],
   outfile: 'dist/prospect.js',
   format: 'cjs',
-  plugins: [meowWithoutPackageJson, inkViewsAreSeparate],
+  plugins: [meowWithoutPackageJson, inkViewsAreSeparate, undiciIsSeparate],
   // meow reads import.meta.url; this is its CommonJS equivalent.
   define: { 'import.meta.url': '__importMetaUrl' },
   banner: { js: "#!/usr/bin/env node\nconst __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
@@ -93,6 +105,13 @@ await build({
   external: ['react-devtools-core'],
   // Some bundled CommonJS dependencies of Ink call require(); give the ES module one.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+});
+
+await build({
+  ...common,
+  entryPoints: { undici: 'undici' },
+  outdir: 'dist',
+  format: 'cjs',
 });
 
 // bin/prospect.cjs loads it; executable too, so `./dist/prospect.js` runs directly.

@@ -9,6 +9,7 @@ import { requireSession } from './commands/auth-guard.js';
 import { configDir, SessionStore } from './session/session-store.js';
 import { VERSION } from './version.js';
 import type { FetchLike } from './api-client/api-client.js';
+import { httpTransport } from './api-client/http-transport.js';
 
 const GLOBAL_HELP = `
   prospect — the Prospect command line
@@ -115,7 +116,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       },
       interactive: Boolean(io.stdout.isTTY && io.stdin.isTTY) && !isCi(io.env),
       store: new SessionStore(configDir(io.env), (line) => io.stderr.write(`${line}\n`)),
-      fetch: io.fetch,
+      // One transport per run: every request of the command goes through the same proxy dispatcher.
+      fetch: io.fetch ?? httpTransport(io.env),
       signal: io.signal,
     };
     // The guard, in one place: before any guarded command's own code runs.

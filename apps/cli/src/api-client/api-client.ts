@@ -4,7 +4,8 @@ import { VERSION } from '../version.js';
 import { ApiUnreachableError, redirectedError, refusedError } from './api-errors.js';
 import { normalizeBaseUrl } from './base-url.js';
 import { type MeAnswer, normalizeMeResponse } from './me-answer.js';
-import { describeNetworkError, MAX_ANSWER_BYTES, readCapped } from './network.js';
+import { httpTransport } from './http-transport.js';
+import { describeNetworkError, MAX_ANSWER_BYTES, readCapped, tlsFailure } from './network.js';
 import { traceparent } from './trace-context.js';
 import { stripControls, stripControlsDeep } from './untrusted-text.js';
 
@@ -20,6 +21,7 @@ export interface ServerTimeWitness {
 
 export interface ApiClientOptions {
   baseUrl: string;
+  /** Default: httpTransport(process.env), through the proxies the environment names. */
   fetch?: FetchLike;
   /** Per request; the logout call uses a short one. */
   timeoutMs?: number;
@@ -39,7 +41,7 @@ export class ApiClient {
 
   constructor(options: ApiClientOptions) {
     this.baseUrl = normalizeBaseUrl(options.baseUrl);
-    this.fetchImpl = options.fetch ?? fetch;
+    this.fetchImpl = options.fetch ?? httpTransport(process.env);
     this.timeoutMs = options.timeoutMs ?? 15_000;
     this.serverClock = options.serverClock;
   }
@@ -88,7 +90,7 @@ export class ApiClient {
       });
     } catch (err) {
       if (options.signal?.aborted) throw options.signal.reason ?? err;
-      throw new ApiUnreachableError(this.baseUrl, describeNetworkError(err));
+      throw tlsFailure(this.baseUrl, err) ?? new ApiUnreachableError(this.baseUrl, describeNetworkError(err));
     }
     // Every answer tells the server's time, a refusal's as much as a success's.
     if (this.serverClock) await this.serverClock.observe(this.baseUrl, res.headers, sentAt!, this.serverClock.localNow());
