@@ -8,12 +8,12 @@ export type Handler = (req: http.IncomingMessage, body: string, res: http.Server
  * routes map "METHOD /path" to handlers; every request is recorded.
  */
 export async function fakeBackend(routes: Record<string, Handler>) {
-  const requests: Array<{ method: string; url: string; body: string; authorization?: string; userAgent?: string; headers: http.IncomingHttpHeaders }> = [];
+  const requests: Array<{ method: string; url: string; body: string; authorization?: string; userAgent?: string; headers: http.IncomingHttpHeaders; remotePort?: number }> = [];
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
-      requests.push({ method: req.method!, url: req.url!, body, authorization: req.headers.authorization, userAgent: req.headers['user-agent'], headers: req.headers });
+      requests.push({ method: req.method!, url: req.url!, body, authorization: req.headers.authorization, userAgent: req.headers['user-agent'], headers: req.headers, remotePort: req.socket.remotePort });
       const handler = routes[`${req.method} ${req.url}`];
       if (!handler) return json(res, 404, { statusCode: 404, error: 'not_found', message: 'Not found.' });
       handler(req, body, res);
