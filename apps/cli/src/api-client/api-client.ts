@@ -4,12 +4,12 @@ import { VERSION } from '../version.js';
 import { ApiUnreachableError, redirectedError, refusedError } from './api-errors.js';
 import { normalizeBaseUrl } from './base-url.js';
 import { type MeAnswer, normalizeMeResponse } from './me-answer.js';
-import { httpTransport } from './http-transport.js';
+import { type FetchLike, httpTransport } from './http-transport.js';
 import { describeNetworkError, MAX_ANSWER_BYTES, readCapped, tlsFailure } from './network.js';
 import { traceparent } from './trace-context.js';
 import { stripControls, stripControlsDeep } from './untrusted-text.js';
 
-export type FetchLike = typeof fetch;
+export type { FetchLike };
 
 /** Learns the server's clock from its answers (session/server-clock.ts). */
 export interface ServerTimeWitness {

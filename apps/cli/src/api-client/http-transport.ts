@@ -1,4 +1,5 @@
-import type { FetchLike } from './api-client.js';
+/** What sends a request: the global fetch's shape (tests hand in their own). */
+export type FetchLike = typeof fetch;
 
 /** The proxy variables, each read lower-case first as curl, undici and most tools do. */
 export interface ProxySettings {
