@@ -257,3 +257,13 @@ export const InviteUserRequestSchema = z.strictObject({
   name: shortText(100),
 });
 export type InviteUserRequest = z.infer<typeof InviteUserRequestSchema>;
+
+/**
+ * GET /api/health/live: the process serves, and which version of the service it is (the
+ * CLI's `prospect --version --verify` shows it). An older server answers without `version`.
+ */
+export const LiveAnswerSchema = z.object({
+  status: z.literal('ok'),
+  version: z.optional(z.string().check(z.maxLength(100))),
+});
+export type LiveAnswer = z.infer<typeof LiveAnswerSchema>;

@@ -1,7 +1,7 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
-import { ERROR_CODES } from '@prospect/contract';
+import { ERROR_CODES, type LiveAnswer } from '@prospect/contract';
 import { RevocationListener } from '../auth/revocation-listener.js';
 import { ApiException } from '../common/api-exception.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../common/error-body.filter.js';
@@ -9,6 +9,7 @@ import { ApiErrors } from '../common/openapi.js';
 import { SchemaState } from '../database/schema-state.js';
 import { Public } from '../auth/public.decorator.js';
 import { DatabaseHealthIndicator } from './database-health.indicator.js';
+import { SERVICE_VERSION } from './service-version.js';
 import { ShutdownState } from './shutdown-state.js';
 
 /** A database that takes longer than this to answer `SELECT 1` counts as down. */
@@ -28,9 +29,11 @@ export class HealthController {
 
   @Get('live')
   @Public()
-  @ApiOperation({ summary: 'Liveness: the process serves requests. Never touches the database, so an outage does not get healthy processes killed.' })
-  live() {
-    return { status: 'ok' };
+  @ApiOperation({
+    summary: "Liveness: the process serves requests, and the service's version. Never touches the database, so an outage does not get healthy processes killed.",
+  })
+  live(): LiveAnswer {
+    return { status: 'ok', version: SERVICE_VERSION };
   }
 
   @Get('ready')

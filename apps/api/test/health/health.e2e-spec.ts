@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { ROUTES } from '@prospect/contract';
 import { ShutdownState } from '../../src/health/shutdown-state.js';
 import { client } from '../support/http.js';
@@ -57,7 +58,7 @@ describe('GET /api/health', () => {
     await proxy.cut();
     const live = await client(api).get(ROUTES.healthLive);
     expect(live.status).toBe(200);
-    expect(live.body).toEqual({ status: 'ok' });
+    expect(live.body).toEqual({ status: 'ok', version: JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version });
     const notReady = await client(api).get(ROUTES.healthReady);
     expect(notReady.status).toBe(503);
     expect(notReady.headers['retry-after']).toBeDefined();
