@@ -23,10 +23,15 @@ ${[...COMMANDS.values()].map((c) => `    ${c.name.padEnd(14)} ${c.description}`)
   Run \`prospect help <command>\` (or \`prospect <command> --help\`) for a command's options,
   and \`prospect completion bash|zsh|fish\` for a shell completion script.
 
+  Options
+    --version [--verify]    this CLI's version; with --verify, the server's too
+
   Environment
     PROSPECT_API_BASE_URL   the server (--api-url beats it)
     PROSPECT_CONFIG_DIR     where the session file lives (default ~/.config/prospect)
     PROSPECT_TOKEN          a token to use instead of the session file (never written to disk)
+    HTTPS_PROXY, NO_PROXY   the proxy every request goes through, and the hosts it does not
+    NODE_EXTRA_CA_CERTS     a PEM file of your organization's CA, for a server its certificates
 `;
 
 export interface CliIo {
@@ -73,7 +78,15 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return EXIT.ok;
     }
     if (name === '--version' || name === '-v') {
+      if (!rest.length) {
+        io.stdout.write(`${VERSION}\n`);
+        return EXIT.ok;
+      }
+      // `--version --verify`: the server's version too, under ours (loaded only then: startup time).
+      const { parseVersionArgs, serverVersionLine } = await import('./server-version.js');
+      const options = parseVersionArgs(rest);
       io.stdout.write(`${VERSION}\n`);
+      io.stdout.write(`${await serverVersionLine(options, io)}\n`);
       return EXIT.ok;
     }
     command = COMMANDS.get(name);

@@ -25,6 +25,7 @@ export const loginCommand: Command = {
 
   Options
     --api-url <url>          The Prospect server (default: $PROSPECT_API_BASE_URL or ${DEFAULT_API_BASE_URL})
+    --hostname <url>         The same as --api-url (gh's name for it)
     --token <token|->        Log in with a token from <server>/settings/tokens instead of the browser
     --scopes <list>          What the session may do, comma-separated, of ${CLI_SCOPES.join(', ')}
                              (default: ${CLI_DEFAULT_SCOPES.join(',')}). Administrators add admin to
@@ -40,6 +41,7 @@ export const loginCommand: Command = {
 `,
   flags: {
     ...apiUrlFlag,
+    hostname: { type: 'string' },
     token: { type: 'string' },
     scopes: { type: 'string' },
     timeoutSeconds: { type: 'string' },
@@ -51,6 +53,7 @@ export const loginCommand: Command = {
     if (envToken(ctx)) {
       writeLine(ctx.stderr, 'Warning: PROSPECT_TOKEN is set, and commands use it instead of the session you are logging in to. Unset it to use this session.');
     }
+    takeHostnameAsApiUrl(ctx);
     const baseUrl = normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL);
     const api = apiClientFor(ctx, baseUrl);
     const timeoutSeconds = parseTimeout(ctx.flags.timeoutSeconds);
@@ -101,6 +104,17 @@ export const loginCommand: Command = {
     }
   },
 };
+
+/** `--hostname`, as gh users type it, is `--api-url`; both, naming different servers, is a usage error. */
+function takeHostnameAsApiUrl(ctx: CommandContext): void {
+  const { hostname, apiUrl } = ctx.flags;
+  if (hostname === undefined) return;
+  if (typeof hostname !== 'string' || !hostname.trim()) throw usageError('--hostname needs the server, as --api-url does: --hostname https://prospect.example.com');
+  if (typeof apiUrl === 'string' && apiUrl.trim() && apiUrl.trim() !== hostname.trim()) {
+    throw usageError(`--hostname is another name for --api-url; given both, they must agree (${JSON.stringify(hostname)}, ${JSON.stringify(apiUrl)}).`);
+  }
+  ctx.flags.apiUrl = hostname;
+}
 
 function parseTimeout(value: unknown): number | undefined {
   if (value === undefined) return undefined;
