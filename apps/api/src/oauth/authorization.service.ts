@@ -147,6 +147,9 @@ export class AuthorizationService {
     }
     const otherAccountHinted = request.loginHint !== undefined && request.loginHint.toLowerCase() !== user.email.toLowerCase();
     if (otherAccountHinted && silent) return fail(ERROR_CODES.loginRequired, 'Another account than the one hinted is signed in.');
+    // The CLI's own built-in client is a first-party app: signing it in asks no consent, as
+    // signing in to the site asks none; everything above (sign-in, factors, address) still holds.
+    if (request.client.builtIn && !otherAccountHinted && !request.prompts.includes('consent')) return { kind: 'issue' };
     const remembered = await this.consents.scopeOf(user.id, request.client.id);
     const covered = remembered !== undefined && request.scopes.every((scope) => remembered.split(' ').includes(scope));
     if (covered && !otherAccountHinted && !request.prompts.includes('consent')) return { kind: 'issue' };

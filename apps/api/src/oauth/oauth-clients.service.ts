@@ -153,13 +153,17 @@ export class OAuthClientsService {
       const { name, allowedScopes, redirectUris, allowedOrigins } = changes;
       if (name !== undefined || allowedScopes !== undefined || redirectUris !== undefined || allowedOrigins !== undefined) {
         if (allowedScopes && client.builtIn) throw badRequest(`The scopes of ${id} are built in: it signs the CLI in, with everything the CLI does.`);
+        if ((redirectUris || allowedOrigins) && client.builtIn) {
+          throw badRequest(`The redirect URIs of ${id} are built in: the CLI's loopback (http://127.0.0.1/callback, any port), and nothing else.`);
+        }
         const next = {
           name: name ?? client.name,
           allowedScopes: allowedScopes?.join(' ') ?? client.allowedScopes,
           redirectUris: redirectUris ? [...new Set(redirectUris)] : client.redirectUris,
           allowedOrigins: allowedOrigins ? [...new Set(allowedOrigins)] : client.allowedOrigins,
         };
-        refuseAdminForCodeFlow({ id, allowedScopes: next.allowedScopes.split(' '), redirectUris: next.redirectUris });
+        // The built-in client has both, by design: its `admin` comes only from a device login, as checkScope refuses it in the code flow.
+        if (!client.builtIn) refuseAdminForCodeFlow({ id, allowedScopes: next.allowedScopes.split(' '), redirectUris: next.redirectUris });
         await this.clients.updateSettings(tx, id, next);
         const detail = { clientId: id, ...next, redirectUris: next.redirectUris.join(' '), allowedOrigins: next.allowedOrigins.join(' ') };
         await this.audit.record('oauth.client_update', { userId: adminId, ip, detail }, tx);

@@ -83,7 +83,7 @@ describe('OAuth clients of the code flow', () => {
       expect(good.status).toBe(201);
     });
 
-    it('changes redirect URIs and origins in one PATCH; never gives the built-in client or an admin client a code flow', async () => {
+    it("changes redirect URIs and origins in one PATCH; never gives an admin client a code flow, nor changes the built-in client's loopback", async () => {
       await call('POST', CLIENTS, { id: 'editable', name: 'Editable', allowedScopes: ['openid'] });
       const patched = await call('PATCH', `${CLIENTS}/editable`, { redirectUris: ['https://app.example.com/cb'], allowedOrigins: ['https://app.example.com'] });
       expect(patched.status).toBe(200);
@@ -94,7 +94,9 @@ describe('OAuth clients of the code flow', () => {
         const res = await call('PATCH', `${CLIENTS}/${id}`, id === 'editable' ? { allowedScopes: ['openid', 'admin'] } : { redirectUris: ['https://app.example.com/cb'] });
         expect(res.status).toBe(400);
       }
-      expect((await clientById(api, 'prospect-cli'))?.redirectUris).toEqual([]);
+      expect((await clientById(api, 'prospect-cli'))?.redirectUris).toEqual(['http://127.0.0.1/callback']);
+      // Its name is still the administrator's to change.
+      expect((await call('PATCH', `${CLIENTS}/prospect-cli`, { name: 'Prospect CLI (ours)' })).status).toBe(200);
     });
 
     it('a confidential client cannot start a device login (the device flow is for public clients)', async () => {
