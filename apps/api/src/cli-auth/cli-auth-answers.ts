@@ -10,7 +10,7 @@ import type { InvalidGrantError } from '../refresh-tokens/refresh-tokens.service
  */
 
 export const deviceLoginTurnedOff = (): ApiException =>
-  notFound('Device login is turned off on this server. Create a token at /settings/tokens and run `prospect auth:login --token -`.');
+  notFound('Device login is turned off on this server. Log in through the browser with `prospect auth:login --web`, or create a token at /settings/tokens and run `prospect auth:login --token -`.');
 
 /** A poll (seed §4.2): every end of the login reads `denied`; an unknown code and a poll too early are errors. */
 export function pollAnswer(outcome: PollOutcome, intervalSeconds: number): DevicePollResponse {

@@ -253,7 +253,7 @@ describe('device login turned off (DEVICE_LOGIN_ENABLED=false)', () => {
   });
   afterAll(() => api.close());
 
-  it('answers 404 on start and poll, pointing to token login, whatever the body', async () => {
+  it('answers 404 on start and poll, pointing to the browser login and token login, whatever the body', async () => {
     for (const [path, body] of [
       [ROUTES.deviceStart, {}],
       [ROUTES.devicePoll, { deviceCode: 'x' }],
@@ -263,6 +263,7 @@ describe('device login turned off (DEVICE_LOGIN_ENABLED=false)', () => {
       expect(res.status).toBe(404);
       expect(res.body).toEqual(errorBody(404, 'not_found'));
       expect(res.body.message).toContain('/settings/tokens');
+      expect(res.body.message).toContain('prospect auth:login --web');
     }
   });
 });
