@@ -20,6 +20,7 @@ export const loginCommand: Command = {
   usage: `
   Usage
     $ prospect auth:login [--api-url <url>] [--timeout-seconds <n>] [--scopes <list>]
+    $ prospect auth:login --web              (the browser signs in and comes back to this machine)
     $ prospect auth:login --token <token>
     $ prospect auth:login --token -          (reads the token from stdin)
 
@@ -27,6 +28,8 @@ export const loginCommand: Command = {
     --api-url <url>          The Prospect server (default: $PROSPECT_API_BASE_URL or ${DEFAULT_API_BASE_URL})
     --hostname <url>         The same as --api-url (gh's name for it)
     --token <token|->        Log in with a token from <server>/settings/tokens instead of the browser
+    --web                    Log in in the browser of this machine, which comes back to a port of
+                             127.0.0.1 (OAuth with PKCE) instead of showing a code; not over SSH
     --scopes <list>          What the session may do, comma-separated, of ${CLI_SCOPES.join(', ')}
                              (default: ${CLI_DEFAULT_SCOPES.join(',')}). Administrators add admin to
                              administer: approved in sudo mode, it lasts a few hours, then the
@@ -43,6 +46,7 @@ export const loginCommand: Command = {
     ...apiUrlFlag,
     hostname: { type: 'string' },
     token: { type: 'string' },
+    web: { type: 'boolean', default: false },
     scopes: { type: 'string' },
     timeoutSeconds: { type: 'string' },
     browser: { type: 'boolean', default: true },
@@ -67,8 +71,13 @@ export const loginCommand: Command = {
       if (!(err instanceof FileSystemError)) throw err;
       throw new CliError(`Cannot log in: ${err.path} cannot be written (${err.reason}); set ${ENV.configDir} to a directory you can write to.`);
     });
+    if (ctx.flags.web === true && typeof ctx.flags.token === 'string') throw usageError('--web and --token are two ways to log in: give one.');
     const session =
-      typeof ctx.flags.token === 'string' ? await loginWithToken(ctx, api, ctx.flags.token) : await loginWithDevice(ctx, api, timeoutSeconds, scopes);
+      typeof ctx.flags.token === 'string'
+        ? await loginWithToken(ctx, api, ctx.flags.token)
+        : ctx.flags.web === true
+          ? await loginWithWeb(ctx, api, timeoutSeconds, scopes)
+          : await loginWithDevice(ctx, api, timeoutSeconds, scopes);
     let saved: Awaited<ReturnType<Accounts['logIn']>>;
     try {
       // Under the session's lock: a refresh in another process neither overwrites nor removes it.
@@ -161,6 +170,14 @@ async function toSession(ctx: CommandContext, apiBaseUrl: string, result: Omit<D
 async function loginWithDevice(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined, scopes: Scope[] | undefined): Promise<SessionFile> {
   const { runDeviceLogin } = await import('./auth-login-device.js');
   return toSession(ctx, api.baseUrl, await runDeviceLogin(ctx, api, timeoutSeconds, scopes));
+}
+
+/** `--web`: the authorization code flow to a loopback port; then GET /me says who the tokens are for. */
+async function loginWithWeb(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined, scopes: Scope[] | undefined): Promise<SessionFile> {
+  const { runWebLogin } = await import('./auth-login-web.js');
+  const tokens = await runWebLogin(ctx, api, timeoutSeconds, scopes);
+  const me = await api.me(tokens.accessToken);
+  return toSession(ctx, api.baseUrl, { ...tokens, user: me.user, expiresAt: me.expiresAt });
 }
 
 /** `--token`: accepted only once GET /api/cli/auth/me verifies it (seed §5). */

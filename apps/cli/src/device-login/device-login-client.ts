@@ -57,9 +57,9 @@ export interface LoginTarget {
 export class DeviceLoginUnsupportedError extends CliError {
   constructor({ baseUrl, env }: LoginTarget) {
     super(
-      `${baseUrl} does not offer device login.`,
+      `Device login is turned off on ${baseUrl}.`,
       1,
-      `Create a token at ${baseUrl}${ROUTES.tokensPage}, then run: ${loginCommandLine(baseUrl, { env, token: true })}`,
+      `Log in through your browser: ${loginCommandLine(baseUrl, { env })} --web; or create a token at ${baseUrl}${ROUTES.tokensPage}, then run: ${loginCommandLine(baseUrl, { env, token: true })}`,
     );
   }
 }

@@ -87,14 +87,14 @@ describe('auth:login against backend variants', () => {
     }
   });
 
-  it.each([404, 405, 501])('start answering %i: points to token login with the exact command', async (status) => {
+  it.each([404, 405, 501])('start answering %i: device login is off; points to --web and token login with the exact commands', async (status) => {
     const backend = await fakeBackend({ 'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, status, { statusCode: status, error: 'not_found', message: 'Not found.' }) });
     try {
       const run = await box.run(['auth:login'], { env: { PROSPECT_API_BASE_URL: backend.url } });
       expect(run.code).toBe(1);
       expect(run.stderr).toBe(
-        `Error: ${backend.url} does not offer device login.\n` +
-          `Create a token at ${backend.url}/settings/tokens, then run: prospect auth:login --api-url ${backend.url} --token -\n`,
+        `Error: Device login is turned off on ${backend.url}.\n` +
+          `Log in through your browser: prospect auth:login --api-url ${backend.url} --web; or create a token at ${backend.url}/settings/tokens, then run: prospect auth:login --api-url ${backend.url} --token -\n`,
       );
     } finally {
       await backend.close();
