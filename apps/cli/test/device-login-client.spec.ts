@@ -49,14 +49,16 @@ describe('DeviceLoginClient', () => {
     expect((err as Error).message).toBe(`${backend.url} is not a Prospect server (it answered HTTP 404 to the device-login start).`);
   });
 
-  it.each([404, 405, 501])('turns %i on start into the token-login fallback', async (status) => {
+  it.each([404, 405, 501])('turns %i on start into the browser-login and token-login fallbacks', async (status) => {
     backend = await fakeBackend({ 'POST /api/cli/auth/device/start': (_q, _b, res) => json(res, status, { statusCode: status, error: 'not_found', message: 'no' }) });
     const err = await client(fakeTiming().timing).start({ clientName: 'c', hostname: 'h' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DeviceLoginUnsupportedError);
-    expect((err as DeviceLoginUnsupportedError).hint).toBe(`Create a token at ${backend.url}/settings/tokens, then run: prospect auth:login --api-url ${backend.url} --token -`);
+    expect((err as DeviceLoginUnsupportedError).hint).toBe(
+      `Log in through your browser: prospect auth:login --api-url ${backend.url} --web; or create a token at ${backend.url}/settings/tokens, then run: prospect auth:login --api-url ${backend.url} --token -`,
+    );
     // The default backend needs no --api-url.
     expect(new DeviceLoginUnsupportedError({ baseUrl: 'http://localhost:3000' }).hint).toBe(
-      'Create a token at http://localhost:3000/settings/tokens, then run: prospect auth:login --token -',
+      'Log in through your browser: prospect auth:login --web; or create a token at http://localhost:3000/settings/tokens, then run: prospect auth:login --token -',
     );
   });
 

@@ -90,7 +90,8 @@ export const loginCommand: Command = {
       throw new CliError(err.message, 1, ended ? 'The new session was signed out on the server again; log in once this is fixed.' : err.hint);
     }
     // Indented like the Ink view above them, when there is one (a device login at a terminal).
-    const indent = ctx.interactive && typeof ctx.flags.token !== 'string' ? ' ' : '';
+    const inkView = ctx.interactive && typeof ctx.flags.token !== 'string' && ctx.flags.web !== true;
+    const indent = inkView ? ' ' : '';
     for (const replaced of saved.replaced.filter((old) => old.accessToken !== session.accessToken)) {
       // The replaced session (the same person on the same server) ends on its server too, best
       // effort: a refresh token left behind would keep a session alive nobody uses.
@@ -99,7 +100,8 @@ export const loginCommand: Command = {
     }
     // Logging in as another person, or to another server, keeps the account active until now.
     if (saved.kept) writeLine(ctx.stderr, `${indent}Kept the session of ${accountName(saved.kept)}: switch back with \`${commandFor('auth:switch', saved.kept)}\`.`);
-    if (!ctx.interactive || typeof ctx.flags.token === 'string') {
+    // The Ink view says it itself.
+    if (!inkView) {
       writeLine(ctx.stdout, `Logged in as ${session.user.name} <${session.user.email}> on ${session.apiBaseUrl}.`);
     }
     // By the server's clock, which set expiresAt: this machine's may be minutes or hours off.

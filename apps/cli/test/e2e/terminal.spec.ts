@@ -127,3 +127,23 @@ it('prospect api at a terminal: renews an expired session first, then indented J
   }
 });
 
+
+it('auth:login --web at a terminal with no desktop: the link to open, then "Logged in as" once the browser came back', async () => {
+  const { signInAs } = await import('../../../api/test/support/web-client.js');
+  const person = await createUser(api, { name: 'Ada Lovelace', email: `ada-web-${Date.now()}@example.com` });
+  const sandbox = await makeSandbox();
+  try {
+    // Wide enough that the link is one line of the screen.
+    const command = `env -u CI -u DISPLAY -u WAYLAND_DISPLAY PROSPECT_CONFIG_DIR='${sandbox.configDir}' '${process.execPath}' '${PROSPECT_JS}' auth:login --web --api-url ${api.baseUrl}; echo "exit=$?"; sleep 60`;
+    tmux('new-session', '-d', '-s', 'web', '-x', '400', '-y', '30', command);
+    const [, link] = await waitForScreen(/^ {2}(http\S+)\n[^]*Waiting for the browser/m, 'web');
+    const web = await signInAs(api, person.email, 'correct horse battery');
+    const authorized = await web.send('GET', new URL(link!).pathname + new URL(link!).search, undefined, { 'sec-fetch-site': 'none' });
+    expect((await fetch(authorized.location!)).status).toBe(200);
+    const [last] = await waitForScreen(/exit=0/, 'web');
+    expect(last).toContain(`Logged in as Ada Lovelace <${person.email}> on ${api.baseUrl}.`);
+    expect(last).toMatch(/\nSession saved to \S+auth-session\.json\.\nThe access token lasts 60 minutes and is renewed automatically\.\n/);
+  } finally {
+    await sandbox.cleanup();
+  }
+});
