@@ -25,7 +25,7 @@ import { MailOutbox1795400000028 } from './1795400000028-mail-outbox.js';
 import { AuthorizationCode1795400000029 } from './1795400000029-authorization-code.js';
 import { IdentityProviders1795400000030 } from './1795400000030-identity-providers.js';
 import { IdempotencyKeys1795400000031 } from './1795400000031-idempotency-keys.js';
-import { CliLoopbackRedirect1795400000032 } from './1795400000032-cli-loopback-redirect.js';
+import { CliLoopbackRedirect1795400000037 } from './1795400000037-cli-loopback-redirect.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -51,5 +51,5 @@ export const MIGRATIONS = [
   AuthorizationCode1795400000029,
   IdentityProviders1795400000030,
   IdempotencyKeys1795400000031,
-  CliLoopbackRedirect1795400000032,
+  CliLoopbackRedirect1795400000037,
 ];

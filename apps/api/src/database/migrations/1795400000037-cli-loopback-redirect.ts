@@ -7,8 +7,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * client: PKCE protects its codes. Being built in, it is first party: no consent page
  * (AuthorizationService.nextStep), and no `admin` through this door (checkScope).
  */
-export class CliLoopbackRedirect1795400000032 implements MigrationInterface {
-  name = 'CliLoopbackRedirect1795400000032';
+export class CliLoopbackRedirect1795400000037 implements MigrationInterface {
+  name = 'CliLoopbackRedirect1795400000037';
 
   async up(db: QueryRunner): Promise<void> {
     await db.query(`UPDATE oauth_clients SET redirect_uris = ARRAY['http://127.0.0.1/callback'] WHERE id = 'prospect-cli'`);
