@@ -52,6 +52,13 @@ export const SETTINGS = {
   refreshTokenTtlSeconds: setting('REFRESH_TOKEN_TTL_SECONDS', seconds(DEFAULT_REFRESH_TOKEN_TTL_SECONDS)),
   /** …but no session outlives this, counted from its device login (absolute cap). */
   refreshTokenMaxLifetimeSeconds: setting('REFRESH_TOKEN_MAX_LIFETIME_SECONDS', seconds(90 * 24 * 3600)),
+  /**
+   * A rotated refresh token presented again within this long of its rotation, its successor
+   * unused, answers that successor again (the first answer was lost); after it, the presentation
+   * is a reuse and revokes the grant. The reuse interval of Okta and Auth0; at most the access
+   * token's lifetime, so the pair answered again is always live.
+   */
+  refreshReplaySeconds: setting('REFRESH_REPLAY_SECONDS', seconds(60)),
   deviceLoginEnabled: setting('DEVICE_LOGIN_ENABLED', booleanFlag.default(true)),
   allowSignup: setting('ALLOW_SIGNUP', booleanFlag.default(true)),
   logLevel: setting('LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),

@@ -107,10 +107,10 @@ export class RefreshTokensRepository {
 
   /**
    * A sealed successor is erased when the successor is used or the family revoked (in that
-   * transaction); what is left is the pair of a token that expired with its successor unused.
+   * transaction); what is left is the pair of a token rotated before `before` (its replay window over).
    */
-  async eraseExpiredSealedSuccessors(now: Date): Promise<void> {
-    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND expires_at <= $1`, [now]);
+  async eraseSealedSuccessorsRotatedBefore(before: Date): Promise<void> {
+    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND rotated_at <= $1`, [before]);
   }
 
   /** A refresh token's family, with the scope its next access token would carry (`admin` only while its grant's lasts). */

@@ -101,8 +101,9 @@ const sessionOf = (row: FamilyRow, pair: TokenPair): RefreshedSession => ({
 /**
  * Rotating refresh tokens (OAuth 2.0 Security BCP §4.14): each is used once and answered with a
  * new pair. A family is one chain (each token has at most one successor). Presenting a rotated
- * token again answers its successor pair again while that successor was never used, since the
- * answer was lost, not stolen; once the successor was used, it is a reuse and revokes the family.
+ * token again within REFRESH_REPLAY_SECONDS answers its successor pair again while that successor
+ * was never used, since the answer was lost, not stolen; once the successor was used, or after the
+ * window, it is a reuse and revokes the family.
  */
 @Injectable()
 export class RefreshTokensService {
@@ -236,32 +237,24 @@ export class RefreshTokensService {
     if (row.client_id !== clientId) return { refused: 'other_client' };
     if (row.revoked_at) return { refused: 'revoked' };
     if (!row.rotated_at) return { refused: 'expired' }; // unclaimed and never rotated: its lifetime is over
-    if (!row.successor_id || row.successor_rotated_at) {
-      // Its successor was used (or it was rotated before successors were recorded): this is
-      // an older generation than the family's newest, so a copy is in someone else's hands.
+    // Within REFRESH_REPLAY_SECONDS of the rotation, its successor never presented: the answer of
+    // that rotation was lost (a dropped connection, a killed process) or a racing terminal asked
+    // first, and the same successor pair is answered again. After that window, or once the
+    // successor was used, this is an older generation than the family's newest: a copy is in
+    // someone else's hands. Without the bound, a thief presenting the token in step with its owner
+    // would be answered beside the owner for the family's whole life.
+    const replayEnds = row.rotated_at.getTime() + this.config.refreshReplaySeconds * 1000;
+    if (!row.successor_id || row.successor_rotated_at || now >= replayEnds) {
       await this.tokens.revokeFamily(row.device_login_id, 'refresh token reused', ip, tx);
       await this.audit.record('token.reuse', { userId: row.user_id, ip, detail: { deviceLoginId: row.device_login_id } }, tx);
       return { refused: 'reused', familyId: row.device_login_id };
     }
-    // Rotated, and its successor never presented: the answer of that rotation was lost (a
-    // dropped connection, a killed process, a full disk) or a racing terminal asked first.
-    // However late, while both tokens live, the same successor pair again: it is the family's
-    // newest and unused, and whoever holds this token could have had it from that answer.
     const successor = row.successor_sealed && open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed);
-    if (!successor || row.expires_at.getTime() <= now || row.successor_expires_at!.getTime() <= now) return { refused: 'expired' };
-    // The sealed token carries `admin` only if the grant's still lasts, since it expires by then: the
-    // grant's scope now is what it carries (an expired one is replaced just below, with the same).
+    // The window is at most the access token's lifetime (app-config.ts), so the pair is live unless the family ended.
+    if (!successor || row.expires_at.getTime() <= now || row.successor_expires_at!.getTime() <= now || new Date(successor.expiresAt).getTime() <= now) return { refused: 'expired' };
+    // The sealed token carries `admin` only if the grant's still lasts, since it expires by then.
     const scope = scopeOfGrantAt(row.scope, row.admin_until, new Date(now)).scope;
-    let pair: TokenPair = { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id, scope };
-    if (pair.expiresAt.getTime() <= now) {
-      // This token may outlive the access token it was answered with (days against an hour).
-      // An access token already dead would fail the client's next call, so it gets a fresh one
-      // beside the same refresh token: the chain stays as it is, and sealing the new pair again
-      // answers a further presentation the same.
-      const access = await this.issueAccessToken(tx, familyOf(row, ip));
-      pair = { ...pair, accessToken: access.accessToken, accessTokenId: access.id, expiresAt: access.expiresAt };
-      await this.refreshTokens.setSealedSuccessor(tx, row.id, this.sealSuccessor(rawToken, row.id, pair));
-    }
+    const pair: TokenPair = { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id, scope };
     return { session: sessionOf(row, pair) };
   }
 
@@ -279,8 +272,8 @@ export class RefreshTokensService {
     return this.refreshTokens.deleteEndedBefore(tx, before, limit);
   }
 
-  /** Forgets the successor pairs sealed under tokens that expired with their successor unused (idempotent). */
-  eraseExpiredSealedSuccessors(now: Date): Promise<void> {
-    return this.refreshTokens.eraseExpiredSealedSuccessors(now);
+  /** Forgets the successor pairs sealed under tokens rotated longer than REFRESH_REPLAY_SECONDS ago: nobody may have them again (idempotent). */
+  eraseSealedSuccessorsPastReplay(now: Date): Promise<void> {
+    return this.refreshTokens.eraseSealedSuccessorsRotatedBefore(new Date(now.getTime() - this.config.refreshReplaySeconds * 1000));
   }
 }
