@@ -42,6 +42,11 @@ export interface CodeHolder {
   ip: string | null;
 }
 
+/** A code holder who decides: the account's credential epoch their session was signed in under, which an approval's grant keeps. */
+export interface Approver extends CodeHolder {
+  credentialEpoch: number;
+}
+
 /** What the approval page shows about a pending device login. */
 export interface DeviceLoginForApproval {
   id: string;
@@ -82,8 +87,8 @@ export class DeviceApprovalService {
   }
 
   /** A person approves or denies by the code on the page's form: the buttons are limited like the lookup, so guessing through them gains nothing. */
-  decideFor(person: CodeHolder, userCodeInput: string, decision: 'approve' | 'deny'): Promise<DeviceDecision> {
-    return this.counted(person, () => this.decide(userCodeInput, decision === 'approve' ? 'approved' : 'denied', person.userId, person.ip));
+  decideFor(person: Approver, userCodeInput: string, decision: 'approve' | 'deny'): Promise<DeviceDecision> {
+    return this.counted(person, () => this.decide(userCodeInput, decision === 'approve' ? 'approved' : 'denied', person));
   }
 
   /** A pending, unexpired login by its code; throws why not otherwise. Private: every door to it counts the try (findFor). */
@@ -123,13 +128,13 @@ export class DeviceApprovalService {
    * the Approve, a reload, a second click) is answered as the first was, `madeBefore`, and changes
    * nothing: it went through. Anyone else, or the other decision, is refused as before.
    */
-  private async decide(userCodeInput: string, decision: 'approved' | 'denied', userId: string, ip: string | null): Promise<DeviceDecision> {
+  private async decide(userCodeInput: string, decision: 'approved' | 'denied', { userId, ip, credentialEpoch }: Approver): Promise<DeviceDecision> {
     const userCode = normalizeUserCode(userCodeInput);
     if (!userCode) throw new UndecidableDeviceLoginError('unknown');
     // The decision and its audit event in one statement.
     const now = this.clock.now();
     const adminUntil = new Date(now.getTime() + this.config.adminGrantSeconds * 1000);
-    const decided = await this.deviceLogins.decideWithAudit(userCode, decision, userId, now, ip, adminUntil);
+    const decided = await this.deviceLogins.decideWithAudit(userCode, decision, userId, now, ip, adminUntil, credentialEpoch);
     if (!decided) return this.decidedBefore(userCode, decision, userId);
     this.metrics.deviceLogin(decision);
     return { id: decided.clientId, displayName: decided.clientDisplayName, madeBefore: false };

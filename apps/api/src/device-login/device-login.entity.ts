@@ -52,6 +52,13 @@ export class DeviceLogin {
   @Column({ name: 'admin_until', type: 'timestamptz', nullable: true })
   adminUntil!: Date | null;
 
+  /**
+   * The account's credential epoch when the grant was approved (or its code signed in for): its
+   * tokens, refreshes included, end when the account's moves on (grants/grant-rules.ts). Null until decided.
+   */
+  @Column({ name: 'credential_epoch', type: 'integer', nullable: true })
+  credentialEpoch!: number | null;
+
   @Column({ name: 'requested_ip', type: 'text', nullable: true })
   requestedIp!: string | null;
 

@@ -8,6 +8,7 @@ import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { scopeOfGrantAt } from '../tokens/granted-scope.js';
 import { FamilyMembers } from '../tokens/family-members.js';
+import { type IssueRefusal, refusalToIssue } from '../grants/grant-rules.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { type FamilyRow, type PresentedRow, type RefreshTokenDescription, RefreshTokensRepository } from './refresh-tokens.repository.js';
 import type { Tx } from '../database/tx.js';
@@ -16,7 +17,7 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 export type { RefreshTokenDescription } from './refresh-tokens.repository.js';
 
 /** Why a refresh token was refused; every one is `invalid_grant` on the wire. */
-export type InvalidGrantReason = 'unknown' | 'expired' | 'revoked' | 'reused' | 'other_client';
+export type InvalidGrantReason = 'unknown' | 'expired' | 'revoked' | 'reused' | 'other_client' | 'grant_ended';
 
 export class InvalidGrantError extends Error {
   constructor(readonly reason: InvalidGrantReason) {
@@ -27,6 +28,7 @@ export class InvalidGrantError extends Error {
         revoked: 'This session has been revoked.',
         reused: 'This refresh token was already used, so the session has been revoked everywhere.',
         other_client: 'This refresh token was issued to another client.',
+        grant_ended: 'This session has ended: the account or the app changed since it was approved. Sign in again.',
       }[reason],
     );
   }
@@ -194,7 +196,12 @@ export class RefreshTokensService {
     if (!looksLikeSecret(rawToken, REFRESH_TOKEN_PREFIX)) throw new InvalidGrantError('unknown');
     const hash = sha256(rawToken);
     const outcome = await this.uow.run(async (tx): Promise<RefreshOutcome> => {
-      if (!(await this.refreshTokens.lockFamilyOf(tx, hash))) return { refused: 'unknown' };
+      const grant = await this.refreshTokens.lockFamilyOf(tx, hash);
+      if (!grant) return { refused: 'unknown' };
+      // The grant's own rules first, whatever revocation ran or did not: an account disabled or
+      // changed, or a client disabled, ends the family here and now.
+      const refusal = refusalToIssue(grant);
+      if (refusal) return this.endedGrant(tx, hash, refusal, ip);
       // A statement of its own after the lock: it sees what a revocation or rotation that held it committed.
       const claimed = await this.refreshTokens.claim(tx, hash, this.clock.now(), clientId);
       return claimed ? { session: await this.rotate(tx, claimed, rawToken, ip) } : this.presentedAgain(tx, rawToken, hash, clientId, ip);
@@ -206,6 +213,13 @@ export class RefreshTokensService {
     if (outcome.refused === 'reused') this.metrics.token('reuse_detected');
     if (outcome.refused === 'reused') this.logger.warn(`refresh token reused: revoked the family of device login ${outcome.familyId}`);
     throw new InvalidGrantError(outcome.refused);
+  }
+
+  /** A grant that may issue nothing more: its family revoked in this transaction, so its access tokens end too. */
+  private async endedGrant(tx: Tx, hash: Buffer, refusal: IssueRefusal, ip: string | null): Promise<RefreshOutcome> {
+    const row = await this.refreshTokens.findPresented(tx, hash);
+    if (row) await this.tokens.revokeFamily(row.device_login_id, `grant ended: ${refusal.replace('_', ' ')}`, ip, tx);
+    return { refused: 'grant_ended', familyId: row?.device_login_id };
   }
 
   private async rotate(tx: Tx, claimed: FamilyRow, rawToken: string, ip: string | null): Promise<RefreshedSession> {

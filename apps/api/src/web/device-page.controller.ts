@@ -110,7 +110,7 @@ export class DevicePageController {
     const code = field(req, 'user_code');
     let client: DeviceDecision;
     try {
-      client = await this.deviceLogins.decideFor(holderOf(req), code, decision);
+      client = await this.deviceLogins.decideFor({ ...holderOf(req), credentialEpoch: req.webUser!.credentialEpoch }, code, decision);
     } catch (err) {
       return this.renderRefusal(req, res, err, code);
     }

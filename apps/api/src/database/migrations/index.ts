@@ -25,6 +25,7 @@ import { MailOutbox1795400000028 } from './1795400000028-mail-outbox.js';
 import { AuthorizationCode1795400000029 } from './1795400000029-authorization-code.js';
 import { IdentityProviders1795400000030 } from './1795400000030-identity-providers.js';
 import { IdempotencyKeys1795400000031 } from './1795400000031-idempotency-keys.js';
+import { GrantCredentialEpoch1795400000032 } from './1795400000032-grant-credential-epoch.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -50,4 +51,5 @@ export const MIGRATIONS = [
   AuthorizationCode1795400000029,
   IdentityProviders1795400000030,
   IdempotencyKeys1795400000031,
+  GrantCredentialEpoch1795400000032,
 ];
