@@ -78,11 +78,16 @@ describe('identity providers for admins', () => {
       emailDomains: ['beta.test'],
       enforce: false,
       allowSignUp: true,
+      mfaAcrValues: [],
       disabled: false,
       redirectUri: `${fed.api.baseUrl}/login/sso/beta/callback`,
       linkedAccounts: 0,
       createdAt: expect.any(String),
     });
+    // The acr values that stand for a second factor there: named exactly, never guessed (issue #43).
+    const acr = await fed.call('PATCH', `${PROVIDERS}/beta`, { mfaAcrValues: ['urn:okta:loa:2fa:any'] });
+    expect(acr.body.mfaAcrValues).toEqual(['urn:okta:loa:2fa:any']);
+    expect((await fed.call('PATCH', `${PROVIDERS}/beta`, { mfaAcrValues: ['two words'] })).status).toBe(400);
     expect(JSON.stringify((await fed.call('GET', PROVIDERS)).body)).not.toContain(CLIENT_SECRET);
     // sql-on-purpose: the client secret is stored only sealed
     const [row] = await fed.api.dataSource.query(`SELECT * FROM identity_providers WHERE id = 'beta'`);

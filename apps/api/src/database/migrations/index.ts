@@ -26,6 +26,7 @@ import { AuthorizationCode1795400000029 } from './1795400000029-authorization-co
 import { IdentityProviders1795400000030 } from './1795400000030-identity-providers.js';
 import { IdempotencyKeys1795400000031 } from './1795400000031-idempotency-keys.js';
 import { GrantCredentialEpoch1795400000032 } from './1795400000032-grant-credential-epoch.js';
+import { ProviderMfaAcrValues1795400000033 } from './1795400000033-provider-mfa-acr-values.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -52,4 +53,5 @@ export const MIGRATIONS = [
   IdentityProviders1795400000030,
   IdempotencyKeys1795400000031,
   GrantCredentialEpoch1795400000032,
+  ProviderMfaAcrValues1795400000033,
 ];
