@@ -27,10 +27,12 @@ const API_SCOPES: readonly Scope[] = ['profile', 'tokens', 'admin'];
 
 /**
  * The scope of a token a person makes in a signed-in browser (the tokens page, or the API with the
- * session's CSRF token, both in sudo mode): all they can do, `admin` only for an administrator.
+ * session's CSRF token, both in sudo mode): what they can do, `admin` only when an administrator
+ * asks for it (the tokens page's box), as a device login asks for it; such a token ends within
+ * ADMIN_GRANT_SECONDS (TokensService).
  */
-export function siteTokenScope(role: UserRole): string {
-  return API_SCOPES.filter((scope) => scope !== 'admin' || role === 'admin').join(' ');
+export function siteTokenScope(role: UserRole, asksForAdmin = false): string {
+  return API_SCOPES.filter((scope) => scope !== 'admin' || (role === 'admin' && asksForAdmin)).join(' ');
 }
 
 /**

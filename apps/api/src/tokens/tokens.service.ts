@@ -69,6 +69,8 @@ export function minterWords(minter: MinterDescription): string {
   return minter.label ? `token “${minter.label}”` : 'an unnamed token';
 }
 
+const carriesAdmin = (scope: string | undefined) => scope !== undefined && scope.split(' ').includes('admin');
+
 export interface IssueTokenInput {
   userId: string;
   origin: TokenOrigin;
@@ -169,6 +171,9 @@ export class TokensService {
     const now = this.clock.now();
     const ends = [now.getTime() + ttl * 1000];
     if (input.endsBy) ends.push(input.endsBy.getTime());
+    // Wherever it is made (a grant, the tokens page, a web session, a bearer token), a token that
+    // carries `admin` ends within ADMIN_GRANT_SECONDS: holding `admin` means it is fresh.
+    if (carriesAdmin(input.scope)) ends.push(now.getTime() + this.config.adminGrantSeconds * 1000);
     if (input.minter) ends.push(await this.minterEnd(tx, input.minter.tokenId, input.scope, now));
     const accessToken = generateSecret(ACCESS_TOKEN_PREFIX);
     const expiresAt = new Date(Math.min(...ends));
