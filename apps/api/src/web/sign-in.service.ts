@@ -57,6 +57,9 @@ export class SignInService {
    * @throws ApiException 403 (SignInThroughProviderRequired) for such a sign-in.
    */
   async complete(req: Request, res: Response, user: WebUser, secondFactor: 'totp' | 'recovery-code' | 'passkey' | 'provider' | null, federated?: FederatedSignIn): Promise<void> {
+    // A half-finished sign-in left in this browser belongs to its person: another person's
+    // sign-in here discards it, and never inherits the provider it came through (issue #43).
+    if (req.session.pendingSignIn && req.session.pendingSignIn.userId !== user.id) delete req.session.pendingSignIn;
     const via = federated ?? req.session.pendingSignIn?.federated;
     if (!via && !this.federation.provesPendingLink(req.session.pendingFederatedLink, user.id, this.clock.now())) {
       const provider = await this.federation.enforcingProviderFor(user.email);
