@@ -147,7 +147,7 @@ export class AuthorizationService {
     }
     const otherAccountHinted = request.loginHint !== undefined && request.loginHint.toLowerCase() !== user.email.toLowerCase();
     if (otherAccountHinted && silent) return fail(ERROR_CODES.loginRequired, 'Another account than the one hinted is signed in.');
-    const remembered = await this.consents.scopeOf(user.id, request.client.id);
+    const remembered = await this.consents.scopeOf(user.id, request.client.id, user.credentialEpoch);
     const covered = remembered !== undefined && request.scopes.every((scope) => remembered.split(' ').includes(scope));
     if (covered && !otherAccountHinted && !request.prompts.includes('consent')) return { kind: 'issue' };
     if (silent) return fail(ERROR_CODES.consentRequired, `The person has not approved ${request.client.name} for ${request.scopes.join(' ')}.`);
@@ -176,7 +176,7 @@ export class AuthorizationService {
    */
   approve(request: AuthorizationRequest, user: NonNullable<BrowserState['user']>, proof: Proof, ip: string | null): Promise<string> {
     return this.uow.run(async (tx) => {
-      await this.consents.remember(tx, user.id, request.client.id, request.scopes.join(' '), this.clock.now(), ip);
+      await this.consents.remember(tx, user.id, request.client.id, request.scopes.join(' '), user.credentialEpoch, this.clock.now(), ip);
       return this.issue(request, user, proof, tx);
     });
   }

@@ -27,6 +27,7 @@ import { IdentityProviders1795400000030 } from './1795400000030-identity-provide
 import { IdempotencyKeys1795400000031 } from './1795400000031-idempotency-keys.js';
 import { GrantCredentialEpoch1795400000032 } from './1795400000032-grant-credential-epoch.js';
 import { ProviderMfaAcrValues1795400000033 } from './1795400000033-provider-mfa-acr-values.js';
+import { ConsentCredentialEpoch1795400000034 } from './1795400000034-consent-credential-epoch.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -54,4 +55,5 @@ export const MIGRATIONS = [
   IdempotencyKeys1795400000031,
   GrantCredentialEpoch1795400000032,
   ProviderMfaAcrValues1795400000033,
+  ConsentCredentialEpoch1795400000034,
 ];
