@@ -19,7 +19,7 @@ import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { DatabaseDeadline } from '../database/database-deadline.js';
 import { isUniqueViolation } from '../database/sql.js';
-import { refusalToIssue } from '../grants/grant-rules.js';
+import { type GrantProof, refusalToIssue } from '../grants/grant-rules.js';
 import { RefreshTokensService, sessionLabel } from '../refresh-tokens/refresh-tokens.service.js';
 import { FamilyMembers } from '../tokens/family-members.js';
 import { TokensService } from '../tokens/tokens.service.js';
@@ -186,7 +186,7 @@ export class DeviceLoginService {
       if (!won) return null;
       // The grant's rules at its first tokens: an account disabled or changed since the approval,
       // or a client disabled meanwhile, and the login is as good as cancelled.
-      if (refusalToIssue(won.grant)) {
+      if (refusalToIssue(won.grant, this.config)) {
         await this.deviceLogins.setRedeemedOrCancelled(tx, login.id, 'cancelled', now);
         return null;
       }
@@ -257,7 +257,7 @@ export class DeviceLoginService {
    * The family of an authorization code's tokens (oauth/'s exchange), in `tx`: a redeemed login of
    * the client decided by the person; its id.
    */
-  insertCodeGrantFamily(tx: Tx, grant: { userId: string; clientId: string; scope: string; ip: string | null; credentialEpoch: number }, familyKeyHash: Buffer, now: Date): Promise<string> {
+  insertCodeGrantFamily(tx: Tx, grant: { userId: string; clientId: string; scope: string; ip: string | null } & GrantProof, familyKeyHash: Buffer, now: Date): Promise<string> {
     return this.deviceLogins.insertCodeGrantFamily(tx, grant, familyKeyHash, now);
   }
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { User } from '@prospect/contract';
 import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
-import type { GrantState } from '../grants/grant-rules.js';
+import type { GrantProof, GrantState } from '../grants/grant-rules.js';
 import type { DeviceLogin, DeviceLoginStatus } from './device-login.entity.js';
 import type { Tx } from '../database/tx.js';
 
@@ -53,7 +53,9 @@ const DECIDE = Object.fromEntries(
        UPDATE device_logins
           SET status = $2, decided_by_user_id = $3, decided_at = $4,
               admin_until = CASE WHEN $2 = 'approved' AND 'admin' = ANY (string_to_array(scope, ' ')) THEN $6::timestamptz END,
-              credential_epoch = CASE WHEN $2 = 'approved' THEN $7::integer END
+              credential_epoch = CASE WHEN $2 = 'approved' THEN $7::integer END,
+              amr = CASE WHEN $2 = 'approved' THEN $8::text[] END,
+              second_factor = ($2 = 'approved' AND $9::boolean)
         WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
         RETURNING id, client_id, admin_until
      ), audited AS (
@@ -144,9 +146,11 @@ export class DeviceLoginsRepository {
    * (another poll redeemed it, or it expired or was cancelled meanwhile).
    */
   async lockForRedemption(tx: Tx, id: string, now: Date): Promise<{ grant: GrantState; user: User; clientDisplayName: string } | undefined> {
-    const [row] = await this.sql.rows<User & { client_display_name: string; disabled: boolean; account_epoch: number; grant_epoch: number | null; client_disabled: boolean }>(
+    const [row] = await this.sql.rows<
+      User & { client_display_name: string; disabled: boolean; account_epoch: number; grant_epoch: number | null; client_disabled: boolean; second_factor: boolean }
+    >(
       `SELECT u.id, u.email, u.name, c.name AS client_display_name, u.disabled_at IS NOT NULL AS disabled, u.credential_epoch AS account_epoch,
-              d.credential_epoch AS grant_epoch, c.disabled_at IS NOT NULL AS client_disabled
+              d.credential_epoch AS grant_epoch, c.disabled_at IS NOT NULL AS client_disabled, d.second_factor
          FROM device_logins d JOIN users u ON u.id = d.decided_by_user_id JOIN oauth_clients c ON c.id = d.client_id
         WHERE d.id = $1 AND d.status = 'approved' AND d.expires_at > $2
           FOR UPDATE OF d`,
@@ -155,7 +159,12 @@ export class DeviceLoginsRepository {
     );
     return (
       row && {
-        grant: { account: { disabled: row.disabled, credentialEpoch: row.account_epoch }, approvedUnderEpoch: row.grant_epoch, clientDisabled: row.client_disabled },
+        grant: {
+          account: { disabled: row.disabled, credentialEpoch: row.account_epoch },
+          approvedUnderEpoch: row.grant_epoch,
+          clientDisabled: row.client_disabled,
+          secondFactor: row.second_factor,
+        },
         user: { id: row.id, email: row.email, name: row.name },
         clientDisplayName: row.client_display_name,
       }
@@ -214,9 +223,19 @@ export class DeviceLoginsRepository {
     now: Date,
     ip: string | null,
     adminUntil: Date,
-    credentialEpoch: number,
+    proof: GrantProof,
   ): Promise<{ id: string; clientId: string; clientDisplayName: string } | undefined> {
-    const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(DECIDE[decision], [userCode, decision, userId, now, ip, adminUntil, credentialEpoch]);
+    const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(DECIDE[decision], [
+      userCode,
+      decision,
+      userId,
+      now,
+      ip,
+      adminUntil,
+      proof.credentialEpoch,
+      proof.amr,
+      proof.secondFactor,
+    ]);
     return decided;
   }
 
@@ -235,15 +254,16 @@ export class DeviceLoginsRepository {
    */
   async insertCodeGrantFamily(
     tx: Tx,
-    grant: { userId: string; clientId: string; scope: string; ip: string | null; credentialEpoch: number },
+    grant: { userId: string; clientId: string; scope: string; ip: string | null } & GrantProof,
     familyKeyHash: Buffer,
     now: Date,
   ): Promise<string> {
     const [row] = await this.sql.rows<{ id: string }>(
-      `INSERT INTO device_logins (device_code_hash, user_code, status, decided_by_user_id, decided_at, client_id, scope, requested_ip, created_at, expires_at, redeemed_at, grant_type, credential_epoch)
-       VALUES ($1, '', 'redeemed', $2, $3, $4, $5, $6, $3, $3, $3, 'authorization_code', $7)
+      `INSERT INTO device_logins (device_code_hash, user_code, status, decided_by_user_id, decided_at, client_id, scope, requested_ip, created_at, expires_at, redeemed_at, grant_type,
+                                  credential_epoch, amr, second_factor)
+       VALUES ($1, '', 'redeemed', $2, $3, $4, $5, $6, $3, $3, $3, 'authorization_code', $7, $8, $9)
        RETURNING id`,
-      [familyKeyHash, grant.userId, now, grant.clientId, grant.scope, grant.ip, grant.credentialEpoch],
+      [familyKeyHash, grant.userId, now, grant.clientId, grant.scope, grant.ip, grant.credentialEpoch, grant.amr, grant.secondFactor],
       tx,
     );
     return row!.id;

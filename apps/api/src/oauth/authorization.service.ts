@@ -156,20 +156,6 @@ export class AuthorizationService {
     return { kind: 'consent', otherAccountHinted };
   }
 
-  /** What the session proved and when, for the code: its last proof (sign-in or sudo) and with what (RFC 8176). */
-  async proofOf(userId: string, provenAt: number): Promise<Proof> {
-    const authTime = new Date(provenAt);
-    const event = await this.codes.proofAt(userId, authTime);
-    if (event?.type === 'web.sudo') return { authTime, amr: event.detail.with === 'code' ? ['otp'] : ['pwd'] };
-    const secondFactor = event?.detail.secondFactor;
-    const factor = secondFactor === 'passkey' ? ['hwk'] : secondFactor === 'totp' || secondFactor === 'recovery-code' ? ['otp'] : [];
-    // Through another provider: how it proved the person is its own (no `pwd` here); `mfa` when it said a second factor was used.
-    if (event?.type === 'federation.login') return { authTime, amr: factor.length || secondFactor === 'provider' ? [...factor, 'mfa'] : [] };
-    // A passkey signs in alone (the sign-in page's passkey button) or after the password: the event does not say which.
-    if (secondFactor === 'passkey') return { authTime, amr: ['hwk'] };
-    return { authTime, amr: factor.length ? ['pwd', ...factor, 'mfa'] : ['pwd'] };
-  }
-
   /**
    * A consent given on the page (in sudo mode): remembered, with its event, and a code issued, in
    * one transaction. Where the browser goes: the redirect URI with the code.
@@ -206,6 +192,7 @@ export class AuthorizationService {
         nonce: request.nonce ?? null,
         authTime: proof.authTime,
         amr: proof.amr,
+        secondFactor: proof.secondFactor,
         credentialEpoch: user.credentialEpoch,
         webSession: user.session,
         createdAt: now,

@@ -67,9 +67,9 @@ export class RefreshTokensRepository {
    * its next token depends on (grants/grant-rules.ts); undefined for an unknown token.
    */
   async lockFamilyOf(tx: Tx, hash: Buffer): Promise<GrantState | undefined> {
-    const [row] = await this.sql.rows<{ disabled: boolean; account_epoch: number; grant_epoch: number | null; client_disabled: boolean }>(
+    const [row] = await this.sql.rows<{ disabled: boolean; account_epoch: number; grant_epoch: number | null; client_disabled: boolean; second_factor: boolean }>(
       `SELECT u.disabled_at IS NOT NULL AS disabled, u.credential_epoch AS account_epoch, d.credential_epoch AS grant_epoch,
-              c.disabled_at IS NOT NULL AS client_disabled
+              c.disabled_at IS NOT NULL AS client_disabled, d.second_factor
          FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id
          JOIN users u ON u.id = r.user_id JOIN oauth_clients c ON c.id = d.client_id
         WHERE r.token_hash = $1 FOR UPDATE OF d`,
@@ -81,6 +81,7 @@ export class RefreshTokensRepository {
         account: { disabled: row.disabled, credentialEpoch: row.account_epoch },
         approvedUnderEpoch: row.grant_epoch,
         clientDisabled: row.client_disabled,
+        secondFactor: row.second_factor,
       }
     );
   }

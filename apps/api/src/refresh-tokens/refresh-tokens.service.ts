@@ -200,7 +200,7 @@ export class RefreshTokensService {
       if (!grant) return { refused: 'unknown' };
       // The grant's own rules first, whatever revocation ran or did not: an account disabled or
       // changed, or a client disabled, ends the family here and now.
-      const refusal = refusalToIssue(grant);
+      const refusal = refusalToIssue(grant, this.config);
       if (refusal) return this.endedGrant(tx, hash, refusal, ip);
       // A statement of its own after the lock: it sees what a revocation or rotation that held it committed.
       const claimed = await this.refreshTokens.claim(tx, hash, this.clock.now(), clientId);

@@ -7,7 +7,7 @@ import { AuditService } from '../audit/audit.service.js';
 import { Public } from '../auth/public.decorator.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { type AuthorizationRequest, AuthorizationService, type BrowserState, type CheckedAuthorization } from '../oauth/authorization.service.js';
+import { type AuthorizationRequest, AuthorizationService, type BrowserState, type CheckedAuthorization, type Proof } from '../oauth/authorization.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { hashSessionId } from '../web-sessions/hashed-session-store.js';
 import { field } from './form.js';
@@ -72,7 +72,7 @@ export class ConsentPageController {
         return this.renderConsent(req, res, request, step.otherAccountHinted);
       case 'issue': {
         const user = this.browserOf(req).user!;
-        const location = await this.authorization.issue(request, user, await this.authorization.proofOf(user.id, this.provenAt(req)));
+        const location = await this.authorization.issue(request, user, this.proofOf(req));
         return this.sendBack(req, res, location, request);
       }
     }
@@ -95,7 +95,7 @@ export class ConsentPageController {
     // As approving a device: sudo mode lapsed while the page was open means confirming first, then the page again.
     if (!inSudoMode(req, this.clock, this.config)) throw new SudoRequired(this.authorization.canonicalPath(request, { afterProof: true }));
     const user = this.browserOf(req).user!;
-    const proof = await this.authorization.proofOf(user.id, this.provenAt(req));
+    const proof = this.proofOf(req);
     res.redirect(303, await this.authorization.approve(request, user, proof, req.ip ?? null));
   }
 
@@ -146,6 +146,11 @@ export class ConsentPageController {
   private answerInvalid(req: Request, res: Response, checked: Exclude<CheckedAuthorization, { kind: 'valid' }>) {
     if (checked.kind === 'error') return res.redirect(303, checked.location);
     res.status(checked.status).render('error', { title: checked.title, heading: checked.title, message: checked.message, account: accountOf(req, this.csrf) });
+  }
+
+  /** What the session proved and when, as it recorded it (web-sessions/session-proof.ts): a session from before that record claims no method. */
+  private proofOf(req: Request): Proof {
+    return { authTime: new Date(this.provenAt(req)), amr: req.session.proofAmr ?? [], secondFactor: req.session.secondFactorShown === true };
   }
 
   private provenAt(req: Request): number {

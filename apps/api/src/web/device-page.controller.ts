@@ -110,7 +110,8 @@ export class DevicePageController {
     const code = field(req, 'user_code');
     let client: DeviceDecision;
     try {
-      client = await this.deviceLogins.decideFor({ ...holderOf(req), credentialEpoch: req.webUser!.credentialEpoch }, code, decision);
+      const proof = { credentialEpoch: req.webUser!.credentialEpoch, amr: req.session.proofAmr ?? [], secondFactor: req.session.secondFactorShown === true };
+      client = await this.deviceLogins.decideFor({ ...holderOf(req), ...proof }, code, decision);
     } catch (err) {
       return this.renderRefusal(req, res, err, code);
     }

@@ -34,11 +34,13 @@ export const poll = (api: Target, deviceCode: string) => post(api, ROUTES.device
 export const approvalPage = (api: TestApp, userCode: string, user: { id: string }) =>
   api.app.get(DeviceApprovalService).findFor({ userId: user.id, ip: '127.0.0.1' }, userCode);
 
-/** The person at the approval page, signed in under their account's credential epoch now. */
+/** The person at the approval page, signed in with a password under their account's credential epoch now. */
 const approverNow = async (api: TestApp, user: { id: string }) => ({
   userId: user.id,
   ip: '127.0.0.1',
   credentialEpoch: (await api.app.get(UsersService).findById(user.id))?.credentialEpoch ?? 0,
+  amr: ['pwd'],
+  secondFactor: false,
 });
 
 /** Approves as the person who pressed the button on the approval page would. */

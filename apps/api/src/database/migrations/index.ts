@@ -28,6 +28,7 @@ import { IdempotencyKeys1795400000031 } from './1795400000031-idempotency-keys.j
 import { GrantCredentialEpoch1795400000032 } from './1795400000032-grant-credential-epoch.js';
 import { ProviderMfaAcrValues1795400000033 } from './1795400000033-provider-mfa-acr-values.js';
 import { ConsentCredentialEpoch1795400000034 } from './1795400000034-consent-credential-epoch.js';
+import { GrantProof1795400000035 } from './1795400000035-grant-proof.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -56,4 +57,5 @@ export const MIGRATIONS = [
   GrantCredentialEpoch1795400000032,
   ProviderMfaAcrValues1795400000033,
   ConsentCredentialEpoch1795400000034,
+  GrantProof1795400000035,
 ];
