@@ -16,7 +16,7 @@ import {
   accountOf,
   CsrfGuard,
   EmailUnverified,
-  inSudoMode,
+  browserInSudoMode,
   PageRefusalFilter,
   SecondFactorRequired,
   SignedInGuard,
@@ -93,7 +93,7 @@ export class ConsentPageController {
       return res.status(400).render('error', { title: 'Approve or deny', heading: 'Approve or deny', message: 'Please choose Approve or Deny.', account: accountOf(req, this.csrf) });
     }
     // As approving a device: sudo mode lapsed while the page was open means confirming first, then the page again.
-    if (!inSudoMode(req, this.clock, this.config)) throw new SudoRequired(this.authorization.canonicalPath(request, { afterProof: true }));
+    if (!browserInSudoMode(req, this.clock, this.config)) throw new SudoRequired(this.authorization.canonicalPath(request, { afterProof: true }));
     const user = this.browserOf(req).user!;
     const proof = this.proofOf(req);
     res.redirect(303, await this.authorization.approve(request, user, proof, req.ip ?? null));
@@ -164,7 +164,7 @@ export class ConsentPageController {
       mustEnrolSecondFactor: req.session?.mustEnrolSecondFactor === true,
       emailBlocked: user ? this.verification.blocks(user) : false,
       provenAt: this.provenAt(req),
-      inSudoMode: inSudoMode(req, this.clock, this.config),
+      inSudoMode: browserInSudoMode(req, this.clock, this.config),
     };
   }
 }

@@ -18,7 +18,7 @@ import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
 import { scopeLines } from './scope-words.js';
-import { accountOf, CsrfGuard, inSudoMode, PageRefusalFilter, SignedInGuard, SudoGuard, SudoRequired, VerifiedEmailGuard } from './page-guards.js';
+import { accountOf, CsrfGuard, browserInSudoMode, PageRefusalFilter, SignedInGuard, SudoGuard, SudoRequired, VerifiedEmailGuard } from './page-guards.js';
 
 /**
  * Why a code cannot be decided, in words for whoever holds it: a code may come from any registered
@@ -74,7 +74,7 @@ export class DevicePageController {
     }
     // Administration is approved in sudo mode only: asked before the page, which it then shows
     // again (as for every approval once sudo mode has lapsed, which its button checks).
-    if (login.asksForAdmin && !inSudoMode(req, this.clock, this.config)) throw new SudoRequired(`/device?user_code=${encodeURIComponent(login.userCode)}`);
+    if (login.asksForAdmin && !browserInSudoMode(req, this.clock, this.config)) throw new SudoRequired(`/device?user_code=${encodeURIComponent(login.userCode)}`);
     const minutes = Math.max(0, Math.round((this.clock.now().getTime() - login.createdAt.getTime()) / 60_000));
     const started = minutes === 0 ? 'less than a minute ago' : `${minutes} minute${minutes === 1 ? '' : 's'} ago`;
     const adminHours = Math.round((this.config.adminGrantSeconds / 3600) * 10) / 10;

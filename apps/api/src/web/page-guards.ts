@@ -5,7 +5,7 @@ import { Reflector } from '@nestjs/core';
 import { EmailVerificationService } from '../accounts/email-verification.service.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { inSudoMode as sessionInSudoMode, reconfirmedJustNow as sessionReconfirmedJustNow } from '../auth/sudo-rule.js';
+import { inSudoMode, reconfirmedJustNow } from '../auth/sudo-rule.js';
 import { SudoPages } from './sudo-pages.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import type { WebUser } from '../web-sessions/web-account.js';
@@ -91,14 +91,14 @@ export class SignedInGuard implements CanActivate {
   }
 }
 
-/** This browser's session is in sudo mode (auth/sudo-rule.ts: SUDO_SECONDS from the sign-in or the last re-confirmation). */
-export function inSudoMode(req: Request, clock: Clock, config: AppConfig): boolean {
-  return sessionInSudoMode(req.session.sudoAt, clock, config);
+/** This browser's session is in sudo mode: the one rule (auth/sudo-rule.ts inSudoMode) applied to the session's last proof. */
+export function browserInSudoMode(req: Request, clock: Clock, config: AppConfig): boolean {
+  return inSudoMode(req.session.sudoAt, clock, config);
 }
 
 /** This browser's person re-confirmed on the sudo page a moment ago (auth/sudo-rule.ts reconfirmedJustNow). */
-export function reconfirmedJustNow(req: Request, clock: Clock, config: AppConfig): boolean {
-  return sessionReconfirmedJustNow(req.session.reconfirmedAt, clock, config);
+export function browserReconfirmedJustNow(req: Request, clock: Clock, config: AppConfig): boolean {
+  return reconfirmedJustNow(req.session.reconfirmedAt, clock, config);
 }
 
 /**
@@ -114,7 +114,7 @@ export class SudoGuard implements CanActivate {
   ) {}
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<Request>();
-    if (inSudoMode(req, this.clock, this.config)) return true;
+    if (browserInSudoMode(req, this.clock, this.config)) return true;
     const code = (req.body as Record<string, unknown> | undefined)?.user_code;
     const returnTo = req.method !== 'GET' && typeof code === 'string' ? `${pageOf(context)}?user_code=${encodeURIComponent(code)}` : pageOf(context);
     throw new SudoRequired(returnTo);
