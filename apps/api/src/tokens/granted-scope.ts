@@ -36,9 +36,13 @@ export function siteTokenScope(role: UserRole, asksForAdmin = false): string {
 }
 
 /**
- * The scope of a token made with a bearer token: at most the minter's. One made for someone else
- * (an administrator's act) never carries `admin`: administration is not handed on through a token.
+ * The scope of a token made with a bearer token: at most the minter's. `admin` only for an
+ * administrator making one for themselves: one made for someone else (an administrator's act)
+ * never carries it (administration is not handed on through a token), nor does one of a person
+ * who is no administrator, whatever an old token's scope says (a token without a stored scope
+ * reads as the CLI's, `admin` included).
  */
-export function mintedTokenScope(minterScopes: readonly Scope[], forSomeoneElse: boolean): string {
-  return (Object.keys(SCOPES) as Scope[]).filter((scope) => minterScopes.includes(scope) && !(forSomeoneElse && scope === 'admin')).join(' ');
+export function mintedTokenScope(minterScopes: readonly Scope[], forSomeoneElse: boolean, minterRole: UserRole): string {
+  const mayAdminister = !forSomeoneElse && minterRole === 'admin';
+  return (Object.keys(SCOPES) as Scope[]).filter((scope) => minterScopes.includes(scope) && (scope !== 'admin' || mayAdminister)).join(' ');
 }
