@@ -17,9 +17,7 @@ import { ShutdownState } from './health/shutdown-state.js';
 import { AdminSetupCodes } from './users/admin-setup-codes.js';
 import type { EmbeddedPostgres } from './database/embedded-postgres.js';
 import { checkPortFree, portInUse } from './port-check.js';
-
-/** Connections to a Postgres server: enough to keep 2 cores busy, few enough for many replicas. */
-const SERVER_POOL_SIZE = 10;
+import { SERVER_POOL_SIZE } from './database/pool-size.js';
 
 /**
  * `main.js` serves; `main.js migrate` applies pending migrations, `main.js setup-code` prints a new
