@@ -242,6 +242,11 @@ export class TokensService {
     return this.revoker.revokeFamily(deviceLoginId, reason, ip, tx);
   }
 
+  /** Every grant of the person (device and code grants), not the tokens made on the tokens page (TokenRevoker). */
+  revokeGrantsOfUser(userId: string, reason: string, ip?: string | null): Promise<number> {
+    return this.revoker.revokeGrantsOfUser(userId, reason, ip);
+  }
+
   /** "Sign out everywhere"; how many long-lived tokens and sessions it ended (TokenRevoker). */
   revokeAllForUser(userId: string, ip?: string | null): Promise<number> {
     return this.revoker.revokeAllForUser(userId, ip);
