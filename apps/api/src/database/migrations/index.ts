@@ -18,6 +18,7 @@ import { AccountTokens1795400000021 } from './1795400000021-account-tokens.js';
 import { AccountStates1795400000022 } from './1795400000022-account-states.js';
 import { SecondFactors1795400000023 } from './1795400000023-second-factors.js';
 import { Passkeys1795400000024 } from './1795400000024-passkeys.js';
+import { PasskeyChallengeUse1795400000032 } from './1795400000032-passkey-challenge-use.js';
 import { QuietPurge1795400000025 } from './1795400000025-quiet-purge.js';
 import { CredentialEpochs1795400000026 } from './1795400000026-credential-epochs.js';
 import { TokenMinters1795400000027 } from './1795400000027-token-minters.js';
@@ -50,4 +51,5 @@ export const MIGRATIONS = [
   AuthorizationCode1795400000029,
   IdentityProviders1795400000030,
   IdempotencyKeys1795400000031,
+  PasskeyChallengeUse1795400000032,
 ];
