@@ -152,4 +152,10 @@ export const SETTINGS = {
    * the sessions started through that link (issue #34, leavers).
    */
   federationCheckSeconds: setting('FEDERATION_CHECK_SECONDS', seconds(15 * 60)),
+  /**
+   * Whether an identity provider may be at a private or link-local address (RFC 1918, CGNAT,
+   * 169.254/16, fc00::/7, fe80::/10): off, so registering a provider cannot read the server's own
+   * network (issue #43); on for a provider inside the company's network. Loopback is allowed either way.
+   */
+  federationAllowPrivateIssuers: setting('FEDERATION_ALLOW_PRIVATE_ISSUERS', booleanFlag.default(false)),
 };

@@ -33,6 +33,7 @@ import { AdminIdentityProvidersPageController } from './admin-identity-providers
 import { FederationPagesController } from './federation-pages.controller.js';
 import { FederationLinkPagesController } from './federation-link-pages.controller.js';
 import { FederationRefusalPage } from './federation-refusal-page.js';
+import { PasskeyCeremonies } from './passkey-ceremonies.js';
 
 /** Server-rendered pages: sign-up, sign-in, mailed links, device approval, CLI tokens, the account, people and OAuth clients (admins). */
 @Module({
@@ -42,7 +43,7 @@ import { FederationRefusalPage } from './federation-refusal-page.js';
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
     AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController],
-  providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain],
+  providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies],
   exports: [PageChain],
 })
 export class WebModule implements NestModule {

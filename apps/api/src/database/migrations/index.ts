@@ -29,6 +29,7 @@ import { GrantCredentialEpoch1795400000032 } from './1795400000032-grant-credent
 import { ProviderMfaAcrValues1795400000033 } from './1795400000033-provider-mfa-acr-values.js';
 import { ConsentCredentialEpoch1795400000034 } from './1795400000034-consent-credential-epoch.js';
 import { GrantProof1795400000035 } from './1795400000035-grant-proof.js';
+import { PasskeyChallengeUse1795400000036 } from './1795400000036-passkey-challenge-use.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -58,4 +59,5 @@ export const MIGRATIONS = [
   ProviderMfaAcrValues1795400000033,
   ConsentCredentialEpoch1795400000034,
   GrantProof1795400000035,
+  PasskeyChallengeUse1795400000036,
 ];
