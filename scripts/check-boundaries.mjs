@@ -17,6 +17,7 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadFragment, loadParser, OPAQUE, statementsOf } from './sql-statements.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const API_SRC = join(ROOT, 'apps/api/src');
@@ -24,11 +25,8 @@ const TEST_DIRS = ['apps/api/test', 'apps/cli/test'].map((dir) => join(ROOT, dir
 const ARCHITECTURE = join(ROOT, 'docs/architecture.md');
 const { modules } = JSON.parse(readFileSync(join(ROOT, 'apps/api/module-map.json'), 'utf8'));
 
-const WRITE = /\b(?:INSERT INTO|UPDATE|DELETE FROM)\s+"?([a-z_]+)"?/g;
 /** An import of a module's SQL fragment (`*.sql-fragment.ts`). */
 const FRAGMENT_IMPORT = /\bfrom\s+['"][^'"]*\.sql-fragment\.js['"]/;
-/** A statement, not prose: a keyword that starts one, then the word that must follow it. */
-const STATEMENT = /\b(?:SELECT\b[\s\S]{1,200}?\bFROM|INSERT INTO\b|UPDATE\s+"?[a-z_]+"?\s+SET|DELETE FROM\b)/;
 
 /** A query given its SQL text inline: `.query(\`SELECT …`, `.query<Row>('UPDATE …'`. */
 const INLINE_SQL = /\.query\s*(?:<[^>]*>)?\(\s*[`'"]/g;
@@ -36,42 +34,67 @@ const ON_PURPOSE = '// sql-on-purpose:';
 /** Nest's `exports: [...]` of a module. */
 const MODULE_EXPORTS = /\bexports:\s*\[([^\]]*)\]/;
 
-function sourceFiles(dir) {
+/** The API's TypeScript files, migrations left out; `specs` picks its `*.spec.ts` files instead of the others. */
+function sourceFiles(dir, specs = false) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'migrations' ? [] : sourceFiles(path);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts') ? [path] : [];
+    if (entry.isDirectory()) return entry.name === 'migrations' ? [] : sourceFiles(path, specs);
+    return entry.name.endsWith('.ts') && entry.name.endsWith('.spec.ts') === specs ? [path] : [];
   });
 }
 
+const KINDS = { write: 'writes', lock: 'locks (FOR UPDATE/SHARE)' };
+/** Problems of one file in the order of its lines. */
+const byLine = (a, b) => a.localeCompare(b, 'en', { numeric: true });
+
 /**
- * Which module writes which table, and where SQL sits outside repositories.
- * `sources`: each file's path under apps/api/src ('tokens/x.repository.ts') and its text.
+ * Which module writes, locks and reads which table, from every statement parsed
+ * (sql-statements.mjs), and where SQL sits outside repositories.
+ * `sources`: each file's path under apps/api/src ('tokens/x.repository.ts') and its text (specs
+ * go to checkTestSql instead). A module writes and locks only the tables its entry of the map
+ * lists, and reads another module's table only if its `reads` lists it; a table a
+ * `*.sql-fragment.ts` helper names counts as the fragment's module's.
  */
-export function checkStatements(sources, map = modules) {
+export async function checkStatements(sources, map = modules) {
+  await loadParser();
   const owner = new Map(Object.entries(map).flatMap(([name, { tables }]) => tables.map((table) => [table, name])));
+  const fragments = new Map(
+    sources.filter(({ path }) => path.endsWith('.sql-fragment.ts')).map(({ path, text }) => [path, { module: path.split('/')[0], exports: loadFragment(text) }]),
+  );
   const problems = [];
   for (const { path, text } of sources) {
     const module = path.includes('/') ? path.split('/')[0] : '';
-    for (const match of text.matchAll(WRITE)) {
-      const table = match[1];
-      const line = text.slice(0, match.index).split('\n').length;
-      if (owner.has(table) && owner.get(table) !== module) {
-        problems.push(`apps/api/src/${path}:${line}: writes ${table}, which ${owner.get(table)}/ owns`);
-      }
-    }
+    const at = (line) => `apps/api/src/${path}:${line}`;
+    const { statements, unreadable, sqlCalls } = statementsOf(path, text, fragments);
     const repository = path.endsWith('.repository.ts');
     const sqlHome = repository || path.endsWith('.sql-fragment.ts') || module === 'database';
-    if (!sqlHome && STATEMENT.test(text)) {
-      const line = text.slice(0, text.search(STATEMENT)).split('\n').length;
-      problems.push(`apps/api/src/${path}:${line}: SQL outside a repository (*.repository.ts, database/ or migrations/)`);
+    if (!sqlHome && (statements.length || sqlCalls.length)) {
+      // Its tables are judged once it lives in a repository.
+      const line = Math.min(...statements.map((s) => s.line), ...sqlCalls);
+      problems.push(`${at(line)}: SQL outside a repository (*.repository.ts, database/ or migrations/)`);
+    } else {
+      for (const { line, why } of unreadable) {
+        problems.push(`${at(line)}: SQL the checker cannot read: ${why} (make it a constant text, or say why above the call: ${OPAQUE} …)`);
+      }
+      for (const { table, kind, module: by, line } of statements.flatMap((s) => s.tables)) {
+        const tableOwner = owner.get(table);
+        if (kind !== 'read' && !tableOwner) {
+          problems.push(`${at(line)}: ${KINDS[kind]} ${table}, which no module owns (apps/api/module-map.json)`);
+        } else if (kind === 'write' && tableOwner !== by) {
+          problems.push(`${at(line)}: writes ${table}, which ${tableOwner}/ owns`);
+        } else if (kind === 'lock' && tableOwner !== by && !(map[by]?.locks ?? []).includes(table)) {
+          problems.push(`${at(line)}: locks (FOR UPDATE/SHARE) ${table}, which ${tableOwner}/ owns: only its owner locks it`);
+        } else if (kind === 'read' && tableOwner && tableOwner !== by && !(map[by]?.reads ?? []).includes(table)) {
+          problems.push(`${at(line)}: reads ${table}, which ${tableOwner}/ owns: not in ${by || 'this file'}'s reads (apps/api/module-map.json)`);
+        }
+      }
     }
     if (!repository && FRAGMENT_IMPORT.test(text)) {
       const line = text.slice(0, text.search(FRAGMENT_IMPORT)).split('\n').length;
-      problems.push(`apps/api/src/${path}:${line}: imports a SQL fragment, which only a repository embeds`);
+      problems.push(`${at(line)}: imports a SQL fragment, which only a repository embeds`);
     }
   }
-  return problems;
+  return [...new Set(problems)].sort(byLine);
 }
 
 /** Repositories a module lends others (`sources` as for checkStatements): each table's statements stay behind its owner's services. */
@@ -114,11 +137,12 @@ function specFiles(dir) {
 
 /** The module table of docs/architecture.md, generated from the map. */
 export function mapTable(map = modules) {
+  const code = (names) => names.map((t) => `\`${t}\``).join(', ') || '—';
   const rows = Object.entries(map).map(
-    ([name, { tables, uses }]) =>
-      `| \`${name}/\` | ${tables.map((t) => `\`${t}\``).join(', ') || '—'} | ${uses.join(', ') || 'nothing of the others'} |`,
+    ([name, { tables, reads = [], locks = [], uses }]) =>
+      `| \`${name}/\` | ${code(tables)} | ${code(reads)}${locks.length ? ` (locks ${code(locks)})` : ''} | ${uses.join(', ') || 'nothing of the others'} |`,
   );
-  return ['| module | writes (alone) | may import |', '|---|---|---|', ...rows].join('\n');
+  return ['| module | writes and locks (alone) | reads of others\' tables | may import |', '|---|---|---|---|', ...rows].join('\n');
 }
 
 const START = '<!-- module-map:start (generated from apps/api/module-map.json: npm run check:boundaries -- --write) -->';
@@ -154,10 +178,10 @@ async function checkImports() {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const sources = sourceFiles(API_SRC).map((file) => ({ path: relative(API_SRC, file).split(sep).join('/'), text: readFileSync(file, 'utf8') }));
-  const specs = TEST_DIRS.flatMap(specFiles).map((file) => ({ path: relative(ROOT, file).split(sep).join('/'), text: readFileSync(file, 'utf8') }));
+  const specs = [...TEST_DIRS.flatMap(specFiles), ...sourceFiles(API_SRC, true)].map((file) => ({ path: relative(ROOT, file).split(sep).join('/'), text: readFileSync(file, 'utf8') }));
   const problems = [
     ...(await checkImports()),
-    ...checkStatements(sources),
+    ...(await checkStatements(sources)),
     ...checkModuleExports(sources),
     ...checkTestSql(specs),
     ...checkArchitectureDoc(process.argv.includes('--write')),
