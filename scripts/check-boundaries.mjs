@@ -162,23 +162,29 @@ function checkArchitectureDoc(write) {
   return ['docs/architecture.md: the module table differs from apps/api/module-map.json (npm run check:boundaries -- --write)'];
 }
 
-async function checkImports() {
+/** dependency-cruiser with .dependency-cruiser.cjs over `dirs` of `root` (a copy of the layout, in a test). */
+export async function checkImports(root = ROOT, dirs = ['apps/api/src', 'apps/cli/src']) {
   const { cruise } = await import('dependency-cruiser');
   const { default: extractDepcruiseOptions } = await import('dependency-cruiser/config-utl/extract-depcruise-options');
   const cwd = process.cwd();
-  process.chdir(ROOT); // the rules' paths are relative to the repository
+  process.chdir(root); // the rules' paths are relative to the repository
   try {
     const options = await extractDepcruiseOptions(join(ROOT, '.dependency-cruiser.cjs'));
-    const { output } = await cruise(['apps/api/src', 'apps/cli/src'], { ...options, validate: true, outputType: 'json' });
+    const { output } = await cruise(dirs, { ...options, validate: true, outputType: 'json' });
     return JSON.parse(output).summary.violations.map((v) => `${v.from} → ${v.to}: ${v.rule.name}${v.cycle ? ` (${v.cycle.map((c) => c.name ?? c).join(' → ')})` : ''}`);
   } finally {
     process.chdir(cwd);
   }
 }
 
+/** The test files whose SQL checkTestSql reads, from the repository's root: the specs of the test folders and of apps/api/src. */
+export function testFiles() {
+  return [...TEST_DIRS.flatMap(specFiles), ...sourceFiles(API_SRC, true)].map((file) => relative(ROOT, file).split(sep).join('/'));
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const sources = sourceFiles(API_SRC).map((file) => ({ path: relative(API_SRC, file).split(sep).join('/'), text: readFileSync(file, 'utf8') }));
-  const specs = [...TEST_DIRS.flatMap(specFiles), ...sourceFiles(API_SRC, true)].map((file) => ({ path: relative(ROOT, file).split(sep).join('/'), text: readFileSync(file, 'utf8') }));
+  const specs = testFiles().map((path) => ({ path, text: readFileSync(join(ROOT, path), 'utf8') }));
   const problems = [
     ...(await checkImports()),
     ...(await checkStatements(sources)),
