@@ -3,15 +3,23 @@
  * The house rules, checked (npm run check:boundaries; part of npm test):
  *  1. imports follow the module map (apps/api/module-map.json) and make no loop: dependency-cruiser
  *     with the rules of .dependency-cruiser.cjs, over the API and the CLI;
- *  2. each table is written by its owner module only, and SQL lives only in *.repository.ts,
- *     database/ and the migrations, or in a `*.sql-fragment.ts` (SQL text a module lends the
- *     repositories of others to embed, as audit/ lends the INSERT of an event: its text is its
- *     owner's, so a write in it counts as the owner's, and only repositories may import it);
+ *  2. table ownership, from parsed SQL (sql-statements.mjs: every statement the API sends, read
+ *     from the TypeScript syntax tree and parsed by Postgres's own parser, libpg-query): each
+ *     table is written and locked (FOR UPDATE/SHARE) by its owner module only (module-map.json
+ *     `tables`; `locks` lists the reviewed exceptions), and another module's table is read only
+ *     where the module's `reads` lists it; names compare as Postgres reads them (`update users`,
+ *     `public.users`, `"users"` are one table; a CTE's name is none); a statement the checker
+ *     cannot read is a problem unless `// sql-opaque: <why>` stands above its call. SQL lives only
+ *     in *.repository.ts, database/ and the migrations, or in a `*.sql-fragment.ts` (SQL text a
+ *     module lends the repositories of others to embed, as audit/ lends the INSERT of an event:
+ *     its text is its owner's, so a table it names counts as the owner's, and only repositories
+ *     may import it);
  *  3. docs/architecture.md shows the map as it is (`--write` regenerates that table);
  *  4. a module lends the others its services, never its repositories (a Nest module's `exports`);
- *  5. tests arrange and read data through the app's services or the named fixtures of a
- *     `support/` folder: SQL written in a spec says why it must be SQL (what is stored at rest, a
- *     schema, a fault injected) in a `// sql-on-purpose: …` comment just above it.
+ *  5. tests (apps/api/test, apps/cli/test, and the *.spec.ts files of apps/api/src) arrange and read data
+ *     through the app's services or the named fixtures of a `support/` folder: SQL written in a
+ *     spec says why it must be SQL (what is stored at rest, a schema, a fault injected) in a
+ *     `// sql-on-purpose: …` comment just above it.
  * Prints one line per problem and exits 1 if there is any.
  */
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -44,7 +52,7 @@ function sourceFiles(dir, specs = false) {
 }
 
 const KINDS = { write: 'writes', lock: 'locks (FOR UPDATE/SHARE)' };
-/** Problems of one file in the order of its lines. */
+/** Problems by file, then line. */
 const byLine = (a, b) => a.localeCompare(b, 'en', { numeric: true });
 
 /**

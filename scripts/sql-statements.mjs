@@ -32,6 +32,8 @@ const ts = createRequire(import.meta.url)('typescript');
 export const OPAQUE = '// sql-opaque:';
 /** How a literal that may be a statement starts; it counts as one only if it also parses. */
 const STATEMENT_START = /^\s*(?:select|insert|update|delete|with|merge|truncate|lock)\b/i;
+/** A file without this has no literal that starts like a statement and no `.rows`/`.count`/`.query` call. */
+const MAY_HOLD_SQL = /\.(?:rows|count|query)\b|[`'"]\s*(?:select|insert|update|delete|with|merge|truncate|lock)\b/i;
 const HOLE = /^__sql_(?:hole|arg)_\d+__$/;
 /** At most this many variants of one statement (each `a ? 'x' : 'y'` doubles them). */
 const MAX_VARIANTS = 64;
@@ -83,6 +85,8 @@ export function loadFragment(text) {
  * unreadable: [{ line, why }], sqlCalls: [line] } (sqlCalls: every call that sends SQL, readable or not).
  */
 export function statementsOf(path, text, fragments = new Map()) {
+  // Most files have neither a call that sends SQL nor a literal that starts like a statement: not parsed.
+  if (!MAY_HOLD_SQL.test(text)) return { statements: [], unreadable: [], sqlCalls: [] };
   const sf = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const module = path.includes('/') ? path.split('/')[0] : '';
   const lineOf = (pos) => sf.getLineAndCharacterOfPosition(pos).line + 1;
