@@ -1,3 +1,4 @@
+import { stepBeforeApproving } from '../grants/approval-rules.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { AUTHORIZATION_CODE_PREFIX, ERROR_CODES, type ErrorCode, OAUTH_ROUTES, parseScopes, type TokenResponse } from '@prospect/contract';
 import { Clock } from '../common/clock.js';
@@ -137,10 +138,17 @@ export class AuthorizationService {
   async nextStep(request: AuthorizationRequest, browser: BrowserState): Promise<AuthorizationStep> {
     const silent = request.prompts.includes('none');
     const fail = (error: ErrorCode, description: string): AuthorizationStep => ({ kind: 'error', location: this.errorLocation(request, error, description) });
+    // The rule of every approval (grants/approval-rules.ts); its sudo step waits until a consent must be given.
+    const step = stepBeforeApproving({
+      signedIn: browser.user !== undefined,
+      mustEnrolSecondFactor: browser.mustEnrolSecondFactor,
+      addressUnproven: browser.emailBlocked,
+      inSudoMode: browser.inSudoMode,
+    });
     const user = browser.user;
-    if (!user) return silent ? fail(ERROR_CODES.loginRequired, 'Nobody is signed in to Prospect in this browser.') : { kind: 'sign-in' };
-    if (browser.mustEnrolSecondFactor) return silent ? fail(ERROR_CODES.interactionRequired, 'The person must set up a second factor first.') : { kind: 'enrol-second-factor' };
-    if (browser.emailBlocked) return silent ? fail(ERROR_CODES.interactionRequired, 'The person must confirm their e-mail address first.') : { kind: 'verify-email' };
+    if (step === 'sign-in' || !user) return silent ? fail(ERROR_CODES.loginRequired, 'Nobody is signed in to Prospect in this browser.') : { kind: 'sign-in' };
+    if (step === 'enrol-second-factor') return silent ? fail(ERROR_CODES.interactionRequired, 'The person must set up a second factor first.') : { kind: 'enrol-second-factor' };
+    if (step === 'verify-email') return silent ? fail(ERROR_CODES.interactionRequired, 'The person must confirm their e-mail address first.') : { kind: 'verify-email' };
     const provedAgo = this.clock.now().getTime() - browser.provenAt;
     if (request.prompts.includes('login') || (request.maxAge !== undefined && provedAgo > request.maxAge * 1000)) {
       return silent ? fail(ERROR_CODES.loginRequired, 'The sign-in is older than max_age.') : { kind: 'confirm' };
@@ -152,7 +160,7 @@ export class AuthorizationService {
     if (covered && !otherAccountHinted && !request.prompts.includes('consent')) return { kind: 'issue' };
     if (silent) return fail(ERROR_CODES.consentRequired, `The person has not approved ${request.client.name} for ${request.scopes.join(' ')}.`);
     // As approving a device: sudo mode first, then the page (which checks it again for its button).
-    if (!browser.inSudoMode) return { kind: 'confirm' };
+    if (step === 'confirm') return { kind: 'confirm' };
     return { kind: 'consent', otherAccountHinted };
   }
 

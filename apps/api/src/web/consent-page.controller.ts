@@ -14,6 +14,7 @@ import { field } from './form.js';
 import { allowFormTarget } from './page-headers.js';
 import {
   accountOf,
+  ApprovalRule,
   CsrfGuard,
   EmailUnverified,
   browserInSudoMode,
@@ -47,6 +48,7 @@ export class ConsentPageController {
     private readonly audit: AuditService,
     private readonly clock: Clock,
     private readonly config: AppConfig,
+    private readonly approvalRule: ApprovalRule,
   ) {}
 
   @Get()
@@ -92,8 +94,8 @@ export class ConsentPageController {
     if (decision !== 'approve') {
       return res.status(400).render('error', { title: 'Approve or deny', heading: 'Approve or deny', message: 'Please choose Approve or Deny.', account: accountOf(req, this.csrf) });
     }
-    // As approving a device: sudo mode lapsed while the page was open means confirming first, then the page again.
-    if (!browserInSudoMode(req, this.clock, this.config)) throw new SudoRequired(this.authorization.canonicalPath(request, { afterProof: true }));
+    // The rule of every approval: sudo mode lapsed while the page was open means confirming first, then the page again.
+    this.approvalRule.require(req, this.authorization.canonicalPath(request, { afterProof: true }));
     const user = this.browserOf(req).user!;
     const proof = this.proofOf(req);
     res.redirect(303, await this.authorization.approve(request, user, proof, req.ip ?? null));

@@ -18,7 +18,7 @@ import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
 import { scopeLines } from './scope-words.js';
-import { accountOf, CsrfGuard, browserInSudoMode, PageRefusalFilter, SignedInGuard, SudoGuard, SudoRequired, VerifiedEmailGuard } from './page-guards.js';
+import { accountOf, browserInSudoMode, CsrfGuard, MayApproveGuard, PageRefusalFilter, SignedInGuard, SudoRequired, VerifiedEmailGuard } from './page-guards.js';
 
 /**
  * Why a code cannot be decided, in words for whoever holds it: a code may come from any registered
@@ -95,7 +95,7 @@ export class DevicePageController {
   }
 
   @Post('approve')
-  @UseGuards(CsrfGuard, SudoGuard)
+  @UseGuards(CsrfGuard, MayApproveGuard)
   approve(@Req() req: Request, @Res() res: Response) {
     return this.decide(req, res, 'approve');
   }

@@ -9,6 +9,7 @@ import { inSudoMode, reconfirmedJustNow } from '../auth/sudo-rule.js';
 import { SudoPages } from './sudo-pages.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import type { WebUser } from '../web-sessions/web-account.js';
+import { type ApproverState, stepBeforeApproving } from '../grants/approval-rules.js';
 
 /** What the layout shows of the signed-in person, and the token its sign-out form needs. */
 export interface WebAccount {
@@ -101,6 +102,13 @@ export function browserReconfirmedJustNow(req: Request, clock: Clock, config: Ap
   return reconfirmedJustNow(req.session.reconfirmedAt, clock, config);
 }
 
+/** Where a person goes back to after a step before this request: its page, with the code a form carried (`user_code`). */
+function returnToOf(context: ExecutionContext): string {
+  const req = context.switchToHttp().getRequest<Request>();
+  const code = (req.body as Record<string, unknown> | undefined)?.user_code;
+  return req.method !== 'GET' && typeof code === 'string' ? `${pageOf(context)}?user_code=${encodeURIComponent(code)}` : pageOf(context);
+}
+
 /**
  * After SignedInGuard: lets the request through while sudo mode lasts (SUDO_SECONDS since the
  * sign-in or the last re-confirmation); else the person confirms first and comes back to the
@@ -115,9 +123,52 @@ export class SudoGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<Request>();
     if (browserInSudoMode(req, this.clock, this.config)) return true;
-    const code = (req.body as Record<string, unknown> | undefined)?.user_code;
-    const returnTo = req.method !== 'GET' && typeof code === 'string' ? `${pageOf(context)}?user_code=${encodeURIComponent(code)}` : pageOf(context);
-    throw new SudoRequired(returnTo);
+    throw new SudoRequired(returnToOf(context));
+  }
+}
+
+/** The rule before an approval (grants/approval-rules.ts), answered the pages' way: each step a page to go through, then back to `returnTo`. */
+@Injectable()
+export class ApprovalRule {
+  constructor(
+    private readonly clock: Clock,
+    private readonly config: AppConfig,
+    private readonly verification: EmailVerificationService,
+  ) {}
+
+  /** This browser's person as an approver. */
+  stateOf(req: Request): ApproverState {
+    return {
+      signedIn: req.webUser !== undefined,
+      mustEnrolSecondFactor: req.session?.mustEnrolSecondFactor === true,
+      addressUnproven: req.webUser !== undefined && this.verification.blocks(req.webUser),
+      inSudoMode: req.session !== undefined && browserInSudoMode(req, this.clock, this.config),
+    };
+  }
+
+  /** @throws the page of the first step before approving (SignInRequired, SecondFactorRequired, EmailUnverified, SudoRequired). */
+  require(req: Request, returnTo: string): void {
+    switch (stepBeforeApproving(this.stateOf(req))) {
+      case 'sign-in':
+        throw new SignInRequired(returnTo);
+      case 'enrol-second-factor':
+        throw new SecondFactorRequired();
+      case 'verify-email':
+        throw new EmailUnverified(returnTo);
+      case 'confirm':
+        throw new SudoRequired(returnTo);
+      case null:
+    }
+  }
+}
+
+/** A form that approves (a device login, a token): the approval rule, back to its page. */
+@Injectable()
+export class MayApproveGuard implements CanActivate {
+  constructor(private readonly rule: ApprovalRule) {}
+  canActivate(context: ExecutionContext): boolean {
+    this.rule.require(context.switchToHttp().getRequest<Request>(), returnToOf(context));
+    return true;
   }
 }
 

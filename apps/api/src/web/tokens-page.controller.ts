@@ -17,7 +17,7 @@ import { minterWords, type TokenListing, TokensService } from '../tokens/tokens.
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
 import { scopeLines } from './scope-words.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard, VerifiedEmailGuard, SudoGuard } from './page-guards.js';
+import { accountOf, CsrfGuard, MayApproveGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
 
 const when = (d: Date | null) => (d ? utcMinute(d) : 'never');
 
@@ -72,7 +72,7 @@ export class TokensPageController {
 
   /** Creates a token, then redirects (a reload never creates a second one); the next page shows it once. */
   @Post()
-  @UseGuards(CsrfGuard, SudoGuard, VerifiedEmailGuard)
+  @UseGuards(CsrfGuard, MayApproveGuard)
   async create(@Req() req: Request, @Res() res: Response) {
     const label = field(req, 'label').trim();
     if (label.length > 100) return res.status(400).render('tokens', await this.page(req, { error: 'A label has at most 100 characters.' }));

@@ -1,3 +1,4 @@
+import { ApprovalRule } from './page-guards.js';
 import { type MiddlewareConsumer, Module, type NestModule, RequestMethod } from '@nestjs/common';
 import { ROUTES } from '@prospect/contract';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
@@ -43,7 +44,7 @@ import { PasskeyCeremonies } from './passkey-ceremonies.js';
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
     AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController],
-  providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies],
+  providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })
 export class WebModule implements NestModule {
