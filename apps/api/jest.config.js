@@ -23,7 +23,14 @@ export default {
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
+  // The bound on a test or hook when the machine is idle; test/support/scaled-test-timeout.ts
+  // scales it with the load when each file starts, as the tests' own waits are scaled.
   testTimeout: 60_000,
+  setupFilesAfterEnv: ['<rootDir>/test/support/scaled-test-timeout.ts'],
   // Each test file gets its own database; two workers fit the 2-core machines.
   maxWorkers: 2,
+  // A worker whose memory stays above this after a file is replaced by a fresh one before the
+  // next: modules loaded through vm (native ESM) are not all freed between files, and workers
+  // grew past 3 GiB each when two suites shared 2 cores (issue #49).
+  workerIdleMemoryLimit: '1GB',
 };

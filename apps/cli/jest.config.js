@@ -27,7 +27,11 @@ export default {
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/test/**/*.spec.ts', '<rootDir>/test/**/*.spec.tsx'],
+  // As the API's: the bound when the machine is idle, scaled with its load when each file starts.
   testTimeout: 60_000,
+  setupFilesAfterEnv: ['<rootDir>/../api/test/support/scaled-test-timeout.ts'],
   // The end-to-end files each run an embedded Postgres; two workers fit the 2-core machines.
   maxWorkers: 2,
+  // A worker left above this after a file is replaced before the next (the API's jest.config.js).
+  workerIdleMemoryLimit: '1GB',
 };

@@ -16,9 +16,8 @@ import { MailWorker } from './mail/mail-worker.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { AdminSetupCodes } from './users/admin-setup-codes.js';
 import type { EmbeddedPostgres } from './database/embedded-postgres.js';
-
-/** Connections to a Postgres server: enough to keep 2 cores busy, few enough for many replicas. */
-const SERVER_POOL_SIZE = 10;
+import { checkPortFree, portInUse } from './port-check.js';
+import { SERVER_POOL_SIZE } from './database/pool-size.js';
 
 /**
  * `main.js` serves; `main.js migrate` applies pending migrations, `main.js setup-code` prints a new
@@ -48,6 +47,8 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel, undefined, tracing?.logFields);
   if (command === 'migrate') refuseAnUnintendedMigration(config, process.argv.slice(3));
+  // A port already taken is said at once, before the database opens and a setup link is printed.
+  if (!command) await checkPortFree(config.host, config.port);
 
   let embedded: EmbeddedPostgres | undefined;
   let poolSize = SERVER_POOL_SIZE;
@@ -80,6 +81,8 @@ async function main(): Promise<void> {
   } catch (err) {
     // Close PGlite's files and give the data directory back before saying why.
     await embedded?.stop().catch(() => undefined);
+    // Taken since checkPortFree asked: the same line.
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new Error(portInUse(config.host, config.port));
     throw err;
   }
   // Before the banner: whoever starts us may stop us as soon as it reads it.

@@ -98,7 +98,13 @@ function main() {
     process.stdout.write(`\nInstalled prospect ${version}: ${bin}\n`);
     const onPath = (process.env.PATH ?? '').split(delimiter).some((dir) => dir && resolve(dir) === resolve(binDir));
     if (!onPath) process.stdout.write(`${binDir} is not on your PATH; add it to run \`prospect\`:\n  export PATH="${binDir}${delimiter}$PATH"\n`);
-    process.stdout.write('Next: prospect auth:login   (http://localhost:3000; --api-url <url> for another server)\n');
+    // The server's port and address are its own (PORT, PUBLIC_URL): named only when the CLI's own variable says it.
+    const apiUrl = process.env.PROSPECT_API_BASE_URL?.trim();
+    process.stdout.write(
+      apiUrl
+        ? `Next: prospect auth:login   (on ${apiUrl}: PROSPECT_API_BASE_URL)\n`
+        : 'Next: prospect auth:login --api-url <the server\'s URL>   (its banner prints the whole line: "Sign in the CLI")\n',
+    );
   } finally {
     rmSync(packDir, { recursive: true, force: true });
   }

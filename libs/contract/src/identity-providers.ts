@@ -52,6 +52,11 @@ const displayName = z.string().check(z.trim(), z.minLength(1), z.maxLength(60), 
 const clientId = z.string().check(z.trim(), z.minLength(1), z.maxLength(500), z.regex(/^[\x21-\x7E]+$/, 'must be printable ASCII without spaces'));
 const clientSecret = z.string().check(z.minLength(1), z.maxLength(2000), z.regex(/^[\x20-\x7E]+$/, 'must be printable ASCII'));
 const emailDomains = z.array(EmailDomainSchema).check(z.minLength(1), z.maxLength(50));
+/**
+ * The provider's `acr` values that mean its sign-in took a second factor (an exact match, as the
+ * provider documents them: `urn:okta:loa:2fa:any`, `http://schemas.openid.net/pape/policies/2007/06/multi-factor`).
+ */
+const mfaAcrValues = z.array(z.string().check(z.trim(), z.minLength(1), z.maxLength(200), z.regex(/^[\x21-\x7E]+$/, 'must be printable ASCII without spaces'))).check(z.maxLength(20));
 
 /** POST /api/admin/identity-providers. */
 export const CreateIdentityProviderRequestSchema = z
@@ -75,6 +80,8 @@ export const CreateIdentityProviderRequestSchema = z
     enforce: z.optional(z.boolean()),
     /** A first sign-in creates an account (for a verified address in `emailDomains`). */
     allowSignUp: z.optional(z.boolean()),
+    /** Default none: only an `amr` of RFC 8176 that says so (`mfa`, or two methods one of them not a secret) counts as a second factor. */
+    mfaAcrValues: z.optional(mfaAcrValues),
   })
   .check(
     z.refine((body) => (body.preset ?? 'generic') !== 'generic' || body.issuer !== undefined, { error: 'issuer is required for a generic provider', path: ['issuer'] }),
@@ -93,6 +100,7 @@ export const UpdateIdentityProviderRequestSchema = z
     emailDomains: z.optional(emailDomains),
     enforce: z.optional(z.boolean()),
     allowSignUp: z.optional(z.boolean()),
+    mfaAcrValues: z.optional(mfaAcrValues),
     /** Disabling refuses its sign-ins and ends every browser session it started. */
     disabled: z.optional(z.boolean()),
   })
@@ -109,6 +117,8 @@ export const AdminIdentityProviderSchema = z.object({
   emailDomains: z.array(z.string()),
   enforce: z.boolean(),
   allowSignUp: z.boolean(),
+  /** The `acr` values taken as a second factor at the provider. */
+  mfaAcrValues: z.array(z.string()),
   disabled: z.boolean(),
   /** Register this at the provider: `{PUBLIC_URL}/login/sso/{id}/callback`. */
   redirectUri: z.string(),

@@ -9,7 +9,7 @@ export function passwordChangedMail(
   return composeMail(account.email, 'Your Prospect password was changed', {
     paragraphs: [
       `Hello ${account.name},`,
-      `The password of your Prospect account at ${site} was just changed ${change.how}${change.ip ? ` from the address ${change.ip}` : ''}. Browsers signed in to it were signed out${change.cliTokensRevoked ? ', and every CLI token was revoked' : ''}.`,
+      `The password of your Prospect account at ${site} was just changed ${change.how}${change.ip ? ` from the address ${change.ip}` : ''}. Browsers, CLI sessions and apps signed in to it were signed out${change.cliTokensRevoked ? ', and every CLI token was revoked' : ''}.`,
       'If it was not you, reset your password at once and tell your administrator.',
     ],
     link: { url: `${site}/password/forgot`, label: 'Reset your password' },

@@ -1,3 +1,4 @@
+import { TokensService } from '../tokens/tokens.service.js';
 import { Injectable } from '@nestjs/common';
 import { TokenRevocations } from '../tokens/token-revocations.js';
 import { AppConfig } from '../config/app-config.js';
@@ -57,6 +58,7 @@ export class AccountService {
     private readonly config: AppConfig,
     private readonly revocations: TokenRevocations,
     private readonly federation: FederationPolicy,
+    private readonly tokens: TokensService,
   ) {}
 
   /** How this person confirms a change of how they sign in (SignInMethod). */
@@ -99,13 +101,15 @@ export class AccountService {
    * a failed sign-in (a stolen session must not become a way to guess the password). An account
    * without one (it signs in through a provider) sets its first just after re-confirming; none is set where a
    * provider enforces the domain. Every web session of the account ends (the caller signs this
-   * browser in again), and the owner is told by mail. `browser`: the signed-in session asking.
+   * browser in again), and so does every grant (CLI sessions, connected apps) approved under the old
+   * password; the owner is told by mail. `browser`: the signed-in session asking.
    * @throws WrongPasswordError, TooManyRequests, ConfirmInSudoMode, ManagedByProviderError
    */
   async changePassword(user: { id: string; email: string; name: string }, confirmation: OwnerConfirmation, next: string, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
     await this.confirmManagedHere(user, confirmation, ip, browser);
     await this.users.changeWithAudit(user.id, { passwordHash: await hashPassword(next) }, 'password.change', ip);
     await this.webSessions.endAllFor(user.id);
+    await this.tokens.revokeGrantsOfUser(user.id, 'password changed', ip);
     await this.mailer.send(passwordChangedMail(user, this.config.publicUrl, { how: 'on its account page', ip, cliTokensRevoked: false }));
   }
 

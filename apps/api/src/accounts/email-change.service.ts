@@ -1,3 +1,4 @@
+import { TokensService } from '../tokens/tokens.service.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
@@ -43,6 +44,7 @@ export class EmailChangeService {
     private readonly clock: Clock,
     private readonly uow: UnitOfWork,
     private readonly federation: FederationPolicy,
+    private readonly tokens: TokensService,
   ) {}
 
   /**
@@ -133,6 +135,8 @@ export class EmailChangeService {
       throw err;
     }
     if (!changed) throw new UnusableEmailChangeLinkError();
+    // Who controls the account changed (a new credential epoch): what was approved under the old address ends.
+    await this.tokens.revokeGrantsOfUser(changed.userId, 'address changed', ip);
     await this.mailer.send(
       composeMail(changed.oldEmail, 'Your Prospect e-mail address was changed', {
         paragraphs: [

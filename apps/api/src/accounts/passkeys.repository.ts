@@ -51,13 +51,24 @@ export class PasskeysRepository {
   /**
    * Records a use with the authenticator's new signature counter, in one statement: refused
    * (false) when the counter did not grow, which a cloned authenticator would show, unless the
-   * authenticator keeps none (zero both times, as synced passkeys do).
+   * authenticator keeps none (zero both times, as synced passkeys do). With `challengeIssuedAt` (a
+   * challenge sealed in the browser, which no row holds), also refused unless that challenge was
+   * issued after the one of this passkey's last such use: a challenge signs in once.
    */
-  async recordUse(id: string, newCounter: number, now: Date): Promise<boolean> {
+  async recordUse(id: string, newCounter: number, now: Date, challengeIssuedAt: Date | null): Promise<boolean> {
     const rows = await this.sql.rows(
-      `UPDATE passkeys SET counter = $2, last_used_at = $3 WHERE id = $1 AND (counter < $2 OR (counter = 0 AND $2 = 0)) RETURNING id`,
-      [id, newCounter, now],
+      `UPDATE passkeys SET counter = $2, last_used_at = $3, last_challenge_issued_at = COALESCE($4, last_challenge_issued_at)
+        WHERE id = $1 AND (counter < $2 OR (counter = 0 AND $2 = 0))
+          AND ($4::timestamptz IS NULL OR last_challenge_issued_at IS NULL OR last_challenge_issued_at < $4)
+        RETURNING id`,
+      [id, newCounter, now, challengeIssuedAt],
     );
+    return rows.length > 0;
+  }
+
+  /** Whether this passkey signed in with a sealed challenge issued at or after `issuedAt` (recordUse refused it as a replay). */
+  async usedChallengeSince(id: string, issuedAt: Date): Promise<boolean> {
+    const rows = await this.sql.rows(`SELECT 1 FROM passkeys WHERE id = $1 AND last_challenge_issued_at >= $2`, [id, issuedAt]);
     return rows.length > 0;
   }
 

@@ -22,6 +22,12 @@ export interface WebAuthnSite {
 export interface PasskeyAttempt {
   ip: string;
   browserFor(ownerEmail: string): Promise<RecognisedBrowser | null>;
+  /**
+   * When the challenge was issued, if it was kept by the browser (sealed) rather than in a
+   * session, from which it would be deleted on use: then the passkey records it, so that it
+   * signs in once.
+   */
+  challengeIssuedAt?: Date;
 }
 
 /**
@@ -37,8 +43,9 @@ export const MAX_PASSKEYS = 20;
  * Passkeys (WebAuthn) with @simplewebauthn/server: registered from the security page, used to sign
  * in alone (discoverable credentials, user verification required: the device's PIN or biometrics
  * is the second factor) or as the second step after a password. Challenges live in the browser's
- * session (the caller's), one at a time, used once. Every sign-in is counted before its assertion
- * is verified (RateLimits.attemptPasskey).
+ * session (the caller's), one at a time, used once; the sign-in page's anonymous one is sealed in
+ * the browser instead (it stores nothing), and the passkey that uses it records when it was
+ * issued. Every sign-in is counted before its assertion is verified (RateLimits.attemptPasskey).
  */
 @Injectable()
 export class PasskeysService {
@@ -132,7 +139,9 @@ export class PasskeysService {
       throw new PasskeyRefused(err instanceof Error ? err.message : 'The passkey could not be verified.');
     });
     if (!verified.verified) throw new PasskeyRefused('The passkey could not be verified.');
-    if (!(await this.passkeys.recordUse(passkey.id, verified.authenticationInfo.newCounter, this.clock.now()))) {
+    const issuedAt = attempt.challengeIssuedAt ?? null;
+    if (!(await this.passkeys.recordUse(passkey.id, verified.authenticationInfo.newCounter, this.clock.now(), issuedAt))) {
+      if (issuedAt && (await this.passkeys.usedChallengeSince(passkey.id, issuedAt))) throw new PasskeyRefused('That took too long or was already used: please try again.');
       throw new PasskeyRefused('This passkey’s counter went back: it may have been copied. Remove it and register it again.');
     }
     await this.limits.passkeySucceeded(passkey.credentialId, attempt.ip, browser);

@@ -97,9 +97,9 @@ export class PasswordResetService {
   }
 
   /**
-   * Sets the new password through a link, once: every web session and every other mailed link of
-   * the account ends (this browser's too), its CLI tokens are revoked when asked, and the owner is
-   * told by mail. A reset that proves an address nobody had proven before (someone else may have
+   * Sets the new password through a link, once: every web session, every grant (CLI sessions,
+   * connected apps) and every other mailed link of the account ends (this browser's too), the tokens
+   * made on the tokens page are revoked when asked, and the owner is told by mail. A reset that proves an address nobody had proven before (someone else may have
    * signed up with it: account pre-hijacking) also ends every second factor (in the redeeming
    * statement) and every token: the account is then the address owner's alone. The account as
    * the reset left it (its address and new credential epoch).
@@ -111,7 +111,9 @@ export class PasswordResetService {
     if (!account) throw new UnusableResetLinkError(); // used by a racing request meanwhile
     await this.webSessions.endAllFor(account.userId);
     const revoke = revokeCliTokens || account.ownershipProven;
+    // The grants approved under the old password end either way; the tokens made on the tokens page only when asked.
     if (revoke) await this.tokens.revokeAllForUser(account.userId, ip);
+    else await this.tokens.revokeGrantsOfUser(account.userId, 'password reset', ip);
     await this.mailer.send(passwordChangedMail(account, this.config.publicUrl, { how: 'with a reset link', ip, cliTokensRevoked: revoke }));
     return { id: account.userId, email: account.email, credentialEpoch: account.credentialEpoch };
   }

@@ -1,3 +1,4 @@
+import { stepBeforeApproving } from '../grants/approval-rules.js';
 import { Injectable } from '@nestjs/common';
 import type { IssueTokenRequest, IssuedTokenResponse } from '@prospect/contract';
 import { badRequest, forbidden, notFound } from '../common/api-exception.js';
@@ -56,13 +57,17 @@ export class TokenIssuanceService {
     const target = forOther ? await this.users.findByEmail(request.userEmail!) : caller.user;
     if (!target) throw notFound('No user with that e-mail address.');
     if ('disabledAt' in target && target.disabledAt) throw forbidden('That account is disabled: enable it on /admin/users first.');
-    // A person signed in on the web but not yet verified (REQUIRE_EMAIL_VERIFICATION) makes no tokens.
-    if (!forOther && caller.via === 'web-session' && this.verification.blocks(caller.user)) {
-      throw forbidden('Confirm your e-mail address first: follow the link in the mail we sent you.');
-    }
-    // As on the tokens page (the same rule): a browser mints tokens only in sudo mode.
-    if (caller.via === 'web-session' && !inSudoMode(caller.confirmedAt, this.clock, this.config)) {
-      throw forbidden('Confirm it is you first: open the tokens page and confirm with your password, then try again.');
+    // A browser mints tokens under the rule of every approval, as on the tokens page (grants/approval-rules.ts); the
+    // bearer guard let through only a signed-in session with its second factor done. Its own address proven, for itself.
+    if (caller.via === 'web-session') {
+      const step = stepBeforeApproving({
+        signedIn: true,
+        mustEnrolSecondFactor: false,
+        addressUnproven: !forOther && this.verification.blocks(caller.user),
+        inSudoMode: inSudoMode(caller.confirmedAt, this.clock, this.config),
+      });
+      if (step === 'verify-email') throw forbidden('Confirm your e-mail address first: follow the link in the mail we sent you.');
+      if (step === 'confirm') throw forbidden('Confirm it is you first: open the tokens page and confirm with your password, then try again.');
     }
     const byBearer = caller.via === 'bearer' && caller.tokenId !== undefined;
     const input: IssueTokenInput = {
@@ -75,7 +80,7 @@ export class TokenIssuanceService {
       issuedBy: forOther ? caller.user.id : undefined,
       // Capped, not refused: the request names no scopes, so it asks for a token like the one it
       // is made with, and gets at most that (the answer's expiresAt says how long it lives).
-      scope: byBearer || forOther ? mintedTokenScope(caller.scopes, forOther) : siteTokenScope(caller.user.role),
+      scope: byBearer || forOther ? mintedTokenScope(caller.scopes, forOther, caller.user.role) : siteTokenScope(caller.user.role),
       minter: byBearer ? { tokenId: caller.tokenId!, deviceLoginId: caller.deviceLoginId ?? null } : undefined,
     };
     const answer = (issued: IssuedToken): IssuedTokenResponse => ({ accessToken: issued.accessToken, expiresAt: issued.expiresAt.toISOString(), user: toPublicUser(target) });

@@ -52,6 +52,13 @@ export const SETTINGS = {
   refreshTokenTtlSeconds: setting('REFRESH_TOKEN_TTL_SECONDS', seconds(DEFAULT_REFRESH_TOKEN_TTL_SECONDS)),
   /** …but no session outlives this, counted from its device login (absolute cap). */
   refreshTokenMaxLifetimeSeconds: setting('REFRESH_TOKEN_MAX_LIFETIME_SECONDS', seconds(90 * 24 * 3600)),
+  /**
+   * A rotated refresh token presented again within this long of its rotation, its successor
+   * unused, answers that successor again (the first answer was lost); after it, the presentation
+   * is a reuse and revokes the grant. The reuse interval of Okta and Auth0; at most the access
+   * token's lifetime, so the pair answered again is always live.
+   */
+  refreshReplaySeconds: setting('REFRESH_REPLAY_SECONDS', seconds(60)),
   deviceLoginEnabled: setting('DEVICE_LOGIN_ENABLED', booleanFlag.default(true)),
   allowSignup: setting('ALLOW_SIGNUP', booleanFlag.default(true)),
   logLevel: setting('LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
@@ -145,4 +152,10 @@ export const SETTINGS = {
    * the sessions started through that link (issue #34, leavers).
    */
   federationCheckSeconds: setting('FEDERATION_CHECK_SECONDS', seconds(15 * 60)),
+  /**
+   * Whether an identity provider may be at a private or link-local address (RFC 1918, CGNAT,
+   * 169.254/16, fc00::/7, fe80::/10): off, so registering a provider cannot read the server's own
+   * network (issue #43); on for a provider inside the company's network. Loopback is allowed either way.
+   */
+  federationAllowPrivateIssuers: setting('FEDERATION_ALLOW_PRIVATE_ISSUERS', booleanFlag.default(false)),
 };

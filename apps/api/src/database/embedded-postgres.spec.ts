@@ -39,15 +39,19 @@ describe('startEmbeddedPostgres', () => {
     const db = await startEmbeddedPostgres('memory://');
     const pool = new pg.Pool({ connectionString: db.url, max: 4 });
     try {
+      // sql-on-purpose: the embedded server itself is under test, on raw connections
       await pool.query('CREATE TABLE counters (n int)');
       const inTx = await pool.connect();
+      // sql-on-purpose: a transaction held open by hand on one connection
       await inTx.query('BEGIN');
       await inTx.query('INSERT INTO counters VALUES (1)');
       // Another connection must not see the uncommitted row, nor land inside that transaction.
+      // sql-on-purpose: the same, on a second connection
       const outside = pool.query('SELECT count(*)::int AS c FROM counters');
       await inTx.query('ROLLBACK');
       inTx.release();
       expect((await outside).rows).toEqual([{ c: 0 }]);
+      // sql-on-purpose: eight statements at once on the pool
       const parallel = await Promise.all(Array.from({ length: 8 }, (_, i) => pool.query('SELECT $1::int AS i', [i])));
       expect(parallel.map((r) => r.rows[0].i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     } finally {

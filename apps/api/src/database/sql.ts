@@ -49,6 +49,7 @@ export class Sql {
   constructor(@InjectDataSource() dataSource: DataSource, database: DatabaseInfo) {
     this.pool = (dataSource.driver as PostgresDriver).master as pg.Pool;
     this.prepare = database.preparedStatements;
+    // sql-opaque: the library's own statement, passed on unnamed
     this.poolForLibraries = this.prepare ? this.pool : { query: ({ text, values }: pg.QueryConfig) => this.pool.query({ text, values }) };
   }
 
@@ -60,12 +61,14 @@ export class Sql {
    * @param tx a transaction to run in (its connection, not prepared); else the pool.
    */
   async rows<T>(text: string, values: unknown[], tx?: Tx): Promise<T[]> {
+    // sql-opaque: the caller's text, read by the checker at the caller's call
     if (tx) return (await runnerOf(tx).query(text, values, true)).records as T[];
     return (await this.poolQuery(text, values)).rows as T[];
   }
 
   /** How many rows the statement touched (a DELETE's or UPDATE's count). Same parameters as `rows`. */
   async count(text: string, values: unknown[], tx?: Tx): Promise<number> {
+    // sql-opaque: the caller's text, read by the checker at the caller's call
     if (tx) return (await runnerOf(tx).query(text, values, true)).affected ?? 0;
     return (await this.poolQuery(text, values)).rowCount ?? 0;
   }
@@ -80,6 +83,7 @@ export class Sql {
   }
 
   private poolQuery(text: string, values: unknown[]): Promise<pg.QueryResult> {
+    // sql-opaque: the caller's text, read by the checker at the caller's call (rows, count)
     if (!this.prepare) return this.pool.query({ text, values });
     return this.pool.query({ text, values, name: this.nameOf(text) }).catch((err: unknown) => {
       explainPreparedStatementClash(err);

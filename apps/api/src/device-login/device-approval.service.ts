@@ -5,6 +5,7 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
+import type { GrantProof } from '../grants/grant-rules.js';
 import { DeviceLoginsRepository } from './device-logins.repository.js';
 
 /** Why a person cannot decide a device login; each gets its own page. */
@@ -41,6 +42,9 @@ export interface CodeHolder {
   userId: string;
   ip: string | null;
 }
+
+/** A code holder who decides, with how their session proved them, which an approval's grant keeps. */
+export type Approver = CodeHolder & GrantProof;
 
 /** What the approval page shows about a pending device login. */
 export interface DeviceLoginForApproval {
@@ -82,8 +86,8 @@ export class DeviceApprovalService {
   }
 
   /** A person approves or denies by the code on the page's form: the buttons are limited like the lookup, so guessing through them gains nothing. */
-  decideFor(person: CodeHolder, userCodeInput: string, decision: 'approve' | 'deny'): Promise<DeviceDecision> {
-    return this.counted(person, () => this.decide(userCodeInput, decision === 'approve' ? 'approved' : 'denied', person.userId, person.ip));
+  decideFor(person: Approver, userCodeInput: string, decision: 'approve' | 'deny'): Promise<DeviceDecision> {
+    return this.counted(person, () => this.decide(userCodeInput, decision === 'approve' ? 'approved' : 'denied', person));
   }
 
   /** A pending, unexpired login by its code; throws why not otherwise. Private: every door to it counts the try (findFor). */
@@ -123,13 +127,13 @@ export class DeviceApprovalService {
    * the Approve, a reload, a second click) is answered as the first was, `madeBefore`, and changes
    * nothing: it went through. Anyone else, or the other decision, is refused as before.
    */
-  private async decide(userCodeInput: string, decision: 'approved' | 'denied', userId: string, ip: string | null): Promise<DeviceDecision> {
+  private async decide(userCodeInput: string, decision: 'approved' | 'denied', { userId, ip, ...proof }: Approver): Promise<DeviceDecision> {
     const userCode = normalizeUserCode(userCodeInput);
     if (!userCode) throw new UndecidableDeviceLoginError('unknown');
     // The decision and its audit event in one statement.
     const now = this.clock.now();
     const adminUntil = new Date(now.getTime() + this.config.adminGrantSeconds * 1000);
-    const decided = await this.deviceLogins.decideWithAudit(userCode, decision, userId, now, ip, adminUntil);
+    const decided = await this.deviceLogins.decideWithAudit(userCode, decision, userId, now, ip, adminUntil, proof);
     if (!decided) return this.decidedBefore(userCode, decision, userId);
     this.metrics.deviceLogin(decision);
     return { id: decided.clientId, displayName: decided.clientDisplayName, madeBefore: false };

@@ -52,6 +52,21 @@ export class DeviceLogin {
   @Column({ name: 'admin_until', type: 'timestamptz', nullable: true })
   adminUntil!: Date | null;
 
+  /**
+   * The account's credential epoch when the grant was approved (or its code signed in for): its
+   * tokens, refreshes included, end when the account's moves on (grants/grant-rules.ts). Null until decided.
+   */
+  @Column({ name: 'credential_epoch', type: 'integer', nullable: true })
+  credentialEpoch!: number | null;
+
+  /** How the approving session last proved its person (RFC 8176); null until approved, or for an approval older than this record. */
+  @Column({ type: 'text', array: true, nullable: true })
+  amr!: string[] | null;
+
+  /** The approving session had shown a second factor: with REQUIRE_SECOND_FACTOR, a grant without one issues nothing more. */
+  @Column({ name: 'second_factor', type: 'boolean', default: false })
+  secondFactor!: boolean;
+
   @Column({ name: 'requested_ip', type: 'text', nullable: true })
   requestedIp!: string | null;
 

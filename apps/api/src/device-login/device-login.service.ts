@@ -19,6 +19,7 @@ import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { DatabaseDeadline } from '../database/database-deadline.js';
 import { isUniqueViolation } from '../database/sql.js';
+import { type GrantProof, refusalToIssue } from '../grants/grant-rules.js';
 import { RefreshTokensService, sessionLabel } from '../refresh-tokens/refresh-tokens.service.js';
 import { FamilyMembers } from '../tokens/family-members.js';
 import { TokensService } from '../tokens/tokens.service.js';
@@ -181,8 +182,15 @@ export class DeviceLoginService {
   private async redeem(login: PollRow, deviceCode: string, ip: string | null): Promise<PollOutcome> {
     const now = this.clock.now();
     const result = await this.uow.run(async (tx) => {
-      const won = await this.deviceLogins.markRedeemed(tx, login.id, now);
+      const won = await this.deviceLogins.lockForRedemption(tx, login.id, now);
       if (!won) return null;
+      // The grant's rules at its first tokens: an account disabled or changed since the approval,
+      // or a client disabled meanwhile, and the login is as good as cancelled.
+      if (refusalToIssue(won.grant, this.config)) {
+        await this.deviceLogins.setRedeemedOrCancelled(tx, login.id, 'cancelled', now);
+        return null;
+      }
+      await this.deviceLogins.setRedeemedOrCancelled(tx, login.id, 'redeemed', now);
       const { user } = won;
       const issued = await this.refreshTokens.issueFirstPair(tx, {
         userId: user.id,
@@ -199,13 +207,11 @@ export class DeviceLoginService {
       return { issued, user };
     });
     if (!result) {
-      // Another poll with this code redeemed it between our read and our update.
+      // Another poll with this code redeemed it between our read and our lock, or it is over:
+      // expired, or cancelled meanwhile (by the CLI, or here: its grant may issue nothing).
       const now = await this.deviceLogins.findForPoll(login.id);
-      // Not redeemed by another poll but expired, or cancelled, meanwhile: just over. Still
-      // approved and unexpired, its client was disabled meanwhile: as good as cancelled.
       if (now?.status === 'redeemed') return this.replyAgain(now, deviceCode, ip);
-      const stillApproved = now?.status === 'approved' && now.expires_at.getTime() > this.clock.now().getTime();
-      return { kind: now?.status === 'cancelled' || stillApproved ? 'cancelled' : 'expired' };
+      return { kind: now?.status === 'cancelled' ? 'cancelled' : 'expired' };
     }
     const { issued, user } = result;
     this.metrics.deviceLogin('redeemed');
@@ -251,7 +257,7 @@ export class DeviceLoginService {
    * The family of an authorization code's tokens (oauth/'s exchange), in `tx`: a redeemed login of
    * the client decided by the person; its id.
    */
-  insertCodeGrantFamily(tx: Tx, grant: { userId: string; clientId: string; scope: string; ip: string | null }, familyKeyHash: Buffer, now: Date): Promise<string> {
+  insertCodeGrantFamily(tx: Tx, grant: { userId: string; clientId: string; scope: string; ip: string | null } & GrantProof, familyKeyHash: Buffer, now: Date): Promise<string> {
     return this.deviceLogins.insertCodeGrantFamily(tx, grant, familyKeyHash, now);
   }
 

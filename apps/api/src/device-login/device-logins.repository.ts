@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { User } from '@prospect/contract';
 import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
+import type { GrantProof, GrantState } from '../grants/grant-rules.js';
 import type { DeviceLogin, DeviceLoginStatus } from './device-login.entity.js';
 import type { Tx } from '../database/tx.js';
 
@@ -51,7 +52,10 @@ const DECIDE = Object.fromEntries(
     `WITH decided AS (
        UPDATE device_logins
           SET status = $2, decided_by_user_id = $3, decided_at = $4,
-              admin_until = CASE WHEN $2 = 'approved' AND 'admin' = ANY (string_to_array(scope, ' ')) THEN $6::timestamptz END
+              admin_until = CASE WHEN $2 = 'approved' AND 'admin' = ANY (string_to_array(scope, ' ')) THEN $6::timestamptz END,
+              credential_epoch = CASE WHEN $2 = 'approved' THEN $7::integer END,
+              amr = CASE WHEN $2 = 'approved' THEN $8::text[] END,
+              second_factor = ($2 = 'approved' AND $9::boolean)
         WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
         RETURNING id, client_id, admin_until
      ), audited AS (
@@ -137,20 +141,39 @@ export class DeviceLoginsRepository {
   }
 
   /**
-   * Redeems an approved, unexpired login, conditionally, so of racing polls one wins; the person
-   * who approved it and the registered name of its client, or undefined for a poll that lost.
+   * Locks an approved, unexpired login for its redemption, with what its grant's first tokens
+   * depend on (grants/grant-rules.ts) and who approved it; undefined when it is not one any more
+   * (another poll redeemed it, or it expired or was cancelled meanwhile).
    */
-  async markRedeemed(tx: Tx, id: string, now: Date): Promise<{ user: User; clientDisplayName: string } | undefined> {
-    const [won] = await this.sql.rows<User & { client_display_name: string }>(
-      `UPDATE device_logins d SET status = 'redeemed', redeemed_at = $2
-         FROM users u, oauth_clients c
-        WHERE d.id = $1 AND d.status = 'approved' AND d.expires_at > $2 AND u.id = d.decided_by_user_id AND c.id = d.client_id
-          AND c.disabled_at IS NULL AND u.disabled_at IS NULL
-        RETURNING u.id, u.email, u.name, c.name AS client_display_name`,
+  async lockForRedemption(tx: Tx, id: string, now: Date): Promise<{ grant: GrantState; user: User; clientDisplayName: string } | undefined> {
+    const [row] = await this.sql.rows<
+      User & { client_display_name: string; disabled: boolean; account_epoch: number; grant_epoch: number | null; client_disabled: boolean; second_factor: boolean }
+    >(
+      `SELECT u.id, u.email, u.name, c.name AS client_display_name, u.disabled_at IS NOT NULL AS disabled, u.credential_epoch AS account_epoch,
+              d.credential_epoch AS grant_epoch, c.disabled_at IS NOT NULL AS client_disabled, d.second_factor
+         FROM device_logins d JOIN users u ON u.id = d.decided_by_user_id JOIN oauth_clients c ON c.id = d.client_id
+        WHERE d.id = $1 AND d.status = 'approved' AND d.expires_at > $2
+          FOR UPDATE OF d`,
       [id, now],
       tx,
     );
-    return won && { user: { id: won.id, email: won.email, name: won.name }, clientDisplayName: won.client_display_name };
+    return (
+      row && {
+        grant: {
+          account: { disabled: row.disabled, credentialEpoch: row.account_epoch },
+          approvedUnderEpoch: row.grant_epoch,
+          clientDisabled: row.client_disabled,
+          secondFactor: row.second_factor,
+        },
+        user: { id: row.id, email: row.email, name: row.name },
+        clientDisplayName: row.client_display_name,
+      }
+    );
+  }
+
+  /** Marks a login locked by lockForRedemption as redeemed (or, its grant refused, as cancelled). */
+  async setRedeemedOrCancelled(tx: Tx, id: string, status: 'redeemed' | 'cancelled', now: Date): Promise<void> {
+    await this.sql.rows(`UPDATE device_logins SET status = $2, redeemed_at = CASE WHEN $2 = 'redeemed' THEN $3::timestamptz END WHERE id = $1`, [id, status, now], tx);
   }
 
   /** Keeps (or, with null, forgets) the authorized answer, sealed under the device code. */
@@ -189,7 +212,8 @@ export class DeviceLoginsRepository {
 
   /**
    * Decides a pending, unexpired login for `userId`, with its audit event, in one conditional
-   * statement: only once. An approved login that asked for `admin` has it until `adminUntil`.
+   * statement: only once. An approved login that asked for `admin` has it until `adminUntil`, and
+   * records the account's credential epoch the approving session was signed in under.
    * The login's id, or undefined when it could not be decided.
    */
   async decideWithAudit(
@@ -199,8 +223,19 @@ export class DeviceLoginsRepository {
     now: Date,
     ip: string | null,
     adminUntil: Date,
+    proof: GrantProof,
   ): Promise<{ id: string; clientId: string; clientDisplayName: string } | undefined> {
-    const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(DECIDE[decision], [userCode, decision, userId, now, ip, adminUntil]);
+    const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(DECIDE[decision], [
+      userCode,
+      decision,
+      userId,
+      now,
+      ip,
+      adminUntil,
+      proof.credentialEpoch,
+      proof.amr,
+      proof.secondFactor,
+    ]);
     return decided;
   }
 
@@ -217,12 +252,18 @@ export class DeviceLoginsRepository {
    * by the person (what every family rule reads). Its id.
    * @param familyKeyHash stands in the family row's device code hash: a random value nobody holds.
    */
-  async insertCodeGrantFamily(tx: Tx, grant: { userId: string; clientId: string; scope: string; ip: string | null }, familyKeyHash: Buffer, now: Date): Promise<string> {
+  async insertCodeGrantFamily(
+    tx: Tx,
+    grant: { userId: string; clientId: string; scope: string; ip: string | null } & GrantProof,
+    familyKeyHash: Buffer,
+    now: Date,
+  ): Promise<string> {
     const [row] = await this.sql.rows<{ id: string }>(
-      `INSERT INTO device_logins (device_code_hash, user_code, status, decided_by_user_id, decided_at, client_id, scope, requested_ip, created_at, expires_at, redeemed_at, grant_type)
-       VALUES ($1, '', 'redeemed', $2, $3, $4, $5, $6, $3, $3, $3, 'authorization_code')
+      `INSERT INTO device_logins (device_code_hash, user_code, status, decided_by_user_id, decided_at, client_id, scope, requested_ip, created_at, expires_at, redeemed_at, grant_type,
+                                  credential_epoch, amr, second_factor)
+       VALUES ($1, '', 'redeemed', $2, $3, $4, $5, $6, $3, $3, $3, 'authorization_code', $7, $8, $9)
        RETURNING id`,
-      [familyKeyHash, grant.userId, now, grant.clientId, grant.scope, grant.ip],
+      [familyKeyHash, grant.userId, now, grant.clientId, grant.scope, grant.ip, grant.credentialEpoch, grant.amr, grant.secondFactor],
       tx,
     );
     return row!.id;

@@ -142,7 +142,7 @@ export class FederationSignIn {
    */
   async signIn(provider: IdentityProviderRow, identity: ProviderIdentity, ip: string | null): Promise<SignInOutcome> {
     const refreshTokenSealed = identity.refreshToken ? await this.relyingParty.sealRefreshToken(identity.issuer, identity.subject, identity.refreshToken) : undefined;
-    const secondFactor = showsSecondFactor(identity.amr, identity.acr);
+    const secondFactor = showsSecondFactor(identity.amr, identity.acr, provider.mfaAcrValues);
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.uow.run(async (tx): Promise<SignInOutcome> => {

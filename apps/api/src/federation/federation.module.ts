@@ -12,6 +12,7 @@ import { FederationSignIn } from './federation-sign-in.service.js';
 import { IdentityProvidersRepository } from './identity-providers.repository.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
 import { LinkProofMail } from './link-proof-mail.js';
+import { ProviderNetwork } from './provider-network.js';
 import { ProviderRedirect } from './provider-redirect.js';
 import { RelyingParty } from './relying-party.js';
 import { SignInFlights } from './sign-in-flights.js';
@@ -30,6 +31,7 @@ import { SignInFlights } from './sign-in-flights.js';
     IdentityProvidersRepository,
     FederatedIdentitiesRepository,
     RelyingParty,
+    ProviderNetwork,
     SignInFlights,
     FederationPolicy,
     FederationSignIn,

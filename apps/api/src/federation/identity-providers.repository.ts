@@ -17,6 +17,8 @@ export interface IdentityProviderRow {
   emailDomains: string[];
   enforce: boolean;
   allowSignUp: boolean;
+  /** The `acr` values that stand for a second factor at the provider (provider-claims.ts). */
+  mfaAcrValues: string[];
   /** The provider's discovery document, as read when it was created. */
   metadata: Record<string, unknown>;
   discoveredAt: Date;
@@ -28,11 +30,11 @@ export interface IdentityProviderRow {
 
 /** What an admin may change of a provider (the issuer stays: links are by issuer and subject). */
 export type IdentityProviderChanges = Partial<
-  Pick<IdentityProviderRow, 'displayName' | 'clientId' | 'clientSecretSealed' | 'scopes' | 'emailDomains' | 'enforce' | 'allowSignUp' | 'disabledAt'>
+  Pick<IdentityProviderRow, 'displayName' | 'clientId' | 'clientSecretSealed' | 'scopes' | 'emailDomains' | 'enforce' | 'allowSignUp' | 'mfaAcrValues' | 'disabledAt'>
 >;
 
 const COLUMNS = `p.id, p.display_name AS "displayName", p.issuer, p.client_id AS "clientId", p.client_secret_sealed AS "clientSecretSealed",
-  p.token_endpoint_auth_method AS "tokenEndpointAuthMethod", p.scopes, p.email_domains AS "emailDomains", p.enforce, p.allow_sign_up AS "allowSignUp",
+  p.token_endpoint_auth_method AS "tokenEndpointAuthMethod", p.scopes, p.email_domains AS "emailDomains", p.enforce, p.allow_sign_up AS "allowSignUp", p.mfa_acr_values AS "mfaAcrValues",
   p.metadata, p.discovered_at AS "discoveredAt", p.disabled_at AS "disabledAt", p.created_by_user_id AS "createdByUserId",
   p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
 
@@ -44,6 +46,7 @@ const CHANGE_COLUMNS: Record<keyof IdentityProviderChanges, string> = {
   emailDomains: 'email_domains',
   enforce: 'enforce',
   allowSignUp: 'allow_sign_up',
+  mfaAcrValues: 'mfa_acr_values',
   disabledAt: 'disabled_at',
 };
 
@@ -99,8 +102,8 @@ export class IdentityProvidersRepository {
   async insert(tx: Tx, row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt'>): Promise<void> {
     await this.sql.rows(
       `INSERT INTO identity_providers (id, display_name, issuer, client_id, client_secret_sealed, token_endpoint_auth_method, scopes, email_domains,
-                                       enforce, allow_sign_up, metadata, discovered_at, created_by_user_id, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+                                       enforce, allow_sign_up, metadata, discovered_at, created_by_user_id, created_at, updated_at, mfa_acr_values)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)`,
       [
         row.id,
         row.displayName,
@@ -116,6 +119,7 @@ export class IdentityProvidersRepository {
         row.discoveredAt,
         row.createdByUserId,
         row.createdAt,
+        row.mfaAcrValues,
       ],
       tx,
     );

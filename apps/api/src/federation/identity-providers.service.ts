@@ -94,6 +94,7 @@ export class IdentityProvidersService {
       emailDomains,
       enforce: input.enforce ?? false,
       allowSignUp: input.allowSignUp ?? false,
+      mfaAcrValues: input.mfaAcrValues ?? [],
       metadata: discovered.metadata,
       discoveredAt: now,
       createdByUserId: adminId,
@@ -137,6 +138,7 @@ export class IdentityProvidersService {
         emailDomains,
         enforce: changes.enforce,
         allowSignUp: changes.allowSignUp,
+        mfaAcrValues: changes.mfaAcrValues,
       };
       const changed = Object.entries(settings).filter(([, value]) => value !== undefined).map(([name]) => (name === 'clientSecretSealed' ? 'clientSecret' : name));
       let sessionsEnded = 0;
@@ -204,6 +206,7 @@ export class IdentityProvidersService {
       emailDomains: row.emailDomains,
       enforce: row.enforce,
       allowSignUp: row.allowSignUp,
+      mfaAcrValues: row.mfaAcrValues,
       disabled: row.disabledAt !== null,
       redirectUri: this.federation.redirectUri(row.id),
       linkedAccounts,

@@ -19,27 +19,19 @@ export function addressVerified(claims: Record<string, unknown>, issuer: string)
  * stands for Prospect's own (REQUIRE_SECOND_FACTOR; an account's authenticator app or passkey).
  *
  * `amr` (RFC 8176): `mfa` says so outright (Microsoft Entra ID, Okta); otherwise two different
- * methods, at least one of them not something the person knows (`pwd`, `kba`, `pin`) — a
- * password and a code (`pwd` + `otp`), a key and a fingerprint (`hwk` + `fpt`). `acr`: the
- * values providers use for multi-factor (OpenID PAPE's multi-factor policies, Okta's 2FA level,
- * Keycloak/Entra-style names containing "mfa"). A provider that sends neither (Google) has not
- * shown a second factor, and Prospect asks for its own.
+ * methods of RFC 8176's registry, at least one of them not something the person knows (`pwd`,
+ * `kba`, `pin`) — a password and a code (`pwd` + `otp`), a key and a fingerprint (`hwk` + `fpt`).
+ * `acr` counts only when it is exactly one of the values the provider's configuration names
+ * (`mfaAcrValues`): an `acr` is the provider's own vocabulary, and reading words into it would
+ * take `urn:acme:loa:no-mfa` or `skip_2fa` for a second factor (issue #43, finding 2). A
+ * provider that shows neither (Google) has not shown a second factor, and Prospect asks for its own.
  */
 const KNOWLEDGE = new Set(['pwd', 'kba', 'pin']);
 const OTHER_FACTORS = new Set(['otp', 'hwk', 'swk', 'sms', 'tel', 'fpt', 'face', 'iris', 'retina', 'vbm', 'sc', 'pop']);
-const MULTI_FACTOR_ACR = [
-  'http://schemas.openid.net/pape/policies/2007/06/multi-factor',
-  'http://schemas.openid.net/pape/policies/2007/06/multi-factor-physical',
-  'urn:okta:loa:2fa:any',
-  'urn:okta:loa:2fa:any:ifpossible',
-  'phr',
-  'phrh',
-];
 
-export function showsSecondFactor(amr: readonly string[], acr?: string): boolean {
+export function showsSecondFactor(amr: readonly string[], acr: string | undefined, mfaAcrValues: readonly string[]): boolean {
   if (amr.includes('mfa')) return true;
   const methods = new Set(amr.filter((m) => KNOWLEDGE.has(m) || OTHER_FACTORS.has(m)));
   if (methods.size >= 2 && [...methods].some((m) => OTHER_FACTORS.has(m))) return true;
-  if (acr === undefined) return false;
-  return MULTI_FACTOR_ACR.includes(acr) || /(^|[^a-z])(mfa|2fa|multi-?factor)([^a-z]|$)/i.test(acr);
+  return acr !== undefined && mfaAcrValues.includes(acr);
 }

@@ -1,9 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import * as oidc from 'openid-client';
 import { open, seal } from '../common/sealed.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
 import type { IdentityProviderRow, TokenEndpointAuthMethod } from './identity-providers.repository.js';
 import { addressVerified } from './provider-claims.js';
+import { ProviderAddressRefused, ProviderNetwork } from './provider-network.js';
 
 /** How long any request to a provider may take (discovery, token, userinfo), in seconds. */
 const PROVIDER_TIMEOUT_SECONDS = 10;
@@ -70,14 +71,21 @@ export function issuerProblem(issuer: string): string | null {
  */
 @Injectable()
 export class RelyingParty {
+  private readonly logger = new Logger(RelyingParty.name);
   private readonly configurations = new Map<string, { version: number; configuration: oidc.Configuration }>();
 
-  constructor(private readonly secrets: ServerSecrets) {}
+  constructor(
+    private readonly secrets: ServerSecrets,
+    private readonly network: ProviderNetwork,
+  ) {}
 
   /**
    * Reads the provider's discovery document (`{issuer}/.well-known/openid-configuration`, whose
    * `issuer` must be this one) and picks the client authentication it supports.
-   * @throws ProviderUnreachable with a sentence saying what went wrong.
+   * @throws ProviderUnreachable with a sentence saying what went wrong: why the address is refused
+   *   (ProviderNetwork), or, for every failure to get a document (refused, closed, timed out, an
+   *   error status, not JSON, another issuer), one and the same sentence, so that the answer says
+   *   nothing of what listens where on Prospect's network (the log has the detail).
    */
   async discover(issuer: string, clientId: string, clientSecret: string): Promise<{ metadata: Record<string, unknown>; authMethod: TokenEndpointAuthMethod }> {
     let configuration: oidc.Configuration;
@@ -85,9 +93,13 @@ export class RelyingParty {
       configuration = await oidc.discovery(new URL(issuer), clientId, { client_secret: clientSecret }, undefined, {
         execute: isLoopbackHost(new URL(issuer).hostname) ? [oidc.allowInsecureRequests] : [],
         timeout: PROVIDER_TIMEOUT_SECONDS,
+        [oidc.customFetch]: this.network.fetch,
       });
     } catch (err) {
-      throw new ProviderUnreachable(`Could not read the OpenID configuration of ${issuer}: ${describe(err)}.`);
+      const refused = addressRefusalIn(err);
+      if (refused) throw new ProviderUnreachable(refused.message);
+      this.logger.warn(`could not read the OpenID configuration of ${issuer}: ${describe(err)}`);
+      throw new ProviderUnreachable(`Could not read the OpenID configuration of ${issuer}: no OpenID provider answered there. Check the address, and that this server can reach it.`);
     }
     // Functions (its helpers) are dropped: the row keeps the document.
     const metadata = JSON.parse(JSON.stringify(configuration.serverMetadata())) as Record<string, unknown>;
@@ -214,9 +226,17 @@ export class RelyingParty {
     const configuration = new oidc.Configuration(provider.metadata as unknown as oidc.ServerMetadata, provider.clientId, { client_secret: secret }, auth);
     if (isLoopbackHost(new URL(provider.issuer).hostname)) oidc.allowInsecureRequests(configuration);
     configuration.timeout = PROVIDER_TIMEOUT_SECONDS;
+    // The token, userinfo and JWKS endpoints are the provider document's: the same address rules.
+    configuration[oidc.customFetch] = this.network.fetch;
     this.configurations.set(provider.id, { version, configuration });
     return configuration;
   }
+}
+
+/** The address refusal behind `err` (openid-client may wrap what its fetch threw), if it is one. */
+function addressRefusalIn(err: unknown): ProviderAddressRefused | undefined {
+  for (let e = err; e instanceof Error; e = e.cause) if (e instanceof ProviderAddressRefused) return e;
+  return undefined;
 }
 
 /** What went wrong, in a few words, for the log and the audit (openid-client's own message and its cause's). */

@@ -48,6 +48,12 @@ export function checkRedirectUri(params: Record<string, unknown>, client: OAuthC
   if (!given) return refuse(`${client.name} did not say where to send you back (redirect_uri). Go back to it and try again, or tell its developers.`);
   const matches = client.redirectUris.some((registered) => registered === given || withoutLoopbackPort(registered) === withoutLoopbackPort(given));
   if (!matches) return refuse(`${client.name} asked to send you back to an address that is not registered for it, so Prospect will not send you there. Tell its developers.`);
+  // A registered URI parses (it was checked at registration), but a loopback one's port is the
+  // request's own: 99999 matches the registered URI and no URL can hold it, so it is refused here,
+  // before a code is written for an answer that could never be sent.
+  if (!URL.canParse(given) || new URL(given).port === '0') {
+    return refuse(`${client.name} asked to send you back to a port that does not exist (a port is 1 to 65535), so Prospect will not send you there. Tell its developers.`);
+  }
   return given;
 }
 

@@ -3,12 +3,14 @@ import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { constantTimeEqual, sha256 } from '../common/secrets.js';
 import { DeviceLoginService } from '../device-login/device-login.service.js';
+import { refusalToIssue } from '../grants/grant-rules.js';
 import { RefreshTokensService, type TokenPair } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { AuthorizationCodesRepository, type CodeRow } from './authorization-codes.repository.js';
 import type { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { AppConfig } from '../config/app-config.js';
 
 /** Why a code was not redeemed: every one is `invalid_grant` on the wire, worded by AuthorizationService. */
 export type CodeRefusal = 'unknown' | 'replayed' | 'other_client' | 'expired' | 'redirect_uri' | 'pkce' | 'account';
@@ -37,6 +39,7 @@ export class AuthorizationCodeRedeemer {
     private readonly tokens: TokensService,
     private readonly refreshTokens: RefreshTokensService,
     private readonly deviceLogins: DeviceLoginService,
+    private readonly config: AppConfig,
   ) {}
 
   /** @param client the client, authenticated (ClientAuthentication). */
@@ -58,11 +61,13 @@ export class AuthorizationCodeRedeemer {
       if (code.redirect_uri !== input.redirectUri) return { refused: 'redirect_uri' };
       if (!constantTimeEqual(Buffer.from(s256(input.codeVerifier)), Buffer.from(code.code_challenge))) return { refused: 'pkce' };
       const account = await this.codes.lockAccount(tx, code.user_id, code.web_session);
-      if (!account || account.disabled || account.credentialEpoch !== code.credential_epoch || !account.sessionLive) return { refused: 'account' };
+      // The grant's rules (the client was checked live above, under its lock), and the browser session that signed in for the code still live.
+      const grant = account && { account, approvedUnderEpoch: code.credential_epoch, clientDisabled: false, secondFactor: code.second_factor };
+      if (!grant || refusalToIssue(grant, this.config) || !account.sessionLive) return { refused: 'account' };
       // The family first, then the code used with its event: the order the one statement of before wrote them in.
       const familyId = await this.deviceLogins.insertCodeGrantFamily(
         tx,
-        { userId: code.user_id, clientId: code.client_id, scope: code.scope, ip },
+        { userId: code.user_id, clientId: code.client_id, scope: code.scope, ip, credentialEpoch: code.credential_epoch, amr: code.amr, secondFactor: code.second_factor },
         sha256(randomBytes(32).toString('base64url')), // the family row's device code hash: a random value nobody holds
         now,
       );

@@ -14,6 +14,7 @@ export interface CodeRow {
   nonce: string | null;
   auth_time: Date;
   amr: string[];
+  second_factor: boolean;
   credential_epoch: number;
   web_session: string;
   expires_at: Date;
@@ -31,15 +32,14 @@ export interface NewAuthorizationCode {
   nonce: string | null;
   authTime: Date;
   amr: string[];
+  /** The consenting session had shown a second factor (its grant keeps it: grants/grant-rules.ts). */
+  secondFactor: boolean;
   credentialEpoch: number;
   /** The approving browser session's key, as `web_sessions.sid` holds it. */
   webSession: string;
   createdAt: Date;
   expiresAt: Date;
 }
-
-/** The events that record a proof of identity in a browser session. */
-export type ProofEvent = 'web.login' | 'federation.login' | 'web.sudo';
 
 /** The person of a code as its exchange reads them. */
 export interface AccountForExchange {
@@ -74,8 +74,8 @@ export class AuthorizationCodesRepository {
       `WITH purged AS (
          DELETE FROM authorization_codes WHERE id IN (SELECT id FROM authorization_codes WHERE expires_at < $13 LIMIT ${PURGE_BATCH})
        )
-       INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, nonce, auth_time, amr, credential_epoch, created_at, expires_at, web_session)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14)`,
+       INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, nonce, auth_time, amr, credential_epoch, created_at, expires_at, web_session, second_factor)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15)`,
       [
         code.codeHash,
         code.clientId,
@@ -91,6 +91,7 @@ export class AuthorizationCodesRepository {
         code.expiresAt,
         purgeBefore,
         code.webSession,
+        code.secondFactor,
       ],
       tx,
     );
@@ -99,7 +100,7 @@ export class AuthorizationCodesRepository {
   /** The code with this hash, locked for the rest of `tx` (of two exchanges of one code, the second waits and sees it used). */
   async lockByHash(tx: Tx, hash: Buffer): Promise<CodeRow | undefined> {
     const [row] = await this.sql.rows<CodeRow>(
-      `SELECT id, client_id, user_id, redirect_uri, code_challenge, scope, nonce, auth_time, amr, credential_epoch, web_session, expires_at, used_at, grant_id
+      `SELECT id, client_id, user_id, redirect_uri, code_challenge, scope, nonce, auth_time, amr, second_factor, credential_epoch, web_session, expires_at, used_at, grant_id
          FROM authorization_codes WHERE code_hash = $1 FOR UPDATE`,
       [hash],
       tx,
@@ -156,21 +157,5 @@ export class AuthorizationCodesRepository {
       [clientId, userId, now],
       tx,
     );
-  }
-
-  /**
-   * How the person last proved who they are in the browser session whose proof is at `provenAt`
-   * (its sign-in, through a provider or not, or its last sudo re-confirmation): the first such
-   * event of theirs from then (within a minute), whose detail says with what; undefined when it
-   * recorded none (a sign-up).
-   */
-  async proofAt(userId: string, provenAt: Date): Promise<{ type: ProofEvent; detail: Record<string, unknown> } | undefined> {
-    const [row] = await this.sql.rows<{ type: ProofEvent; detail: Record<string, unknown> }>(
-      `SELECT type, detail FROM auth_events
-        WHERE user_id = $1 AND type IN ('web.login', 'federation.login', 'web.sudo') AND created_at >= $2 AND created_at < $2::timestamptz + interval '1 minute'
-        ORDER BY created_at, id LIMIT 1`,
-      [userId, provenAt],
-    );
-    return row;
   }
 }

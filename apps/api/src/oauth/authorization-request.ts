@@ -56,4 +56,6 @@ export type AuthorizationStep =
 export interface Proof {
   authTime: Date;
   amr: string[];
+  /** The session had shown a second factor (not only at this proof). */
+  secondFactor: boolean;
 }

@@ -1,3 +1,4 @@
+import { stepBeforeApproving } from '../grants/approval-rules.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { AUTHORIZATION_CODE_PREFIX, ERROR_CODES, type ErrorCode, OAUTH_ROUTES, parseScopes, type TokenResponse } from '@prospect/contract';
 import { Clock } from '../common/clock.js';
@@ -137,40 +138,37 @@ export class AuthorizationService {
   async nextStep(request: AuthorizationRequest, browser: BrowserState): Promise<AuthorizationStep> {
     const silent = request.prompts.includes('none');
     const fail = (error: ErrorCode, description: string): AuthorizationStep => ({ kind: 'error', location: this.errorLocation(request, error, description) });
+    // The rule of every approval (grants/approval-rules.ts); its sudo step waits until a consent must be given.
+    const step = stepBeforeApproving({
+      signedIn: browser.user !== undefined,
+      mustEnrolSecondFactor: browser.mustEnrolSecondFactor,
+      addressUnproven: browser.emailBlocked,
+      inSudoMode: browser.inSudoMode,
+    });
     const user = browser.user;
-    if (!user) return silent ? fail(ERROR_CODES.loginRequired, 'Nobody is signed in to Prospect in this browser.') : { kind: 'sign-in' };
-    if (browser.mustEnrolSecondFactor) return silent ? fail(ERROR_CODES.interactionRequired, 'The person must set up a second factor first.') : { kind: 'enrol-second-factor' };
-    if (browser.emailBlocked) return silent ? fail(ERROR_CODES.interactionRequired, 'The person must confirm their e-mail address first.') : { kind: 'verify-email' };
+    if (step === 'sign-in' || !user) return silent ? fail(ERROR_CODES.loginRequired, 'Nobody is signed in to Prospect in this browser.') : { kind: 'sign-in' };
+    if (step === 'enrol-second-factor') return silent ? fail(ERROR_CODES.interactionRequired, 'The person must set up a second factor first.') : { kind: 'enrol-second-factor' };
+    if (step === 'verify-email') return silent ? fail(ERROR_CODES.interactionRequired, 'The person must confirm their e-mail address first.') : { kind: 'verify-email' };
     const provedAgo = this.clock.now().getTime() - browser.provenAt;
     if (request.prompts.includes('login') || (request.maxAge !== undefined && provedAgo > request.maxAge * 1000)) {
       return silent ? fail(ERROR_CODES.loginRequired, 'The sign-in is older than max_age.') : { kind: 'confirm' };
     }
     const otherAccountHinted = request.loginHint !== undefined && request.loginHint.toLowerCase() !== user.email.toLowerCase();
     if (otherAccountHinted && silent) return fail(ERROR_CODES.loginRequired, 'Another account than the one hinted is signed in.');
-    // The CLI's own built-in client is a first-party app: signing it in asks no consent, as
-    // signing in to the site asks none; everything above (sign-in, factors, address) still holds.
-    if (request.client.builtIn && !otherAccountHinted && !request.prompts.includes('consent')) return { kind: 'issue' };
-    const remembered = await this.consents.scopeOf(user.id, request.client.id);
+    // The CLI's own built-in client is a first-party app: signing it in asks no consent, as signing in
+    // to the site asks none. The rule of every approval still holds, sudo mode included, as for a
+    // device login approved on the device page: a code for it is a CLI session as much as a device code.
+    if (request.client.builtIn && !otherAccountHinted && !request.prompts.includes('consent')) {
+      if (step !== 'confirm') return { kind: 'issue' };
+      return silent ? fail(ERROR_CODES.interactionRequired, 'The person must confirm who they are first.') : { kind: 'confirm' };
+    }
+    const remembered = await this.consents.scopeOf(user.id, request.client.id, user.credentialEpoch);
     const covered = remembered !== undefined && request.scopes.every((scope) => remembered.split(' ').includes(scope));
     if (covered && !otherAccountHinted && !request.prompts.includes('consent')) return { kind: 'issue' };
     if (silent) return fail(ERROR_CODES.consentRequired, `The person has not approved ${request.client.name} for ${request.scopes.join(' ')}.`);
     // As approving a device: sudo mode first, then the page (which checks it again for its button).
-    if (!browser.inSudoMode) return { kind: 'confirm' };
+    if (step === 'confirm') return { kind: 'confirm' };
     return { kind: 'consent', otherAccountHinted };
-  }
-
-  /** What the session proved and when, for the code: its last proof (sign-in or sudo) and with what (RFC 8176). */
-  async proofOf(userId: string, provenAt: number): Promise<Proof> {
-    const authTime = new Date(provenAt);
-    const event = await this.codes.proofAt(userId, authTime);
-    if (event?.type === 'web.sudo') return { authTime, amr: event.detail.with === 'code' ? ['otp'] : ['pwd'] };
-    const secondFactor = event?.detail.secondFactor;
-    const factor = secondFactor === 'passkey' ? ['hwk'] : secondFactor === 'totp' || secondFactor === 'recovery-code' ? ['otp'] : [];
-    // Through another provider: how it proved the person is its own (no `pwd` here); `mfa` when it said a second factor was used.
-    if (event?.type === 'federation.login') return { authTime, amr: factor.length || secondFactor === 'provider' ? [...factor, 'mfa'] : [] };
-    // A passkey signs in alone (the sign-in page's passkey button) or after the password: the event does not say which.
-    if (secondFactor === 'passkey') return { authTime, amr: ['hwk'] };
-    return { authTime, amr: factor.length ? ['pwd', ...factor, 'mfa'] : ['pwd'] };
   }
 
   /**
@@ -179,7 +177,7 @@ export class AuthorizationService {
    */
   approve(request: AuthorizationRequest, user: NonNullable<BrowserState['user']>, proof: Proof, ip: string | null): Promise<string> {
     return this.uow.run(async (tx) => {
-      await this.consents.remember(tx, user.id, request.client.id, request.scopes.join(' '), this.clock.now(), ip);
+      await this.consents.remember(tx, user.id, request.client.id, request.scopes.join(' '), user.credentialEpoch, this.clock.now(), ip);
       return this.issue(request, user, proof, tx);
     });
   }
@@ -209,6 +207,7 @@ export class AuthorizationService {
         nonce: request.nonce ?? null,
         authTime: proof.authTime,
         amr: proof.amr,
+        secondFactor: proof.secondFactor,
         credentialEpoch: user.credentialEpoch,
         webSession: user.session,
         createdAt: now,

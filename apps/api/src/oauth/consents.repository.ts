@@ -21,27 +21,36 @@ export interface ConsentRow {
 export class ConsentsRepository {
   constructor(private readonly sql: Sql) {}
 
-  /** The scope a person approved a client for; undefined when they never did (or revoked it). */
-  async scopeOf(userId: string, clientId: string): Promise<string | undefined> {
-    const [row] = await this.sql.rows<{ scope: string }>(`SELECT scope FROM oauth_consents WHERE user_id = $1 AND client_id = $2`, [userId, clientId]);
+  /**
+   * The scope a person approved a client for under the account's credential epoch `epoch`;
+   * undefined when they never did, revoked it, or approved it under another state of the account
+   * (before a reset, a new address, a disable: whoever held the account then is not its owner now).
+   */
+  async scopeOf(userId: string, clientId: string, epoch: number): Promise<string | undefined> {
+    const [row] = await this.sql.rows<{ scope: string }>(`SELECT scope FROM oauth_consents WHERE user_id = $1 AND client_id = $2 AND credential_epoch = $3`, [userId, clientId, epoch]);
     return row?.scope;
   }
 
   /**
-   * Remembers the approval of `scope` (added to what was approved before) with its `oauth.consent`
-   * event, in one statement, in `tx`.
+   * Remembers the approval of `scope` under the account's credential epoch `epoch` (added to what
+   * was approved before under the same epoch; replacing what was approved under another) with its
+   * `oauth.consent` event, in one statement, in `tx`.
    */
-  async remember(tx: Tx, userId: string, clientId: string, scope: string, now: Date, ip: string | null): Promise<void> {
+  async remember(tx: Tx, userId: string, clientId: string, scope: string, epoch: number, now: Date, ip: string | null): Promise<void> {
     await this.sql.rows(
       `WITH remembered AS (
-         INSERT INTO oauth_consents (user_id, client_id, scope, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+         INSERT INTO oauth_consents (user_id, client_id, scope, created_at, updated_at, credential_epoch) VALUES ($1, $2, $3, $4, $4, $6)
          ON CONFLICT (user_id, client_id) DO UPDATE
-           SET scope = (SELECT string_agg(DISTINCT s, ' ') FROM unnest(string_to_array(oauth_consents.scope, ' ') || string_to_array(EXCLUDED.scope, ' ')) AS s),
+           SET scope = CASE WHEN oauth_consents.credential_epoch = EXCLUDED.credential_epoch
+                            THEN (SELECT string_agg(DISTINCT s, ' ') FROM unnest(string_to_array(oauth_consents.scope, ' ') || string_to_array(EXCLUDED.scope, ' ')) AS s)
+                            ELSE EXCLUDED.scope END,
+               created_at = CASE WHEN oauth_consents.credential_epoch = EXCLUDED.credential_epoch THEN oauth_consents.created_at ELSE EXCLUDED.created_at END,
+               credential_epoch = EXCLUDED.credential_epoch,
                updated_at = EXCLUDED.updated_at
          RETURNING client_id
        )
        ${auditInsert({ type: 'oauth.consent', userId: '$1', ip: '$5', detail: "jsonb_build_object('clientId', client_id, 'scope', $3::text)", createdAt: '$4', from: 'remembered' })}`,
-      [userId, clientId, scope, now, ip],
+      [userId, clientId, scope, now, ip, epoch],
       tx,
     );
   }
@@ -69,7 +78,7 @@ export class ConsentsRepository {
     return rows.map((row) => row.id);
   }
 
-  /** The person's consents, newest first, with their clients' names and the grants they hold now. */
+  /** The person's consents under the account's state now, newest first, with their clients' names and the grants they hold now. */
   listForUser(userId: string, now: Date): Promise<ConsentRow[]> {
     return this.sql.rows<ConsentRow>(
       `SELECT c.client_id AS "clientId", o.name AS "clientName", c.scope, c.created_at AS "createdAt", c.updated_at AS "updatedAt",
@@ -80,8 +89,8 @@ export class ConsentsRepository {
               ARRAY(SELECT DISTINCT ON (t.device_login_id) t.id FROM access_tokens t JOIN device_logins d ON d.id = t.device_login_id
                      WHERE d.decided_by_user_id = c.user_id AND d.client_id = c.client_id AND d.grant_type = 'authorization_code'
                      ORDER BY t.device_login_id, t.created_at DESC) AS "accessTokenIds"
-         FROM oauth_consents c JOIN oauth_clients o ON o.id = c.client_id
-        WHERE c.user_id = $1
+         FROM oauth_consents c JOIN oauth_clients o ON o.id = c.client_id JOIN users u ON u.id = c.user_id
+        WHERE c.user_id = $1 AND c.credential_epoch = u.credential_epoch
         ORDER BY c.updated_at DESC, c.client_id`,
       [userId, now],
     );

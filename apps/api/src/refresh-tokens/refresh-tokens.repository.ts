@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Sql } from '../database/sql.js';
+import type { GrantState } from '../grants/grant-rules.js';
 import type { RefreshToken } from './refresh-token.entity.js';
 import type { Tx } from '../database/tx.js';
 
@@ -61,14 +62,28 @@ export class RefreshTokensRepository {
     );
   }
 
-  /** Locks the family (its device login row) of the token with this hash; false for an unknown token. */
-  async lockFamilyOf(tx: Tx, hash: Buffer): Promise<boolean> {
-    const rows = await this.sql.rows(
-      `SELECT d.id FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id WHERE r.token_hash = $1 FOR UPDATE OF d`,
+  /**
+   * Locks the family (its device login row: the grant) of the token with this hash, and reads what
+   * its next token depends on (grants/grant-rules.ts); undefined for an unknown token.
+   */
+  async lockFamilyOf(tx: Tx, hash: Buffer): Promise<GrantState | undefined> {
+    const [row] = await this.sql.rows<{ disabled: boolean; account_epoch: number; grant_epoch: number | null; client_disabled: boolean; second_factor: boolean }>(
+      `SELECT u.disabled_at IS NOT NULL AS disabled, u.credential_epoch AS account_epoch, d.credential_epoch AS grant_epoch,
+              c.disabled_at IS NOT NULL AS client_disabled, d.second_factor
+         FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id
+         JOIN users u ON u.id = r.user_id JOIN oauth_clients c ON c.id = d.client_id
+        WHERE r.token_hash = $1 FOR UPDATE OF d`,
       [hash],
       tx,
     );
-    return rows.length > 0;
+    return (
+      row && {
+        account: { disabled: row.disabled, credentialEpoch: row.account_epoch },
+        approvedUnderEpoch: row.grant_epoch,
+        clientDisabled: row.client_disabled,
+        secondFactor: row.second_factor,
+      }
+    );
   }
 
   /** Marks a live, unrotated token of this client as rotated, in one conditional statement; undefined if it is not one. */
@@ -107,10 +122,10 @@ export class RefreshTokensRepository {
 
   /**
    * A sealed successor is erased when the successor is used or the family revoked (in that
-   * transaction); what is left is the pair of a token that expired with its successor unused.
+   * transaction); what is left is the pair of a token rotated before `before` (its replay window over).
    */
-  async eraseExpiredSealedSuccessors(now: Date): Promise<void> {
-    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND expires_at <= $1`, [now]);
+  async eraseSealedSuccessorsRotatedBefore(before: Date): Promise<void> {
+    await this.sql.rows(`UPDATE refresh_tokens SET successor_sealed = NULL WHERE successor_sealed IS NOT NULL AND rotated_at <= $1`, [before]);
   }
 
   /** A refresh token's family, with the scope its next access token would carry (`admin` only while its grant's lasts). */

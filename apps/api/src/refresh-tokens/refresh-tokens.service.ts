@@ -8,6 +8,7 @@ import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { scopeOfGrantAt } from '../tokens/granted-scope.js';
 import { FamilyMembers } from '../tokens/family-members.js';
+import { type IssueRefusal, refusalToIssue } from '../grants/grant-rules.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { type FamilyRow, type PresentedRow, type RefreshTokenDescription, RefreshTokensRepository } from './refresh-tokens.repository.js';
 import type { Tx } from '../database/tx.js';
@@ -16,7 +17,7 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 export type { RefreshTokenDescription } from './refresh-tokens.repository.js';
 
 /** Why a refresh token was refused; every one is `invalid_grant` on the wire. */
-export type InvalidGrantReason = 'unknown' | 'expired' | 'revoked' | 'reused' | 'other_client';
+export type InvalidGrantReason = 'unknown' | 'expired' | 'revoked' | 'reused' | 'other_client' | 'grant_ended';
 
 export class InvalidGrantError extends Error {
   constructor(readonly reason: InvalidGrantReason) {
@@ -27,6 +28,7 @@ export class InvalidGrantError extends Error {
         revoked: 'This session has been revoked.',
         reused: 'This refresh token was already used, so the session has been revoked everywhere.',
         other_client: 'This refresh token was issued to another client.',
+        grant_ended: 'This session has ended: the account or the app changed since it was approved. Sign in again.',
       }[reason],
     );
   }
@@ -101,8 +103,9 @@ const sessionOf = (row: FamilyRow, pair: TokenPair): RefreshedSession => ({
 /**
  * Rotating refresh tokens (OAuth 2.0 Security BCP §4.14): each is used once and answered with a
  * new pair. A family is one chain (each token has at most one successor). Presenting a rotated
- * token again answers its successor pair again while that successor was never used, since the
- * answer was lost, not stolen; once the successor was used, it is a reuse and revokes the family.
+ * token again within REFRESH_REPLAY_SECONDS answers its successor pair again while that successor
+ * was never used, since the answer was lost, not stolen; once the successor was used, or after the
+ * window, it is a reuse and revokes the family.
  */
 @Injectable()
 export class RefreshTokensService {
@@ -193,7 +196,12 @@ export class RefreshTokensService {
     if (!looksLikeSecret(rawToken, REFRESH_TOKEN_PREFIX)) throw new InvalidGrantError('unknown');
     const hash = sha256(rawToken);
     const outcome = await this.uow.run(async (tx): Promise<RefreshOutcome> => {
-      if (!(await this.refreshTokens.lockFamilyOf(tx, hash))) return { refused: 'unknown' };
+      const grant = await this.refreshTokens.lockFamilyOf(tx, hash);
+      if (!grant) return { refused: 'unknown' };
+      // The grant's own rules first, whatever revocation ran or did not: an account disabled or
+      // changed, or a client disabled, ends the family here and now.
+      const refusal = refusalToIssue(grant, this.config);
+      if (refusal) return this.endedGrant(tx, hash, refusal, ip);
       // A statement of its own after the lock: it sees what a revocation or rotation that held it committed.
       const claimed = await this.refreshTokens.claim(tx, hash, this.clock.now(), clientId);
       return claimed ? { session: await this.rotate(tx, claimed, rawToken, ip) } : this.presentedAgain(tx, rawToken, hash, clientId, ip);
@@ -205,6 +213,13 @@ export class RefreshTokensService {
     if (outcome.refused === 'reused') this.metrics.token('reuse_detected');
     if (outcome.refused === 'reused') this.logger.warn(`refresh token reused: revoked the family of device login ${outcome.familyId}`);
     throw new InvalidGrantError(outcome.refused);
+  }
+
+  /** A grant that may issue nothing more: its family revoked in this transaction, so its access tokens end too. */
+  private async endedGrant(tx: Tx, hash: Buffer, refusal: IssueRefusal, ip: string | null): Promise<RefreshOutcome> {
+    const row = await this.refreshTokens.findPresented(tx, hash);
+    if (row) await this.tokens.revokeFamily(row.device_login_id, `grant ended: ${refusal.replace('_', ' ')}`, ip, tx);
+    return { refused: 'grant_ended', familyId: row?.device_login_id };
   }
 
   private async rotate(tx: Tx, claimed: FamilyRow, rawToken: string, ip: string | null): Promise<RefreshedSession> {
@@ -236,32 +251,24 @@ export class RefreshTokensService {
     if (row.client_id !== clientId) return { refused: 'other_client' };
     if (row.revoked_at) return { refused: 'revoked' };
     if (!row.rotated_at) return { refused: 'expired' }; // unclaimed and never rotated: its lifetime is over
-    if (!row.successor_id || row.successor_rotated_at) {
-      // Its successor was used (or it was rotated before successors were recorded): this is
-      // an older generation than the family's newest, so a copy is in someone else's hands.
+    // Within REFRESH_REPLAY_SECONDS of the rotation, its successor never presented: the answer of
+    // that rotation was lost (a dropped connection, a killed process) or a racing terminal asked
+    // first, and the same successor pair is answered again. After that window, or once the
+    // successor was used, this is an older generation than the family's newest: a copy is in
+    // someone else's hands. Without the bound, a thief presenting the token in step with its owner
+    // would be answered beside the owner for the family's whole life.
+    const replayEnds = row.rotated_at.getTime() + this.config.refreshReplaySeconds * 1000;
+    if (!row.successor_id || row.successor_rotated_at || now >= replayEnds) {
       await this.tokens.revokeFamily(row.device_login_id, 'refresh token reused', ip, tx);
       await this.audit.record('token.reuse', { userId: row.user_id, ip, detail: { deviceLoginId: row.device_login_id } }, tx);
       return { refused: 'reused', familyId: row.device_login_id };
     }
-    // Rotated, and its successor never presented: the answer of that rotation was lost (a
-    // dropped connection, a killed process, a full disk) or a racing terminal asked first.
-    // However late, while both tokens live, the same successor pair again: it is the family's
-    // newest and unused, and whoever holds this token could have had it from that answer.
     const successor = row.successor_sealed && open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed);
-    if (!successor || row.expires_at.getTime() <= now || row.successor_expires_at!.getTime() <= now) return { refused: 'expired' };
-    // The sealed token carries `admin` only if the grant's still lasts, since it expires by then: the
-    // grant's scope now is what it carries (an expired one is replaced just below, with the same).
+    // The window is at most the access token's lifetime (app-config.ts), so the pair is live unless the family ended.
+    if (!successor || row.expires_at.getTime() <= now || row.successor_expires_at!.getTime() <= now || new Date(successor.expiresAt).getTime() <= now) return { refused: 'expired' };
+    // The sealed token carries `admin` only if the grant's still lasts, since it expires by then.
     const scope = scopeOfGrantAt(row.scope, row.admin_until, new Date(now)).scope;
-    let pair: TokenPair = { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id, scope };
-    if (pair.expiresAt.getTime() <= now) {
-      // This token may outlive the access token it was answered with (days against an hour).
-      // An access token already dead would fail the client's next call, so it gets a fresh one
-      // beside the same refresh token: the chain stays as it is, and sealing the new pair again
-      // answers a further presentation the same.
-      const access = await this.issueAccessToken(tx, familyOf(row, ip));
-      pair = { ...pair, accessToken: access.accessToken, accessTokenId: access.id, expiresAt: access.expiresAt };
-      await this.refreshTokens.setSealedSuccessor(tx, row.id, this.sealSuccessor(rawToken, row.id, pair));
-    }
+    const pair: TokenPair = { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id, scope };
     return { session: sessionOf(row, pair) };
   }
 
@@ -279,8 +286,8 @@ export class RefreshTokensService {
     return this.refreshTokens.deleteEndedBefore(tx, before, limit);
   }
 
-  /** Forgets the successor pairs sealed under tokens that expired with their successor unused (idempotent). */
-  eraseExpiredSealedSuccessors(now: Date): Promise<void> {
-    return this.refreshTokens.eraseExpiredSealedSuccessors(now);
+  /** Forgets the successor pairs sealed under tokens rotated longer than REFRESH_REPLAY_SECONDS ago: nobody may have them again (idempotent). */
+  eraseSealedSuccessorsPastReplay(now: Date): Promise<void> {
+    return this.refreshTokens.eraseSealedSuccessorsRotatedBefore(new Date(now.getTime() - this.config.refreshReplaySeconds * 1000));
   }
 }

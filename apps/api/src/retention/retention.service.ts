@@ -84,11 +84,11 @@ export class RetentionService {
     this.background.run('erase sealed answers', () => this.eraseSealedAnswers());
   }
 
-  /** Poll replies whose window ended, and successors sealed under refresh tokens that expired unused. */
+  /** Poll replies whose window ended, and successors sealed under refresh tokens whose replay window ended. */
   async eraseSealedAnswers(): Promise<void> {
     const now = this.clock.now();
     await this.deviceLogins.eraseSealedRepliesRedeemedBefore(new Date(now.getTime() - REPLY_WINDOW_SECONDS * 1000));
-    await this.refreshTokens.eraseExpiredSealedSuccessors(now);
+    await this.refreshTokens.eraseSealedSuccessorsPastReplay(now);
   }
 
   /**

@@ -159,6 +159,20 @@ export class AccessTokenTreesRepository {
    * the user's live tokens belong to, and every family of theirs with a live refresh token or a
    * live token made with it: what revokeAllOfUser ends, so no rotation or token being made slips past.
    */
+  /** The grants (device logins and code grants) this person approved that still have a live token, by id. */
+  async liveGrantsOfUser(tx: Tx, userId: string, now: Date): Promise<string[]> {
+    const rows = await this.sql.rows<{ id: string }>(
+      `SELECT d.id FROM device_logins d
+        WHERE d.decided_by_user_id = $1
+          AND (EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id AND r.revoked_at IS NULL AND r.expires_at > $2)
+               OR EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id AND t.revoked_at IS NULL AND t.expires_at > $2))
+        ORDER BY d.id`,
+      [userId, now],
+      tx,
+    );
+    return rows.map((row) => row.id);
+  }
+
   async lockFamiliesOfUser(tx: Tx, userId: string, now: Date): Promise<void> {
     const roots = `WITH RECURSIVE up AS (
          SELECT id, minted_by_token_id, COALESCE(device_login_id, minted_by_device_login_id) AS family

@@ -27,16 +27,22 @@ const API_SCOPES: readonly Scope[] = ['profile', 'tokens', 'admin'];
 
 /**
  * The scope of a token a person makes in a signed-in browser (the tokens page, or the API with the
- * session's CSRF token, both in sudo mode): all they can do, `admin` only for an administrator.
+ * session's CSRF token, both in sudo mode): what they can do, `admin` only when an administrator
+ * asks for it (the tokens page's box), as a device login asks for it; such a token ends within
+ * ADMIN_GRANT_SECONDS (TokensService).
  */
-export function siteTokenScope(role: UserRole): string {
-  return API_SCOPES.filter((scope) => scope !== 'admin' || role === 'admin').join(' ');
+export function siteTokenScope(role: UserRole, asksForAdmin = false): string {
+  return API_SCOPES.filter((scope) => scope !== 'admin' || (role === 'admin' && asksForAdmin)).join(' ');
 }
 
 /**
- * The scope of a token made with a bearer token: at most the minter's. One made for someone else
- * (an administrator's act) never carries `admin`: administration is not handed on through a token.
+ * The scope of a token made with a bearer token: at most the minter's. `admin` only for an
+ * administrator making one for themselves: one made for someone else (an administrator's act)
+ * never carries it (administration is not handed on through a token), nor does one of a person
+ * who is no administrator, whatever an old token's scope says (a token without a stored scope
+ * reads as the CLI's, `admin` included).
  */
-export function mintedTokenScope(minterScopes: readonly Scope[], forSomeoneElse: boolean): string {
-  return (Object.keys(SCOPES) as Scope[]).filter((scope) => minterScopes.includes(scope) && !(forSomeoneElse && scope === 'admin')).join(' ');
+export function mintedTokenScope(minterScopes: readonly Scope[], forSomeoneElse: boolean, minterRole: UserRole): string {
+  const mayAdminister = !forSomeoneElse && minterRole === 'admin';
+  return (Object.keys(SCOPES) as Scope[]).filter((scope) => minterScopes.includes(scope) && (scope !== 'admin' || mayAdminister)).join(' ');
 }

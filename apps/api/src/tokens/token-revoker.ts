@@ -83,6 +83,20 @@ export class TokenRevoker {
   }
 
   /**
+   * Every grant of this person (device logins and code grants, each a family with the tokens made
+   * with it), for a change of who controls the account (a new password or address): what was
+   * approved under the old state ends at once, as the grant rules would refuse its next refresh
+   * anyway (grants/grant-rules.ts). Tokens made directly on the tokens page are not grants and stay.
+   * Each family in turn, in id order (the order every multi-family lock takes them); how many access tokens ended.
+   */
+  async revokeGrantsOfUser(userId: string, reason: string, ip?: string | null): Promise<number> {
+    const grants = await this.uow.run((tx) => this.trees.liveGrantsOfUser(tx, userId, this.clock.now()));
+    let ended = 0;
+    for (const grant of grants) ended += await this.revokeFamily(grant, reason, ip);
+    return ended;
+  }
+
+  /**
    * "Sign out everywhere": every live token of this user, refresh tokens too, and the tokens made
    * with them for other people (by an administrator), with one audit
    * event per long-lived token and per session; returns how many of those it ended. The

@@ -69,6 +69,8 @@ export function minterWords(minter: MinterDescription): string {
   return minter.label ? `token “${minter.label}”` : 'an unnamed token';
 }
 
+const carriesAdmin = (scope: string | undefined) => scope !== undefined && scope.split(' ').includes('admin');
+
 export interface IssueTokenInput {
   userId: string;
   origin: TokenOrigin;
@@ -169,6 +171,9 @@ export class TokensService {
     const now = this.clock.now();
     const ends = [now.getTime() + ttl * 1000];
     if (input.endsBy) ends.push(input.endsBy.getTime());
+    // Wherever it is made (a grant, the tokens page, a web session, a bearer token), a token that
+    // carries `admin` ends within ADMIN_GRANT_SECONDS: holding `admin` means it is fresh.
+    if (carriesAdmin(input.scope)) ends.push(now.getTime() + this.config.adminGrantSeconds * 1000);
     if (input.minter) ends.push(await this.minterEnd(tx, input.minter.tokenId, input.scope, now));
     const accessToken = generateSecret(ACCESS_TOKEN_PREFIX);
     const expiresAt = new Date(Math.min(...ends));
@@ -235,6 +240,11 @@ export class TokensService {
   /** Revokes a family, in `tx` or in one of its own; how many access tokens (TokenRevoker). */
   revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, tx?: Tx): Promise<number> {
     return this.revoker.revokeFamily(deviceLoginId, reason, ip, tx);
+  }
+
+  /** Every grant of the person (device and code grants), not the tokens made on the tokens page (TokenRevoker). */
+  revokeGrantsOfUser(userId: string, reason: string, ip?: string | null): Promise<number> {
+    return this.revoker.revokeGrantsOfUser(userId, reason, ip);
   }
 
   /** "Sign out everywhere"; how many long-lived tokens and sessions it ended (TokenRevoker). */

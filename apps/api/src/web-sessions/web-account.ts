@@ -55,6 +55,10 @@ declare module 'express-session' {
     sudoAt?: number;
     /** When the person last re-confirmed on the sudo page (password, code, or a fresh sign-in at their provider): not set by a sign-in. */
     reconfirmedAt?: number;
+    /** How the newest proof (the sign-in, or a re-confirmation since) was made, RFC 8176 (session-proof.ts). */
+    proofAmr?: string[];
+    /** The session has shown a second factor: at its sign-in, a re-confirmation with a code, or a factor set up in it. */
+    secondFactorShown?: boolean;
     /** The challenge of the passkey ceremony under way (registration or sign-in), used once. */
     passkeyChallenge?: string;
     /** A TOTP key being set up, sealed, until its first code confirms it. */

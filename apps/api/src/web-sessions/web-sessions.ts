@@ -10,6 +10,7 @@ import { HashedSessionStore } from './hashed-session-store.js';
 import { WebSessionsRepository } from './web-sessions.repository.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
 import { WEB_USER_PROPERTY } from './web-account.js';
+import { recordSignInProof } from './session-proof.js';
 import type { Tx } from '../database/tx.js';
 
 /**
@@ -110,13 +111,14 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
    * Before sign-in: what the new session keeps of this one is the moment of sign-in, from which
    * the absolute lifetime counts, and the account's credential epoch, with which it ends.
    */
-  startSignedInSession(req: Request, credentialEpoch: number): void {
+  startSignedInSession(req: Request, credentialEpoch: number, amr: string[]): void {
     delete req.session.csrfToken;
     delete req.session.pendingSignIn;
     // A sign-in is no re-confirmation (sudo-rule.ts reconfirmedJustNow), whatever this browser confirmed before it.
     delete req.session.reconfirmedAt;
     req.session.signedInAt = req.session.sudoAt = this.clock.now().getTime();
     req.session.credentialEpoch = credentialEpoch;
+    recordSignInProof(req, amr);
   }
 
   private readonly endAtAbsoluteLifetime = (req: Request, _res: Response, next: NextFunction): void => {

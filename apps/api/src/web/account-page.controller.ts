@@ -12,7 +12,7 @@ import { signedInBrowser } from './device-cookies.js';
 import { field, queryParam } from './form.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, reconfirmedJustNow, SignedInGuard, SudoRequired } from './page-guards.js';
+import { accountOf, CsrfGuard, PageRefusalFilter, browserReconfirmedJustNow, SignedInGuard, SudoRequired } from './page-guards.js';
 import { SignInService } from './sign-in.service.js';
 
 const DONE: Record<string, string> = {
@@ -108,7 +108,7 @@ export class AccountPageController {
 
   /** What the form gave to confirm the change: the password in `field`, and whether the person re-confirmed a moment ago (for an account without one). */
   private confirmation(req: Request, passwordField: string): OwnerConfirmation {
-    return { password: field(req, passwordField), reconfirmedJustNow: reconfirmedJustNow(req, this.clock, this.config) };
+    return { password: field(req, passwordField), reconfirmedJustNow: browserReconfirmedJustNow(req, this.clock, this.config) };
   }
 
   /**

@@ -22,6 +22,7 @@ interface ProviderForm {
   emailDomains: string;
   enforce: boolean;
   allowSignUp: boolean;
+  mfaAcrValues: string;
 }
 
 /** The presets of the create form: each fills in the issuer (Microsoft: of the tenant typed). */
@@ -84,6 +85,7 @@ export class AdminIdentityProvidersPageController {
       emailDomains: field(req, 'emailDomains'),
       enforce: field(req, 'enforce') === 'on',
       allowSignUp: field(req, 'allowSignUp') === 'on',
+      mfaAcrValues: field(req, 'mfaAcrValues').trim(),
     };
     const input = CreateIdentityProviderRequestSchema.safeParse({
       id: typed.id,
@@ -97,6 +99,7 @@ export class AdminIdentityProvidersPageController {
       emailDomains: words(typed.emailDomains),
       enforce: typed.enforce,
       allowSignUp: typed.allowSignUp,
+      mfaAcrValues: words(typed.mfaAcrValues),
     });
     if (!input.success) return this.render(req, res, 400, { error: problemOf(input.error), typed });
     try {
@@ -121,6 +124,7 @@ export class AdminIdentityProvidersPageController {
       emailDomains: words(field(req, 'emailDomains')),
       enforce: field(req, 'enforce') === 'on',
       allowSignUp: field(req, 'allowSignUp') === 'on',
+      mfaAcrValues: words(field(req, 'mfaAcrValues')),
     });
     if (!input.success) return this.render(req, res, 400, { error: problemOf(input.error) });
     return this.act(req, res, id, 'updated', input.data);
@@ -172,6 +176,7 @@ export class AdminIdentityProvidersPageController {
         ...p,
         scopesText: p.scopes.join(' '),
         domainsText: p.emailDomains.join(' '),
+        acrText: p.mfaAcrValues.join(' '),
         created: utcMinute(p.createdAt),
       })),
       created: created ? all.find((p) => p.id === created) : undefined,

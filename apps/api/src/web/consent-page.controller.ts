@@ -7,16 +7,17 @@ import { AuditService } from '../audit/audit.service.js';
 import { Public } from '../auth/public.decorator.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { type AuthorizationRequest, AuthorizationService, type BrowserState, type CheckedAuthorization } from '../oauth/authorization.service.js';
+import { type AuthorizationRequest, AuthorizationService, type BrowserState, type CheckedAuthorization, type Proof } from '../oauth/authorization.service.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { hashSessionId } from '../web-sessions/hashed-session-store.js';
 import { field } from './form.js';
 import { allowFormTarget } from './page-headers.js';
 import {
   accountOf,
+  ApprovalRule,
   CsrfGuard,
   EmailUnverified,
-  inSudoMode,
+  browserInSudoMode,
   PageRefusalFilter,
   SecondFactorRequired,
   SignedInGuard,
@@ -47,6 +48,7 @@ export class ConsentPageController {
     private readonly audit: AuditService,
     private readonly clock: Clock,
     private readonly config: AppConfig,
+    private readonly approvalRule: ApprovalRule,
   ) {}
 
   @Get()
@@ -72,7 +74,7 @@ export class ConsentPageController {
         return this.renderConsent(req, res, request, step.otherAccountHinted);
       case 'issue': {
         const user = this.browserOf(req).user!;
-        const location = await this.authorization.issue(request, user, await this.authorization.proofOf(user.id, this.provenAt(req)));
+        const location = await this.authorization.issue(request, user, this.proofOf(req));
         return this.sendBack(req, res, location, request);
       }
     }
@@ -92,10 +94,10 @@ export class ConsentPageController {
     if (decision !== 'approve') {
       return res.status(400).render('error', { title: 'Approve or deny', heading: 'Approve or deny', message: 'Please choose Approve or Deny.', account: accountOf(req, this.csrf) });
     }
-    // As approving a device: sudo mode lapsed while the page was open means confirming first, then the page again.
-    if (!inSudoMode(req, this.clock, this.config)) throw new SudoRequired(this.authorization.canonicalPath(request, { afterProof: true }));
+    // The rule of every approval: sudo mode lapsed while the page was open means confirming first, then the page again.
+    this.approvalRule.require(req, this.authorization.canonicalPath(request, { afterProof: true }));
     const user = this.browserOf(req).user!;
-    const proof = await this.authorization.proofOf(user.id, this.provenAt(req));
+    const proof = this.proofOf(req);
     res.redirect(303, await this.authorization.approve(request, user, proof, req.ip ?? null));
   }
 
@@ -148,6 +150,11 @@ export class ConsentPageController {
     res.status(checked.status).render('error', { title: checked.title, heading: checked.title, message: checked.message, account: accountOf(req, this.csrf) });
   }
 
+  /** What the session proved and when, as it recorded it (web-sessions/session-proof.ts): a session from before that record claims no method. */
+  private proofOf(req: Request): Proof {
+    return { authTime: new Date(this.provenAt(req)), amr: req.session.proofAmr ?? [], secondFactor: req.session.secondFactorShown === true };
+  }
+
   private provenAt(req: Request): number {
     return req.session.sudoAt ?? req.session.signedInAt ?? this.clock.now().getTime();
   }
@@ -159,7 +166,7 @@ export class ConsentPageController {
       mustEnrolSecondFactor: req.session?.mustEnrolSecondFactor === true,
       emailBlocked: user ? this.verification.blocks(user) : false,
       provenAt: this.provenAt(req),
-      inSudoMode: inSudoMode(req, this.clock, this.config),
+      inSudoMode: browserInSudoMode(req, this.clock, this.config),
     };
   }
 }

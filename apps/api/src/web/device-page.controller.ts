@@ -18,7 +18,7 @@ import { TooManyRequests } from '../rate-limits/rate-limits.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
 import { scopeLines } from './scope-words.js';
-import { accountOf, CsrfGuard, inSudoMode, PageRefusalFilter, SignedInGuard, SudoGuard, SudoRequired, VerifiedEmailGuard } from './page-guards.js';
+import { accountOf, browserInSudoMode, CsrfGuard, MayApproveGuard, PageRefusalFilter, SignedInGuard, SudoRequired, VerifiedEmailGuard } from './page-guards.js';
 
 /**
  * Why a code cannot be decided, in words for whoever holds it: a code may come from any registered
@@ -74,7 +74,7 @@ export class DevicePageController {
     }
     // Administration is approved in sudo mode only: asked before the page, which it then shows
     // again (as for every approval once sudo mode has lapsed, which its button checks).
-    if (login.asksForAdmin && !inSudoMode(req, this.clock, this.config)) throw new SudoRequired(`/device?user_code=${encodeURIComponent(login.userCode)}`);
+    if (login.asksForAdmin && !browserInSudoMode(req, this.clock, this.config)) throw new SudoRequired(`/device?user_code=${encodeURIComponent(login.userCode)}`);
     const minutes = Math.max(0, Math.round((this.clock.now().getTime() - login.createdAt.getTime()) / 60_000));
     const started = minutes === 0 ? 'less than a minute ago' : `${minutes} minute${minutes === 1 ? '' : 's'} ago`;
     const adminHours = Math.round((this.config.adminGrantSeconds / 3600) * 10) / 10;
@@ -95,7 +95,7 @@ export class DevicePageController {
   }
 
   @Post('approve')
-  @UseGuards(CsrfGuard, SudoGuard)
+  @UseGuards(CsrfGuard, MayApproveGuard)
   approve(@Req() req: Request, @Res() res: Response) {
     return this.decide(req, res, 'approve');
   }
@@ -110,7 +110,8 @@ export class DevicePageController {
     const code = field(req, 'user_code');
     let client: DeviceDecision;
     try {
-      client = await this.deviceLogins.decideFor(holderOf(req), code, decision);
+      const proof = { credentialEpoch: req.webUser!.credentialEpoch, amr: req.session.proofAmr ?? [], secondFactor: req.session.secondFactorShown === true };
+      client = await this.deviceLogins.decideFor({ ...holderOf(req), ...proof }, code, decision);
     } catch (err) {
       return this.renderRefusal(req, res, err, code);
     }

@@ -1,3 +1,5 @@
+import { showsSecondFactor as providerShowsSecondFactor } from '../federation/provider-claims.js';
+import { amrOfSignIn, recordReconfirmation } from '../web-sessions/session-proof.js';
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
@@ -105,6 +107,7 @@ export class FederationPagesController {
     }
     const via = await this.federation.confirmSudo(provider, identity, user.id);
     req.session.sudoAt = req.session.reconfirmedAt = this.clock.now().getTime();
+    recordReconfirmation(req, amrOfSignIn(providerShowsSecondFactor(identity.amr, identity.acr, provider.mfaAcrValues) ? 'provider' : null, true));
     await saveSession(req);
     await this.audit.record('web.sudo', { userId: user.id, ip: req.ip, detail: { with: 'provider', label: via.providerName, providerId: via.providerId } });
     res.redirect(303, flight.next);

@@ -5,10 +5,11 @@ import { Reflector } from '@nestjs/core';
 import { EmailVerificationService } from '../accounts/email-verification.service.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { inSudoMode as sessionInSudoMode, reconfirmedJustNow as sessionReconfirmedJustNow } from '../auth/sudo-rule.js';
+import { inSudoMode, reconfirmedJustNow } from '../auth/sudo-rule.js';
 import { SudoPages } from './sudo-pages.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import type { WebUser } from '../web-sessions/web-account.js';
+import { type ApproverState, stepBeforeApproving } from '../grants/approval-rules.js';
 
 /** What the layout shows of the signed-in person, and the token its sign-out form needs. */
 export interface WebAccount {
@@ -91,14 +92,21 @@ export class SignedInGuard implements CanActivate {
   }
 }
 
-/** This browser's session is in sudo mode (auth/sudo-rule.ts: SUDO_SECONDS from the sign-in or the last re-confirmation). */
-export function inSudoMode(req: Request, clock: Clock, config: AppConfig): boolean {
-  return sessionInSudoMode(req.session.sudoAt, clock, config);
+/** This browser's session is in sudo mode: the one rule (auth/sudo-rule.ts inSudoMode) applied to the session's last proof. */
+export function browserInSudoMode(req: Request, clock: Clock, config: AppConfig): boolean {
+  return inSudoMode(req.session.sudoAt, clock, config);
 }
 
 /** This browser's person re-confirmed on the sudo page a moment ago (auth/sudo-rule.ts reconfirmedJustNow). */
-export function reconfirmedJustNow(req: Request, clock: Clock, config: AppConfig): boolean {
-  return sessionReconfirmedJustNow(req.session.reconfirmedAt, clock, config);
+export function browserReconfirmedJustNow(req: Request, clock: Clock, config: AppConfig): boolean {
+  return reconfirmedJustNow(req.session.reconfirmedAt, clock, config);
+}
+
+/** Where a person goes back to after a step before this request: its page, with the code a form carried (`user_code`). */
+function returnToOf(context: ExecutionContext): string {
+  const req = context.switchToHttp().getRequest<Request>();
+  const code = (req.body as Record<string, unknown> | undefined)?.user_code;
+  return req.method !== 'GET' && typeof code === 'string' ? `${pageOf(context)}?user_code=${encodeURIComponent(code)}` : pageOf(context);
 }
 
 /**
@@ -114,10 +122,53 @@ export class SudoGuard implements CanActivate {
   ) {}
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<Request>();
-    if (inSudoMode(req, this.clock, this.config)) return true;
-    const code = (req.body as Record<string, unknown> | undefined)?.user_code;
-    const returnTo = req.method !== 'GET' && typeof code === 'string' ? `${pageOf(context)}?user_code=${encodeURIComponent(code)}` : pageOf(context);
-    throw new SudoRequired(returnTo);
+    if (browserInSudoMode(req, this.clock, this.config)) return true;
+    throw new SudoRequired(returnToOf(context));
+  }
+}
+
+/** The rule before an approval (grants/approval-rules.ts), answered the pages' way: each step a page to go through, then back to `returnTo`. */
+@Injectable()
+export class ApprovalRule {
+  constructor(
+    private readonly clock: Clock,
+    private readonly config: AppConfig,
+    private readonly verification: EmailVerificationService,
+  ) {}
+
+  /** This browser's person as an approver. */
+  stateOf(req: Request): ApproverState {
+    return {
+      signedIn: req.webUser !== undefined,
+      mustEnrolSecondFactor: req.session?.mustEnrolSecondFactor === true,
+      addressUnproven: req.webUser !== undefined && this.verification.blocks(req.webUser),
+      inSudoMode: req.session !== undefined && browserInSudoMode(req, this.clock, this.config),
+    };
+  }
+
+  /** @throws the page of the first step before approving (SignInRequired, SecondFactorRequired, EmailUnverified, SudoRequired). */
+  require(req: Request, returnTo: string): void {
+    switch (stepBeforeApproving(this.stateOf(req))) {
+      case 'sign-in':
+        throw new SignInRequired(returnTo);
+      case 'enrol-second-factor':
+        throw new SecondFactorRequired();
+      case 'verify-email':
+        throw new EmailUnverified(returnTo);
+      case 'confirm':
+        throw new SudoRequired(returnTo);
+      case null:
+    }
+  }
+}
+
+/** A form that approves (a device login, a token): the approval rule, back to its page. */
+@Injectable()
+export class MayApproveGuard implements CanActivate {
+  constructor(private readonly rule: ApprovalRule) {}
+  canActivate(context: ExecutionContext): boolean {
+    this.rule.require(context.switchToHttp().getRequest<Request>(), returnToOf(context));
+    return true;
   }
 }
 

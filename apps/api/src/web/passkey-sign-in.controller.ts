@@ -11,6 +11,7 @@ import { toWebUser } from '../web-sessions/web-account.js';
 import { DeviceCookies } from './device-cookies.js';
 import { field, safeNext } from './form.js';
 import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
+import { PasskeyCeremonies } from './passkey-ceremonies.js';
 import { SignInService } from './sign-in.service.js';
 import { webAuthnResponse, webAuthnSite } from './webauthn-site.js';
 
@@ -19,7 +20,8 @@ import { webAuthnResponse, webAuthnSite } from './webauthn-site.js';
  * person, and its user verification (the device's PIN or biometrics) is the second factor.
  * The page's script calls these and follows `next`. Each sign-in is counted before its assertion
  * is verified (PasskeysService.authenticate): past the limit it is a 429 with Retry-After, and
- * neither verified nor audited.
+ * neither verified nor audited. The challenge is kept sealed in the browser (PasskeyCeremonies):
+ * asking for options stores nothing.
  */
 @ApiExcludeController()
 @Public()
@@ -34,28 +36,28 @@ export class PasskeySignInController {
     private readonly deviceCookies: DeviceCookies,
     private readonly audit: AuditService,
     private readonly config: AppConfig,
+    private readonly ceremonies: PasskeyCeremonies,
   ) {}
 
   @Post('options')
   @HttpCode(200)
   async options(@Req() req: Request, @Res() res: Response) {
     const options = await this.passkeys.authenticationOptions(webAuthnSite(req, this.config));
-    req.session.passkeyChallenge = options.challenge;
+    this.ceremonies.start(res, options.challenge);
     res.json(options);
   }
 
   @Post()
   @HttpCode(200)
   async signInWithPasskey(@Req() req: Request, @Res() res: Response) {
-    const challenge = req.session.passkeyChallenge;
-    delete req.session.passkeyChallenge;
+    const ceremony = this.ceremonies.take(req, res);
     const response = webAuthnResponse<AuthenticationResponseJSON>(req);
     const refuse = (message: string) => res.status(401).json({ statusCode: 401, error: 'unauthorized', message });
-    if (!challenge || !response) return refuse('That took too long or was already used: please try again.');
+    if (!ceremony || !response) return refuse('That took too long or was already used: please try again.');
     let userId: string;
     try {
-      const attempt = { ip: req.ip ?? '', browserFor: (ownerEmail: string) => this.deviceCookies.trustedFor(req, ownerEmail) };
-      userId = await this.passkeys.authenticate(response, challenge, webAuthnSite(req, this.config), attempt);
+      const attempt = { ip: req.ip ?? '', browserFor: (ownerEmail: string) => this.deviceCookies.trustedFor(req, ownerEmail), challengeIssuedAt: new Date(ceremony.at) };
+      userId = await this.passkeys.authenticate(response, ceremony.challenge, webAuthnSite(req, this.config), attempt);
     } catch (err) {
       if (!(err instanceof PasskeyRefused)) throw err;
       await this.audit.record('web.login_failed', { ip: req.ip, detail: { reason: 'passkey refused' } });

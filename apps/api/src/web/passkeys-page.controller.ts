@@ -1,3 +1,4 @@
+import { recordEnrolledFactor } from '../web-sessions/session-proof.js';
 import { Controller, HttpCode, Param, ParseUUIDPipe, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { hasUnsafeText } from '@prospect/contract';
@@ -67,6 +68,7 @@ export class PasskeysPageController {
     }
     // A passkey is a second factor: one who had to set one up is done.
     delete req.session.mustEnrolSecondFactor;
+    recordEnrolledFactor(req);
     await saveSession(req);
     res.json({ next: '/settings/security?done=passkey-added' });
   }

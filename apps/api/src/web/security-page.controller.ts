@@ -1,3 +1,4 @@
+import { recordEnrolledFactor } from '../web-sessions/session-proof.js';
 import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { utcMinute } from '@prospect/contract';
@@ -74,6 +75,7 @@ export class SecurityPageController {
     }
     delete req.session.pendingTotp;
     delete req.session.mustEnrolSecondFactor;
+    if (codes) recordEnrolledFactor(req);
     if (!codes) return res.redirect(303, '/settings/security');
     // Shown in this answer only, never stored in clear: a reload shows the page without them.
     await this.render(req, res, 200, { codes, enrolled: true });

@@ -1,3 +1,4 @@
+import { amrOfSignIn, showsSecondFactor, type SignInFactor } from '../web-sessions/session-proof.js';
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { SessionData } from 'express-session';
@@ -56,7 +57,10 @@ export class SignInService {
    * `secondFactor` 'provider': the provider's amr/acr showed one.
    * @throws ApiException 403 (SignInThroughProviderRequired) for such a sign-in.
    */
-  async complete(req: Request, res: Response, user: WebUser, secondFactor: 'totp' | 'recovery-code' | 'passkey' | 'provider' | null, federated?: FederatedSignIn): Promise<void> {
+  async complete(req: Request, res: Response, user: WebUser, secondFactor: SignInFactor, federated?: FederatedSignIn): Promise<void> {
+    // A half-finished sign-in left in this browser belongs to its person: another person's
+    // sign-in here discards it, and never inherits the provider it came through (issue #43).
+    if (req.session.pendingSignIn && req.session.pendingSignIn.userId !== user.id) delete req.session.pendingSignIn;
     const via = federated ?? req.session.pendingSignIn?.federated;
     if (!via && !this.federation.provesPendingLink(req.session.pendingFederatedLink, user.id, this.clock.now())) {
       const provider = await this.federation.enforcingProviderFor(user.email);
@@ -65,7 +69,7 @@ export class SignInService {
         throw new SignInThroughProviderRequired(user.email, provider);
       }
     }
-    await this.logIn(req, res, user, { secondFactor: secondFactor !== null, federated: via, checkedUnder: user.credentialEpoch });
+    await this.logIn(req, res, user, { amr: amrOfSignIn(secondFactor, via !== undefined), federated: via, checkedUnder: user.credentialEpoch });
     const browser = req.get('user-agent')?.slice(0, 200) ?? null;
     const factor: Record<string, string> = secondFactor ? { secondFactor } : {};
     if (via) await this.audit.record('federation.login', { userId: user.id, ip: req.ip, detail: { browser, label: via.providerName, providerId: via.providerId, linkId: via.linkId, ...factor } });
@@ -79,7 +83,7 @@ export class SignInService {
    * A browser signed in again after a change of its own credentials (signInAgain) is no new sign-in.
    */
   async firstSignIn(req: Request, res: Response, user: WebUser): Promise<void> {
-    await this.logIn(req, res, user);
+    await this.logIn(req, res, user, { amr: amrOfSignIn(null, false) });
     await this.users.recordSignIn(user.id);
   }
 
@@ -91,8 +95,8 @@ export class SignInService {
    * neither renews the session nor unbinds it from its provider.
    */
   async signInAgain(req: Request, res: Response, user: WebUser): Promise<void> {
-    const { signedInAt, sudoAt, reconfirmedAt, federatedLinkId, mustEnrolSecondFactor } = req.session;
-    await this.logIn(req, res, user, { carryOver: { signedInAt, sudoAt, reconfirmedAt, federatedLinkId, mustEnrolSecondFactor } });
+    const { signedInAt, sudoAt, reconfirmedAt, federatedLinkId, mustEnrolSecondFactor, proofAmr, secondFactorShown } = req.session;
+    await this.logIn(req, res, user, { amr: proofAmr ?? [], carryOver: { signedInAt, sudoAt, reconfirmedAt, federatedLinkId, mustEnrolSecondFactor, proofAmr, secondFactorShown } });
   }
 
   /**
@@ -112,25 +116,26 @@ export class SignInService {
     res: Response,
     user: WebUser,
     options: {
-      secondFactor?: boolean;
+      /** How the person proved who they are (RFC 8176; session-proof.ts). */
+      amr: string[];
       federated?: FederatedSignIn;
       /** The account's epoch when this sign-in's credentials were checked: a sign-in that raced a change of the account fails. */
       checkedUnder?: number;
-      carryOver?: Pick<SessionData, 'signedInAt' | 'sudoAt' | 'reconfirmedAt' | 'federatedLinkId' | 'mustEnrolSecondFactor'>;
-    } = {},
+      carryOver?: Pick<SessionData, 'signedInAt' | 'sudoAt' | 'reconfirmedAt' | 'federatedLinkId' | 'mustEnrolSecondFactor' | 'proofAmr' | 'secondFactorShown'>;
+    },
   ): Promise<void> {
     // The epoch as it is now, not as the caller read it: a caller that just changed the password
     // signs its own browser in again under the new one.
     const current = await this.users.findById(user.id);
     if (!current || current.disabledAt || (options.checkedUnder !== undefined && current.credentialEpoch !== options.checkedUnder)) throw new AccountChangedDuringSignIn();
-    this.sessions.startSignedInSession(req, current.credentialEpoch);
+    this.sessions.startSignedInSession(req, current.credentialEpoch, options.amr);
     this.deviceCookies.issue(res, current);
     if (options.carryOver) {
       Object.assign(req.session, options.carryOver);
     } else {
       if (options.federated) req.session.federatedLinkId = options.federated.linkId;
       else delete req.session.federatedLinkId;
-      if (this.config.requireSecondFactor && !options.secondFactor) req.session.mustEnrolSecondFactor = true;
+      if (this.config.requireSecondFactor && !showsSecondFactor(options.amr)) req.session.mustEnrolSecondFactor = true;
     }
     await new Promise<void>((resolve, reject) => req.logIn(user, { session: true, keepSessionInfo: true }, (err) => (err ? reject(err) : resolve())));
   }

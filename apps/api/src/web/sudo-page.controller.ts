@@ -1,3 +1,4 @@
+import { recordReconfirmation } from '../web-sessions/session-proof.js';
 import { Controller, Get, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
@@ -91,6 +92,7 @@ export class SudoPageController {
       throw err;
     }
     req.session.sudoAt = req.session.reconfirmedAt = this.clock.now().getTime();
+    recordReconfirmation(req, code ? ['otp'] : ['pwd']);
     await saveSession(req);
     await this.audit.record('web.sudo', { userId: user.id, ip: req.ip, detail: { with: code ? 'code' : 'password' } });
     res.redirect(303, next);

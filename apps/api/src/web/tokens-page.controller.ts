@@ -17,7 +17,7 @@ import { minterWords, type TokenListing, TokensService } from '../tokens/tokens.
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { field, queryParam } from './form.js';
 import { scopeLines } from './scope-words.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard, VerifiedEmailGuard, SudoGuard } from './page-guards.js';
+import { accountOf, CsrfGuard, MayApproveGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
 
 const when = (d: Date | null) => (d ? utcMinute(d) : 'never');
 
@@ -72,7 +72,7 @@ export class TokensPageController {
 
   /** Creates a token, then redirects (a reload never creates a second one); the next page shows it once. */
   @Post()
-  @UseGuards(CsrfGuard, SudoGuard, VerifiedEmailGuard)
+  @UseGuards(CsrfGuard, MayApproveGuard)
   async create(@Req() req: Request, @Res() res: Response) {
     const label = field(req, 'label').trim();
     if (label.length > 100) return res.status(400).render('tokens', await this.page(req, { error: 'A label has at most 100 characters.' }));
@@ -80,8 +80,9 @@ export class TokensPageController {
     const days = Number(field(req, 'expires_in_days') || DEFAULT_DAYS);
     if (!this.lifetimes().includes(days)) return res.status(400).render('tokens', await this.page(req, { error: 'Please choose one of the lifetimes offered.' }));
     const ttlSeconds = Math.min(days * DAY, this.config.accessTokenMaxTtlSeconds);
-    // Everything the person may do, `admin` for an administrator (this is sudo mode).
-    const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null, ttlSeconds, scope: siteTokenScope(req.webUser!.role) });
+    // What the person may do; `admin` only when an administrator ticks it (this is sudo mode), and then for ADMIN_GRANT_SECONDS at most.
+    const scope = siteTokenScope(req.webUser!.role, field(req, 'admin') === 'on');
+    const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null, ttlSeconds, scope });
     // Kept until the redirect's page shows it, sealed under the session id, which the database never holds.
     req.session.newToken = seal(req.sessionID, req.webUser!.id, NEW_TOKEN, issued.accessToken).toString('base64url');
     await saveSession(req);
@@ -153,6 +154,8 @@ export class TokensPageController {
       hasSessions: tokens.some((t) => t.session),
       accessTokenMinutes: Math.round(this.config.accessTokenTtlSeconds / 60),
       sessionMaxDays: Math.round(this.config.refreshTokenMaxLifetimeSeconds / DAY),
+      // An administrator may ask for `admin`; such a token ends within ADMIN_GRANT_SECONDS, whatever lifetime is chosen.
+      adminHours: req.webUser!.role === 'admin' ? Math.round((this.config.adminGrantSeconds / 3600) * 10) / 10 : undefined,
       publicUrl: this.config.publicUrl,
       lifetimes: this.lifetimes().map((days, i, all) => ({
         days,

@@ -1,3 +1,4 @@
+import { ApprovalRule } from './page-guards.js';
 import { type MiddlewareConsumer, Module, type NestModule, RequestMethod } from '@nestjs/common';
 import { ROUTES } from '@prospect/contract';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
@@ -33,6 +34,7 @@ import { AdminIdentityProvidersPageController } from './admin-identity-providers
 import { FederationPagesController } from './federation-pages.controller.js';
 import { FederationLinkPagesController } from './federation-link-pages.controller.js';
 import { FederationRefusalPage } from './federation-refusal-page.js';
+import { PasskeyCeremonies } from './passkey-ceremonies.js';
 
 /** Server-rendered pages: sign-up, sign-in, mailed links, device approval, CLI tokens, the account, people and OAuth clients (admins). */
 @Module({
@@ -42,7 +44,7 @@ import { FederationRefusalPage } from './federation-refusal-page.js';
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
     AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController],
-  providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain],
+  providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })
 export class WebModule implements NestModule {

@@ -1,5 +1,6 @@
 import { ROUTES } from '@prospect/contract';
 import { Mailer } from '../../src/mail/mailer.js';
+import { TokensService } from '../../src/tokens/tokens.service.js';
 import { everyAccount } from '../support/account-fixtures.js';
 import { authEvents, authorizedPoll, countAuthEvents, createUser, userById } from '../support/fixtures.js';
 import { get, post as apiPost } from '../support/http.js';
@@ -120,7 +121,9 @@ describe('account settings', () => {
 
   it('changes the address through a link mailed to the new one, telling the old one; a taken address gets nothing', async () => {
     const user = await createUser(api);
-    const token = (await authorizedPoll(api, user)).body.accessToken;
+    // A token made on the tokens page lives on through the change; a CLI session (a grant) ends with it.
+    const token = (await api.app.get(TokensService).issue({ userId: user.id, origin: 'direct', scope: 'profile tokens' })).accessToken;
+    const session = (await authorizedPoll(api, user)).body;
     expect((await get(api, ROUTES.me, token)).body.user.email).toBe(user.email); // cached now
     const web = await signInAs(api, user.email, PASSWORD);
     const newEmail = `moved-${Date.now()}@example.com`;
@@ -147,6 +150,8 @@ describe('account settings', () => {
     expect(await emailOf(user.id)).toBe(newEmail);
     // Every cache forgets the old one: the users trigger's notification reaches the listener within the staleness bound.
     expect(await eventually(async () => (await get(api, ROUTES.me, token)).body.user.email === newEmail)).toBe(true);
+    expect((await get(api, ROUTES.me, session.accessToken)).status).toBe(401);
+    expect((await apiPost(api, ROUTES.refresh, { refreshToken: session.refreshToken })).status).toBe(401);
     await api.app.get(Mailer).settled();
     expect(smtp.to(user.email).map((m) => m.subject)).toContain('Your Prospect e-mail address was changed');
     await signInAs(api, newEmail, PASSWORD);

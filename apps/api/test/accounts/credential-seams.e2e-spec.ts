@@ -204,13 +204,17 @@ describe('credentials end with the account state they were issued for', () => {
     const web = await signInAs(api, user.email, PASSWORD);
     await enrolTotp(web);
     const browser = webClient(api);
-    // A session id this browser holds before signing in (one an attacker could have planted):
-    // starting a passkey ceremony keeps its challenge in a session.
-    const login = await browser.send('GET', '/login');
+    // A session id this browser holds before signing in (one an attacker could have planted): the
+    // attacker's own half-finished sign-in (their password, their second factor next). A passkey
+    // ceremony keeps none (issue #43).
+    const attacker = await createUser(api);
+    await enrolTotp(await signInAs(api, attacker.email, PASSWORD));
     const sessionCookie = (headers: Record<string, unknown>) => ((headers['set-cookie'] as string[] | undefined) ?? []).find((c) => c.startsWith('prospect_session='))?.split(';')[0];
-    const ceremony = await browser.agent.post('/login/passkey/options').set('x-csrf-token', browser.csrfFrom(login.text)).send({});
-    const before = sessionCookie(ceremony.headers);
+    const planted = await browser.send('POST', '/login', { _csrf: browser.csrfFrom((await browser.send('GET', '/login')).text), email: attacker.email, password: PASSWORD });
+    expect(planted).toMatchObject({ status: 303, location: '/login/code' });
+    const before = sessionCookie(planted.headers);
     expect(before).toBeDefined();
+    const login = await browser.send('GET', '/login');
     const answer = await browser.send('POST', '/login', { _csrf: browser.csrfFrom(login.text), email: user.email, password: PASSWORD });
     expect(answer).toMatchObject({ status: 303, location: '/login/code' });
     expect(sessionCookie(answer.headers)).toBeDefined();

@@ -3,8 +3,9 @@ import { AdminUsersService } from '../../src/admin/admin-users.service.js';
 import { EmailVerificationService } from '../../src/accounts/email-verification.service.js';
 import { askForReset, latestLink, resetWith } from '../support/account-flows.js';
 import { ROUTES } from '@prospect/contract';
-import { createUser, deviceLoginToken } from '../support/fixtures.js';
-import { get } from '../support/http.js';
+import { authorizedPoll, createUser } from '../support/fixtures.js';
+import { TokensService } from '../../src/tokens/tokens.service.js';
+import { get, post } from '../support/http.js';
 import type { SmtpSink } from '../support/smtp-sink.js';
 import type { TestApp } from '../support/test-app.js';
 import { startAppWithMail } from '../support/mailing-app.js';
@@ -16,8 +17,10 @@ import { scaledTimeout } from '../support/process-cleanup.js';
  * in on the web and in the CLI, reset, change the password or the address, verify) and what
  * happens to it (an admin disables and enables it, an attacker floods its sign-in), run against
  * the real API. The attacker keeps every credential ever issued (every mailed link, every browser
- * session and its device cookie, every CLI token): after each step, none issued before a change of
- * the account's state works, the CLI tokens end exactly when they must, and the owner still signs
+ * session and its device cookie, every CLI session's access and refresh token, every token made on
+ * the tokens page): after each step, none issued before a change of the account's state works (a
+ * CLI session is a grant, bound to the state it was approved in: issue #43), the tokens made on the
+ * page end exactly when they must (a disable), and the owner still signs
  * in with the right password from their own browser (after a change made elsewhere, while the
  * sign-in is flooded, once an admin has lifted the block: that browser's cookie ended too).
  *
@@ -46,7 +49,7 @@ interface Model {
   flooded: boolean;
   /** The owner's browser holds a device cookie of the current state (it signed in, or made the change, itself). */
   ownerRecognised: boolean;
-  /** Moves on when every CLI token of the account must end (a disable); a new password keeps them unless asked. */
+  /** Moves on when every token made on the tokens page must end (a disable); a new password keeps them unless asked. */
   tokenGeneration: number;
 }
 
@@ -54,7 +57,8 @@ interface Model {
 type Captured =
   | { kind: 'session'; web: WebClient; epoch: number }
   | { kind: 'link'; url: URL; epoch: number }
-  | { kind: 'token'; token: string; generation: number };
+  | { kind: 'token'; token: string; generation: number }
+  | { kind: 'cli-session'; accessToken: string; refreshToken: string; epoch: number };
 
 interface Real {
   api: TestApp;
@@ -77,11 +81,17 @@ const signedIn = async (web: WebClient) => (await web.send('GET', '/settings/tok
 async function checkInvariants(model: Model, real: Real): Promise<void> {
   for (const item of real.captured) {
     if (item.kind === 'token') {
-      // A CLI token ends with a disable, and lives on through a new password (the person's choice on the reset form).
+      // A token made on the tokens page ends with a disable, and lives on through a new password (the person's choice on the reset form).
       expect((await get(real.api, ROUTES.me, item.token)).status).toBe(item.generation < model.tokenGeneration ? 401 : 200);
       continue;
     }
     if (item.epoch >= model.epoch) continue;
+    if (item.kind === 'cli-session') {
+      // A CLI session is a grant: it ended with the state it was approved in, its access token at once and its refresh token for good.
+      expect((await get(real.api, ROUTES.me, item.accessToken)).status).toBe(401);
+      expect((await post(real.api, ROUTES.refresh, { refreshToken: item.refreshToken })).status).toBe(401);
+      continue;
+    }
     if (item.kind === 'session') {
       expect(await signedIn(item.web)).toBe(false);
       // Its device cookie ended with its session: while the sign-in is blocked, the right password waits there too.
@@ -220,10 +230,21 @@ class SendVerification implements fc.AsyncCommand<Model, Real> {
 class OwnerSignsInTheCli implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(model: Model, real: Real) {
-    real.captured.push({ kind: 'token', token: await deviceLoginToken(real.api, { id: real.userId }), generation: model.tokenGeneration });
+    const { body } = await authorizedPoll(real.api, { id: real.userId });
+    real.captured.push({ kind: 'cli-session', accessToken: body.accessToken, refreshToken: body.refreshToken, epoch: model.epoch });
     await checkInvariants(model, real);
   }
   toString = () => 'owner signs in the CLI';
+}
+
+class OwnerMakesAToken implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(model: Model, real: Real) {
+    const made = await real.api.app.get(TokensService).issue({ userId: real.userId, origin: 'direct', label: 'made on the page', scope: 'profile tokens' });
+    real.captured.push({ kind: 'token', token: made.accessToken, generation: model.tokenGeneration });
+    await checkInvariants(model, real);
+  }
+  toString = () => 'owner makes a token on the tokens page';
 }
 
 class AdminDisablesAndEnables implements fc.AsyncCommand<Model, Real> {
@@ -263,6 +284,7 @@ describe('credential state machine (issue #31)', () => {
         fc.constant(new ConfirmAddressChange()),
         fc.constant(new SendVerification()),
         fc.constant(new OwnerSignsInTheCli()),
+        fc.constant(new OwnerMakesAToken()),
         fc.constant(new AdminDisablesAndEnables()),
       ],
       { maxCommands: MAX_COMMANDS },

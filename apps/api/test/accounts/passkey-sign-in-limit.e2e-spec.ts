@@ -1,8 +1,10 @@
 import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { isoCBOR } from '@simplewebauthn/server/helpers';
 import { PasskeysRepository } from '../../src/accounts/passkeys.repository.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { countAuthEvents, createUser, forgetRateLimits } from '../support/fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { countWebSessions } from '../support/web-session-fixtures.js';
 import { webClient, type WebClient } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
@@ -11,7 +13,8 @@ const b64url = (bytes: Buffer | Uint8Array) => Buffer.from(bytes).toString('base
 
 /**
  * A passkey held in the test: an ES256 key pair whose public half is registered for a person, and
- * which answers a challenge as an authenticator would (user present and verified, counter growing).
+ * which answers a challenge as an authenticator would (user present and verified, counter growing;
+ * or, `synced`, always zero, as synced passkeys send).
  */
 class SoftwarePasskey {
   readonly credentialId = b64url(randomBytes(32));
@@ -19,7 +22,7 @@ class SoftwarePasskey {
   private readonly coseKey: Uint8Array;
   private counter = 0;
 
-  constructor() {
+  constructor(private readonly synced = false) {
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const { x, y } = publicKey.export({ format: 'jwk' });
     this.privateKey = privateKey;
@@ -37,7 +40,7 @@ class SoftwarePasskey {
 
   /** The browser's answer to `challenge` at `origin` (the JSON the page's script posts). */
   answer(challenge: string, origin: string): string {
-    this.counter += 1;
+    if (!this.synced) this.counter += 1;
     const clientDataJSON = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge, origin, crossOrigin: false }));
     const counter = Buffer.alloc(4);
     counter.writeUInt32BE(this.counter);
@@ -189,5 +192,69 @@ describe('passkey sign-in limits', () => {
       // sql-on-purpose: nothing is stored per made-up credential id
       expect(await api.dataSource.query(`SELECT key FROM rate_limits WHERE key LIKE 'passkey:%'`)).toEqual([]);
     });
+  });
+});
+
+/** Issue #43, finding 6: the sign-in page's passkey ceremony stores nothing, and its challenge still signs in once. */
+describe('an anonymous passkey ceremony', () => {
+  const clock = new FakeClock(Date.now());
+  let api: TestApp;
+  beforeAll(async () => {
+    api = await startTestApp({ clock });
+  });
+  afterAll(() => api?.close());
+
+  /** `name=value` of the cookie `name` a response set. */
+  const cookieSet = (headers: Record<string, unknown>, name: string) => ((headers['set-cookie'] as string[] | undefined) ?? []).find((c) => c.startsWith(`${name}=`))?.split(';')[0];
+
+  it('many options requests with one anonymous CSRF token store no session; the last one signs in, once', async () => {
+    const bob = await createUser(api);
+    const passkey = new SoftwarePasskey(true);
+    await passkey.register(api, bob.id);
+    const web = webClient(api);
+    const form = await web.send('GET', '/login');
+    const csrf = web.csrfFrom(form.text);
+    const csrfCookie = cookieSet(form.headers, 'prospect_csrf')!;
+    const before = await countWebSessions(api);
+
+    const asked = await Promise.all(Array.from({ length: 50 }, () => web.send('POST', '/login/passkey/options', { _csrf: csrf }, JSON_ANSWER)));
+    expect(asked.map((r) => r.status)).toEqual(asked.map(() => 200));
+    expect(await countWebSessions(api)).toBe(before);
+
+    // The last ceremony this browser started is the one it answers.
+    const last = await web.send('POST', '/login/passkey/options', { _csrf: csrf }, JSON_ANSWER);
+    const ceremony = cookieSet(last.headers, 'prospect_passkey');
+    expect(ceremony).toBeDefined();
+    expect(String(last.headers['set-cookie'])).toMatch(/prospect_passkey=[^;]+; Max-Age=300; Path=\/login\/passkey; Expires=[^;]+; HttpOnly; SameSite=Strict/);
+    expect(await countWebSessions(api)).toBe(before);
+    const answer = { _csrf: csrf, response: passkey.answer(JSON.parse(last.text).challenge, api.baseUrl), next: '/settings/tokens' };
+    const signedIn = await web.send('POST', '/login/passkey', answer, JSON_ANSWER);
+    expect(signedIn.status).toBe(200);
+    expect((await web.send('GET', '/settings/tokens')).status).toBe(200);
+    expect(await countWebSessions(api)).toBe(before + 1);
+
+    // The same cookie and assertion presented again (a copy of both): refused, though this passkey keeps no counter.
+    const replay = webClient(api);
+    const again = await replay.agent.post('/login/passkey').set({ ...JSON_ANSWER, cookie: `${csrfCookie}; ${ceremony}` }).type('form').send(new URLSearchParams(answer).toString());
+    expect(again.status).toBe(401);
+    expect(again.body.message).toMatch(/already used/);
+    expect(await countWebSessions(api)).toBe(before + 1);
+  });
+
+  it('a ceremony answered after five minutes, or without its cookie, signs no one in', async () => {
+    const bob = await createUser(api);
+    const passkey = new SoftwarePasskey();
+    await passkey.register(api, bob.id);
+    const web = webClient(api);
+    const csrf = web.csrfFrom((await web.send('GET', '/login')).text);
+    const late = JSON.parse((await web.send('POST', '/login/passkey/options', { _csrf: csrf }, JSON_ANSWER)).text).challenge as string;
+    clock.advanceSeconds(301);
+    expect((await web.send('POST', '/login/passkey', { _csrf: csrf, response: passkey.answer(late, api.baseUrl) }, JSON_ANSWER)).status).toBe(401);
+    const stranger = webClient(api);
+    const strangersCsrf = stranger.csrfFrom((await stranger.send('GET', '/login')).text);
+    expect((await stranger.send('POST', '/login/passkey', { _csrf: strangersCsrf, response: passkey.answer(late, api.baseUrl) }, JSON_ANSWER)).status).toBe(401);
+    // A fresh one still works.
+    const fresh = JSON.parse((await web.send('POST', '/login/passkey/options', { _csrf: csrf }, JSON_ANSWER)).text).challenge as string;
+    expect((await web.send('POST', '/login/passkey', { _csrf: csrf, response: passkey.answer(fresh, api.baseUrl) }, JSON_ANSWER)).status).toBe(200);
   });
 });

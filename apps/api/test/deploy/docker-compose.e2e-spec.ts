@@ -1,6 +1,9 @@
-import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -215,6 +218,40 @@ describe('docker-compose.yml and the shipped haproxy config', () => {
         expect(await proxy.logLineOf(id)).toMatch(/ 200 /);
       }
       expect(new Set(seenByReplica).size).toBe(5);
+    });
+
+    it('ends TLS when given a certificate, and tells the replica how the client came (X-Forwarded-Proto), whatever the client said', async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'prospect-haproxy-tls-'));
+      try {
+        // A self-signed certificate for localhost, and its key, in one PEM file as haproxy takes them.
+        const openssl = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { encoding: 'utf8' });
+        expect(openssl.status).toBe(0);
+        const cert = await readFile(join(dir, 'cert.pem'), 'utf8');
+        await writeFile(join(dir, 'localhost.pem'), cert + (await readFile(join(dir, 'key.pem'), 'utf8')));
+
+        const seen: Array<string | undefined> = [];
+        replica = http.createServer((req, res) => {
+          if (req.url !== ROUTES.healthReady) seen.push(req.headers['x-forwarded-proto'] as string | undefined);
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        });
+        await new Promise<void>((resolve) => replica!.listen(0, '127.0.0.1', resolve));
+        const address = `127.0.0.1:${(replica.address() as AddressInfo).port}`;
+        const tlsPort = await freePort();
+        proxy = await HaProxy.start([address, address], { PROSPECT_PROXY_TLS_CERT: join(dir, 'localhost.pem'), PROSPECT_PROXY_TLS_BIND: `127.0.0.1:${tlsPort}` });
+        await proxy.waitUntilUp('api1');
+
+        const overTls = await new Promise<http.IncomingMessage>((resolve, reject) =>
+          https.get(`https://localhost:${tlsPort}${ROUTES.me}`, { ca: cert, lookup: (_host, _options, callback) => callback(null, [{ address: '127.0.0.1', family: 4 }]) }, (res) => resolve(res.resume())).on('error', reject),
+        );
+        expect(overTls.statusCode).toBe(200);
+        expect(overTls.headers['strict-transport-security']).toBe('max-age=31536000');
+        const plain = await fetch(`${proxy.url}${ROUTES.me}`, { headers: { 'x-forwarded-proto': 'https' } });
+        expect(plain.status).toBe(200);
+        expect(plain.headers.get('strict-transport-security')).toBeNull();
+        expect(seen).toEqual(['https', 'http']);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
     });
   });
 });

@@ -3,6 +3,7 @@ import { ROUTES } from '@prospect/contract';
 import express from 'express';
 import { parseAllDocuments } from 'yaml';
 import { AppConfig, EnvSchema } from '../../src/config/app-config.js';
+import { SERVER_CONNECTIONS_PER_REPLICA } from '../../src/database/pool-size.js';
 
 const DIR = new URL('../../../../deploy/kubernetes/', import.meta.url);
 
@@ -94,11 +95,29 @@ describe('deploy/kubernetes', () => {
   });
 
   it('migrates in a Job with the same image and Secret, through main.js migrate', () => {
+    // Named by Kubernetes at each `kubectl create`: nothing in the file is edited per release but the image.
+    expect(one('Job').metadata).toMatchObject({ generateName: 'prospect-migrate-' });
+    expect(one('Job').metadata.name).toBeUndefined();
     const job: Container = one('Job').spec.template.spec.containers[0];
     const api: Container = one('Deployment').spec.template.spec.containers[0];
     expect(job.command).toEqual(['node', 'apps/api/dist/main.js', 'migrate']);
     expect(job.image).toBe(api.image);
     expect(job.envFrom).toEqual(api.envFrom);
+  });
+
+  it('sends mail through SMTP_URL from MAIL_FROM in the example Secret, the same for every replica', () => {
+    const config = AppConfig.fromEnv(one('Secret').stringData!);
+    expect(config.smtpUrl).toMatch(/^smtps?:\/\//);
+    expect(config.mailFrom).toMatch(/<no-reply@id\.example\.com>$/);
+    expect(config.requireEmailVerification).toBe(true);
+  });
+
+  it('scales to no more replicas than a Postgres with the default max_connections holds, a rolling update and the migration Job included', () => {
+    const hpa = one('HorizontalPodAutoscaler');
+    const surge = one('Deployment').spec.strategy.rollingUpdate.maxSurge as number;
+    // max_connections 100 less superuser_reserved_connections 3, Postgres's defaults.
+    expect((hpa.spec.maxReplicas + surge) * SERVER_CONNECTIONS_PER_REPLICA + 1).toBeLessThanOrEqual(97);
+    expect(hpa.spec.minReplicas).toBeLessThanOrEqual(hpa.spec.maxReplicas);
   });
 
   it('points the Service, the PDB and the HPA at the Deployment', () => {

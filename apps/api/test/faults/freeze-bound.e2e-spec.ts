@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { ROUTES } from '@prospect/contract';
 import { eventually } from '../support/eventually.js';
+import { scaledTimeout } from '../support/process-cleanup.js';
 import { type JsonResponse, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { ThrowawayPostgres } from '../support/throwaway-postgres.js';
@@ -91,5 +92,5 @@ describe('the freeze bound under device starts', () => {
     // statements cut short during the freeze may have counted against this one's limit on the thaw.
     expect(await eventually(async () => (await timedStart(api, '10.0.32.2')).res.status === 200, 15_000)).toBe(true);
     expect(api.logs()).not.toMatch(/"level":50/);
-  }, 90_000);
+  }, scaledTimeout(90_000));
 });

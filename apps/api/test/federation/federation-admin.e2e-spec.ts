@@ -1,3 +1,5 @@
+import http from 'node:http';
+import net from 'node:net';
 import { presetIssuer } from '@prospect/contract';
 import { IdentityProvidersService } from '../../src/federation/identity-providers.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
@@ -8,6 +10,19 @@ import { signInAs, type WebClient } from '../support/web-client.js';
 import { acmeProvider, events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederation } from './support/federation.js';
 import { HttpBrowser } from './support/http-browser.js';
 import { CLIENT_SECRET, TestProvider } from './support/test-provider.js';
+
+/** A loopback port nothing listens on (listened on, then closed). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  const port = await listenOnLoopback(server);
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function listenOnLoopback(server: net.Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as net.AddressInfo).port;
+}
 
 /** Identity providers as admins configure them (issue #34): the JSON API, its pages, and "last verified at the provider" on /admin/users. */
 describe('identity providers for admins', () => {
@@ -66,6 +81,44 @@ describe('identity providers for admins', () => {
     expect(presetIssuer('microsoft', 'contoso.onmicrosoft.com')).toBe('https://login.microsoftonline.com/contoso.onmicrosoft.com/v2.0');
   });
 
+  it('answers one message for every network failure, and refuses Prospect itself and private addresses before connecting (issue #43, finding 8)', async () => {
+    const base = { ...acmeProvider(second), id: 'delta', emailDomains: ['delta.test'] };
+    const register = (issuer: string) => fed.call('POST', PROVIDERS, { ...base, issuer });
+    // Three things a scan of the server's loopback would tell apart: nothing listening, a listener that hangs up, one that answers an error.
+    const nothing = await closedPort();
+    const hangsUp = net.createServer((socket) => socket.destroy());
+    const errorStatus = http.createServer((_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}'));
+    const notFound = http.createServer((_req, res) => res.writeHead(404).end('Not Found'));
+    const ports = await Promise.all([hangsUp, errorStatus, notFound].map(listenOnLoopback));
+    try {
+      const messages: string[] = [];
+      for (const port of [nothing, ...ports]) {
+        const issuer = `http://127.0.0.1:${port}`;
+        const res = await register(issuer);
+        expect([issuer, res.status]).toEqual([issuer, 400]);
+        messages.push(String(res.body.message).replaceAll(issuer, '<issuer>'));
+      }
+      expect(new Set(messages)).toEqual(new Set([messages[0]]));
+      expect(messages[0]).toMatch(/^Could not read the OpenID configuration of <issuer>/);
+    } finally {
+      for (const server of [hangsUp, errorStatus, notFound]) server.close();
+    }
+
+    // Prospect cannot be its own upstream, whichever loopback name it is reached by.
+    for (const issuer of [fed.api.baseUrl, fed.api.baseUrl.replace('127.0.0.1', 'localhost')]) {
+      const res = await register(issuer);
+      expect([issuer, res.status]).toEqual([issuer, 400]);
+      expect(res.body.message).toMatch(/is this Prospect server itself/);
+    }
+    // Private and link-local addresses: refused from the address alone, before any connection (a connection to most of these would wait for the 10 s timeout).
+    for (const issuer of ['https://10.0.0.1', 'https://172.16.5.4', 'https://192.168.1.1', 'https://100.64.0.1', 'https://169.254.169.254', 'https://[fd00::1]', 'https://[fe80::1]', 'https://[::ffff:10.0.0.1]', `https://0.0.0.0:${nothing}`]) {
+      const res = await register(issuer);
+      expect([issuer, res.status]).toEqual([issuer, 400]);
+      expect(res.body.message).toMatch(/private or link-local address.*FEDERATION_ALLOW_PRIVATE_ISSUERS=true/);
+    }
+    expect((await providers().list()).map((provider) => provider.id)).not.toContain('delta');
+  });
+
   it('keeps the client secret sealed and never shows it; answers the redirect URI to register; documents the API', async () => {
     const created = await fed.call('POST', PROVIDERS, { ...acmeProvider(second), id: 'beta', displayName: 'Beta ID', emailDomains: ['Beta.test', 'beta.test'], scopes: ['openid', 'email'] });
     expect(created.status).toBe(201);
@@ -78,11 +131,16 @@ describe('identity providers for admins', () => {
       emailDomains: ['beta.test'],
       enforce: false,
       allowSignUp: true,
+      mfaAcrValues: [],
       disabled: false,
       redirectUri: `${fed.api.baseUrl}/login/sso/beta/callback`,
       linkedAccounts: 0,
       createdAt: expect.any(String),
     });
+    // The acr values that stand for a second factor there: named exactly, never guessed (issue #43).
+    const acr = await fed.call('PATCH', `${PROVIDERS}/beta`, { mfaAcrValues: ['urn:okta:loa:2fa:any'] });
+    expect(acr.body.mfaAcrValues).toEqual(['urn:okta:loa:2fa:any']);
+    expect((await fed.call('PATCH', `${PROVIDERS}/beta`, { mfaAcrValues: ['two words'] })).status).toBe(400);
     expect(JSON.stringify((await fed.call('GET', PROVIDERS)).body)).not.toContain(CLIENT_SECRET);
     // sql-on-purpose: the client secret is stored only sealed
     const [row] = await fed.api.dataSource.query(`SELECT * FROM identity_providers WHERE id = 'beta'`);
@@ -186,5 +244,24 @@ describe('identity providers for admins', () => {
     // Unlinked, the address has an account the provider must now prove again.
     const again = await signInThrough(new HttpBrowser(), fed.api, '/login/sso/acme', 'una');
     expect(again.location?.pathname).toBe('/login/link');
+  });
+});
+
+describe('identity providers inside the company network (FEDERATION_ALLOW_PRIVATE_ISSUERS=true, issue #43)', () => {
+  it('lets discovery connect to a private address; Prospect itself stays refused', async () => {
+    const fed = await startFederation({ configure: false, env: { FEDERATION_ALLOW_PRIVATE_ISSUERS: 'true' } });
+    try {
+      const base = { ...acmeProvider(fed.idp), id: 'inside', emailDomains: ['inside.test'] };
+      // 0.0.0.0 reaches this host: past the address rules, the connection itself is refused (nothing listens), at once.
+      const nothing = await closedPort();
+      const inside = await fed.call('POST', PROVIDERS, { ...base, issuer: `https://0.0.0.0:${nothing}` });
+      expect(inside.status).toBe(400);
+      expect(inside.body.message).toMatch(/^Could not read the OpenID configuration of https:\/\/0\.0\.0\.0:\d+: no OpenID provider answered there/);
+      expect((await fed.call('POST', PROVIDERS, { ...base, issuer: fed.api.baseUrl })).body.message).toMatch(/is this Prospect server itself/);
+      // The loopback provider of the tests still registers.
+      expect((await fed.call('POST', PROVIDERS, base)).status).toBe(201);
+    } finally {
+      await fed.close();
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { EmailVerificationService } from '../../src/accounts/email-verification.service.js';
 import { InvitationsService } from '../../src/accounts/invitations.service.js';
 import { Mailer } from '../../src/mail/mailer.js';
 import { askForReset, enrolTotp, latestLink, totpCode } from '../support/account-flows.js';
@@ -165,6 +166,46 @@ describe('policy at the identity provider’s edge', () => {
       expect((await browser.request(`${fed.api.baseUrl}/login/link/finish`, { form: { _csrf: HttpBrowser.csrfOf(finish.text) } })).status).toBe(303);
       expect((await federatedLinksOf(fed.api, { subject: person.sub })).map((link) => link.userId)).toEqual([member.id]);
       expect(await signedInAs(browser, fed.api)).toBe(member.email);
+    } finally {
+      await fed.call('PATCH', `${PROVIDERS}/acme`, { enforce: false });
+    }
+  });
+
+  it('a half-finished sign-in through the provider belongs to its person: another person signing in in that browser does not inherit it (issue #43, finding 4)', async () => {
+    const base = fed.api.baseUrl;
+    // Alice's account is made through the provider, and she sets up her own authenticator app.
+    const alice = providerUser(['mfa']);
+    const hers = new HttpBrowser();
+    await signInThrough(hers, fed.api, '/login/sso/acme', alice.sub);
+    const security = await hers.request(`${base}/settings/security`);
+    const begun = await hers.request(`${base}/settings/security/totp`, { form: { _csrf: HttpBrowser.csrfOf(security.text) } });
+    const key = /<code class="totp-key">([A-Z2-7 ]+)<\/code>/.exec(begun.text)![1]!;
+    expect((await hers.request(`${base}/settings/security/totp/confirm`, { form: { _csrf: HttpBrowser.csrfOf(begun.text), code: totpCode(key, clock.now().getTime()) } })).status).toBe(200);
+
+    // In a shared browser, her provider shows no second factor: Prospect asks for her code, and she walks away.
+    fed.idp.users.set(alice.sub, { ...alice, amr: ['pwd'] });
+    const shared = new HttpBrowser();
+    expect((await signInThrough(shared, fed.api, '/login/sso/acme', alice.sub)).location?.pathname).toBe('/login/code');
+
+    // Bob, of the enforced domain, confirms his address with his password in that browser: his
+    // sign-in must go through the provider, whoever was half signed in there before.
+    const bob = await createUser(fed.api, { email: `bob${n}@acme.test`, emailVerified: false });
+    await fed.api.app.get(EmailVerificationService).send(bob.id, '/', { resend: false });
+    const link = await latestLink(fed.api, smtp, bob.email, '/verify-email');
+    await fed.call('PATCH', `${PROVIDERS}/acme`, { enforce: true });
+    try {
+      const page = await shared.request(`${base}${link.pathname}${link.search}`);
+      const loginsBefore = (await events(fed.api, 'federation.login')).length;
+      const confirmed = await shared.request(`${base}/verify-email`, {
+        form: { _csrf: HttpBrowser.csrfOf(page.text), token: link.searchParams.get('token')!, password: 'correct horse battery' },
+      });
+      expect(confirmed.status).toBe(403);
+      expect(confirmed.text).toContain('signs in with Acme SSO');
+      expect(await signedInAs(shared, fed.api)).toBeNull();
+      expect((await events(fed.api, 'federation.login')).length).toBe(loginsBefore); // no link of Alice's recorded for Bob
+      expect((await events(fed.api, 'federation.login_refused')).at(-1)).toMatchObject({ user_id: bob.id });
+      // And Alice's half-finished sign-in is gone from that browser.
+      expect((await shared.request(`${base}/login/code`)).status).toBe(303);
     } finally {
       await fed.call('PATCH', `${PROVIDERS}/acme`, { enforce: false });
     }

@@ -16,18 +16,25 @@ describe('provider claims', () => {
     expect(addressVerified({ xms_edov: true }, 'https://login.microsoftonline.com.evil.example/v2.0')).toBe(false);
   });
 
-  it('sees a second factor in amr mfa, two methods one of which is not knowledge, or a multi-factor acr; not in a password alone', () => {
-    expect(showsSecondFactor(['pwd', 'mfa'])).toBe(true);
-    expect(showsSecondFactor(['pwd', 'otp'])).toBe(true);
-    expect(showsSecondFactor(['hwk', 'fpt'])).toBe(true);
-    expect(showsSecondFactor(['pwd'])).toBe(false);
-    expect(showsSecondFactor(['pwd', 'kba'])).toBe(false);
-    expect(showsSecondFactor(['otp'])).toBe(false);
-    expect(showsSecondFactor([])).toBe(false);
-    expect(showsSecondFactor([], 'http://schemas.openid.net/pape/policies/2007/06/multi-factor')).toBe(true);
-    expect(showsSecondFactor([], 'urn:okta:loa:2fa:any')).toBe(true);
-    expect(showsSecondFactor([], 'mfa')).toBe(true);
-    expect(showsSecondFactor([], '1')).toBe(false);
-    expect(showsSecondFactor([], 'urn:mace:incommon:iap:silver')).toBe(false);
+  it('sees a second factor in amr mfa, two methods one of which is not knowledge, or an acr the provider is configured with; not in a password alone', () => {
+    expect(showsSecondFactor(['pwd', 'mfa'], undefined, [])).toBe(true);
+    expect(showsSecondFactor(['pwd', 'otp'], undefined, [])).toBe(true);
+    expect(showsSecondFactor(['hwk', 'fpt'], undefined, [])).toBe(true);
+    expect(showsSecondFactor(['pwd'], undefined, [])).toBe(false);
+    expect(showsSecondFactor(['pwd', 'kba'], undefined, [])).toBe(false);
+    expect(showsSecondFactor(['otp'], undefined, [])).toBe(false);
+    expect(showsSecondFactor([], undefined, [])).toBe(false);
+    const okta = ['urn:okta:loa:2fa:any', 'http://schemas.openid.net/pape/policies/2007/06/multi-factor'];
+    expect(showsSecondFactor([], 'http://schemas.openid.net/pape/policies/2007/06/multi-factor', okta)).toBe(true);
+    expect(showsSecondFactor([], 'urn:okta:loa:2fa:any', okta)).toBe(true);
+    expect(showsSecondFactor([], 'urn:okta:loa:2fa:any', [])).toBe(false); // not named by this provider's configuration
+    expect(showsSecondFactor([], '1', okta)).toBe(false);
+    expect(showsSecondFactor([], 'urn:mace:incommon:iap:silver', okta)).toBe(false);
+  });
+
+  it('never reads words into an acr: values that say there was no second factor do not count (issue #43, finding 2)', () => {
+    for (const acr of ['urn:acme:loa:no-mfa', 'non-mfa', 'mfa-not-performed', 'skip_2fa', 'mfa', '2fa', 'multi-factor']) {
+      expect(showsSecondFactor(['pwd'], acr, ['urn:okta:loa:2fa:any'])).toBe(false);
+    }
   });
 });

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '../support/eventually.js';
-import { isAlive } from '../support/process-cleanup.js';
+import { isAlive, scaledTimeout } from '../support/process-cleanup.js';
 
 const JEST = join(process.cwd(), '../../node_modules/jest/bin/jest.js');
 
@@ -37,5 +37,5 @@ describe('an interrupted test run', () => {
     interrupt(jest.pid!);
     await exited;
     expect(await eventually(() => !isAlive(pids.api) && !isAlive(pids.postgres), 15_000)).toBe(true);
-  }, 180_000);
+  }, scaledTimeout(180_000));
 });

@@ -91,6 +91,28 @@ describe('the authorization code grant', () => {
       }
     });
 
+    it('refuses a loopback redirect whose port is not a port (0, 65536, 99999) with the bad-redirect page, and writes no code (issue #43, finding 7)', async () => {
+      const person = await createUser(api);
+      const web = await signInAs(api, person.email, PASSWORD);
+      // Consent given once, so the next requests would issue a code at once, without the consent page.
+      await approve(web, standard('tool', pkce().challenge, { redirect_uri: 'http://127.0.0.1:51234/cb' }));
+      const codesBefore = await authorizationCodes(api, { userId: person.id });
+      for (const port of ['0', '65536', '99999']) {
+        const res = await authorize(web, standard('tool', pkce().challenge, { redirect_uri: `http://127.0.0.1:${port}/cb` }));
+        expect({ port, status: res.status, location: res.location }).toEqual({ port, status: 400, location: undefined });
+        expect(res.headers['content-type']).toMatch(/^text\/html/);
+        expect(res.text).toContain('This sign-in link is not valid');
+        // The consent page's answer runs the same checks.
+        const answer = await web.send('POST', `${OAUTH_ROUTES.authorize}/consent`, {
+          ...standard('tool', pkce().challenge, { redirect_uri: `http://127.0.0.1:${port}/cb` }),
+          _csrf: web.csrfFrom((await web.send('GET', '/settings/tokens')).text),
+          decision: 'approve',
+        });
+        expect({ port, status: answer.status, location: answer.location }).toEqual({ port, status: 400, location: undefined });
+      }
+      expect(await authorizationCodes(api, { userId: person.id })).toEqual(codesBefore);
+    });
+
     it('never redirects for an unknown client, a disabled one, a missing redirect URI or one off by a character: a page says so', async () => {
       const person = await createUser(api);
       const web = await signInAs(api, person.email, PASSWORD);

@@ -1,5 +1,6 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROUTES } from '@prospect/contract';
@@ -21,6 +22,24 @@ describe('the API process (npm start)', () => {
     expect(code).toBe(1);
     expect(stdout).toBe('');
     expect(stderr).toBe('Invalid configuration: PORT must be a port number (got "eighty")\n');
+  });
+
+  it('refuses a port another process holds at once, in one line naming it and PORT, before it opens the database or prints a setup link', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as AddressInfo).port;
+    try {
+      const refused = await runApiProcess({ PORT: String(port), HOST: '127.0.0.1', PROSPECT_DATA_DIR: dataDir });
+      expect(refused).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `prospect-api failed to start: port ${port} is in use on 127.0.0.1: another process listens there. Stop it, or set PORT to a free port (PORT=3001 npm start; PORT=0 picks one).\n`,
+      });
+      // The embedded database was never opened (its directory is as it was: empty), so no setup code was made either.
+      expect(await readdir(dataDir)).toEqual([]);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
   });
 
   it('starts on the embedded database, says where to sign up and how to log in the CLI, and stops cleanly on SIGTERM', async () => {

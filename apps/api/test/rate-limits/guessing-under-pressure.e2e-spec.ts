@@ -276,7 +276,7 @@ describe('state transitions under concurrency', () => {
   it('approve and deny racing on one login from ten people: exactly one decision, by one person, audited once', async () => {
     const login = await devices().start({}, '10.0.0.1');
     const people = await Promise.all(Array.from({ length: 10 }, () => createUser(api)));
-    const outcomes = await Promise.allSettled(people.map((p, i) => approvals().decideFor({ userId: p.id, ip: `192.0.2.${i + 1}` }, login.userCode, i % 2 ? 'approve' : 'deny')));
+    const outcomes = await Promise.allSettled(people.map((p, i) => approvals().decideFor({ userId: p.id, ip: `192.0.2.${i + 1}`, credentialEpoch: 0, amr: ['pwd'], secondFactor: false }, login.userCode, i % 2 ? 'approve' : 'deny')));
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
     const { status, events } = await eventsOf(login.userCode);
     expect(events).toEqual([status === 'approved' ? 'device.approve' : 'device.deny']);
@@ -285,7 +285,7 @@ describe('state transitions under concurrency', () => {
   it('a cancel racing the approvals always ends the login: no token is ever issued for it', async () => {
     const login = await devices().start({}, '10.0.0.1');
     const people = await Promise.all(Array.from({ length: 5 }, () => createUser(api)));
-    await Promise.allSettled([...people.map((p, i) => approvals().decideFor({ userId: p.id, ip: `192.0.2.${i + 1}` }, login.userCode, 'approve')), devices().cancel(login.deviceCode, null)]);
+    await Promise.allSettled([...people.map((p, i) => approvals().decideFor({ userId: p.id, ip: `192.0.2.${i + 1}`, credentialEpoch: 0, amr: ['pwd'], secondFactor: false }, login.userCode, 'approve')), devices().cancel(login.deviceCode, null)]);
     const { status, events } = await eventsOf(login.userCode);
     expect(status).toBe('cancelled');
     // Cancelled before any approval, or after the one approval that won.

@@ -34,12 +34,21 @@ export const poll = (api: Target, deviceCode: string) => post(api, ROUTES.device
 export const approvalPage = (api: TestApp, userCode: string, user: { id: string }) =>
   api.app.get(DeviceApprovalService).findFor({ userId: user.id, ip: '127.0.0.1' }, userCode);
 
-/** Approves as the person who pressed the button on the approval page would. */
-export const approve = (api: TestApp, userCode: string, user: { id: string }) =>
-  api.app.get(DeviceApprovalService).decideFor({ userId: user.id, ip: '127.0.0.1' }, userCode, 'approve');
+/** The person at the approval page, signed in with a password under their account's credential epoch now. */
+const approverNow = async (api: TestApp, user: { id: string }) => ({
+  userId: user.id,
+  ip: '127.0.0.1',
+  credentialEpoch: (await api.app.get(UsersService).findById(user.id))?.credentialEpoch ?? 0,
+  amr: ['pwd'],
+  secondFactor: false,
+});
 
-export const deny = (api: TestApp, userCode: string, user: { id: string }) =>
-  api.app.get(DeviceApprovalService).decideFor({ userId: user.id, ip: '127.0.0.1' }, userCode, 'deny');
+/** Approves as the person who pressed the button on the approval page would. */
+export const approve = async (api: TestApp, userCode: string, user: { id: string }) =>
+  api.app.get(DeviceApprovalService).decideFor(await approverNow(api, user), userCode, 'approve');
+
+export const deny = async (api: TestApp, userCode: string, user: { id: string }) =>
+  api.app.get(DeviceApprovalService).decideFor(await approverNow(api, user), userCode, 'deny');
 
 /** A full device login: start, approve as `user`, poll; returns the authorized poll's response. */
 export async function authorizedPoll(api: TestApp, user: { id: string }) {

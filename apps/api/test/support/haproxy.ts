@@ -18,10 +18,13 @@ export class HaProxy {
     private readonly output: () => string,
   ) {}
 
-  /** @param replicas host:port of each replica: PROSPECT_API1, PROSPECT_API2, PROSPECT_API3 of the config. */
-  static async start(replicas: string[]): Promise<HaProxy> {
+  /**
+   * @param replicas host:port of each replica: PROSPECT_API1, PROSPECT_API2, PROSPECT_API3 of the config.
+   * @param settings more of the config's variables (PROSPECT_PROXY_TLS_CERT, PROSPECT_PROXY_TLS_BIND).
+   */
+  static async start(replicas: string[], settings: Record<string, string> = {}): Promise<HaProxy> {
     const [port, statsPort] = [await freePort(), await freePort()];
-    const env: Record<string, string> = { PROSPECT_PROXY_BIND: `127.0.0.1:${port}`, PROSPECT_PROXY_STATS_BIND: `127.0.0.1:${statsPort}` };
+    const env: Record<string, string> = { PROSPECT_PROXY_BIND: `127.0.0.1:${port}`, PROSPECT_PROXY_STATS_BIND: `127.0.0.1:${statsPort}`, ...settings };
     replicas.forEach((address, i) => (env[`PROSPECT_API${i + 1}`] = address));
     const child = spawn('haproxy', ['-db', '-f', HAPROXY_CFG], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     // Ends with the test process however it ends (Ctrl-C included), unless stopped first.

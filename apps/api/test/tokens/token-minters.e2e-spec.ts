@@ -240,11 +240,11 @@ describe('tokens made with tokens', () => {
     expect((await get(api, ROUTES.me, session.accessToken)).body).not.toHaveProperty('madeWith');
   });
 
-  it('a token made in a signed-in browser has the person’s scopes, `admin` only for an administrator', async () => {
+  it('a token made in a signed-in browser has the person’s scopes, never `admin` unasked (issue #43, finding 5)', async () => {
     const judy = await createUser(api);
     for (const [person, scopes] of [
       [judy, 'profile, tokens'],
-      [admin, 'profile, tokens, admin'],
+      [admin, 'profile, tokens'],
     ] as const) {
       const web = await signInAs(api, person.email, PASSWORD);
       const page = await web.send('GET', '/settings/tokens');
@@ -254,5 +254,29 @@ describe('tokens made with tokens', () => {
       const [row] = await accessTokens(api, { userId: person.id, label: 'from the browser' });
       expect(row).toMatchObject({ minted_by_token_id: null, minted_by_device_login_id: null });
     }
+  });
+
+  it('every token that carries `admin` ends within ADMIN_GRANT_SECONDS, wherever it is made (issue #43, finding 5)', async () => {
+    const web = await signInAs(api, admin.email, PASSWORD);
+    const page = await web.send('GET', '/settings/tokens');
+    expect(page.text).toContain('name="admin"');
+    const yearLong = async (label: string, extra: Record<string, string>) => {
+      const made = await web.send('POST', '/settings/tokens', { _csrf: web.csrfFrom(page.text), label, expires_in_days: '365', ...extra });
+      expect(made.status).toBe(303);
+      const [row] = await accessTokens(api, { userId: admin.id, label });
+      return { scope: row.scope, hours: (new Date(row.expires_at).getTime() - clock.now().getTime()) / 3600_000 };
+    };
+    expect(await yearLong('plain', {})).toEqual({ scope: 'profile tokens', hours: 365 * 24 });
+    expect(await yearLong('administering', { admin: 'on' })).toEqual({ scope: 'profile tokens admin', hours: 12 });
+    // The same cap at the one place every door issues through.
+    const direct = await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct', scope: 'profile admin', ttlSeconds: 30 * 24 * 3600 });
+    expect((direct.expiresAt.getTime() - clock.now().getTime()) / 3600_000).toBe(12);
+    // A non-administrator's box does not exist, and ticking it anyway changes nothing.
+    const judy = await createUser(api);
+    const judyWeb = await signInAs(api, judy.email, PASSWORD);
+    const judyPage = await judyWeb.send('GET', '/settings/tokens');
+    expect(judyPage.text).not.toContain('name="admin"');
+    await judyWeb.send('POST', '/settings/tokens', { _csrf: judyWeb.csrfFrom(judyPage.text), label: 'judy', admin: 'on' });
+    expect((await accessTokens(api, { userId: judy.id, label: 'judy' }))[0].scope).toBe('profile tokens');
   });
 });

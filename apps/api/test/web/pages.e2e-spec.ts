@@ -4,11 +4,12 @@ import { TokensService } from '../../src/tokens/tokens.service.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { everyAccount, giveLegacyPassword } from '../support/account-fixtures.js';
+import { enrolTotp } from '../support/account-flows.js';
 import { createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { accessTokens } from '../support/token-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { csrfFrom, webClient } from '../support/web-client.js';
+import { csrfFrom, signInAs, webClient } from '../support/web-client.js';
 import { countWebSessions, moveWebSessionExpiry, webSessionSecondsLeft } from '../support/web-session-fixtures.js';
 
 describe('web pages over HTTP', () => {
@@ -252,8 +253,12 @@ describe('web sessions', () => {
   const clock = new FakeClock(Date.now());
   const IDLE_SECONDS = 600;
   let api: TestApp;
+  /** Someone with an authenticator app: their password alone leaves a browser half signed in. */
+  let withSecondFactor: { email: string };
   beforeAll(async () => {
     api = await startTestApp({ clock, env: { WEB_SESSION_IDLE_SECONDS: String(IDLE_SECONDS), WEB_SESSION_MAX_SECONDS: '3600' } });
+    withSecondFactor = await createUser(api);
+    await enrolTotp(await signInAs(api, withSecondFactor.email, 'correct horse battery'), () => clock.now().getTime());
   });
   afterAll(() => api.close());
 
@@ -263,10 +268,14 @@ describe('web sessions', () => {
     const web = webClient(api);
     const form = await web.send('GET', '/signup');
     expect(sessionCookie(form.headers)).toBeUndefined(); // showing a form stores no session
-    // A session from before sign-in (a passkey ceremony keeps its challenge in one).
-    const ceremony = await web.agent.post('/login/passkey/options').set('x-csrf-token', web.csrfFrom(form.text)).send({});
-    const anonymous = sessionCookie(ceremony.headers);
-    const res = await web.send('POST', '/signup', { _csrf: web.csrfFrom(form.text), name: 'S', email: `s${Date.now()}${Math.random()}@example.com`, password: 'correct horse' });
+    // A session from before sign-in: a half-finished one (password right, second factor next), the
+    // kind an attacker could plant; a passkey ceremony keeps none (issue #43).
+    const login = await web.send('GET', '/login');
+    const half = await web.send('POST', '/login', { _csrf: web.csrfFrom(login.text), email: withSecondFactor.email, password: 'correct horse battery' });
+    expect(half).toMatchObject({ status: 303, location: '/login/code' });
+    const anonymous = sessionCookie(half.headers);
+    const signUpForm = await web.send('GET', '/signup');
+    const res = await web.send('POST', '/signup', { _csrf: web.csrfFrom(signUpForm.text), name: 'S', email: `s${Date.now()}${Math.random()}@example.com`, password: 'correct horse' });
     expect(res.status).toBe(303);
     return { web, anonymous: anonymous!, signedIn: sessionCookie(res.headers)! };
   }
@@ -323,14 +332,25 @@ describe('web sessions over https', () => {
       const csrfCookie = String(page.headers['set-cookie']);
       expect(csrfCookie).toMatch(/^__Host-prospect_csrf=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
       const csrfToken = csrfFrom(page.text);
-      const res = await client(api)
+      // A passkey ceremony keeps its challenge in a cookie of its own (issue #43), sent only to its routes.
+      const ceremony = await client(api)
         .post('/login/passkey/options')
         .set('x-forwarded-proto', 'https')
         .set('cookie', csrfCookie.split(';')[0]!)
         .set('x-csrf-token', csrfToken)
         .send({})
         .expect(200);
-      const cookie = String(res.headers['set-cookie']);
+      expect(String(ceremony.headers['set-cookie'])).toMatch(/^__Secure-prospect_passkey=[A-Za-z0-9_-]+; Max-Age=300; Path=\/login\/passkey; Expires=[^;]+; HttpOnly; Secure; SameSite=Strict$/);
+      // The session's cookie, from a sign-in.
+      const person = await createUser(api);
+      const res = await client(api)
+        .post('/login')
+        .set('x-forwarded-proto', 'https')
+        .set('cookie', csrfCookie.split(';')[0]!)
+        .type('form')
+        .send({ _csrf: csrfToken, email: person.email, password: 'correct horse battery' })
+        .expect(303);
+      const cookie = ((res.headers['set-cookie'] as unknown as string[]) ?? []).find((c) => c.startsWith('__Host-prospect_session='));
       expect(cookie).toMatch(/^__Host-prospect_session=s%3Aprsw_[^;]+; Path=\/; Expires=[^;]+; HttpOnly; Secure; SameSite=Lax$/);
     } finally {
       await api.close();

@@ -49,6 +49,8 @@ it('installs a self-contained tarball under --prefix, and `prospect` runs from a
   const bin = join(prefix, 'bin', 'prospect');
   expect(install.stdout).toContain(`Installed prospect ${version}: ${bin}\n`);
   expect(install.stdout).toContain(`${join(prefix, 'bin')} is not on your PATH`);
+  // No port it cannot know (the server's PORT is the server's): the banner's line.
+  expect(install.stdout).toMatch(/\nNext: prospect auth:login --api-url <the server's URL> {3}\(its banner prints the whole line: "Sign in the CLI"\)\n$/);
 
   // What was installed is the package as published: bin and the bundles, no dependency, no source map.
   const installed = join(prefix, 'lib', 'node_modules', '@prospect', 'cli');
@@ -89,8 +91,10 @@ it('installs a self-contained tarball under --prefix, and `prospect` runs from a
 
 it('installs into npm_config_prefix when it is set, as npm itself would', async () => {
   const prefix = join(root, 'from-env');
-  const install = await cliInstall([], { npm_config_prefix: prefix });
+  const install = await cliInstall([], { npm_config_prefix: prefix, PROSPECT_API_BASE_URL: 'http://127.0.0.1:3917' });
   expect(install.code).toBe(0);
+  // The CLI's own variable names the server: then the line needs no --api-url.
+  expect(install.stdout).toMatch(/\nNext: prospect auth:login {3}\(on http:\/\/127\.0\.0\.1:3917: PROSPECT_API_BASE_URL\)\n$/);
   expect((await run(join(prefix, 'bin', 'prospect'), ['--version'], { cwd: outside })).code).toBe(0);
 });
 

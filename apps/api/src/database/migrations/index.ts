@@ -25,6 +25,11 @@ import { MailOutbox1795400000028 } from './1795400000028-mail-outbox.js';
 import { AuthorizationCode1795400000029 } from './1795400000029-authorization-code.js';
 import { IdentityProviders1795400000030 } from './1795400000030-identity-providers.js';
 import { IdempotencyKeys1795400000031 } from './1795400000031-idempotency-keys.js';
+import { GrantCredentialEpoch1795400000032 } from './1795400000032-grant-credential-epoch.js';
+import { ProviderMfaAcrValues1795400000033 } from './1795400000033-provider-mfa-acr-values.js';
+import { ConsentCredentialEpoch1795400000034 } from './1795400000034-consent-credential-epoch.js';
+import { GrantProof1795400000035 } from './1795400000035-grant-proof.js';
+import { PasskeyChallengeUse1795400000036 } from './1795400000036-passkey-challenge-use.js';
 import { CliLoopbackRedirect1795400000037 } from './1795400000037-cli-loopback-redirect.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
@@ -51,5 +56,10 @@ export const MIGRATIONS = [
   AuthorizationCode1795400000029,
   IdentityProviders1795400000030,
   IdempotencyKeys1795400000031,
+  GrantCredentialEpoch1795400000032,
+  ProviderMfaAcrValues1795400000033,
+  ConsentCredentialEpoch1795400000034,
+  GrantProof1795400000035,
+  PasskeyChallengeUse1795400000036,
   CliLoopbackRedirect1795400000037,
 ];
