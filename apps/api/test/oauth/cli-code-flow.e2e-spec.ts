@@ -1,4 +1,5 @@
 import { CLI_CLIENT_ID, OAUTH_ROUTES, ROUTES } from '@prospect/contract';
+import { FakeClock } from '../support/fake-clock.js';
 import { createUser } from '../support/fixtures.js';
 import { get, request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -11,8 +12,9 @@ import { authorizationParams, pkce, tokenRequest } from './code-flow-support.js'
  * first party, asks no consent; its tokens are a CLI session's (refreshed on the CLI's route).
  */
 describe("the CLI's own client in the authorization code flow", () => {
+  const clock = new FakeClock(Date.now());
   let api: TestApp;
-  beforeAll(async () => (api = await startTestApp()));
+  beforeAll(async () => (api = await startTestApp({ clock })));
   afterAll(() => api.close());
 
   const redirect = (port: number) => `http://127.0.0.1:${port}/callback`;
@@ -39,6 +41,26 @@ describe("the CLI's own client in the authorization code flow", () => {
     const renewed = await request(api, 'POST', ROUTES.refresh, { json: { refreshToken: tokens.body.refresh_token } });
     expect(renewed.status).toBe(200);
     expect(renewed.body.accessToken).toMatch(/^prs_/);
+  });
+
+  it('a session past sudo mode confirms who it is first, as approving a device login does; then the code', async () => {
+    const person = await createUser(api);
+    const web = await signInAs(api, person.email, 'correct horse battery');
+    clock.advanceSeconds(2 * 3600 + 1); // SUDO_SECONDS
+    const params = authorizationParams(CLI_CLIENT_ID, redirect(40_001), pkce().challenge, { scope: 'profile tokens', state: 's-2' });
+    const asked = await authorize(web, params);
+    expect(asked.text).toContain('Confirm it’s you'); // the sudo page, in place of a code
+    expect(asked.location).toBeUndefined();
+    const next = /name="next" value="([^"]+)"/.exec(asked.text)![1]!.replace(/&amp;/g, '&').replace(/&#x3D;/g, '=');
+    const confirmed = await web.send('POST', '/sudo', { _csrf: web.csrfFrom(asked.text), next, password: 'correct horse battery' });
+    expect(confirmed.status).toBe(303);
+    const back = await web.send('GET', confirmed.location!, undefined, { 'sec-fetch-site': 'none' });
+    expect(back.status).toBe(303);
+    expect(new URL(back.location!).searchParams.has('code')).toBe(true);
+    // Silently (prompt=none), past sudo mode again: an error to the client, never a code.
+    clock.advanceSeconds(2 * 3600 + 1);
+    const silent = new URL((await authorize(web, { ...params, prompt: 'none' })).location!);
+    expect(silent.searchParams.get('error')).toBe('interaction_required');
   });
 
   it('any loopback port, never another host', async () => {
