@@ -29,8 +29,6 @@ export default {
   setupFilesAfterEnv: ['<rootDir>/test/support/scaled-test-timeout.ts'],
   // Each test file gets its own database; two workers fit the 2-core machines.
   maxWorkers: 2,
-  // A worker whose memory stays above this after a file is replaced by a fresh one before the
-  // next: modules loaded through vm (native ESM) are not all freed between files, and workers
-  // grew past 3 GiB each when two suites shared 2 cores (issue #49).
-  workerIdleMemoryLimit: '1GB',
+  // No workerIdleMemoryLimit: with it jest runs even one file in a worker, and a SIGTERM to jest
+  // alone then leaves that worker's API process and cluster behind (test/harness/interrupt.e2e-spec.ts).
 };
