@@ -40,9 +40,6 @@ export const EnvSchema = z
     if (env.REFRESH_TOKEN_TTL_SECONDS > env.REFRESH_TOKEN_MAX_LIFETIME_SECONDS) {
       ctx.addIssue({ code: 'custom', path: ['REFRESH_TOKEN_TTL_SECONDS'], message: 'must not exceed REFRESH_TOKEN_MAX_LIFETIME_SECONDS' });
     }
-    if (env.REFRESH_REPLAY_SECONDS > env.ACCESS_TOKEN_TTL_SECONDS) {
-      ctx.addIssue({ code: 'custom', path: ['REFRESH_REPLAY_SECONDS'], message: 'must not exceed ACCESS_TOKEN_TTL_SECONDS (the pair answered again must still be live)' });
-    }
     if (env.WEB_SESSION_IDLE_SECONDS > env.WEB_SESSION_MAX_SECONDS) {
       ctx.addIssue({ code: 'custom', path: ['WEB_SESSION_IDLE_SECONDS'], message: 'must not exceed WEB_SESSION_MAX_SECONDS' });
     }

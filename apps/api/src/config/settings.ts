@@ -55,8 +55,8 @@ export const SETTINGS = {
   /**
    * A rotated refresh token presented again within this long of its rotation, its successor
    * unused, answers that successor again (the first answer was lost); after it, the presentation
-   * is a reuse and revokes the grant. The reuse interval of Okta and Auth0; at most the access
-   * token's lifetime, so the pair answered again is always live.
+   * is a reuse and revokes the grant. The reuse interval of Okta and Auth0; never longer than the
+   * access token's lifetime (RefreshTokensService), so the pair answered again is always live.
    */
   refreshReplaySeconds: setting('REFRESH_REPLAY_SECONDS', seconds(60)),
   deviceLoginEnabled: setting('DEVICE_LOGIN_ENABLED', booleanFlag.default(true)),

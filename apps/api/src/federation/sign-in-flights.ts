@@ -1,10 +1,9 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { open, seal } from '../common/sealed.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
-import { readCookie } from '../web-sessions/request-cookies.js';
+import { SealedCookie } from '../web-sessions/sealed-cookie.js';
 
 /** How long a browser may take at the provider before coming back. */
 export const FLIGHT_SECONDS = 10 * 60;
@@ -38,7 +37,7 @@ export interface Flight {
  */
 @Injectable()
 export class SignInFlights implements OnModuleInit {
-  private key = '';
+  private cookie?: SealedCookie<Flight>;
 
   constructor(
     private readonly config: AppConfig,
@@ -47,31 +46,20 @@ export class SignInFlights implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    this.key = await this.secrets.get(PURPOSE);
+    const spec = { name: 'prospect_sso', purpose: PURPOSE, path: '/login/sso', sameSite: 'lax' as const, lifetimeSeconds: FLIGHT_SECONDS, maxLength: 4096, holds: () => true };
+    this.cookie = new SealedCookie(spec, await this.secrets.get(PURPOSE), this.config.secureCookies, this.clock);
   }
 
   get name(): string {
-    return this.config.secureCookies ? '__Secure-prospect_sso' : 'prospect_sso';
+    return this.cookie!.name;
   }
 
   start(res: Response, flight: Flight): void {
-    res.cookie(this.name, seal(this.key, PURPOSE, PURPOSE, flight).toString('base64url'), {
-      httpOnly: true,
-      secure: this.config.secureCookies,
-      sameSite: 'lax',
-      path: '/login/sso',
-      maxAge: FLIGHT_SECONDS * 1000,
-    });
+    this.cookie!.set(res, flight);
   }
 
   /** This browser's flight, if it is genuine and recent; the cookie is cleared either way. */
   take(req: Request, res: Response): Flight | null {
-    const value = readCookie(req, this.name);
-    if (value === null) return null;
-    res.clearCookie(this.name, { httpOnly: true, secure: this.config.secureCookies, sameSite: 'lax', path: '/login/sso' });
-    if (value.length > 4096) return null;
-    const flight = open<Flight>(this.key, PURPOSE, PURPOSE, Buffer.from(value, 'base64url'));
-    if (!flight || typeof flight.at !== 'number' || this.clock.now().getTime() - flight.at > FLIGHT_SECONDS * 1000) return null;
-    return flight;
+    return this.cookie!.take(req, res);
   }
 }

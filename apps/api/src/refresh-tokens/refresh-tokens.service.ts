@@ -257,14 +257,14 @@ export class RefreshTokensService {
     // successor was used, this is an older generation than the family's newest: a copy is in
     // someone else's hands. Without the bound, a thief presenting the token in step with its owner
     // would be answered beside the owner for the family's whole life.
-    const replayEnds = row.rotated_at.getTime() + this.config.refreshReplaySeconds * 1000;
+    const replayEnds = row.rotated_at.getTime() + this.replaySeconds() * 1000;
     if (!row.successor_id || row.successor_rotated_at || now >= replayEnds) {
       await this.tokens.revokeFamily(row.device_login_id, 'refresh token reused', ip, tx);
       await this.audit.record('token.reuse', { userId: row.user_id, ip, detail: { deviceLoginId: row.device_login_id } }, tx);
       return { refused: 'reused', familyId: row.device_login_id };
     }
     const successor = row.successor_sealed && open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed);
-    // The window is at most the access token's lifetime (app-config.ts), so the pair is live unless the family ended.
+    // The window is at most the access token's lifetime (replaySeconds), so the pair is live unless the family ended.
     if (!successor || row.expires_at.getTime() <= now || row.successor_expires_at!.getTime() <= now || new Date(successor.expiresAt).getTime() <= now) return { refused: 'expired' };
     // The sealed token carries `admin` only if the grant's still lasts, since it expires by then.
     const scope = scopeOfGrantAt(row.scope, row.admin_until, new Date(now)).scope;
@@ -288,6 +288,11 @@ export class RefreshTokensService {
 
   /** Forgets the successor pairs sealed under tokens rotated longer than REFRESH_REPLAY_SECONDS ago: nobody may have them again (idempotent). */
   eraseSealedSuccessorsPastReplay(now: Date): Promise<void> {
-    return this.refreshTokens.eraseSealedSuccessorsRotatedBefore(new Date(now.getTime() - this.config.refreshReplaySeconds * 1000));
+    return this.refreshTokens.eraseSealedSuccessorsRotatedBefore(new Date(now.getTime() - this.replaySeconds() * 1000));
+  }
+
+  /** REFRESH_REPLAY_SECONDS, never longer than an access token lives: a pair answered again is always live. */
+  private replaySeconds(): number {
+    return Math.min(this.config.refreshReplaySeconds, this.config.accessTokenTtlSeconds);
   }
 }

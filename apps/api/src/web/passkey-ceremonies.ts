@@ -1,10 +1,9 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { Clock } from '../common/clock.js';
-import { open, seal } from '../common/sealed.js';
 import { AppConfig } from '../config/app-config.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
-import { readCookie } from '../web-sessions/request-cookies.js';
+import { SealedCookie } from '../web-sessions/sealed-cookie.js';
 
 /** How long the sign-in page's passkey prompt may stay open (the browser's own prompt times out sooner). */
 export const CEREMONY_SECONDS = 5 * 60;
@@ -30,7 +29,7 @@ export interface PasskeyCeremony {
  */
 @Injectable()
 export class PasskeyCeremonies implements OnModuleInit {
-  private key = '';
+  private cookie?: SealedCookie<PasskeyCeremony>;
 
   constructor(
     private readonly config: AppConfig,
@@ -39,32 +38,29 @@ export class PasskeyCeremonies implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    this.key = await this.secrets.get(PURPOSE);
+    const spec = {
+      name: 'prospect_passkey',
+      purpose: PURPOSE,
+      path: PATH,
+      sameSite: 'strict' as const,
+      lifetimeSeconds: CEREMONY_SECONDS,
+      maxLength: 1024,
+      holds: (ceremony: PasskeyCeremony) => typeof ceremony.challenge === 'string',
+    };
+    this.cookie = new SealedCookie(spec, await this.secrets.get(PURPOSE), this.config.secureCookies, this.clock);
   }
 
   get name(): string {
-    return this.config.secureCookies ? '__Secure-prospect_passkey' : 'prospect_passkey';
+    return this.cookie!.name;
   }
 
   /** Keeps `challenge` in this browser, replacing any ceremony it had. */
   start(res: Response, challenge: string): void {
-    const ceremony: PasskeyCeremony = { challenge, at: this.clock.now().getTime() };
-    res.cookie(this.name, seal(this.key, PURPOSE, PURPOSE, ceremony).toString('base64url'), { ...this.attributes(), maxAge: CEREMONY_SECONDS * 1000 });
+    this.cookie!.set(res, { challenge, at: this.clock.now().getTime() });
   }
 
   /** This browser's ceremony, if it is genuine and recent; the cookie is cleared either way. */
   take(req: Request, res: Response): PasskeyCeremony | null {
-    const value = readCookie(req, this.name);
-    if (value === null) return null;
-    res.clearCookie(this.name, this.attributes());
-    if (value.length > 1024) return null;
-    const ceremony = open<PasskeyCeremony>(this.key, PURPOSE, PURPOSE, Buffer.from(value, 'base64url'));
-    if (!ceremony || typeof ceremony.challenge !== 'string' || typeof ceremony.at !== 'number') return null;
-    const age = this.clock.now().getTime() - ceremony.at;
-    return age >= 0 && age <= CEREMONY_SECONDS * 1000 ? ceremony : null;
-  }
-
-  private attributes() {
-    return { httpOnly: true, secure: this.config.secureCookies, sameSite: 'strict' as const, path: PATH };
+    return this.cookie!.take(req, res);
   }
 }
