@@ -28,7 +28,7 @@ export class InvalidGrantError extends Error {
         revoked: 'This session has been revoked.',
         reused: 'This refresh token was already used, so the session has been revoked everywhere.',
         other_client: 'This refresh token was issued to another client.',
-        grant_ended: 'This session has ended: the account or the app changed since it was approved. Sign in again.',
+        grant_ended: 'This session has ended: the account, the app or the server’s policy changed since it was approved. Sign in again.',
       }[reason],
     );
   }
@@ -199,7 +199,7 @@ export class RefreshTokensService {
       const grant = await this.refreshTokens.lockFamilyOf(tx, hash);
       if (!grant) return { refused: 'unknown' };
       // The grant's own rules first, whatever revocation ran or did not: an account disabled or
-      // changed, or a client disabled, ends the family here and now.
+      // changed, a client disabled or a policy the approval no longer meets ends the family here and now.
       const refusal = refusalToIssue(grant, this.config);
       if (refusal) return this.endedGrant(tx, hash, refusal, ip);
       // A statement of its own after the lock: it sees what a revocation or rotation that held it committed.
@@ -218,7 +218,7 @@ export class RefreshTokensService {
   /** A grant that may issue nothing more: its family revoked in this transaction, so its access tokens end too. */
   private async endedGrant(tx: Tx, hash: Buffer, refusal: IssueRefusal, ip: string | null): Promise<RefreshOutcome> {
     const row = await this.refreshTokens.findPresented(tx, hash);
-    if (row) await this.tokens.revokeFamily(row.device_login_id, `grant ended: ${refusal.replace('_', ' ')}`, ip, tx);
+    if (row) await this.tokens.revokeFamily(row.device_login_id, `grant ended: ${refusal.replaceAll('_', ' ')}`, ip, tx);
     return { refused: 'grant_ended', familyId: row?.device_login_id };
   }
 
