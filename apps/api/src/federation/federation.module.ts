@@ -20,9 +20,9 @@ import { SignInFlights } from './sign-in-flights.js';
 /**
  * Sign-in through a team's own OpenID provider (issue #34): the providers admins configure, the
  * relying party (openid-client), the links by (issuer, subject) and the leaver check. Its pages
- * (web/federation-pages.controller.ts) live with the other pages, so this module imports nothing
- * of the web. Global, because the other doors ask its policy (FederationPolicy: an enforced domain
- * signs in through its provider only) and the admin and sudo pages use its services.
+ * (web/federation/federation-pages.controller.ts) live with the other pages, so this module
+ * imports nothing of the web. Global, because the other doors ask its policy (FederationPolicy: an
+ * enforced domain signs in through its provider only) and the admin and sudo pages use its services.
  */
 @Global()
 @Module({

@@ -48,7 +48,7 @@ class OAuthFormMiddleware implements NestMiddleware {
 /**
  * The OAuth 2.0 authorization server and OpenID provider: clients, the device and code grants,
  * tokens, revocation, introspection, userinfo, discovery; the consent page lives with the pages
- * (web/consent-page.controller.ts) and uses AuthorizationService.
+ * (web/oauth/consent-page.controller.ts) and uses AuthorizationService.
  */
 @Module({
   imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule, UsersModule],

@@ -27,7 +27,7 @@ export interface SealedCookieSpec<T extends Stamped> {
 /**
  * A short-lived value kept in the browser's own cookie, sealed (AES-256-GCM under a server key,
  * common/sealed.ts) rather than stored: a sign-in sent to a provider (federation/sign-in-flights.ts),
- * a passkey challenge of the sign-in page (web/passkey-ceremonies.ts). Starting one costs no row;
+ * a passkey challenge of the sign-in page (web/sign-in/passkey-ceremonies.ts). Starting one costs no row;
  * taking it clears the cookie, and only a genuine, recent one is answered.
  */
 export class SealedCookie<T extends Stamped> {

@@ -1,9 +1,9 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { Clock } from '../common/clock.js';
-import { AppConfig } from '../config/app-config.js';
-import { ServerSecrets } from '../server-secrets/server-secrets.js';
-import { SealedCookie } from '../web-sessions/sealed-cookie.js';
+import { Clock } from '../../common/clock.js';
+import { AppConfig } from '../../config/app-config.js';
+import { ServerSecrets } from '../../server-secrets/server-secrets.js';
+import { SealedCookie } from '../../web-sessions/sealed-cookie.js';
 
 /** How long the sign-in page's passkey prompt may stay open (the browser's own prompt times out sooner). */
 export const CEREMONY_SECONDS = 5 * 60;

@@ -2,15 +2,15 @@ import { Controller, Get, Param, Post, Req, Res, UseFilters, UseGuards } from '@
 import { ApiExcludeController } from '@nestjs/swagger';
 import { utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
-import { Public } from '../auth/public.decorator.js';
-import { ApiException } from '../common/api-exception.js';
-import type { OAuthClient } from '../oauth/oauth-client.entity.js';
-import { OAuthClientsService } from '../oauth/oauth-clients.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { ApiException } from '../../common/api-exception.js';
+import type { OAuthClient } from '../../oauth/oauth-client.entity.js';
+import { OAuthClientsService } from '../../oauth/oauth-clients.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { keepClientSecret, takeClientSecret } from './admin-clients-page.controller.js';
 import { checkNameAndScopes, checkUrisAndOrigins, type ClientForm, MAX_CLIENT_NAME_LENGTH, readClientForm, scopeChoices } from './client-form.js';
-import { queryParam } from './form.js';
-import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
+import { queryParam } from '../form.js';
+import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from '../page-guards.js';
 
 /** What the page says after a change, by the `done` query parameter of its redirect. */
 const DONE: Record<string, string> = {

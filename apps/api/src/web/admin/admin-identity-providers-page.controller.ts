@@ -2,13 +2,13 @@ import { Controller, Get, Param, Post, Req, Res, UseFilters, UseGuards } from '@
 import { ApiExcludeController } from '@nestjs/swagger';
 import { CreateIdentityProviderRequestSchema, type AdminIdentityProvider, type UpdateIdentityProviderRequest, UpdateIdentityProviderRequestSchema, utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
-import { Public } from '../auth/public.decorator.js';
-import { ApiException } from '../common/api-exception.js';
-import { AppConfig } from '../config/app-config.js';
-import { DEFAULT_SCOPES, IdentityProvidersService } from '../federation/identity-providers.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { field, queryParam } from './form.js';
-import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
+import { Public } from '../../auth/public.decorator.js';
+import { ApiException } from '../../common/api-exception.js';
+import { AppConfig } from '../../config/app-config.js';
+import { DEFAULT_SCOPES, IdentityProvidersService } from '../../federation/identity-providers.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { field, queryParam } from '../form.js';
+import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from '../page-guards.js';
 
 /** What the create form held, to show it again after a refusal (never the secret). */
 interface ProviderForm {

@@ -1,20 +1,20 @@
 import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { EmailVerificationService, VERIFY_LINK_HOURS } from '../accounts/email-verification.service.js';
-import { Public } from '../auth/public.decorator.js';
-import { SecondFactorsService } from '../accounts/second-factors.service.js';
-import { AppConfig } from '../config/app-config.js';
-import { TooManyRequests } from '../rate-limits/rate-limits.js';
-import { UsersService } from '../users/users.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { toWebUser, saveSession } from '../web-sessions/web-account.js';
-import { field, queryParam, safeNext } from './form.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
-import { SignInService } from './sign-in.service.js';
-import { DeviceCookies } from './device-cookies.js';
-import { AccountService, WrongPasswordError } from '../accounts/account.service.js';
-import type { LinkAccount } from '../accounts/email-verification.service.js';
+import { EmailVerificationService, VERIFY_LINK_HOURS } from '../../accounts/email-verification.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { SecondFactorsService } from '../../accounts/second-factors.service.js';
+import { AppConfig } from '../../config/app-config.js';
+import { TooManyRequests } from '../../rate-limits/rate-limits.js';
+import { UsersService } from '../../users/users.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { toWebUser, saveSession } from '../../web-sessions/web-account.js';
+import { field, queryParam, safeNext } from '../form.js';
+import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+import { SignInService } from '../sign-in.service.js';
+import { DeviceCookies } from '../device-cookies.js';
+import { AccountService, WrongPasswordError } from '../../accounts/account.service.js';
+import type { LinkAccount } from '../../accounts/email-verification.service.js';
 
 /** The mailed verification link, and asking for it again. */
 @ApiExcludeController()

@@ -2,27 +2,27 @@ import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { hasUnsafeText } from '@prospect/contract';
-import { AuditService } from '../audit/audit.service.js';
-import { ApiException } from '../common/api-exception.js';
-import { Public } from '../auth/public.decorator.js';
-import { AppConfig } from '../config/app-config.js';
-import { InvalidSetupCodeError } from '../users/admin-setup-codes.js';
-import { MIN_PASSWORD_LENGTH, normalizeEmail, UsersService } from '../users/users.service.js';
-import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
-import { TokensService } from '../tokens/tokens.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { WebSessions } from '../web-sessions/web-sessions.js';
-import { field, queryParam, safeNext, looksLikeEmail } from './form.js';
-import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
-import { DeviceCookies } from './device-cookies.js';
-import { SignInService } from './sign-in.service.js';
+import { AuditService } from '../../audit/audit.service.js';
+import { ApiException } from '../../common/api-exception.js';
+import { Public } from '../../auth/public.decorator.js';
+import { AppConfig } from '../../config/app-config.js';
+import { InvalidSetupCodeError } from '../../users/admin-setup-codes.js';
+import { MIN_PASSWORD_LENGTH, normalizeEmail, UsersService } from '../../users/users.service.js';
+import { RateLimits, TooManyRequests } from '../../rate-limits/rate-limits.js';
+import { TokensService } from '../../tokens/tokens.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { WebSessions } from '../../web-sessions/web-sessions.js';
+import { field, queryParam, safeNext, looksLikeEmail } from '../form.js';
+import { CsrfGuard, PageRefusalFilter } from '../page-guards.js';
+import { DeviceCookies } from '../device-cookies.js';
+import { SignInService } from '../sign-in.service.js';
 import { AccountDisabledError } from './local.strategy.js';
-import { SignUpService } from '../accounts/sign-up.service.js';
-import { SecondFactorsService } from '../accounts/second-factors.service.js';
-import { Clock } from '../common/clock.js';
-import { VERIFY_LINK_HOURS } from '../accounts/email-verification.service.js';
-import { toWebUser, type WebUser, saveSession, regenerateSession } from '../web-sessions/web-account.js';
-import { FederationPolicy } from '../federation/federation-policy.js';
+import { SignUpService } from '../../accounts/sign-up.service.js';
+import { SecondFactorsService } from '../../accounts/second-factors.service.js';
+import { Clock } from '../../common/clock.js';
+import { VERIFY_LINK_HOURS } from '../../accounts/email-verification.service.js';
+import { toWebUser, type WebUser, saveSession, regenerateSession } from '../../web-sessions/web-account.js';
+import { FederationPolicy } from '../../federation/federation-policy.js';
 
 
 /** "15 minutes", "40 seconds": how long a person must wait. */

@@ -1,19 +1,19 @@
 import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { hasUnsafeText, looksLikeEmail } from '@prospect/contract';
-import { EMAIL_CHANGE_LINK_HOURS, EmailChangeService, SameEmailError } from '../accounts/email-change.service.js';
+import { EMAIL_CHANGE_LINK_HOURS, EmailChangeService, SameEmailError } from '../../accounts/email-change.service.js';
 import type { Request, Response } from 'express';
-import { Public } from '../auth/public.decorator.js';
-import { AccountService, ConfirmInSudoMode, LastAdminError, ManagedByProviderError, type OwnerConfirmation, WrongPasswordError } from '../accounts/account.service.js';
-import { TooManyRequests } from '../rate-limits/rate-limits.js';
-import { MIN_PASSWORD_LENGTH, normalizeEmail } from '../users/users.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { signedInBrowser } from './device-cookies.js';
-import { field, queryParam } from './form.js';
-import { Clock } from '../common/clock.js';
-import { AppConfig } from '../config/app-config.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, browserReconfirmedJustNow, SignedInGuard, SudoRequired } from './page-guards.js';
-import { SignInService } from './sign-in.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { AccountService, ConfirmInSudoMode, LastAdminError, ManagedByProviderError, type OwnerConfirmation, WrongPasswordError } from '../../accounts/account.service.js';
+import { TooManyRequests } from '../../rate-limits/rate-limits.js';
+import { MIN_PASSWORD_LENGTH, normalizeEmail } from '../../users/users.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { signedInBrowser } from '../device-cookies.js';
+import { field, queryParam } from '../form.js';
+import { Clock } from '../../common/clock.js';
+import { AppConfig } from '../../config/app-config.js';
+import { accountOf, CsrfGuard, PageRefusalFilter, browserReconfirmedJustNow, SignedInGuard, SudoRequired } from '../page-guards.js';
+import { SignInService } from '../sign-in.service.js';
 
 const DONE: Record<string, string> = {
   name: 'Your name is changed.',

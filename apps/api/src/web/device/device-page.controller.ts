@@ -2,9 +2,9 @@ import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/
 import { ApiExcludeController } from '@nestjs/swagger';
 import { CLI_CLIENT_ID, formatUserCode, normalizeUserCode } from '@prospect/contract';
 import type { Request, Response } from 'express';
-import { Clock } from '../common/clock.js';
-import { AppConfig } from '../config/app-config.js';
-import { Public } from '../auth/public.decorator.js';
+import { Clock } from '../../common/clock.js';
+import { AppConfig } from '../../config/app-config.js';
+import { Public } from '../../auth/public.decorator.js';
 import {
   type CodeHolder,
   DeviceApprovalService,
@@ -13,12 +13,12 @@ import {
   type DeviceLoginForApproval,
   UndecidableDeviceLoginError,
   type UndecidableReason,
-} from '../device-login/device-approval.service.js';
-import { TooManyRequests } from '../rate-limits/rate-limits.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { field, queryParam } from './form.js';
-import { scopeLines } from './scope-words.js';
-import { accountOf, browserInSudoMode, CsrfGuard, MayApproveGuard, PageRefusalFilter, SignedInGuard, SudoRequired, VerifiedEmailGuard } from './page-guards.js';
+} from '../../device-login/device-approval.service.js';
+import { TooManyRequests } from '../../rate-limits/rate-limits.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { field, queryParam } from '../form.js';
+import { scopeLines } from '../scope-words.js';
+import { accountOf, browserInSudoMode, CsrfGuard, MayApproveGuard, PageRefusalFilter, SignedInGuard, SudoRequired, VerifiedEmailGuard } from '../page-guards.js';
 
 /**
  * Why a code cannot be decided, in words for whoever holds it: a code may come from any registered

@@ -1,15 +1,15 @@
 import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { INVITATION_DAYS, InvitationsService, UnusableInvitationError } from '../accounts/invitations.service.js';
-import { Public } from '../auth/public.decorator.js';
-import { MIN_PASSWORD_LENGTH, UsersService } from '../users/users.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { toWebUser, saveSession } from '../web-sessions/web-account.js';
-import { field, queryParam } from './form.js';
-import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
-import { SignInService } from './sign-in.service.js';
-import { SecondFactorsService } from '../accounts/second-factors.service.js';
+import { INVITATION_DAYS, InvitationsService, UnusableInvitationError } from '../../accounts/invitations.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { MIN_PASSWORD_LENGTH, UsersService } from '../../users/users.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { toWebUser, saveSession } from '../../web-sessions/web-account.js';
+import { field, queryParam } from '../form.js';
+import { CsrfGuard, PageRefusalFilter } from '../page-guards.js';
+import { SignInService } from '../sign-in.service.js';
+import { SecondFactorsService } from '../../accounts/second-factors.service.js';
 
 /** An invited person follows the mailed link, chooses a password and is signed in. */
 @ApiExcludeController()

@@ -2,15 +2,15 @@ import { Controller, Get, Param, ParseUUIDPipe, Post, Req, Res, UseFilters, UseG
 import { ApiExcludeController } from '@nestjs/swagger';
 import { ERROR_CODES, hasUnsafeText, InviteUserRequestSchema, utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
-import { INVITATION_DAYS } from '../accounts/invitations.service.js';
-import { AdminUserRefusal, AdminUsersService } from '../admin/admin-users.service.js';
-import { Public } from '../auth/public.decorator.js';
-import { ApiException } from '../common/api-exception.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { field, pageParam, queryParam } from './form.js';
-import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
-import { IdentityProvidersService } from '../federation/identity-providers.service.js';
-import type { LinkForAdmin } from '../federation/identity-providers.service.js';
+import { INVITATION_DAYS } from '../../accounts/invitations.service.js';
+import { AdminUserRefusal, AdminUsersService } from '../../admin/admin-users.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { ApiException } from '../../common/api-exception.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { field, pageParam, queryParam } from '../form.js';
+import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from '../page-guards.js';
+import { IdentityProvidersService } from '../../federation/identity-providers.service.js';
+import type { LinkForAdmin } from '../../federation/identity-providers.service.js';
 
 const DONE: Record<string, string> = {
   disabled: 'Disabled: they cannot sign in, and their tokens and sessions no longer work anywhere.',

@@ -2,22 +2,22 @@ import { Controller, Get, Param, ParseUUIDPipe, Post, Render, Req, Res, UseFilte
 import { ClientIdSchema, parseScopes } from '@prospect/contract';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { saveSession } from '../web-sessions/web-account.js';
+import { saveSession } from '../../web-sessions/web-account.js';
 import { hasUnsafeText, utcMinute } from '@prospect/contract';
-import { ApiException } from '../common/api-exception.js';
-import { Clock } from '../common/clock.js';
-import { Public } from '../auth/public.decorator.js';
-import { open, seal } from '../common/sealed.js';
-import { AppConfig } from '../config/app-config.js';
-import { AuthorizationService } from '../oauth/authorization.service.js';
-import { OAuthClientsService } from '../oauth/oauth-clients.service.js';
-import { sessionLabel } from '../refresh-tokens/refresh-tokens.service.js';
-import { siteTokenScope } from '../tokens/granted-scope.js';
-import { minterWords, type TokenListing, TokensService } from '../tokens/tokens.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { field, queryParam } from './form.js';
-import { scopeLines } from './scope-words.js';
-import { accountOf, CsrfGuard, MayApproveGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
+import { ApiException } from '../../common/api-exception.js';
+import { Clock } from '../../common/clock.js';
+import { Public } from '../../auth/public.decorator.js';
+import { open, seal } from '../../common/sealed.js';
+import { AppConfig } from '../../config/app-config.js';
+import { AuthorizationService } from '../../oauth/authorization.service.js';
+import { OAuthClientsService } from '../../oauth/oauth-clients.service.js';
+import { sessionLabel } from '../../refresh-tokens/refresh-tokens.service.js';
+import { siteTokenScope } from '../../tokens/granted-scope.js';
+import { minterWords, type TokenListing, TokensService } from '../../tokens/tokens.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { field, queryParam } from '../form.js';
+import { scopeLines } from '../scope-words.js';
+import { accountOf, CsrfGuard, MayApproveGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
 
 const when = (d: Date | null) => (d ? utcMinute(d) : 'never');
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { Strategy } from 'passport-local';
-import { UsersService } from '../users/users.service.js';
-import { toWebUser, type WebUser } from '../web-sessions/web-account.js';
+import { UsersService } from '../../users/users.service.js';
+import { toWebUser, type WebUser } from '../../web-sessions/web-account.js';
 
 /** The password was right, but an administrator disabled the account. */
 export class AccountDisabledError extends Error {}

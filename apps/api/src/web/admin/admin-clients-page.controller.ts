@@ -2,17 +2,17 @@ import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/
 import { ApiExcludeController } from '@nestjs/swagger';
 import { ClientIdSchema, OAUTH_ROUTES, utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
-import { ApiException } from '../common/api-exception.js';
-import { open, seal } from '../common/sealed.js';
-import { Public } from '../auth/public.decorator.js';
-import { AppConfig } from '../config/app-config.js';
-import { OAuthClientsService } from '../oauth/oauth-clients.service.js';
-import { UsersService } from '../users/users.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { saveSession } from '../web-sessions/web-account.js';
+import { ApiException } from '../../common/api-exception.js';
+import { open, seal } from '../../common/sealed.js';
+import { Public } from '../../auth/public.decorator.js';
+import { AppConfig } from '../../config/app-config.js';
+import { OAuthClientsService } from '../../oauth/oauth-clients.service.js';
+import { UsersService } from '../../users/users.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { saveSession } from '../../web-sessions/web-account.js';
 import { checkNameAndScopes, checkType, checkUrisAndOrigins, type ClientForm, MAX_CLIENT_NAME_LENGTH, readClientForm, scopeChoices } from './client-form.js';
-import { queryParam } from './form.js';
-import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from './page-guards.js';
+import { queryParam } from '../form.js';
+import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from '../page-guards.js';
 
 declare module 'express-session' {
   interface SessionData {

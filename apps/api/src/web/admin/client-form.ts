@@ -1,6 +1,6 @@
 import { CLIENT_TYPES, type ClientType, hasUnsafeText, MAX_CLIENT_URIS, originProblem, parseScopes, redirectUriProblem, type Scope, SCOPES } from '@prospect/contract';
 import type { Request } from 'express';
-import { field, fields } from './form.js';
+import { field, fields } from '../form.js';
 
 export const MAX_CLIENT_NAME_LENGTH = 100;
 

@@ -1,16 +1,16 @@
-import { recordEnrolledFactor } from '../web-sessions/session-proof.js';
+import { recordEnrolledFactor } from '../../web-sessions/session-proof.js';
 import { Controller, HttpCode, Param, ParseUUIDPipe, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { hasUnsafeText } from '@prospect/contract';
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { Request, Response } from 'express';
-import { saveSession } from '../web-sessions/web-account.js';
-import { PasskeyRefused, PasskeysService } from '../accounts/passkeys.service.js';
-import { Public } from '../auth/public.decorator.js';
-import { AppConfig } from '../config/app-config.js';
-import { field } from './form.js';
-import { AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard, VerifiedEmailGuard } from './page-guards.js';
-import { webAuthnResponse, webAuthnSite } from './webauthn-site.js';
+import { saveSession } from '../../web-sessions/web-account.js';
+import { PasskeyRefused, PasskeysService } from '../../accounts/passkeys.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { AppConfig } from '../../config/app-config.js';
+import { field } from '../form.js';
+import { AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard, VerifiedEmailGuard } from '../page-guards.js';
+import { webAuthnResponse, webAuthnSite } from '../webauthn-site.js';
 
 /** A passkey's name as the person typed it, or what the list calls it without one. */
 function passkeyName(req: Request): string | undefined {

@@ -1,4 +1,4 @@
-import type { AuthEventType } from '../audit/auth-event.entity.js';
+import type { AuthEventType } from '../../audit/auth-event.entity.js';
 
 /** Each event of a person's own security log, in words; events not listed here are not shown. */
 const WORDS: Partial<Record<AuthEventType, string>> = {

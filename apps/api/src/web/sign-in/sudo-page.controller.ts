@@ -1,21 +1,21 @@
-import { recordReconfirmation } from '../web-sessions/session-proof.js';
+import { recordReconfirmation } from '../../web-sessions/session-proof.js';
 import { Controller, Get, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { saveSession } from '../web-sessions/web-account.js';
-import { AccountService, WrongPasswordError } from '../accounts/account.service.js';
-import { SecondFactorsService, WrongCodeError } from '../accounts/second-factors.service.js';
-import { AuditService } from '../audit/audit.service.js';
-import { Public } from '../auth/public.decorator.js';
-import { Clock } from '../common/clock.js';
-import { AppConfig } from '../config/app-config.js';
-import { TooManyRequests } from '../rate-limits/rate-limits.js';
-import { signedInBrowser } from './device-cookies.js';
-import { field, queryParam, safeNext } from './form.js';
-import { AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard } from './page-guards.js';
-import { SudoPages } from './sudo-pages.js';
-import { FederationPolicy } from '../federation/federation-policy.js';
-import { FederationRefused, FederationSignIn } from '../federation/federation-sign-in.service.js';
+import { saveSession } from '../../web-sessions/web-account.js';
+import { AccountService, WrongPasswordError } from '../../accounts/account.service.js';
+import { SecondFactorsService, WrongCodeError } from '../../accounts/second-factors.service.js';
+import { AuditService } from '../../audit/audit.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { Clock } from '../../common/clock.js';
+import { AppConfig } from '../../config/app-config.js';
+import { TooManyRequests } from '../../rate-limits/rate-limits.js';
+import { signedInBrowser } from '../device-cookies.js';
+import { field, queryParam, safeNext } from '../form.js';
+import { AllowsWithoutSecondFactor, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+import { SudoPages } from '../sudo-pages.js';
+import { FederationPolicy } from '../../federation/federation-policy.js';
+import { FederationRefused, FederationSignIn } from '../../federation/federation-sign-in.service.js';
 
 /**
  * Sudo mode: the signed-in person confirms who they are (password, or a code), and goes back where

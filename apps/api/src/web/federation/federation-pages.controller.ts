@@ -1,22 +1,22 @@
-import { showsSecondFactor as providerShowsSecondFactor } from '../federation/provider-claims.js';
-import { amrOfSignIn, recordReconfirmation } from '../web-sessions/session-proof.js';
+import { showsSecondFactor as providerShowsSecondFactor } from '../../federation/provider-claims.js';
+import { amrOfSignIn, recordReconfirmation } from '../../web-sessions/session-proof.js';
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { SecondFactorsService } from '../accounts/second-factors.service.js';
-import { AuditService } from '../audit/audit.service.js';
-import { Public } from '../auth/public.decorator.js';
-import { Clock } from '../common/clock.js';
-import { sha256 } from '../common/secrets.js';
-import { AppConfig } from '../config/app-config.js';
-import { regenerateSession, saveSession, toWebUser } from '../web-sessions/web-account.js';
+import { SecondFactorsService } from '../../accounts/second-factors.service.js';
+import { AuditService } from '../../audit/audit.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { Clock } from '../../common/clock.js';
+import { sha256 } from '../../common/secrets.js';
+import { AppConfig } from '../../config/app-config.js';
+import { regenerateSession, saveSession, toWebUser } from '../../web-sessions/web-account.js';
 import { FederationRefusalPage } from './federation-refusal-page.js';
-import { queryParam, safeNext } from './form.js';
-import { SignInService } from './sign-in.service.js';
-import { FederationRefused, FederationSignIn } from '../federation/federation-sign-in.service.js';
-import type { IdentityProviderRow } from '../federation/identity-providers.service.js';
-import type { ProviderIdentity } from '../federation/relying-party.js';
-import { type Flight, SignInFlights } from '../federation/sign-in-flights.js';
+import { queryParam, safeNext } from '../form.js';
+import { SignInService } from '../sign-in.service.js';
+import { FederationRefused, FederationSignIn } from '../../federation/federation-sign-in.service.js';
+import type { IdentityProviderRow } from '../../federation/identity-providers.service.js';
+import type { ProviderIdentity } from '../../federation/relying-party.js';
+import { type Flight, SignInFlights } from '../../federation/sign-in-flights.js';
 
 /**
  * The browser's side of sign-in through a team's own OpenID provider (issue #34):

@@ -1,15 +1,15 @@
 import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { saveSession, toWebUser } from '../web-sessions/web-account.js';
-import { ManagedByProviderError } from '../accounts/account.service.js';
-import { EMAIL_CHANGE_LINK_HOURS, EmailChangeService, EmailTakenError, UnusableEmailChangeLinkError } from '../accounts/email-change.service.js';
-import { Public } from '../auth/public.decorator.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { UsersService } from '../users/users.service.js';
-import { field, queryParam } from './form.js';
-import { accountOf, CsrfGuard, PageRefusalFilter } from './page-guards.js';
-import { SignInService } from './sign-in.service.js';
+import { saveSession, toWebUser } from '../../web-sessions/web-account.js';
+import { ManagedByProviderError } from '../../accounts/account.service.js';
+import { EMAIL_CHANGE_LINK_HOURS, EmailChangeService, EmailTakenError, UnusableEmailChangeLinkError } from '../../accounts/email-change.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { UsersService } from '../../users/users.service.js';
+import { field, queryParam } from '../form.js';
+import { accountOf, CsrfGuard, PageRefusalFilter } from '../page-guards.js';
+import { SignInService } from '../sign-in.service.js';
 
 /**
  * The link mailed to a new address: it opens a page that asks to confirm (signed in or not), and

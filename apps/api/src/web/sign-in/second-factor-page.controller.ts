@@ -2,21 +2,21 @@ import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
-import { PasskeyRefused, PasskeysService } from '../accounts/passkeys.service.js';
-import { SecondFactorsService, WrongCodeError } from '../accounts/second-factors.service.js';
-import { AppConfig } from '../config/app-config.js';
-import { webAuthnResponse, webAuthnSite } from './webauthn-site.js';
-import { Public } from '../auth/public.decorator.js';
-import { AuditService } from '../audit/audit.service.js';
-import { Clock } from '../common/clock.js';
-import { TooManyRequests } from '../rate-limits/rate-limits.js';
-import { UsersService } from '../users/users.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { toWebUser, saveSession } from '../web-sessions/web-account.js';
-import { field } from './form.js';
-import { DeviceCookies } from './device-cookies.js';
-import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
-import { SignInService } from './sign-in.service.js';
+import { PasskeyRefused, PasskeysService } from '../../accounts/passkeys.service.js';
+import { SecondFactorsService, WrongCodeError } from '../../accounts/second-factors.service.js';
+import { AppConfig } from '../../config/app-config.js';
+import { webAuthnResponse, webAuthnSite } from '../webauthn-site.js';
+import { Public } from '../../auth/public.decorator.js';
+import { AuditService } from '../../audit/audit.service.js';
+import { Clock } from '../../common/clock.js';
+import { TooManyRequests } from '../../rate-limits/rate-limits.js';
+import { UsersService } from '../../users/users.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { toWebUser, saveSession } from '../../web-sessions/web-account.js';
+import { field } from '../form.js';
+import { DeviceCookies } from '../device-cookies.js';
+import { CsrfGuard, PageRefusalFilter } from '../page-guards.js';
+import { SignInService } from '../sign-in.service.js';
 
 /** How long the half-signed-in state (password right, code not yet given) lasts. */
 export const PENDING_SIGN_IN_SECONDS = 5 * 60;

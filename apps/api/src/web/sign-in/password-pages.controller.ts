@@ -1,15 +1,15 @@
 import { Controller, Get, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { Public } from '../auth/public.decorator.js';
-import { PasswordResetService, RESET_LINK_MINUTES, UnusableResetLinkError } from '../accounts/password-reset.service.js';
-import { SecondFactorsService } from '../accounts/second-factors.service.js';
-import { TooManyRequests } from '../rate-limits/rate-limits.js';
-import { MIN_PASSWORD_LENGTH } from '../users/users.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { field, looksLikeEmail, queryParam } from './form.js';
-import { DeviceCookies } from './device-cookies.js';
-import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
+import { Public } from '../../auth/public.decorator.js';
+import { PasswordResetService, RESET_LINK_MINUTES, UnusableResetLinkError } from '../../accounts/password-reset.service.js';
+import { SecondFactorsService } from '../../accounts/second-factors.service.js';
+import { TooManyRequests } from '../../rate-limits/rate-limits.js';
+import { MIN_PASSWORD_LENGTH } from '../../users/users.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { field, looksLikeEmail, queryParam } from '../form.js';
+import { DeviceCookies } from '../device-cookies.js';
+import { CsrfGuard, PageRefusalFilter } from '../page-guards.js';
 
 /**
  * "Forgot your password?": ask for a link by e-mail address (the same answer whether or not an

@@ -2,16 +2,16 @@ import { Controller, Get, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/
 import { ApiExcludeController } from '@nestjs/swagger';
 import { OAUTH_ROUTES } from '@prospect/contract';
 import type { Request, Response } from 'express';
-import { EmailVerificationService } from '../accounts/email-verification.service.js';
-import { AuditService } from '../audit/audit.service.js';
-import { Public } from '../auth/public.decorator.js';
-import { Clock } from '../common/clock.js';
-import { AppConfig } from '../config/app-config.js';
-import { type AuthorizationRequest, AuthorizationService, type BrowserState, type CheckedAuthorization, type Proof } from '../oauth/authorization.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { hashSessionId } from '../web-sessions/hashed-session-store.js';
-import { field } from './form.js';
-import { allowFormTarget } from './page-headers.js';
+import { EmailVerificationService } from '../../accounts/email-verification.service.js';
+import { AuditService } from '../../audit/audit.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { Clock } from '../../common/clock.js';
+import { AppConfig } from '../../config/app-config.js';
+import { type AuthorizationRequest, AuthorizationService, type BrowserState, type CheckedAuthorization, type Proof } from '../../oauth/authorization.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { hashSessionId } from '../../web-sessions/hashed-session-store.js';
+import { field } from '../form.js';
+import { allowFormTarget } from '../page-headers.js';
 import {
   accountOf,
   ApprovalRule,
@@ -24,9 +24,9 @@ import {
   SignInRequired,
   SudoRequired,
   VerifiedEmailGuard,
-} from './page-guards.js';
-import { scopeLines } from './scope-words.js';
-import { SignInService } from './sign-in.service.js';
+} from '../page-guards.js';
+import { scopeLines } from '../scope-words.js';
+import { SignInService } from '../sign-in.service.js';
 
 /**
  * The authorization endpoint's browser side (issue #33): GET /oauth/authorize checks the request

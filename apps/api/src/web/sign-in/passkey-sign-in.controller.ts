@@ -2,18 +2,18 @@ import { Controller, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@ne
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import type { Request, Response } from 'express';
-import { PasskeyRefused, PasskeysService } from '../accounts/passkeys.service.js';
-import { AuditService } from '../audit/audit.service.js';
-import { Public } from '../auth/public.decorator.js';
-import { AppConfig } from '../config/app-config.js';
-import { UsersService } from '../users/users.service.js';
-import { toWebUser } from '../web-sessions/web-account.js';
-import { DeviceCookies } from './device-cookies.js';
-import { field, safeNext } from './form.js';
-import { CsrfGuard, PageRefusalFilter } from './page-guards.js';
+import { PasskeyRefused, PasskeysService } from '../../accounts/passkeys.service.js';
+import { AuditService } from '../../audit/audit.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { AppConfig } from '../../config/app-config.js';
+import { UsersService } from '../../users/users.service.js';
+import { toWebUser } from '../../web-sessions/web-account.js';
+import { DeviceCookies } from '../device-cookies.js';
+import { field, safeNext } from '../form.js';
+import { CsrfGuard, PageRefusalFilter } from '../page-guards.js';
 import { PasskeyCeremonies } from './passkey-ceremonies.js';
-import { SignInService } from './sign-in.service.js';
-import { webAuthnResponse, webAuthnSite } from './webauthn-site.js';
+import { SignInService } from '../sign-in.service.js';
+import { webAuthnResponse, webAuthnSite } from '../webauthn-site.js';
 
 /**
  * Signing in with a passkey alone, from the sign-in page: a discoverable credential names its

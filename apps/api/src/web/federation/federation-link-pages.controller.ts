@@ -1,20 +1,20 @@
 import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { SecondFactorsService } from '../accounts/second-factors.service.js';
-import { AuditService } from '../audit/audit.service.js';
-import { Public } from '../auth/public.decorator.js';
-import { Clock } from '../common/clock.js';
-import { RateLimits, TooManyRequests } from '../rate-limits/rate-limits.js';
-import { UsersService } from '../users/users.service.js';
-import { CsrfService } from '../web-sessions/csrf.service.js';
-import { type FederatedSignIn, type PendingFederatedLink, regenerateSession, saveSession, toWebUser } from '../web-sessions/web-account.js';
-import { DeviceCookies } from './device-cookies.js';
+import { SecondFactorsService } from '../../accounts/second-factors.service.js';
+import { AuditService } from '../../audit/audit.service.js';
+import { Public } from '../../auth/public.decorator.js';
+import { Clock } from '../../common/clock.js';
+import { RateLimits, TooManyRequests } from '../../rate-limits/rate-limits.js';
+import { UsersService } from '../../users/users.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { type FederatedSignIn, type PendingFederatedLink, regenerateSession, saveSession, toWebUser } from '../../web-sessions/web-account.js';
+import { DeviceCookies } from '../device-cookies.js';
 import { FederationRefusalPage } from './federation-refusal-page.js';
-import { field, queryParam } from './form.js';
-import { SignInService } from './sign-in.service.js';
-import { PENDING_LINK_MINUTES } from '../federation/federation-policy.js';
-import { FederationRefused, FederationSignIn } from '../federation/federation-sign-in.service.js';
+import { field, queryParam } from '../form.js';
+import { SignInService } from '../sign-in.service.js';
+import { PENDING_LINK_MINUTES } from '../../federation/federation-policy.js';
+import { FederationRefused, FederationSignIn } from '../../federation/federation-sign-in.service.js';
 
 /** Where the second step of a sign-in goes after the password proved the account to link. */
 const FINISH_LINK = '/login/link/finish';

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { AuditService } from '../audit/audit.service.js';
-import { AnonymousRefusals } from '../federation/anonymous-refusals.js';
-import { FederationRefused, FederationSignIn } from '../federation/federation-sign-in.service.js';
+import { AuditService } from '../../audit/audit.service.js';
+import { AnonymousRefusals } from '../../federation/anonymous-refusals.js';
+import { FederationRefused, FederationSignIn } from '../../federation/federation-sign-in.service.js';
 
 /**
  * How a refused sign-in through a provider ends, for the provider's pages and the linking pages
