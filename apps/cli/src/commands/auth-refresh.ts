@@ -106,9 +106,13 @@ export const refreshCommand: Command = {
       if (!(err instanceof CliError)) throw err;
       throw new CliError(err.message, 1, ended ? 'The new session was signed out on the server again; your session is unchanged.' : err.hint);
     }
-    // The old session (as the file held it under the lock: another process may have renewed it) ends on the server.
-    const ends = await Promise.all(replaced.filter((s) => s.accessToken !== session.accessToken).map((s) => revokeSession(apiClientFor(ctx, s.apiBaseUrl, REVOKE_TIMEOUT_MS), s)));
-    const oldSessionEnded = ends.every(Boolean);
+    // The old session (as the file held it under the lock: another process may have renewed it)
+    // ends on the server, as auth:logout ends it: a device login's is revoked; a token pasted
+    // with --token may be in use elsewhere, so it is only forgotten here.
+    const previous = replaced.filter((s) => s.accessToken !== session.accessToken);
+    const pasted = previous.filter((s) => !s.refreshToken);
+    const ends = await Promise.all(previous.filter((s) => s.refreshToken).map((s) => revokeSession(apiClientFor(ctx, s.apiBaseUrl, REVOKE_TIMEOUT_MS), s)));
+    const oldSessionEnded = ends.every(Boolean) && !pasted.length;
     const granted = me.scopes;
     const missing = granted ? scopes.filter((scope) => !granted.includes(scope)) : [];
 
@@ -117,10 +121,9 @@ export const refreshCommand: Command = {
     } else {
       const list = granted ? (granted.length ? granted.map((scope) => `'${scope}'`).join(', ') : 'none') : 'not said by the server';
       writeLine(ctx.stdout, `Refreshed the session of ${person(me.user)} on ${session.apiBaseUrl}: its scopes are ${list}.`);
-      writeLine(
-        ctx.stderr,
-        oldSessionEnded ? 'The previous session was signed out on the server.' : `The previous session could not be signed out on the server: end it at ${session.apiBaseUrl}${ROUTES.tokensPage}.`,
-      );
+      const tokensPage = `${session.apiBaseUrl}${ROUTES.tokensPage}`;
+      if (pasted.length) writeLine(ctx.stderr, `The token you had pasted was only forgotten here and still works wherever else it is used: revoke it at ${tokensPage}.`);
+      else writeLine(ctx.stderr, oldSessionEnded ? 'The previous session was signed out on the server.' : `The previous session could not be signed out on the server: end it at ${tokensPage}.`);
     }
     if (missing.length) writeLine(ctx.stderr, `Note: the server did not grant ${missing.map((scope) => `'${scope}'`).join(', ')}.`);
   },

@@ -4,7 +4,7 @@
  * old one on the server; another account's approval is refused and the old session kept.
  */
 import { ROUTES } from '@prospect/contract';
-import { approve, createUser } from '../support/real-api.js';
+import { approve, cliToken, createUser } from '../support/real-api.js';
 import { api, box, person, useRealApi } from '../support/e2e-suite.js';
 
 useRealApi('refresh');
@@ -70,6 +70,16 @@ describe('auth:refresh --scopes', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`Refreshed the session of Grace Hopper <${person.email}> on ${api.baseUrl}: its scopes are 'profile'.\n`);
     expect(run.stderr).toContain('The previous session was signed out on the server.');
+  });
+
+  it('a session of a pasted token: replaced, and the token only forgotten here, as auth:logout does', async () => {
+    const token = await cliToken(api, person);
+    expect((await box.run(['auth:login', '--api-url', api.baseUrl, '--token', token])).code).toBe(0);
+    const run = await runApproving(['auth:refresh', '--scopes', 'profile'], person);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain(`The token you had pasted was only forgotten here and still works wherever else it is used: revoke it at ${api.baseUrl}/settings/tokens.`);
+    expect((await box.readSession()).refreshToken).toMatch(/^prsr_/);
+    expect(await meStatus(token)).toBe(200);
   });
 
   it('another account approving is refused: one line, exit 1, the old session kept and still working', async () => {
