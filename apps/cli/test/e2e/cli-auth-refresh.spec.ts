@@ -4,6 +4,7 @@
  * old one on the server; another account's approval is refused and the old session kept.
  */
 import { ROUTES } from '@prospect/contract';
+import { authEvents } from '../../../api/test/support/fixtures.js';
 import { approve, cliToken, createUser } from '../support/real-api.js';
 import { api, box, person, useRealApi } from '../support/e2e-suite.js';
 
@@ -93,6 +94,8 @@ describe('auth:refresh --scopes', () => {
     ]);
     expect(await box.readSession()).toEqual(old);
     expect(await meStatus(old.accessToken)).toBe(200);
+    // The session the other account approved is ended on the server, not left as a stray grant.
+    expect((await authEvents(api, { userId: other.id })).map((event) => event.type)).toContain('token.revoke_family');
     const status = await box.run(['auth:status', '--verify', '--json']);
     expect(JSON.parse(status.stdout)).toMatchObject({ scopes: ['profile'], user: { id: person.id } });
   });
