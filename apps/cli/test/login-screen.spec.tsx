@@ -82,6 +82,13 @@ describe('runLoginScreen', () => {
     expect(last).not.toContain('Not opening a browser');
   });
 
+  it('authorized, for auth:refresh: says who approved instead of "Logged in as"', async () => {
+    const { options, stdout } = screenOptions(async () => result);
+    await runLoginScreen({ ...options, approvedText: (user) => `Approved by ${user.name} <${user.email}>` });
+    expect(stdout.lastFrame()).toContain('✓ Approved by Ada Lovelace <ada@example.com>');
+    expect(stdout.lastFrame()).not.toContain('Logged in as');
+  });
+
   it('failed: draws the explained message and hint, and says it is shown', async () => {
     const denied = new Error('denied');
     const { options, stdout } = screenOptions(

@@ -14,7 +14,13 @@ import { DeviceLoginClient, DeviceLoginDeniedError, type DeviceLoginResult, type
  * pipes and CI get plain lines without spinner or escape codes. The flow
  * itself (device-login/) prints nothing: this is where it is shown.
  */
-export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined, scopes?: Scope[]): Promise<DeviceLoginResult> {
+export async function runDeviceLogin(
+  ctx: CommandContext,
+  api: ApiClient,
+  timeoutSeconds: number | undefined,
+  scopes?: Scope[],
+  approvedText?: (user: DeviceLoginResult['user']) => string,
+): Promise<DeviceLoginResult> {
   const device = new DeviceLoginClient(api, undefined, ctx.env);
   // The scopes only when asked for (`--scopes`): without them the server grants its default, and
   // a server from before `scopes` (whose start refuses unknown fields) still takes the start.
@@ -36,6 +42,7 @@ export async function runDeviceLogin(ctx: CommandContext, api: ApiClient, timeou
       signal: ctx.signal,
       stdout: ctx.stdout,
       stdin: ctx.stdin,
+      approvedText,
     });
     if (outcome.kind === 'authorized') return outcome.result;
     await cancelUnlessDenied(device, start, outcome.kind === 'cancelled' ? undefined : outcome.error);

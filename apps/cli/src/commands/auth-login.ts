@@ -127,7 +127,7 @@ function takeHostnameAsApiUrl(ctx: CommandContext): void {
   ctx.flags.apiUrl = hostname;
 }
 
-function parseTimeout(value: unknown): number | undefined {
+export function parseTimeout(value: unknown): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
   if (typeof value !== 'string' || !/^\d+$/.test(value.trim()) || n <= 0) {
@@ -169,13 +169,19 @@ async function toSession(ctx: CommandContext, apiBaseUrl: string, result: Omit<D
 }
 
 /** Device login. Its code, and Ink, load only here, so the other commands start fast. */
-async function loginWithDevice(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined, scopes: Scope[] | undefined): Promise<SessionFile> {
+export async function loginWithDevice(
+  ctx: CommandContext,
+  api: ApiClient,
+  timeoutSeconds: number | undefined,
+  scopes: Scope[] | undefined,
+  approvedText?: (user: SessionFile['user']) => string,
+): Promise<SessionFile> {
   const { runDeviceLogin } = await import('./auth-login-device.js');
-  return toSession(ctx, api.baseUrl, await runDeviceLogin(ctx, api, timeoutSeconds, scopes));
+  return toSession(ctx, api.baseUrl, await runDeviceLogin(ctx, api, timeoutSeconds, scopes, approvedText));
 }
 
 /** `--web`: the authorization code flow to a loopback port; then GET /me says who the tokens are for. */
-async function loginWithWeb(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined, scopes: Scope[] | undefined): Promise<SessionFile> {
+export async function loginWithWeb(ctx: CommandContext, api: ApiClient, timeoutSeconds: number | undefined, scopes: Scope[] | undefined): Promise<SessionFile> {
   const { runWebLogin } = await import('./auth-login-web.js');
   const tokens = await runWebLogin(ctx, api, timeoutSeconds, scopes);
   const me = await api.me(tokens.accessToken);

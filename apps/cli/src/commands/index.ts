@@ -1,6 +1,7 @@
 import { apiCommand } from './api.js';
 import { loginCommand } from './auth-login.js';
 import { logoutCommand } from './auth-logout.js';
+import { refreshCommand } from './auth-refresh.js';
 import { statusCommand } from './auth-status.js';
 import { tokenCommand } from './auth-token.js';
 import { switchCommand } from './auth-switch.js';
@@ -8,4 +9,4 @@ import { whoamiCommand } from './auth-whoami.js';
 import type { Command } from './command.js';
 
 /** Every command, by the name typed after `prospect`. */
-export const COMMANDS: ReadonlyMap<string, Command> = new Map([loginCommand, whoamiCommand, statusCommand, switchCommand, tokenCommand, logoutCommand, apiCommand].map((c) => [c.name, c]));
+export const COMMANDS: ReadonlyMap<string, Command> = new Map([loginCommand, whoamiCommand, statusCommand, switchCommand, refreshCommand, tokenCommand, logoutCommand, apiCommand].map((c) => [c.name, c]));

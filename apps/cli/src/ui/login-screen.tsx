@@ -26,6 +26,8 @@ export interface LoginScreenOptions {
   signal: AbortSignal;
   stdout: NodeJS.WriteStream;
   stdin: NodeJS.ReadStream;
+  /** The line shown once approved (default: "Logged in as Name <email>"). */
+  approvedText?: (user: DeviceLoginResult['user']) => string;
 }
 
 export type LoginScreenOutcome =
@@ -103,7 +105,7 @@ function LoginScreen({ options, signal, cancel, onDone }: { options: LoginScreen
     };
     options.wait(signal, onEvent).then(
       (result) => {
-        update({ phase: 'success', outcome: `Logged in as ${result.user.name} <${result.user.email}>`, notice: undefined });
+        update({ phase: 'success', outcome: options.approvedText ? options.approvedText(result.user) : `Logged in as ${result.user.name} <${result.user.email}>`, notice: undefined });
         setOutcome({ kind: 'authorized', result });
       },
       (error: unknown) => {

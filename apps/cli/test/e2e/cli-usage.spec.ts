@@ -23,7 +23,7 @@ describe('startup', () => {
 
 describe('usage', () => {
   it('prints help for every command and the version, exit 0', async () => {
-    for (const command of ['auth:login', 'auth:whoami', 'auth:status', 'auth:switch', 'auth:token', 'auth:logout', 'api']) {
+    for (const command of ['auth:login', 'auth:whoami', 'auth:status', 'auth:switch', 'auth:refresh', 'auth:token', 'auth:logout', 'api']) {
       for (const flag of ['--help', '-h']) {
         const run = await box.run([command, flag]);
         expect(run.code).toBe(0);
@@ -60,7 +60,7 @@ describe('usage', () => {
   });
 
   it.each([
-    [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:status, auth:switch, auth:token, auth:logout, api\n$/],
+    [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:status, auth:switch, auth:refresh, auth:token, auth:logout, api\n$/],
     [['auth:whomai'], /^Error: Unknown command: auth:whomai \(did you mean `prospect auth:whoami`\?\)\n/],
     [['auth:whoami', '--bogus'], /^Error: Unknown option for auth:whoami: --bogus\nUsage: prospect auth:whoami \[--verify\] \[--json\]/],
     [['auth:whoami', '--verfy'], /^Error: Unknown option for auth:whoami: --verfy \(did you mean --verify\?\)\n/],
@@ -73,7 +73,7 @@ describe('usage', () => {
     [['auth', 'login', '--api-url', 'https://x.example'], /Did you mean `prospect auth:login --api-url https:\/\/x\.example`\?/],
     [['whoami'], /^Error: Unknown command: whoami\. Did you mean `prospect auth:whoami`\?\n/],
     [['logout'], /^Error: Unknown command: logout\. Did you mean `prospect auth:logout`\?\n/],
-    [['auth'], /^Error: `prospect auth` needs a command: auth:login, auth:whoami, auth:status, auth:switch, auth:token, auth:logout\n/],
+    [['auth'], /^Error: `prospect auth` needs a command: auth:login, auth:whoami, auth:status, auth:switch, auth:refresh, auth:token, auth:logout\n/],
     [['help', 'nope'], /^Error: Unknown command: nope/],
     [['auth:login', '--timeout-seconds', 'soon'], /--timeout-seconds must be a whole number of seconds, got "soon"\.\nUsage: prospect auth:login/],
     [['auth:login', '--api-url', 'ftp://example.com'], /The backend must be an http\(s\) URL/],

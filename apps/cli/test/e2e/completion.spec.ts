@@ -42,6 +42,8 @@ it.each([
   ['prospect auth:wh', '$ prospect auth:whoami '],
   ['prospect auth:sta', '$ prospect auth:status '],
   ['prospect auth:sw', '$ prospect auth:switch '],
+  ['prospect auth:ref', '$ prospect auth:refresh '],
+  ['prospect auth:refresh --sc', '$ prospect auth:refresh --scopes '],
   ['prospect auth:switch --u', '$ prospect auth:switch --user '],
   ['prospect auth:logout --ho', '$ prospect auth:logout --host '],
   ['prospect auth:whoami --v', '$ prospect auth:whoami --verify '],
@@ -59,6 +61,6 @@ it.each([
 
 it('lists the auth commands after `auth:` without repeating the part already typed', async () => {
   const shown = await complete('prospect auth:', 2);
-  expect(shown).toMatch(/login\s+logout\s+status\s+switch\s+token\s+whoami/);
+  expect(shown).toMatch(/login\s+logout\s+refresh\s+status\s+switch\s+token\s+whoami/);
   expect(shown.split('\n').at(-1)).toBe('$ prospect auth:');
 });
