@@ -19,6 +19,7 @@ import { TokensModule } from './tokens/tokens.module.js';
 import { UsersModule } from './users/users.module.js';
 import { WebModule } from './web/web.module.js';
 import { FederationModule } from './federation/federation.module.js';
+import { OrganizationsModule } from './organizations/organizations.module.js';
 
 export interface AppModuleOptions {
   /** The environment to configure from (validated by AppConfigModule): process.env, or a test's own. */
@@ -48,6 +49,7 @@ export class AppModule {
         HealthModule,
         UsersModule,
         AuthModule,
+        OrganizationsModule,
         TokensModule,
         RefreshTokensModule,
         DeviceLoginModule,

@@ -71,21 +71,23 @@ export const SCOPES = {
   openid: 'Sign you in with your Prospect account',
   /** OpenID Connect: the address and whether it is verified, in the ID token and userinfo. */
   email: 'See your e-mail address and whether it is confirmed',
+  /** Organizations (issue #44): which ones you belong to, with your role; managing one still takes the role it needs. */
+  orgs: 'See your organizations and act in them with your role',
 } as const;
 export type Scope = keyof typeof SCOPES;
 
 /** What the CLI's client (`prospect-cli`) may be granted: everything it does for a person, `admin` included when asked for. */
-export const CLI_SCOPES: readonly Scope[] = ['profile', 'tokens', 'admin'];
+export const CLI_SCOPES: readonly Scope[] = ['profile', 'tokens', 'admin', 'orgs'];
 
 /**
  * What `prospect auth:login` asks for unless `--scopes` says otherwise, and what a device login of
  * the CLI is granted when it names none: `admin` is asked for, approved in sudo mode and short-lived
  * (ADMIN_GRANT_SECONDS), never had by default (issue #31).
  */
-export const CLI_DEFAULT_SCOPES: readonly Scope[] = ['profile', 'tokens'];
+export const CLI_DEFAULT_SCOPES: readonly Scope[] = ['profile', 'tokens', 'orgs'];
 
 /** The sign-in that asks for administration, as the API's refusals and the CLI's help name it. */
-export const ADMIN_LOGIN_COMMAND = `${SERVICE_NAME} auth:login --scopes profile,tokens,admin`;
+export const ADMIN_LOGIN_COMMAND = `${SERVICE_NAME} auth:login --scopes profile,tokens,admin,orgs`;
 
 /** The scopes of a space-separated `scope` value, in the registry's order; undefined if one is not a scope here. */
 export function parseScopes(value: string): Scope[] | undefined {

@@ -4,3 +4,4 @@ export * from './user-code.js';
 export * from './oauth.js';
 export * from './text.js';
 export * from './identity-providers.js';
+export * from './organizations.js';

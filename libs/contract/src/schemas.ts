@@ -1,6 +1,7 @@
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
 import { type Scope, SCOPES } from './constants.js';
+import { OrganizationSchema } from './organizations.js';
 import { ClientIdSchema, originProblem, redirectUriProblem } from './oauth.js';
 import { hasUnsafeText, looksLikeEmail, UNSAFE_TEXT_MESSAGE } from './text.js';
 
@@ -93,6 +94,8 @@ export const MeResponseSchema = z.object({
    * session on laptop", "the token “CI runner”"). Absent for a sign-in's own token and one made on the site.
    */
   madeWith: z.optional(z.string()),
+  /** For a token with the `orgs` scope (issue #44): the organizations the person belongs to, with their role, read afresh at each request. */
+  organizations: z.optional(z.array(OrganizationSchema)),
 });
 export type MeResponse = z.infer<typeof MeResponseSchema>;
 

@@ -9,6 +9,7 @@ export interface NewAuthEvent {
   ip: string | null;
   detail: Record<string, unknown>;
   createdAt: Date;
+  organizationId?: string | null;
 }
 
 /**
@@ -25,8 +26,8 @@ export class AuditEventsRepository {
    */
   async insert(event: NewAuthEvent, tx?: Tx): Promise<void> {
     await this.sql.rows(
-      `INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ($1, $2, $3, $4, $5)`,
-      [event.type, event.userId, event.ip, JSON.stringify(event.detail), event.createdAt],
+      `INSERT INTO auth_events (type, user_id, ip, detail, created_at, organization_id) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [event.type, event.userId, event.ip, JSON.stringify(event.detail), event.createdAt, event.organizationId ?? null],
       tx,
     );
   }
@@ -69,6 +70,20 @@ export class AuditEventsRepository {
       `SELECT type, ip, detail, created_at AS "createdAt" FROM auth_events
         WHERE user_id = $1 AND type = ANY ($2::text[]) ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
       [userId, types, limit, offset],
+    );
+  }
+
+  /** An organization's events, newest first, with the actor's address while their account exists. */
+  listForOrganization(
+    organizationId: string,
+    limit: number,
+    offset: number,
+  ): Promise<Array<{ type: AuthEventType; actorEmail: string | null; ip: string | null; detail: Record<string, unknown>; createdAt: Date }>> {
+    return this.sql.rows(
+      `SELECT e.type, u.email AS "actorEmail", e.ip, e.detail, e.created_at AS "createdAt"
+         FROM auth_events e LEFT JOIN users u ON u.id = e.user_id
+        WHERE e.organization_id = $1 ORDER BY e.id DESC LIMIT $2 OFFSET $3`,
+      [organizationId, limit, offset],
     );
   }
 

@@ -10,6 +10,8 @@ export interface AuditEntry {
   detail?: AuthEvent['detail'];
   /** When the change it records happened (the caller's clock reading), if not now. */
   at?: Date;
+  /** The organization it belongs to: it shows in that organization's log. */
+  organizationId?: string | null;
 }
 
 @Injectable()
@@ -21,7 +23,10 @@ export class AuditService {
 
   /** Records an event; pass the caller's Tx to commit it with the change it describes. */
   record(type: AuthEventType, entry: AuditEntry = {}, tx?: Tx): Promise<void> {
-    return this.events.insert({ type, userId: entry.userId ?? null, ip: entry.ip ?? null, detail: entry.detail ?? {}, createdAt: entry.at ?? this.clock.now() }, tx);
+    return this.events.insert(
+      { type, userId: entry.userId ?? null, ip: entry.ip ?? null, detail: entry.detail ?? {}, createdAt: entry.at ?? this.clock.now(), organizationId: entry.organizationId ?? null },
+      tx,
+    );
   }
 
   /** One event of `type` per entry, in one statement, in the caller's Tx (a revocation's sessions); none for no entries. */
@@ -44,6 +49,11 @@ export class AuditService {
   /** One person's events of `types`, newest first, for their security log. */
   listForUser(userId: string, types: readonly AuthEventType[], limit: number, offset: number) {
     return this.events.listForUser(userId, types, limit, offset);
+  }
+
+  /** An organization's events, newest first, for its log: who (the actor's address, if the account still exists) did what from where. */
+  listForOrganization(organizationId: string, limit: number, offset: number) {
+    return this.events.listForOrganization(organizationId, limit, offset);
   }
 
   /** At most `limit` events older than `before`, in `tx` (retention); how many. */

@@ -62,7 +62,25 @@ export type AuthEventType =
   | 'admin.identity_provider_update'
   | 'admin.identity_provider_disable'
   | 'admin.identity_provider_enable'
-  | 'admin.identity_provider_delete';
+  | 'admin.identity_provider_delete'
+  // Organizations (issue #44): each recorded with its organization, for the organization's own log.
+  | 'org.create'
+  | 'org.rename'
+  | 'org.delete'
+  | 'org.member_add'
+  | 'org.member_role'
+  | 'org.member_remove'
+  | 'org.member_leave'
+  | 'org.invitation_create'
+  | 'org.invitation_revoke'
+  | 'org.invitation_accept'
+  | 'org.domain_add'
+  | 'org.domain_verify'
+  | 'org.domain_update'
+  | 'org.domain_remove'
+  | 'org.identity_provider_create'
+  | 'org.identity_provider_update'
+  | 'org.identity_provider_delete';
 
 /** The audit trail of sign-in: who did what from where. Never holds a secret. */
 @Entity({ name: 'auth_events' })
@@ -78,6 +96,10 @@ export class AuthEvent {
 
   @Column({ type: 'text', nullable: true })
   ip!: string | null;
+
+  /** The organization it belongs to, for that organization's log (issue #44); no foreign key: the log outlives it. */
+  @Column({ name: 'organization_id', type: 'uuid', nullable: true })
+  organizationId!: string | null;
 
   /** Ids and reasons only (token id, device login id, why it failed). */
   @Column({ type: 'jsonb', default: {} })

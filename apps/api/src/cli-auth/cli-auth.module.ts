@@ -1,4 +1,5 @@
 import { AccountsModule } from '../accounts/accounts.module.js';
+import { OrganizationsModule } from '../organizations/organizations.module.js';
 import { Module } from '@nestjs/common';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
 import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js';
@@ -10,7 +11,7 @@ import { TokensController } from './tokens.controller.js';
 
 /** The contract's routes, `/api/cli/auth/*` (seed §4): HTTP only; the rules are the modules below. */
 @Module({
-  imports: [DeviceLoginModule, TokensModule, RefreshTokensModule, UsersModule, AccountsModule],
+  imports: [DeviceLoginModule, TokensModule, RefreshTokensModule, UsersModule, AccountsModule, OrganizationsModule],
   controllers: [TokensController, DeviceLoginController],
   providers: [TokenIssuanceService],
 })

@@ -28,6 +28,7 @@ import { IDEMPOTENCY_WINDOW_HOURS, TokensService } from '../tokens/tokens.servic
 import { refreshRefused } from './cli-auth-answers.js';
 import { parseIdempotencyKey, presentedCredential } from './idempotency-key.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
+import { OrganizationsService } from '../organizations/organizations.service.js';
 
 @ApiTags('cli auth')
 @ApiBearerAuth()
@@ -37,6 +38,7 @@ export class TokensController {
     private readonly tokens: TokensService,
     private readonly issuance: TokenIssuanceService,
     private readonly refreshTokens: RefreshTokensService,
+    private readonly organizations: OrganizationsService,
   ) {}
 
   @Get('me')
@@ -51,7 +53,15 @@ export class TokensController {
   async me(@Principal() principal: AuthPrincipal): Promise<MeResponse> {
     // Only a token made with a bearer token pays for the one read that names its maker.
     const madeWith = principal.mintedBy ? await this.tokens.describeMinter(principal.mintedBy) : null;
-    return { user: toPublicUser(principal.user), expiresAt: principal.expiresAt.toISOString(), ...(madeWith ? { madeWith } : {}) };
+    // Only a token that may read organizations (`orgs`) pays for the read that lists them, made now:
+    // a member removed a moment ago no longer sees the organization.
+    const organizations = principal.scopes.includes('orgs') ? await this.organizations.listFor(principal.user.id) : null;
+    return {
+      user: toPublicUser(principal.user),
+      expiresAt: principal.expiresAt.toISOString(),
+      ...(madeWith ? { madeWith } : {}),
+      ...(organizations ? { organizations } : {}),
+    };
   }
 
   @Post('token')

@@ -50,7 +50,9 @@ import { PasskeyCeremonies } from './sign-in/passkey-ceremonies.js';
 export class WebModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {
     // The pages' own chain (headers, forms, session) is PageChain, which bootstrap.ts mounts.
-    // The one API route a signed-in browser may call (with its CSRF token): see @AllowWebSession.
-    consumer.apply(WebSessionMiddleware).forRoutes({ path: ROUTES.issueToken, method: RequestMethod.POST });
+    // The API routes a signed-in browser may call (with its CSRF token): see @AllowWebSession.
+    consumer
+      .apply(WebSessionMiddleware)
+      .forRoutes({ path: ROUTES.issueToken, method: RequestMethod.POST }, { path: 'api/orgs', method: RequestMethod.ALL }, { path: 'api/orgs/*path', method: RequestMethod.ALL });
   }
 }

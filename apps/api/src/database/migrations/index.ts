@@ -31,6 +31,7 @@ import { ConsentCredentialEpoch1795400000034 } from './1795400000034-consent-cre
 import { GrantProof1795400000035 } from './1795400000035-grant-proof.js';
 import { PasskeyChallengeUse1795400000036 } from './1795400000036-passkey-challenge-use.js';
 import { CliLoopbackRedirect1795400000037 } from './1795400000037-cli-loopback-redirect.js';
+import { Organizations1795400000038 } from './1795400000038-organizations.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -62,4 +63,5 @@ export const MIGRATIONS = [
   GrantProof1795400000035,
   PasskeyChallengeUse1795400000036,
   CliLoopbackRedirect1795400000037,
+  Organizations1795400000038,
 ];
