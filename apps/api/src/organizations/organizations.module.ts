@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { OrganizationDomainsRepository } from './organization-domains.repository.js';
 import { OrgMembershipGuard } from './org-membership.guard.js';
 import { OrganizationTeardown } from './organization-teardown.js';
 import { OrganizationsController } from './organizations.controller.js';
@@ -13,7 +14,7 @@ import { OrganizationsService } from './organizations.service.js';
  */
 @Module({
   controllers: [OrganizationsController],
-  providers: [OrganizationsRepository, OrganizationsService, OrganizationTeardown, OrgMembershipGuard],
+  providers: [OrganizationsRepository, OrganizationDomainsRepository, OrganizationsService, OrganizationTeardown, OrgMembershipGuard],
   exports: [OrganizationsService, OrganizationTeardown, OrgMembershipGuard],
 })
 export class OrganizationsModule {}

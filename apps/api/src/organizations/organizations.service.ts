@@ -9,6 +9,7 @@ import { Clock } from '../common/clock.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { Tx } from '../database/tx.js';
 import { OrganizationTeardown } from './organization-teardown.js';
+import { OrganizationDomainsRepository } from './organization-domains.repository.js';
 import { type MembershipRow, OrganizationsRepository } from './organizations.repository.js';
 
 /** Who acts in an organization: a member, with their role there, read at this request. */
@@ -43,7 +44,18 @@ export class OrganizationsService {
     private readonly clock: Clock,
     private readonly teardown: OrganizationTeardown,
     private readonly config: AppConfig,
+    private readonly domains: OrganizationDomainsRepository,
   ) {}
+
+  /** The organization's verified domains: the only addresses its identity providers may sign in. */
+  verifiedDomains(organizationId: string): Promise<string[]> {
+    return this.domains.verifiedDomains(organizationId);
+  }
+
+  /** The organization that verified the domain of an address, and whether it enforces its provider there; undefined when none did. */
+  domainOwner(domain: string) {
+    return this.domains.verifiedOwner(domain.toLowerCase());
+  }
 
   /** A new organization, its creator its owner. @throws 409 when the slug is taken. */
   async create(userId: string, input: { name: string; slug: string }, ip: string | null): Promise<Organization> {
