@@ -1,5 +1,6 @@
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
+import { OrganizationSchema } from './organizations.js';
 import { DEVICE_CODE_GRANT_TYPE } from './constants.js';
 
 /**
@@ -210,5 +211,7 @@ export const UserInfoResponseSchema = z.object({
   name: z.optional(z.string()),
   email: z.optional(z.string()),
   email_verified: z.optional(z.boolean()),
+  /** With `orgs` (issue #44): the person's organizations and their role in each. */
+  orgs: z.optional(z.array(OrganizationSchema)),
 });
 export type UserInfoResponse = z.infer<typeof UserInfoResponseSchema>;

@@ -3,6 +3,7 @@ import type { Scope } from '@prospect/contract';
 import { SignJWT } from 'jose';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
+import { OrganizationsService } from '../organizations/organizations.service.js';
 import { ID_TOKEN_TTL_SECONDS, SigningKeys } from '../server-secrets/signing-keys.js';
 
 /** Who signed in, as an ID token says it. */
@@ -29,7 +30,8 @@ const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 /**
  * OpenID Connect Core §2 ID tokens, signed with the current key (SigningKeys) through `jose`: `iss`
  * (PUBLIC_URL, the metadata's issuer), `sub`, `aud` (the client), `exp`, `iat`, `auth_time`,
- * `nonce`, `amr`; `name` with `profile`; `email` and `email_verified` with `email`.
+ * `nonce`, `amr`; `name` with `profile`; `email` and `email_verified` with `email`; `orgs` with
+ * `orgs` (the person's organizations and roles as they are at signing).
  */
 @Injectable()
 export class IdTokens {
@@ -37,6 +39,7 @@ export class IdTokens {
     private readonly keys: SigningKeys,
     private readonly config: AppConfig,
     private readonly clock: Clock,
+    private readonly organizations: OrganizationsService,
   ) {}
 
   async sign(subject: IdTokenSubject, grant: IdTokenGrant): Promise<string> {
@@ -48,6 +51,7 @@ export class IdTokens {
       ...(grant.amr.length ? { amr: [...grant.amr] } : {}),
       ...(grant.scopes.includes('profile') ? { name: subject.name } : {}),
       ...(grant.scopes.includes('email') ? { email: subject.email, email_verified: subject.emailVerified } : {}),
+      ...(grant.scopes.includes('orgs') ? { orgs: await this.organizations.listFor(subject.userId) } : {}),
     })
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
       .setIssuer(this.config.publicUrl)

@@ -8,6 +8,7 @@ import { refuseMalformedForms } from '../common/well-formed-text.js';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
 import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js';
 import { TokensModule } from '../tokens/tokens.module.js';
+import { OrganizationsModule } from '../organizations/organizations.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuthorizationCodeRedeemer } from './authorization-code-redeemer.js';
@@ -51,7 +52,7 @@ class OAuthFormMiddleware implements NestMiddleware {
  * (web/oauth/consent-page.controller.ts) and uses AuthorizationService.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule, UsersModule],
+  imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule, UsersModule, OrganizationsModule],
   controllers: [OAuthController],
   providers: [
     OAuthService,

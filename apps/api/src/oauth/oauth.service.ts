@@ -26,6 +26,7 @@ import { DeviceLoginService, type PollOutcome } from '../device-login/device-log
 import { InvalidGrantError, RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
 import { ID_TOKEN_SIGNING_ALG } from '../server-secrets/signing-keys.js';
 import { TokensService } from '../tokens/tokens.service.js';
+import { OrganizationsService } from '../organizations/organizations.service.js';
 import { UsersService } from '../users/users.service.js';
 import type { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
@@ -35,7 +36,7 @@ import type { DatabaseDeadline } from '../database/database-deadline.js';
 export { oauthError } from './oauth-errors.js';
 
 /** What the ID token and userinfo may say, by scope (OpenID Connect Core §5.4). */
-const CLAIMS_SUPPORTED = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'amr', 'name', 'email', 'email_verified'];
+const CLAIMS_SUPPORTED = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'amr', 'name', 'email', 'email_verified', 'orgs'];
 
 /** The device flow's states as RFC 8628 §3.5 names them. */
 const POLL_ERRORS: Record<Exclude<PollOutcome['kind'], 'authorized'>, [ErrorCode, string]> = {
@@ -89,6 +90,7 @@ export class OAuthService {
     private readonly tokens: TokensService,
     private readonly refreshTokens: RefreshTokensService,
     private readonly users: UsersService,
+    private readonly organizations: OrganizationsService,
   ) {}
 
   /** RFC 8414: the issuer is PUBLIC_URL, and every endpoint hangs off it. */
@@ -231,6 +233,7 @@ export class OAuthService {
       sub: user.id,
       ...(principal.scopes.includes('profile') ? { name: user.name } : {}),
       ...(principal.scopes.includes('email') ? { email: user.email, email_verified: user.emailVerifiedAt !== null } : {}),
+      ...(principal.scopes.includes('orgs') ? { orgs: await this.organizations.listFor(user.id) } : {}),
     };
   }
 
