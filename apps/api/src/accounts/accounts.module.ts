@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { OrganizationsModule } from '../organizations/organizations.module.js';
 import { RateLimitsModule } from '../rate-limits/rate-limits.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { AccountLinks } from './account-links.js';
@@ -20,7 +21,7 @@ import { SignUpService } from './sign-up.service.js';
 
 /** A person's account: sign-up, mailed links (reset, verification, invitation, new address), second factors, and what they change when signed in (the pages are web/'s). */
 @Module({
-  imports: [RateLimitsModule, TokensModule, WebSessionsModule, UsersModule, ServerSecretsModule],
+  imports: [RateLimitsModule, TokensModule, WebSessionsModule, UsersModule, ServerSecretsModule, OrganizationsModule],
   providers: [PasswordResetService, AccountTokensRepository, LinkRedemptions, AccountLinks, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, SecondFactorsRepository, PasskeysService, PasskeysRepository],
   exports: [PasswordResetService, AccountLinks, AccountService, EmailVerificationService, InvitationsService, SignUpService, EmailChangeService, SecondFactorsService, PasskeysService],
 })

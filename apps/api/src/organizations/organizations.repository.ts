@@ -122,6 +122,20 @@ export class OrganizationsRepository {
     await this.sql.rows(`DELETE FROM organizations WHERE id = $1`, [organizationId], tx);
   }
 
+  /** The organizations whose only member is this person. */
+  async soleMemberships(userId: string): Promise<string[]> {
+    const rows = await this.sql.rows<{ id: string }>(
+      `SELECT m.organization_id AS id FROM organization_members m
+        WHERE m.user_id = $1 AND NOT EXISTS (SELECT 1 FROM organization_members x WHERE x.organization_id = m.organization_id AND x.user_id <> $1)`,
+      [userId],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  async hasMembers(tx: Tx, organizationId: string): Promise<boolean> {
+    return (await this.sql.rows(`SELECT 1 FROM organization_members WHERE organization_id = $1 LIMIT 1`, [organizationId], tx)).length > 0;
+  }
+
   /**
    * The organizations a person is the only owner of and that have other members: what deleting
    * their account would leave without an owner.
@@ -131,6 +145,7 @@ export class OrganizationsRepository {
       `SELECT o.id, o.slug, o.name FROM organization_members m JOIN organizations o ON o.id = m.organization_id
         WHERE m.user_id = $1 AND m.role = 'owner'
           AND NOT EXISTS (SELECT 1 FROM organization_members x WHERE x.organization_id = m.organization_id AND x.role = 'owner' AND x.user_id <> $1)
+          AND EXISTS (SELECT 1 FROM organization_members y WHERE y.organization_id = m.organization_id AND y.user_id <> $1)
         ORDER BY o.slug`,
       [userId],
     );

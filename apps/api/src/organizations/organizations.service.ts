@@ -174,6 +174,27 @@ export class OrganizationsService {
     return this.uow.run((tx) => this.addMember(tx, organizationId, userId, role, via, ip));
   }
 
+  /** The organizations this person is the only member of (what deleting their account leaves empty). */
+  organizationsOfTheirOwn(userId: string): Promise<string[]> {
+    return this.orgs.soleMemberships(userId);
+  }
+
+  /**
+   * Deletes those of `organizationIds` that have no member left, with everything they own (their
+   * only member's account was deleted: nobody would ever see them again, and their slugs come free).
+   */
+  async deleteIfMemberless(organizationIds: readonly string[]): Promise<void> {
+    const now = this.clock.now();
+    for (const organizationId of organizationIds) {
+      await this.uow.run(async (tx) => {
+        if (!(await this.orgs.lock(tx, organizationId)) || (await this.orgs.hasMembers(tx, organizationId))) return;
+        await this.teardown.run(tx, organizationId, now);
+        await this.orgs.delete(tx, organizationId);
+        await this.audit.record('org.delete', { organizationId, detail: { reason: 'its only member’s account was deleted' }, at: now }, tx);
+      });
+    }
+  }
+
   /** The organizations deleting this person's account would leave without an owner (with other members in them or not). */
   soleOwnerships(userId: string) {
     return this.orgs.soleOwnerships(userId);

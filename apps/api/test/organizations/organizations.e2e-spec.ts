@@ -4,7 +4,7 @@ import { authEvents } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { addMember, createOrganization, orgsToken, personWithToken } from '../support/organization-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { signInAs } from '../support/web-client.js';
+import { postFrom, signInAs } from '../support/web-client.js';
 
 /** Organizations and their members (issue #44): the JSON API, its roles and the last-owner rule. */
 describe('/api/orgs', () => {
@@ -186,5 +186,22 @@ describe('/api/orgs', () => {
     expect((await call('GET', `/api/orgs/${t.slug}`, t.member.token)).status).toBe(404);
     expect((await call('GET', ROUTES.me, t.admin.token)).body.organizations).toEqual([]);
     expect(await authEvents(api, { type: 'org.delete', userId: t.owner.id })).toHaveLength(1);
+  });
+
+  it('an account that is the only owner of an organization with other members is not deleted; one of its own goes with it', async () => {
+    const t = await team();
+    const web = await signInAs(api, t.owner.email, 'correct horse battery');
+    const refused = await postFrom(web, '/settings/account', '/settings/account/delete', { password: 'correct horse battery' });
+    expect(refused.status).toBe(409);
+    expect(refused.text).toContain('only owner of “Acme Sales”');
+    expect((await call('GET', `/api/orgs/${t.slug}`, t.owner.token)).status).toBe(200);
+
+    const loner = await personWithToken(api);
+    const own = await createOrganization(api, loner, 'Solo');
+    const lonerWeb = await signInAs(api, loner.email, 'correct horse battery');
+    expect((await postFrom(lonerWeb, '/settings/account', '/settings/account/delete', { password: 'correct horse battery' })).status).toBe(303);
+    // Its slug is free again: the organization went with its only member.
+    const again = await personWithToken(api);
+    expect((await call('POST', '/api/orgs', again.token, { name: 'Solo again', slug: own })).status).toBe(201);
   });
 });

@@ -4,7 +4,7 @@ import { hasUnsafeText, looksLikeEmail } from '@prospect/contract';
 import { EMAIL_CHANGE_LINK_HOURS, EmailChangeService, SameEmailError } from '../../accounts/email-change.service.js';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/public.decorator.js';
-import { AccountService, ConfirmInSudoMode, LastAdminError, ManagedByProviderError, type OwnerConfirmation, WrongPasswordError } from '../../accounts/account.service.js';
+import { AccountService, ConfirmInSudoMode, LastAdminError, ManagedByProviderError, type OwnerConfirmation, SoleOwnerError, WrongPasswordError } from '../../accounts/account.service.js';
 import { TooManyRequests } from '../../rate-limits/rate-limits.js';
 import { MIN_PASSWORD_LENGTH, normalizeEmail } from '../../users/users.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
@@ -128,6 +128,9 @@ export class AccountPageController {
         await this.render(req, res, 400, { [slot]: 'That is your address already.' });
       } else if (err instanceof ManagedByProviderError) {
         await this.render(req, res, 403, { [slot]: `Your address and how you sign in are managed by ${err.providerName}: ask an administrator to change them.` });
+      } else if (err instanceof SoleOwnerError) {
+        const names = err.organizations.map((o) => `“${o.name}” (/orgs/${o.slug})`).join(', ');
+        await this.render(req, res, 409, { [slot]: `You are the only owner of ${names}, which has other members: make one of them an owner, or delete the organization, first.` });
       } else if (err instanceof LastAdminError) {
         await this.render(req, res, 409, { [slot]: 'You are the only administrator. Make someone else an administrator first, so that this service keeps one.' });
       } else if (err instanceof TooManyRequests) {
