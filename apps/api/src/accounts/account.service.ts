@@ -6,7 +6,7 @@ import { FederationPolicy } from '../federation/federation-policy.js';
 import { Mailer } from '../mail/mailer.js';
 import { type RecognisedBrowser, RateLimits } from '../rate-limits/rate-limits.js';
 import { hashPassword } from '../users/password.js';
-import { OrganizationsService } from '../organizations/organizations.service.js';
+import { OrganizationsService, SoleOwnerError } from '../organizations/organizations.service.js';
 import { UsersService } from '../users/users.service.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { accountDeletedMail, passwordChangedMail } from './account-mails.js';
@@ -16,13 +16,6 @@ export class WrongPasswordError extends Error {}
 
 /** The account is the only administrator's: another admin must exist first. */
 export class LastAdminError extends Error {}
-
-/** The account is the only owner of organizations that have other members (issue #44): they need another owner first. */
-export class SoleOwnerError extends Error {
-  constructor(readonly organizations: ReadonlyArray<{ slug: string; name: string }>) {
-    super(`the only owner of ${organizations.map((o) => o.slug).join(', ')}`);
-  }
-}
 
 /** The account confirms changes through its identity provider (signInMethod): the change waits for a re-confirmation on the sudo page. */
 export class ConfirmInSudoMode extends Error {}
@@ -131,14 +124,12 @@ export class AccountService {
    * @throws WrongPasswordError, LastAdminError, SoleOwnerError, TooManyRequests, ConfirmInSudoMode
    */
   async deleteAccount(user: { id: string; email: string; name: string }, confirmation: OwnerConfirmation, ip: string | null, browser: RecognisedBrowser | null): Promise<void> {
-    // Asked first, so a refusal costs no password attempt. Not under the organizations' locks: an
-    // owner leaving in the same instant as the other owner deletes their account could still leave
-    // an organization without an owner (docs/organizations.md says how an instance admin mends it).
+    // Asked first too, so a refusal costs no password attempt; asked again under the locks below.
     const soleOwned = await this.organizations.soleOwnerships(user.id);
     if (soleOwned.length) throw new SoleOwnerError(soleOwned);
     await this.confirmOwner(await this.signInMethod(user), user, confirmation, ip, browser);
     const ownOrganizations = await this.organizations.organizationsOfTheirOwn(user.id);
-    const outcome = await this.users.deleteAccount(user.id);
+    const outcome = await this.users.deleteAccount(user.id, (tx) => this.organizations.checkAccountDeletion(tx, user.id));
     if (outcome === 'last-admin') throw new LastAdminError();
     await this.organizations.deleteIfMemberless(ownOrganizations);
     this.revocations.userRevoked(user.id);

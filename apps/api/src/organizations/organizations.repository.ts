@@ -136,11 +136,20 @@ export class OrganizationsRepository {
     return (await this.sql.rows(`SELECT 1 FROM organization_members WHERE organization_id = $1 LIMIT 1`, [organizationId], tx)).length > 0;
   }
 
+  /** Locks, for the rest of `tx`, every organization the person is an owner of, in one order (no deadlock between two such locks). */
+  async lockOwnedBy(tx: Tx, userId: string): Promise<void> {
+    await this.sql.rows(
+      `SELECT o.id FROM organizations o JOIN organization_members m ON m.organization_id = o.id AND m.user_id = $1 AND m.role = 'owner' ORDER BY o.id FOR UPDATE OF o`,
+      [userId],
+      tx,
+    );
+  }
+
   /**
    * The organizations a person is the only owner of and that have other members: what deleting
-   * their account would leave without an owner.
+   * their account would leave without an owner (in `tx` when given, after lockOwnedBy).
    */
-  soleOwnerships(userId: string): Promise<OrganizationRow[]> {
+  soleOwnerships(userId: string, tx?: Tx): Promise<OrganizationRow[]> {
     return this.sql.rows(
       `SELECT o.id, o.slug, o.name FROM organization_members m JOIN organizations o ON o.id = m.organization_id
         WHERE m.user_id = $1 AND m.role = 'owner'
@@ -148,6 +157,7 @@ export class OrganizationsRepository {
           AND EXISTS (SELECT 1 FROM organization_members y WHERE y.organization_id = m.organization_id AND y.user_id <> $1)
         ORDER BY o.slug`,
       [userId],
+      tx,
     );
   }
 }

@@ -12,6 +12,13 @@ import { OrganizationTeardown } from './organization-teardown.js';
 import { OrganizationDomainsRepository } from './organization-domains.repository.js';
 import { type MembershipRow, OrganizationsRepository } from './organizations.repository.js';
 
+/** The account is the only owner of organizations that have other members: they need another owner first. */
+export class SoleOwnerError extends Error {
+  constructor(readonly organizations: ReadonlyArray<{ slug: string; name: string }>) {
+    super(`the only owner of ${organizations.map((o) => o.slug).join(', ')}`);
+  }
+}
+
 /** Who acts in an organization: a member, with their role there, read at this request. */
 export interface OrgActor {
   userId: string;
@@ -195,9 +202,21 @@ export class OrganizationsService {
     }
   }
 
-  /** The organizations deleting this person's account would leave without an owner (with other members in them or not). */
+  /** The organizations deleting this person's account would leave without an owner (with other members in them). */
   soleOwnerships(userId: string) {
     return this.orgs.soleOwnerships(userId);
+  }
+
+  /**
+   * Before an account is deleted, in the deletion's `tx`: locks the organizations the person owns
+   * (as every change of roles does) and refuses while they are the only owner of one with other
+   * members, so an owner leaving at the same instant cannot leave an organization with none.
+   * @throws SoleOwnerError
+   */
+  async checkAccountDeletion(tx: Tx, userId: string): Promise<void> {
+    await this.orgs.lockOwnedBy(tx, userId);
+    const soleOwned = await this.orgs.soleOwnerships(userId, tx);
+    if (soleOwned.length) throw new SoleOwnerError(soleOwned);
   }
 
   /** The organization's log, newest first. */

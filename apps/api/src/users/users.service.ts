@@ -140,13 +140,16 @@ export class UsersService implements OnApplicationBootstrap {
    * admins are locked first, so two admins deleting themselves at once cannot leave none). Its
    * audit events stay, without its addresses or details (audit/ forgets them in the same
    * transaction), with one `account.delete` event without personal data (UsersRepository.deleteWithEvent).
+   * @param checks what a module above asks before the account goes, in the same transaction (it may
+   *   take its own locks there and throw to refuse: the organizations of which it is the only owner).
    * @returns 'deleted', 'last-admin' or 'unknown'.
    */
-  deleteAccount(id: string): Promise<'deleted' | 'last-admin' | 'unknown'> {
+  deleteAccount(id: string, checks?: (tx: Tx) => Promise<void>): Promise<'deleted' | 'last-admin' | 'unknown'> {
     return this.uow.run(async (tx) => {
       const now = this.clock.now();
       const admins = await this.users.lockAdmins(tx);
       if (admins.length === 1 && admins[0] === id) return 'last-admin';
+      await checks?.(tx);
       await this.audit.forgetDetailsOf(tx, id);
       return (await this.users.deleteWithEvent(tx, id, now)) ? 'deleted' : 'unknown';
     });

@@ -204,4 +204,21 @@ describe('/api/orgs', () => {
     const again = await personWithToken(api);
     expect((await call('POST', '/api/orgs', again.token, { name: 'Solo again', slug: own })).status).toBe(201);
   });
+
+  it('an owner deleting their account while the other owner leaves at the same instant never leaves the organization without an owner', async () => {
+    for (let round = 0; round < 3; round++) {
+      const t = await team();
+      await call('PATCH', `/api/orgs/${t.slug}/members/${t.admin.id}`, t.owner.token, { role: 'owner' });
+      const web = await signInAs(api, t.owner.email, 'correct horse battery');
+      const page = (await web.send('GET', '/settings/account')).text;
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
+      const [deletion, leaving] = await Promise.all([
+        web.send('POST', '/settings/account/delete', { _csrf: csrf, password: 'correct horse battery' }),
+        call('DELETE', `/api/orgs/${t.slug}/members/${t.admin.id}`, t.admin.token),
+      ]);
+      expect([deletion.status, leaving.status].filter((s) => s === 409)).toHaveLength(1);
+      const members = (await call('GET', `/api/orgs/${t.slug}/members`, t.member.token)).body as Array<{ role: string }>;
+      expect(members.filter((m) => m.role === 'owner')).toHaveLength(1);
+    }
+  });
 });
