@@ -3,7 +3,7 @@ import { Mailer } from '../../src/mail/mailer.js';
 import { INVITATIONS_PER_ORGANIZATION_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
 import { latestLink } from '../support/account-flows.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { authEvents, createUser, userByEmail } from '../support/fixtures.js';
+import { authEvents, createUser, userByEmail, userById } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { startAppWithMail } from '../support/mailing-app.js';
 import { addMember, createOrganization, personWithToken } from '../support/organization-fixtures.js';
@@ -130,7 +130,8 @@ describe('organization invitations', () => {
     expect((await postFrom(web, '/settings/account', '/settings/account/email', { email: moved, password: PASSWORD })).status).toBe(200);
     const link = await latestLink(api, smtp, moved, '/email-change');
     const opened = await web.send('GET', link.pathname + link.search);
-    expect((await web.send('POST', '/email-change', { _csrf: web.csrfFrom(opened.text), token: link.searchParams.get('token')! })).status).toBe(200);
+    expect((await web.send('POST', '/email-change', { _csrf: web.csrfFrom(opened.text), token: link.searchParams.get('token')! })).status).toBe(303); // back to the account page
+    expect((await userById(api, invited.id))!.email).toBe(moved);
 
     const again = await signInAs(api, moved, PASSWORD);
     const refused = await accept(again, token);
