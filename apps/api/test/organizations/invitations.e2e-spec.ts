@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Mailer } from '../../src/mail/mailer.js';
 import { INVITATIONS_PER_ORGANIZATION_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
 import { latestLink } from '../support/account-flows.js';
+import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { authEvents, createUser, userByEmail, userById } from '../support/fixtures.js';
 import { request } from '../support/http.js';
@@ -282,6 +283,23 @@ describe('organization invitations', () => {
     const refused = await other.send('POST', '/invitations/signup', { _csrf: other.csrfFrom(takenPage.text), token: takenToken, name: 'Someone', password: PASSWORD });
     expect(refused.status).toBe(409);
     expect(refused.text).toContain('has an account already: sign in to accept');
+
+    // Closed sign-up: accounts come from the instance's administrators only, whatever an organization's admin invites.
+    Object.assign(api.config, { allowSignup: false });
+    try {
+      const closedEmail = `closed-${Date.now()}@example.com`;
+      await invite(slug, owner, closedEmail);
+      const closedToken = await tokenMailedTo(closedEmail);
+      const closed = webClient(api);
+      const closedPage = await closed.send('GET', pageOf(closedToken));
+      expect(closedPage.text).toContain('Sign-up is closed on this Prospect');
+      expect(closedPage.text).not.toContain('Create account and join');
+      const tried = await closed.send('POST', '/invitations/signup', { _csrf: closed.csrfFrom(closedPage.text), token: closedToken, name: 'Closed Out', password: PASSWORD });
+      expect(tried.status).toBe(403);
+      expect(await userByEmail(api, closedEmail)).toBeNull();
+    } finally {
+      Object.assign(api.config, { allowSignup: true });
+    }
   });
 
   it('the organization’s invitations page: admins list, invite and revoke; a member gets 403, an outsider 404', async () => {
@@ -325,6 +343,40 @@ describe('organization invitations', () => {
     expect(over.headers.get('retry-after')).toBeTruthy();
     const other = await team(); // another organization is not held back
     await invite(other.slug, other.owner, `bulk-other-${Date.now()}@example.com`);
+  });
+
+  it('in Chromium: an admin invites on the invitations page, and the invited person creates the account and joins with the keyboard', async () => {
+    const { slug, owner, admin } = await team();
+    const browser = await launchBrowser();
+    try {
+      const adminPage = await browser.newPage();
+      await adminPage.goto(`${api.baseUrl}/orgs/${slug}/invitations`);
+      await adminPage.getByLabel('E-mail').fill(admin.email);
+      await adminPage.getByLabel('Password').fill(PASSWORD);
+      await Promise.all([adminPage.waitForURL((url) => url.pathname.endsWith('/invitations')), adminPage.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+      const email = `chromium-${Date.now()}@example.com`;
+      await adminPage.getByLabel('E-mail address').fill(email);
+      await adminPage.getByLabel('Role').selectOption('admin');
+      await Promise.all([adminPage.waitForURL((url) => url.searchParams.has('invited')), adminPage.getByRole('button', { name: 'Invite', exact: true }).click()]);
+      await adminPage.getByText(`Invited ${email}`).waitFor();
+      await adminPage.screenshot({ path: `${SCREENSHOTS}org-invitations.png`, fullPage: true });
+
+      const link = await latestLink(api, smtp, email, '/invitations');
+      const page = await browser.newPage();
+      await page.goto(link.toString());
+      await page.getByRole('heading', { name: 'Join Acme Sales' }).waitFor();
+      await page.screenshot({ path: `${SCREENSHOTS}org-invitation-signed-out.png`, fullPage: true });
+      await page.getByLabel('Name').focus();
+      await page.keyboard.type('Kim Keyboard');
+      await page.keyboard.press('Tab');
+      await page.keyboard.type(PASSWORD);
+      await Promise.all([page.waitForURL((url) => url.pathname === `/orgs/${slug}`), page.keyboard.press('Enter')]);
+      const user = (await userByEmail(api, email))!;
+      expect(user.emailVerifiedAt).not.toBeNull();
+      expect(await roleIn(slug, owner, user.id)).toBe('admin');
+    } finally {
+      await browser.close();
+    }
   });
 
   // Last: it moves the shared clock on.

@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import { hasUnsafeText, ORG_INVITATION_DAYS, type OrgRole, utcMinute } from '@prospect/contract';
 import { ApiException } from '../../common/api-exception.js';
 import { Public } from '../../auth/public.decorator.js';
+import { AppConfig } from '../../config/app-config.js';
 import { FederationPolicy } from '../../federation/federation-policy.js';
 import {
   type Acceptance,
@@ -56,6 +57,7 @@ export class OrgInvitationPageController {
     private readonly signIn: SignInService,
     private readonly limits: RateLimits,
     private readonly federation: FederationPolicy,
+    private readonly config: AppConfig,
   ) {}
 
   @Get()
@@ -84,6 +86,8 @@ export class OrgInvitationPageController {
   async signUp(@Req() req: Request, @Res() res: Response) {
     const token = field(req, 'token');
     if (req.webUser) return res.redirect(303, pageOf(token));
+    // Closed sign-up (ALLOW_SIGNUP=false) means accounts come from the instance's administrators only: an organization's admin cannot open it.
+    if (!this.config.allowSignup) return this.render(req, res, token, 403, 'Sign-up is closed on this Prospect: ask its administrator for an account, then sign in to accept.');
     const name = field(req, 'name').trim();
     const password = field(req, 'password');
     const refuse = (status: number, error: string) => this.render(req, res, token, status, error);
@@ -159,6 +163,7 @@ export class OrgInvitationPageController {
       csrfToken: this.csrf.tokenFor(req),
       name: field(req, 'name').trim(),
       minPasswordLength: MIN_PASSWORD_LENGTH,
+      allowSignup: this.config.allowSignup,
     });
   }
 }

@@ -103,6 +103,7 @@ export class OrgInvitationsPageController {
     const chosen = field(req, 'role') || 'member';
     res.status(status).render('org-invitations', {
       title: `Invitations · ${actor.organization.name}`,
+      wide: true,
       account: accountOf(req, this.csrf),
       organization: actor.organization,
       back: `${ORG_PAGE_PREFIX}/${actor.organization.slug}`,
