@@ -1,4 +1,8 @@
 import { Module } from '@nestjs/common';
+import { UsersModule } from '../users/users.module.js';
+import { InvitationsController } from './invitations.controller.js';
+import { OrganizationInvitationsRepository } from './organization-invitations.repository.js';
+import { OrganizationInvitationsService } from './organization-invitations.service.js';
 import { OrganizationDomainsRepository } from './organization-domains.repository.js';
 import { OrgMembershipGuard } from './org-membership.guard.js';
 import { OrganizationTeardown } from './organization-teardown.js';
@@ -13,8 +17,9 @@ import { OrganizationsService } from './organizations.service.js';
  * and `organization_domains`.
  */
 @Module({
-  controllers: [OrganizationsController],
-  providers: [OrganizationsRepository, OrganizationDomainsRepository, OrganizationsService, OrganizationTeardown, OrgMembershipGuard],
-  exports: [OrganizationsService, OrganizationTeardown, OrgMembershipGuard],
+  imports: [UsersModule],
+  controllers: [OrganizationsController, InvitationsController],
+  providers: [OrganizationInvitationsRepository, OrganizationInvitationsService, OrganizationsRepository, OrganizationDomainsRepository, OrganizationsService, OrganizationTeardown, OrgMembershipGuard],
+  exports: [OrganizationInvitationsService, OrganizationsService, OrganizationTeardown, OrgMembershipGuard],
 })
 export class OrganizationsModule {}
