@@ -5,13 +5,26 @@ import type { AuthEventType } from '../../audit/auth-event.entity.js';
 export const ROLE_WORDS: Record<OrgRole, string> = { owner: 'owner', admin: 'admin', member: 'member' };
 
 /** How someone joined (OrganizationsService.addMember's `via`), in words; a way not listed here is shown as it is. */
-const VIA_WORDS: Record<string, string> = {
-  invitation: 'by invitation',
-  domain: 'through a verified domain',
-  'domain-auto': 'through a verified domain',
-  'domain-request': 'by a request an admin approved',
-  request: 'by a request an admin approved',
+function viaWords(via: string): string {
+  if (via === 'invitation') return 'by invitation';
+  if (via === 'join_request') return 'by a request an admin approved';
+  if (via.startsWith('domain:')) return `through the verified domain ${via.slice('domain:'.length)}`;
+  return `(${via})`;
+}
+
+/** A domain's settings (OrganizationDomainsService's `org.domain_update` detail) in words. */
+const JOIN_WORDS: Record<string, string> = {
+  invite: 'people join by invitation only',
+  request: 'people of the domain may ask to join',
+  auto: 'people of the domain join at once',
 };
+function domainChange(d: Record<string, unknown>): string {
+  const parts = [
+    typeof d.joinPolicy === 'string' ? (JOIN_WORDS[d.joinPolicy] ?? `join policy ${d.joinPolicy}`) : undefined,
+    d.enforceSso === true ? 'sign-in only through the organization’s identity provider' : d.enforceSso === false ? 'sign-in no longer enforced' : undefined,
+  ].filter(Boolean);
+  return parts.length ? `: ${parts.join(', ')}` : '';
+}
 
 type Detail = Record<string, unknown>;
 const text = (detail: Detail, key: string): string | undefined => (typeof detail[key] === 'string' ? (detail[key] as string) : undefined);
@@ -32,24 +45,25 @@ const WORDS: Partial<Record<AuthEventType, (detail: Detail, member: (id: unknown
   'org.delete': () => 'Deleted the organization',
   'org.member_add': (d, member) => {
     const via = text(d, 'via');
-    return `${member(d.memberId)} joined as ${role(d, 'role')}${via ? ` ${VIA_WORDS[via] ?? `(${via})`}` : ''}`;
+    return `${member(d.memberId)} joined as ${role(d, 'role')}${via ? ` ${viaWords(via)}` : ''}`;
   },
   'org.member_role': (d, member) => `Changed ${member(d.memberId)}’s role from ${role(d, 'from')} to ${role(d, 'to')}`,
   'org.member_remove': (d, member) => `Removed ${member(d.memberId)} (${role(d, 'role')})`,
   'org.member_leave': (d) => `Left the organization (was ${role(d, 'role')})`,
   'org.invitation_create': (d) => `Invited ${text(d, 'email') ?? 'someone'}${text(d, 'role') ? ` as ${role(d, 'role')}` : ''}`,
   'org.invitation_revoke': (d) => `Revoked the invitation of ${text(d, 'email') ?? 'someone'}`,
-  'org.invitation_accept': (d) => `Accepted the invitation${text(d, 'email') ? ` to ${text(d, 'email')}` : ''}`,
+  'org.invitation_accept': (d) => `Accepted the invitation${text(d, 'role') ? ` as ${role(d, 'role')}` : ''}`,
   'org.domain_add': (d) => `Added the domain ${text(d, 'domain') ?? ''}`.trimEnd(),
   'org.domain_verify': (d) => `Verified the domain ${text(d, 'domain') ?? ''}`.trimEnd(),
-  'org.domain_update': (d) => `Changed the settings of the domain ${text(d, 'domain') ?? ''}`.trimEnd(),
+  'org.domain_update': (d) => `Changed the domain ${text(d, 'domain') ?? ''}`.trimEnd() + domainChange(d),
   'org.domain_remove': (d) => `Removed the domain ${text(d, 'domain') ?? ''}`.trimEnd(),
   'org.identity_provider_create': (d) => `Added the identity provider ${provider(d)}`.trimEnd(),
-  'org.identity_provider_update': (d) => `Changed the identity provider ${provider(d)}`.trimEnd(),
-  'org.identity_provider_delete': (d) => `Deleted the identity provider ${provider(d)}`.trimEnd(),
+  'org.identity_provider_update': (d) =>
+    `${d.disabled === true ? 'Disabled' : d.disabled === false ? 'Enabled' : 'Changed'} the identity provider ${provider(d)}`.trimEnd(),
+  'org.identity_provider_delete': (d) => `Deleted the identity provider ${provider(d)}${text(d, 'reason') ? ` (${text(d, 'reason')})` : ''}`.trimEnd(),
 };
 
-const provider = (d: Detail) => text(d, 'displayName') ?? text(d, 'name') ?? '';
+const provider = (d: Detail) => text(d, 'label') ?? text(d, 'displayName') ?? text(d, 'name') ?? '';
 
 /** The member ids an event names (to look their addresses up before describing it). */
 export function memberIdsOf(event: { detail: Detail }): string[] {

@@ -6,7 +6,6 @@ import { Public } from '../../auth/public.decorator.js';
 import { ApiException } from '../../common/api-exception.js';
 import { Clock } from '../../common/clock.js';
 import { AppConfig } from '../../config/app-config.js';
-import type { MembershipRow } from '../../organizations/organizations.repository.js';
 import { type OrgActor, OrganizationsService } from '../../organizations/organizations.service.js';
 import { UsersService } from '../../users/users.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
@@ -14,27 +13,13 @@ import { saveSession } from '../../web-sessions/web-account.js';
 import { field, pageParam } from '../form.js';
 import { accountOf, browserInSudoMode, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoRequired } from '../page-guards.js';
 import { describeOrgEvent, memberIdsOf } from './org-log.js';
+import { suggestSlug } from './suggest-slug.js';
 
 const EVENTS_PER_PAGE = 25;
 const uuid = new ParseUUIDPipe();
 
 /** What each role may do, said once beside the members (the rules are OrganizationsService's). */
 const ROLE_LABELS: Record<OrgRole, string> = { owner: 'Owner', admin: 'Admin', member: 'Member' };
-
-/**
- * A slug from a name, as the page's script suggests it (public/org-slug.js): what a person without
- * JavaScript who leaves the slug empty gets. Accents dropped, anything else a hyphen, cut to 40.
- */
-export function suggestSlug(name: string): string {
-  return name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+/, '')
-    .slice(0, 40)
-    .replace(/-+$/, '');
-}
 
 interface OrgNotice {
   error?: string;
@@ -165,7 +150,7 @@ export class OrgPagesController {
 
   /** The member of `slug` this browser's person is, or undefined after answering the site's 404 page. */
   private async actorOr404(req: Request, res: Response, slug: string): Promise<OrgActor | undefined> {
-    const organization: MembershipRow | undefined = slug.length <= 40 ? await this.organizations.membership(slug, req.webUser!.id) : undefined;
+    const organization = slug.length <= 40 ? await this.organizations.membership(slug, req.webUser!.id) : undefined;
     if (organization) return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
     // The site's 404 page, with the layout of a signed-in person: an organization one is not in looks like none.
     res.status(404).render('error', { title: 'Page not found', heading: 'Page not found', message: 'There is no page at this address.', account: accountOf(req, this.csrf) });
@@ -271,7 +256,7 @@ export class OrgPagesController {
     const former = [...new Set(shown.flatMap(memberIdsOf))].filter((id) => !addresses.has(id));
     for (const user of await Promise.all(former.map((id) => this.users.findById(id)))) if (user) addresses.set(user.id, user.email);
     return {
-      events: shown.map((e) => ({ who: e.actorEmail ?? 'a deleted account', what: describeOrgEvent(e, addresses), when: utcMinute(e.createdAt), ip: e.ip })),
+      events: shown.map((e) => ({ who: e.actorEmail ?? undefined, what: describeOrgEvent(e, addresses), when: utcMinute(e.createdAt), ip: e.ip })),
       older: events.length > EVENTS_PER_PAGE,
     };
   }
