@@ -38,6 +38,7 @@ import { PasskeyCeremonies } from './sign-in/passkey-ceremonies.js';
 import { OrganizationsModule } from '../organizations/organizations.module.js';
 import { OrgInvitationPageController } from './orgs/org-invitation-page.controller.js';
 import { OrgInvitationsPageController } from './orgs/org-invitations-page.controller.js';
+import { OrgPagesController } from './orgs/org-pages.controller.js';
 
 /** Server-rendered pages: sign-up, sign-in, mailed links, device approval, CLI tokens, the account, people and OAuth clients (admins). */
 @Module({
@@ -47,7 +48,7 @@ import { OrgInvitationsPageController } from './orgs/org-invitations-page.contro
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
     AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController,
-    OrgInvitationPageController, OrgInvitationsPageController],
+    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController],
   providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })
