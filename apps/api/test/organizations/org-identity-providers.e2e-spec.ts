@@ -9,7 +9,7 @@ import { addMember, createOrganization, personWithToken } from '../support/organ
 import type { SmtpSink } from '../support/smtp-sink.js';
 import { markDomainVerified, organizationId, removeDomain } from '../support/verified-domain-fixtures.js';
 import { countWebSessions } from '../support/web-session-fixtures.js';
-import { signInAs, webClient } from '../support/web-client.js';
+import { postFrom, signInAs, webClient } from '../support/web-client.js';
 import { events, type Federation, signedInAs, signInThrough, startFederationWithMail } from '../federation/support/federation.js';
 import { HttpBrowser } from '../federation/support/http-browser.js';
 import { CLIENT_ID, CLIENT_SECRET, TestProvider } from '../federation/support/test-provider.js';
@@ -240,6 +240,43 @@ describe('identity providers of an organization', () => {
     expect((await passwordSignIn(person.email)).status).toBe(303);
     const updates = (await orgLog(t)).filter((e) => e.type === 'org.identity_provider_update').map((e) => e.detail.disabled);
     expect(updates).toEqual([false, true]);
+  });
+
+  it('the page /orgs/{slug}/identity-providers: an admin registers one (refused for an unverified domain), tests its connection and deletes it; a member is refused', async () => {
+    const t = await team();
+    const page = `/orgs/${t.slug}/identity-providers`;
+    const asMember = await signInAs(fed.api, t.member.email, 'correct horse battery');
+    const refused = await asMember.send('GET', page);
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain('Only an admin or an owner');
+    expect((await asMember.send('GET', `/orgs/no-such-org-${n}/identity-providers`)).status).toBe(404);
+
+    const web = await signInAs(fed.api, t.admin.email, 'correct horse battery');
+    const empty = await web.send('GET', page);
+    expect(empty.status).toBe(200);
+    expect(empty.text).toContain(`<code>${t.domain}</code>`);
+    expect(empty.text).toContain(`href="/orgs/${t.slug}"`);
+    const form = { id: t.providerId, displayName: t.body.displayName, preset: 'generic', issuer: t.idp.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, allowSignUp: 'on' };
+    const unverified = await postFrom(web, page, page, { ...form, emailDomains: `${t.domain} not-verified.test` });
+    expect(unverified.status).toBe(409);
+    expect(unverified.text).toContain('not-verified.test');
+    expect((await t.call('GET', '', t.admin.token)).body).toEqual([]);
+
+    const created = await postFrom(web, page, page, { ...form, emailDomains: t.domain });
+    expect(created.status).toBe(303);
+    const shown = await web.send('GET', created.location!);
+    expect(shown.text).toContain(`${fed.api.baseUrl}/login/sso/${t.providerId}/callback`);
+
+    const tested = await postFrom(web, page, `${page}/${t.providerId}/test`);
+    expect(tested.status).toBe(200);
+    expect(tested.text).toContain('The provider answered');
+    expect(tested.text).toContain(`<code>${t.idp.issuer}</code>`);
+    expect(tested.text).toMatch(/Token endpoint<\/dt><dd class="url"><code>http:\/\/localhost:\d+\/token<\/code>/);
+
+    const deleted = await postFrom(web, page, `${page}/${t.providerId}/delete`, { confirm: t.providerId });
+    expect(deleted.status).toBe(303);
+    expect((await t.call('GET', '', t.admin.token)).body).toEqual([]);
+    expect((await orgLog(t)).map((e) => e.type).filter((type) => type.startsWith('org.identity_provider'))).toEqual(['org.identity_provider_delete', 'org.identity_provider_create']);
   });
 
   it('deleting the organization ends its providers and the browser sessions they started', async () => {
