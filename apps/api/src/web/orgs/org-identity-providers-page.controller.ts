@@ -69,7 +69,9 @@ function problemOf(error: { issues: Array<{ path: PropertyKey[]; message: string
 @Public()
 @UseGuards(SignedInGuard)
 @UseFilters(PageRefusalFilter)
-@Controller('orgs/:slug/identity-providers')
+// Mounted at `orgs` (not the full path): a refused form's way back (page-guards.ts pageOf) is then
+// a real page, /orgs, rather than a path with `:slug` in it.
+@Controller('orgs')
 export class OrgIdentityProvidersPageController {
   constructor(
     private readonly providers: IdentityProvidersService,
@@ -79,13 +81,13 @@ export class OrgIdentityProvidersPageController {
     private readonly clock: Clock,
   ) {}
 
-  @Get()
+  @Get(':slug/identity-providers')
   async list(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
     const org = await this.adminOf(req, res, slug);
     if (org) await this.render(req, res, org, 200, {});
   }
 
-  @Post()
+  @Post(':slug/identity-providers')
   @UseGuards(CsrfGuard)
   async create(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
     const org = await this.adminOf(req, res, slug, true);
@@ -126,7 +128,7 @@ export class OrgIdentityProvidersPageController {
   }
 
   /** The edit form of one provider: its settings, and a new client secret if one is typed. */
-  @Post(':id')
+  @Post(':slug/identity-providers/:id')
   @UseGuards(CsrfGuard)
   async update(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
     const org = await this.adminOf(req, res, slug, true);
@@ -145,14 +147,14 @@ export class OrgIdentityProvidersPageController {
     return this.act(req, res, org, id, 'updated', input.data);
   }
 
-  @Post(':id/disable')
+  @Post(':slug/identity-providers/:id/disable')
   @UseGuards(CsrfGuard)
   async disable(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
     const org = await this.adminOf(req, res, slug, true);
     if (org) await this.act(req, res, org, id, 'disabled', { disabled: true });
   }
 
-  @Post(':id/enable')
+  @Post(':slug/identity-providers/:id/enable')
   @UseGuards(CsrfGuard)
   async enable(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
     const org = await this.adminOf(req, res, slug, true);
@@ -160,7 +162,7 @@ export class OrgIdentityProvidersPageController {
   }
 
   /** "Test connection": discovery now, its answer shown beside the provider. Reads only: no sudo mode asked. */
-  @Post(':id/test')
+  @Post(':slug/identity-providers/:id/test')
   @UseGuards(CsrfGuard)
   async test(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
     const org = await this.adminOf(req, res, slug);
@@ -174,7 +176,7 @@ export class OrgIdentityProvidersPageController {
     }
   }
 
-  @Post(':id/delete')
+  @Post(':slug/identity-providers/:id/delete')
   @UseGuards(CsrfGuard)
   async remove(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
     const org = await this.adminOf(req, res, slug, true);
