@@ -1,6 +1,8 @@
 import { ROUTES } from '@prospect/contract';
 import { Mailer } from '../../src/mail/mailer.js';
+import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { OrganizationsService } from '../../src/organizations/organizations.service.js';
+import { UsersService } from '../../src/users/users.service.js';
 import { askForReset } from '../support/account-flows.js';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
 import { authEvents, createUser, userByEmail } from '../support/fixtures.js';
@@ -177,6 +179,14 @@ describe('identity providers of an organization', () => {
     ]);
     // The refusals show in the organization's log.
     expect((await orgLog(t)).filter((e) => e.type === 'federation.login_refused')).toHaveLength(3);
+
+    // The account the link leads to moved to another domain (a mailed address change): the
+    // organization's provider no longer signs it in, though it still asserts an address of its domain.
+    const linked = (await userByEmail(fed.api, insider.email))!;
+    await fed.api.app.get(UnitOfWork).run((tx) => fed.api.app.get(UsersService).setEmailFromLink(tx, linked.id, `moved${n}@elsewhere.test`, new Date()));
+    const moved = await signInThrough(new HttpBrowser(), fed.api, `/login/sso/${t.providerId}`, insider.sub);
+    expect(moved.status).toBe(403);
+    expect((await events(fed.api, 'federation.login_refused')).at(-1)).toMatchObject({ user_id: linked.id, detail: { reason: 'address outside the organization’s verified domains' } });
   });
 
   it('a domain removed after registration stops its sign-ins at once, for linked people too', async () => {
