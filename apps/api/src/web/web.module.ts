@@ -36,6 +36,7 @@ import { FederationLinkPagesController } from './federation/federation-link-page
 import { FederationRefusalPage } from './federation/federation-refusal-page.js';
 import { PasskeyCeremonies } from './sign-in/passkey-ceremonies.js';
 import { OrganizationsModule } from '../organizations/organizations.module.js';
+import { OrgIdentityProvidersPageController } from './orgs/org-identity-providers-page.controller.js';
 import { OrgInvitationPageController } from './orgs/org-invitation-page.controller.js';
 import { OrgInvitationsPageController } from './orgs/org-invitations-page.controller.js';
 import { OrgPagesController } from './orgs/org-pages.controller.js';
@@ -48,7 +49,7 @@ import { OrgPagesController } from './orgs/org-pages.controller.js';
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
     AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController,
-    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController],
+    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController],
   providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })
