@@ -23,6 +23,7 @@ export interface ExportedSizes {
   passkeyFailures: number;
   /** The device-start limit's startPrefetch. */
   startPrefetch: number;
+  domainVerificationsPerHour: number;
 }
 
 /**
@@ -47,6 +48,7 @@ export class RateLimiters {
   readonly secondFactorsByBrowser: RateLimiterPostgres;
   readonly enrolmentCodes: RateLimiterPostgres;
   readonly mailsByRecipient: RateLimiterPostgres;
+  readonly domainVerifications: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -87,6 +89,7 @@ export class RateLimiters {
     this.secondFactorsByBrowser = store('factor:device', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
     this.enrolmentCodes = store('factor:enrol', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
     this.mailsByRecipient = store('mail:recipient', sizes.mailsPerRecipientPerHour, HOUR);
+    this.domainVerifications = store('domain:verify', sizes.domainVerificationsPerHour, HOUR);
   }
 
   /**

@@ -43,6 +43,8 @@ export const RESETS_PER_ACCOUNT_PER_HOUR = 3;
 export const VERIFICATION_MAILS_PER_HOUR = 3;
 /** Unsolicited mails (mailToRecipient) one address may be sent in an hour, whoever asks. */
 export const MAILS_PER_RECIPIENT_PER_HOUR = 10;
+/** Domain verifications (DNS lookups) one organization may ask for in an hour (issue #44). */
+export const DOMAIN_VERIFICATIONS_PER_HOUR = 20;
 /** Failed passkey sign-ins with one credential id before it waits, as an account's failed sign-ins. */
 export const PASSKEY_FAILURES = LOGIN_FAILURES;
 
@@ -102,6 +104,7 @@ export class RateLimits {
       mailsPerRecipientPerHour: MAILS_PER_RECIPIENT_PER_HOUR,
       passkeyFailures: PASSKEY_FAILURES,
       startPrefetch: startPrefetch(config.deviceStartPerIpPerMinute),
+      domainVerificationsPerHour: DOMAIN_VERIFICATIONS_PER_HOUR,
     });
   }
 
@@ -259,6 +262,15 @@ export class RateLimits {
   /** A mail counted by requestAddressMail could not be queued (the database refused it): its point goes back, so the limit counts mails sent. */
   async addressMailNotQueued(userId: string): Promise<void> {
     await this.limiters.verificationMails.reward(userId, 1);
+  }
+
+  /**
+   * Counts a domain verification of an organization (issue #44) before its DNS lookup, per
+   * organization, whether it succeeds or not: each one sends queries to the domain's name servers
+   * on the organization's say-so, so a script cannot make the service a DNS hammer.
+   */
+  attemptDomainVerification(organizationId: string): Promise<void> {
+    return this.consume(this.limiters.domainVerifications, organizationId, `Too many domain verifications for this organization (${DOMAIN_VERIFICATIONS_PER_HOUR} an hour). Please wait before trying again.`);
   }
 
   /** At most `limit` counters past their window, in `tx` (retention); how many. */

@@ -35,15 +35,18 @@ import { FederationPagesController } from './federation/federation-pages.control
 import { FederationLinkPagesController } from './federation/federation-link-pages.controller.js';
 import { FederationRefusalPage } from './federation/federation-refusal-page.js';
 import { PasskeyCeremonies } from './sign-in/passkey-ceremonies.js';
+import { OrganizationsModule } from '../organizations/organizations.module.js';
+import { OrgDomainsPageController } from './orgs/org-domains-page.controller.js';
 
 /** Server-rendered pages: sign-up, sign-in, mailed links, device approval, CLI tokens, the account, people and OAuth clients (admins). */
 @Module({
-  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule],
+  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule, OrganizationsModule],
   controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController,
     AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
-    AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController],
+    AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController,
+    OrgDomainsPageController],
   providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })
