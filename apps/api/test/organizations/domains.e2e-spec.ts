@@ -12,6 +12,7 @@ import { authEvents } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { addMember, createOrganization, personWithToken } from '../support/organization-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { postFrom, signInAs } from '../support/web-client.js';
 
 const { Packet } = dns2;
 /** RFC 1035 §4.1.1: the name does not exist. */
@@ -375,6 +376,62 @@ describe('/api/orgs/{slug}/domains', () => {
     const taken = await call('POST', '/api/orgs', person.token, { name: 'Joinable', slug: 'joinable' });
     expect(taken.status).toBe(400);
   });
+
+  it('the page /orgs/{slug}/domains: admins add, copy the record, verify, set the policy, approve and remove; members and outsiders are refused', async () => {
+    const t = await team();
+    const page = `/orgs/${t.slug}/domains`;
+    const web = await signInAs(api, t.admin.email, 'correct horse battery');
+    const empty = await web.send('GET', page);
+    expect(empty.status).toBe(200);
+    expect(empty.text).toContain('No domains yet.');
+    expect(empty.text).toContain(`href="/orgs/${t.slug}"`);
+
+    const domain = freshDomain();
+    const added = await postFrom(web, page, page, { domain });
+    expect(added.status).toBe(303);
+    expect(added.location).toMatch(new RegExp(`^${page}\\?done=added#domain-`));
+    const shown = await web.send('GET', page);
+    // Handlebars writes "=" as "&#x3D;" in an attribute; the browser reads it back as "=".
+    const token = /value="prospect-verification(?:=|&#x3D;)([A-Za-z0-9_-]{43})"/.exec(shown.text)?.[1];
+    expect(token).toBeDefined();
+    const record = `prospect-verification=${token}`;
+    expect(shown.text).toContain('data-copy=');
+    expect(shown.text).toContain(`Verify ${domain}`);
+
+    const missing = await postFrom(web, page, `${page}/${domain}/verify`);
+    expect(missing.status).toBe(409);
+    expect(missing.text).toContain('does not exist in DNS (NXDOMAIN)');
+    dns.zone.set(domain, [record]);
+    expect((await postFrom(web, page, `${page}/${domain}/verify`)).status).toBe(303);
+    expect((await web.send('GET', page)).text).toMatch(/<span class="badge">verified<\/span>/);
+
+    expect((await postFrom(web, page, `${page}/${domain}`, { joinPolicy: 'request' })).status).toBe(303);
+    const refusedEnforce = await postFrom(web, page, `${page}/${domain}`, { joinPolicy: 'request', enforceSso: 'on' });
+    expect(refusedEnforce.status).toBe(409);
+    expect(refusedEnforce.text).toContain('no enabled identity provider of its own');
+
+    const asker = await personWithToken(api, { email: `gi-${Date.now()}@${domain}` });
+    expect((await call('POST', `/api/orgs/${t.slug}/join`, asker.token)).body.status).toBe('requested');
+    expect((await web.send('GET', page)).text).toContain(asker.email);
+    expect((await postFrom(web, page, `${page}/requests/${asker.id}/approve`)).status).toBe(303);
+    expect((await call('GET', `/api/orgs/${t.slug}`, asker.token)).body.role).toBe('member');
+
+    expect((await postFrom(web, page, `${page}/${domain}/remove`)).status).toBe(303);
+    expect((await web.send('GET', page)).text).toContain('No domains yet.');
+
+    // A form without the CSRF token is refused before anything runs.
+    expect((await web.send('POST', page, { domain: freshDomain() })).status).toBe(403);
+
+    const asMember = await signInAs(api, t.member.email, 'correct horse battery');
+    expect((await asMember.send('GET', page)).status).toBe(403);
+    const outsider = await personWithToken(api);
+    const asOutsider = await signInAs(api, outsider.email, 'correct horse battery');
+    expect((await asOutsider.send('GET', page)).status).toBe(404);
+    expect((await webClientless(page)).status).toBe(303);
+  });
+
+  /** The page without signing in: sent to sign in. */
+  const webClientless = (path: string) => request(api, 'GET', path);
 
   describe('the resolver failing', () => {
     let silent: Socket;
