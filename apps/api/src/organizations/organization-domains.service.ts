@@ -189,7 +189,10 @@ export class OrganizationDomainsService {
       const first = await this.domains.joinTarget(slug, userId, tx);
       if (!first) throw notFound('Your account no longer exists.');
       if (!first.emailVerified) throw forbidden(`Confirm your e-mail address (${first.email}) first: only a verified address lets you join an organization through its domain.`);
-      if (!first.organizationId || !(await this.orgs.lock(tx, first.organizationId))) throw this.cannotJoin(slug, first.email);
+      // Only someone the organization's domains let in (or a member) takes its lock: anyone else cannot make joins wait.
+      if (!first.organizationId || (!first.domain && !first.member)) throw this.cannotJoin(slug, first.email);
+      if (!(await this.orgs.lock(tx, first.organizationId))) throw this.cannotJoin(slug, first.email);
+      // Read again under the lock: a policy change or a removal that committed meanwhile counts.
       const target = (await this.domains.joinTarget(slug, userId, tx))!;
       const { organizationId, name } = target as { organizationId: string; name: string };
       if (target.member) {
