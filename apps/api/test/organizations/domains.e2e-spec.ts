@@ -12,6 +12,7 @@ import { authEvents } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { addMember, createOrganization, personWithToken } from '../support/organization-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
 import { postFrom, signInAs } from '../support/web-client.js';
 
 const { Packet } = dns2;
@@ -428,6 +429,38 @@ describe('/api/orgs/{slug}/domains', () => {
     const asOutsider = await signInAs(api, outsider.email, 'correct horse battery');
     expect((await asOutsider.send('GET', page)).status).toBe(404);
     expect((await webClientless(page)).status).toBe(303);
+  });
+
+  it('the page in Chromium at desktop and phone width: add, copy the record, verify with the keyboard', async () => {
+    const t = await team();
+    const browser = await launchBrowser();
+    try {
+      for (const [label, viewport] of [['desktop', { width: 1280, height: 900 }], ['phone', { width: 390, height: 844 }]] as const) {
+        const page = await browser.newPage({ viewport });
+        await page.goto(`${api.baseUrl}/login?next=${encodeURIComponent(`/orgs/${t.slug}/domains`)}`);
+        await page.getByLabel('E-mail').fill(t.admin.email);
+        await page.getByLabel('Password').fill('correct horse battery');
+        await Promise.all([page.waitForURL(/\/domains$/), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+        const domain = freshDomain();
+        await page.getByLabel('Domain', { exact: true }).fill(domain);
+        await Promise.all([page.waitForURL(/done=added/), page.getByLabel('Domain', { exact: true }).press('Enter')]);
+        const record = await page.getByLabel('TXT record value').inputValue();
+        expect(record).toMatch(/^prospect-verification=[A-Za-z0-9_-]{43}$/);
+        expect(await page.getByRole('button', { name: 'Copy' }).isVisible()).toBe(true);
+        expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(viewport.width);
+        await page.screenshot({ path: `${SCREENSHOTS}org-domains-added-${label}.png`, fullPage: true });
+
+        dns.zone.set(domain, [record]);
+        await page.getByRole('button', { name: `Verify ${domain}` }).focus();
+        await Promise.all([page.waitForURL(/done=verified/), page.keyboard.press('Enter')]);
+        await expect(page.getByRole('status').first().textContent()).resolves.toContain('Verified.');
+        expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(viewport.width);
+        await page.screenshot({ path: `${SCREENSHOTS}org-domains-verified-${label}.png`, fullPage: true });
+        await page.close();
+      }
+    } finally {
+      await browser.close();
+    }
   });
 
   /** The page without signing in: sent to sign in. */
