@@ -24,6 +24,7 @@ export interface ExportedSizes {
   passkeyFailures: number;
   /** The device-start limit's startPrefetch. */
   startPrefetch: number;
+  domainVerificationsPerHour: number;
 }
 
 /**
@@ -49,6 +50,7 @@ export class RateLimiters {
   readonly enrolmentCodes: RateLimiterPostgres;
   readonly mailsByRecipient: RateLimiterPostgres;
   readonly invitationsByOrganization: RateLimiterPostgres;
+  readonly domainVerifications: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -90,6 +92,7 @@ export class RateLimiters {
     this.enrolmentCodes = store('factor:enrol', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
     this.mailsByRecipient = store('mail:recipient', sizes.mailsPerRecipientPerHour, HOUR);
     this.invitationsByOrganization = store('org:invitations', sizes.invitationsPerOrganizationPerHour, HOUR);
+    this.domainVerifications = store('domain:verify', sizes.domainVerificationsPerHour, HOUR);
   }
 
   /**

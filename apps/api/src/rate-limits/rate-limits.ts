@@ -45,6 +45,8 @@ export const VERIFICATION_MAILS_PER_HOUR = 3;
 export const MAILS_PER_RECIPIENT_PER_HOUR = 10;
 /** Invitations one organization may send in an hour, whoever of its admins sends them (re-invitations count too). */
 export const INVITATIONS_PER_ORGANIZATION_PER_HOUR = 30;
+/** Domain verifications (DNS lookups) one organization may ask for in an hour (issue #44). */
+export const DOMAIN_VERIFICATIONS_PER_HOUR = 20;
 /** Failed passkey sign-ins with one credential id before it waits, as an account's failed sign-ins. */
 export const PASSKEY_FAILURES = LOGIN_FAILURES;
 
@@ -107,6 +109,7 @@ export class RateLimits {
       invitationsPerOrganizationPerHour: INVITATIONS_PER_ORGANIZATION_PER_HOUR,
       passkeyFailures: PASSKEY_FAILURES,
       startPrefetch: startPrefetch(config.deviceStartPerIpPerMinute),
+      domainVerificationsPerHour: DOMAIN_VERIFICATIONS_PER_HOUR,
     });
   }
 
@@ -282,6 +285,15 @@ export class RateLimits {
   /** An invitation counted by sendOrganizationInvitation was not made (refused, or the database failed): its point goes back, so the limit counts invitations sent. */
   async organizationInvitationNotSent(organizationId: string): Promise<void> {
     await this.limiters.invitationsByOrganization.reward(organizationId, 1);
+  }
+
+  /**
+   * Counts a domain verification of an organization (issue #44) before its DNS lookup, per
+   * organization, whether it succeeds or not: each one sends queries to the domain's name servers
+   * on the organization's say-so, so a script cannot make the service a DNS hammer.
+   */
+  attemptDomainVerification(organizationId: string): Promise<void> {
+    return this.consume(this.limiters.domainVerifications, organizationId, `Too many domain verifications for this organization (${DOMAIN_VERIFICATIONS_PER_HOUR} an hour). Please wait before trying again.`);
   }
 
   /** At most `limit` counters past their window, in `tx` (retention); how many. */

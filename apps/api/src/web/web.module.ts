@@ -40,6 +40,7 @@ import { OrgIdentityProvidersPageController } from './orgs/org-identity-provider
 import { OrgInvitationPageController } from './orgs/org-invitation-page.controller.js';
 import { OrgInvitationsPageController } from './orgs/org-invitations-page.controller.js';
 import { OrgPagesController } from './orgs/org-pages.controller.js';
+import { OrgDomainsPageController } from './orgs/org-domains-page.controller.js';
 
 /** Server-rendered pages: sign-up, sign-in, mailed links, device approval, CLI tokens, the account, people and OAuth clients (admins). */
 @Module({
@@ -49,7 +50,7 @@ import { OrgPagesController } from './orgs/org-pages.controller.js';
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
     AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController,
-    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController],
+    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgDomainsPageController],
   providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })

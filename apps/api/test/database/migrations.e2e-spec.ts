@@ -16,6 +16,7 @@ const EVERY_TABLE = [
   'oauth_consents',
   'organization_domains',
   'organization_invitations',
+  'organization_join_requests',
   'organization_members',
   'organizations',
   'passkeys',
