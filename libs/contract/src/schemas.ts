@@ -1,6 +1,6 @@
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
-import { type Scope, SCOPES } from './constants.js';
+import { CLI_SCOPES, type Scope, SCOPES } from './constants.js';
 import { OrganizationSchema } from './organizations.js';
 import { ClientIdSchema, originProblem, redirectUriProblem } from './oauth.js';
 import { hasUnsafeText, looksLikeEmail, UNSAFE_TEXT_MESSAGE } from './text.js';
@@ -35,9 +35,11 @@ export const DeviceStartRequestSchema = z.strictObject({
   hostname: z.optional(shortText(255)),
   /**
    * What the login asks to be granted (`prospect auth:login --scopes`); absent: CLI_DEFAULT_SCOPES.
+   * Only what the CLI's client may have (CLI_SCOPES): these routes start the CLI's logins, and a
+   * scope its client is not allowed (`openid`, `email`) is never granted through them.
    * `admin` is approved only in sudo mode and lasts ADMIN_GRANT_SECONDS.
    */
-  scopes: z.optional(z.array(z.enum(Object.keys(SCOPES) as [Scope, ...Scope[]])).check(z.minLength(1), z.maxLength(Object.keys(SCOPES).length))),
+  scopes: z.optional(z.array(z.enum(CLI_SCOPES as [Scope, ...Scope[]])).check(z.minLength(1), z.maxLength(CLI_SCOPES.length))),
 });
 export type DeviceStartRequest = z.infer<typeof DeviceStartRequestSchema>;
 

@@ -278,8 +278,8 @@ describe('refreshing the session (issue #14)', () => {
     const verified = await box.run(['auth:status', '--verify']);
     expect(verified.code).toBe(0);
     expect(verified.stdout).toContain('Server says:  the token is valid');
-    // A device login asks for `profile tokens` by default: `admin` only with `--scopes`.
-    expect(verified.stdout).toContain("Token scopes: 'profile', 'tokens'\n");
+    // A device login asks for `profile tokens orgs` by default: `admin` only with `--scopes`.
+    expect(verified.stdout).toContain("Token scopes: 'profile', 'tokens', 'orgs'\n");
     expect(verified.stdout).toMatch(/Expires: {6}\d{4}-.* \(in 60 minutes\)/);
   });
 
