@@ -16,7 +16,7 @@ import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE
 export const statusCommand: Command = {
   name: 'auth:status',
   description: 'Show the server, the user, where the token comes from and when it expires; list every account',
-  usage: `${SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token', [['--show-token', 'Print the token itself instead of its masked form'], ORG_FLAG_USAGE('Show this organization, asked of the server')])}
+  usage: `${SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token', [['--show-token', 'Print the token itself instead of its masked form'], ORG_FLAG_USAGE('Show this organization (asked of the server)')])}
   The organization your commands act for (\`prospect org:switch\`) is shown too; with
   --verify, as the server says it now (for a token with the "orgs" scope).
 

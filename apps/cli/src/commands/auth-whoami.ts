@@ -14,7 +14,7 @@ import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE
 export const whoamiCommand: Command = {
   name: 'auth:whoami',
   description: 'Show who you are logged in as',
-  usage: `${SESSION_REPORT_USAGE('auth:whoami', 'Check the session with the server (GET /api/cli/auth/me) and update it', [ORG_FLAG_USAGE('Show this organization, asked of the server')])}
+  usage: `${SESSION_REPORT_USAGE('auth:whoami', 'Check the session with the server (GET /api/cli/auth/me) and update it', [ORG_FLAG_USAGE('Show this organization (asked of the server)')])}
   It also names the organization your commands act for (\`prospect org:switch\`); with
   --verify, as the server says it now, and --json lists all of yours as \`organizations\`.
 

@@ -5,7 +5,7 @@ import { printJson } from './session-report.js';
 
 const OPTIONS: Array<[string, string]> = [
   ['--json', 'Print them as JSON, for scripts'],
-  ORG_FLAG_USAGE('Mark this organization instead of the active one'),
+  ORG_FLAG_USAGE('Mark this one instead of the active one'),
   ['--api-url <url>', 'Check that the session is for this server'],
 ];
 

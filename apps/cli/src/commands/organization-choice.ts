@@ -22,7 +22,7 @@ export type ActiveOrganization = NonNullable<SessionFile['organization']>;
 export const orgFlag: Record<string, FlagSpec> = { org: { type: 'string' } };
 
 /** `--org <slug>`, as each command's help lists it. */
-export const ORG_FLAG_USAGE = (what: string) => ['--org <slug>', `${what} (this run only; \`prospect org:switch\` keeps one)`] as [string, string];
+export const ORG_FLAG_USAGE = (what: string) => ['--org <slug>', `${what}, for this run only`] as [string, string];
 
 /** An organization as it is shown: its name and slug, and the person's role. */
 export const describeOrganization = (org: Pick<Organization, 'slug' | 'name' | 'role'>) => `${org.name} (${org.slug}), as ${org.role}`;
