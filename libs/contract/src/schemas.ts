@@ -1,7 +1,7 @@
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
 import { CLI_SCOPES, type Scope, SCOPES } from './constants.js';
-import { OrganizationSchema } from './organizations.js';
+import { ORG_ROLES, OrganizationSchema, OrgSlugSchema } from './organizations.js';
 import { ClientIdSchema, originProblem, redirectUriProblem } from './oauth.js';
 import { hasUnsafeText, looksLikeEmail, UNSAFE_TEXT_MESSAGE } from './text.js';
 
@@ -135,6 +135,14 @@ export const SessionFileSchema = z.strictObject({
   user: UserSchema,
   expiresAt: isoTimestamp,
   createdAt: isoTimestamp,
+  /**
+   * The organization this account's commands act for (`prospect org:switch`, issue #44), sent as
+   * ORGANIZATION_HEADER; its name and the person's role as the server said them when it was chosen.
+   * Absent: none. Optional, so a session file from before organizations stays valid.
+   */
+  organization: z.optional(
+    z.strictObject({ slug: OrgSlugSchema, name: shortText(80), role: z.enum(ORG_ROLES) }),
+  ),
 });
 export type SessionFile = z.infer<typeof SessionFileSchema>;
 

@@ -9,20 +9,25 @@ import { Accounts, activeOf, type StoredAccounts } from '../session/accounts.js'
 import { refreshSession } from '../session/refresh.js';
 import { accountName } from './account-choice.js';
 import type { Command } from './command.js';
+import { actFor, describeOrganization, ORG_FLAG_USAGE, orgFlag, reportedOrganization, requestedOrg } from './organization-choice.js';
 import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, type ServerSays, sessionReportFlags, verifySession } from './session-report.js';
 
 /** `prospect auth:status`, like `gh auth status`: what the CLI would authenticate with, and where it comes from. */
 export const statusCommand: Command = {
   name: 'auth:status',
   description: 'Show the server, the user, where the token comes from and when it expires; list every account',
-  usage: `${SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token', [['--show-token', 'Print the token itself instead of its masked form']])}
+  usage: `${SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token', [['--show-token', 'Print the token itself instead of its masked form'], ORG_FLAG_USAGE('Show this organization (asked of the server)')])}
+  The organization your commands act for (\`prospect org:switch\`) is shown too; with
+  --verify, as the server says it now (for a token with the "orgs" scope).
+
   With several accounts stored (\`prospect auth:login\` to another server, or as another
   person, keeps them), it also lists each one, the active one marked with *; --json adds
   them as \`accounts\`. \`prospect auth:switch\` changes the active one.
 `,
-  flags: { ...sessionReportFlags, showToken: { type: 'boolean', default: false } },
+  flags: { ...sessionReportFlags, ...orgFlag, showToken: { type: 'boolean', default: false } },
   requiresAuth: false,
   async run(ctx: CommandContext) {
+    requestedOrg(ctx);
     const fromEnv = envToken(ctx);
     const stored = await new Accounts(ctx.store).read();
     // The active account as this run leaves it (renewed or verified), for the list.
@@ -32,6 +37,7 @@ export const statusCommand: Command = {
     let refreshed = false;
     if (fromEnv) {
       status = { server: normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL), tokenSource: 'PROSPECT_TOKEN', token: fromEnv };
+      actFor(ctx, status.server, undefined);
       if (ctx.flags.verify) said = await askServer(ctx, status.server, status.token);
     } else {
       // Stored accounts but none active (its session was refused and removed, or its file is unreadable): they are listed, and how to pick one.
@@ -40,6 +46,7 @@ export const statusCommand: Command = {
         throw authRequired(`No account is active — run \`prospect auth:switch\` to use one of the ${stored.others.length} stored.`);
       }
       let session = await readReportedSession(ctx);
+      actFor(ctx, session.apiBaseUrl, session);
       if (ctx.flags.verify) {
         // --verify asks the server about the token a command would use: renewed first, if due,
         // and renewed again if the server refuses it while its refresh token lives.
@@ -69,9 +76,13 @@ export const statusCommand: Command = {
     // An expired access token with a refresh token is renewed by the next command.
     const usable = (!expired || status.refreshToken === true) && (status.serverSays === undefined || status.serverSays === 'valid');
     const { token: _secret, ...shown } = status;
+    // Only a usable token is asked about --org; the session's organization is shown as it is kept, or as /me said it just now.
+    ctx.session = active;
+    ctx.credentials = { accessToken: status.token, apiBaseUrl: status.server, source: fromEnv ? 'env' : 'file' };
+    const { organization, lost } = usable ? await reportedOrganization(ctx, active, said?.valid ? said.organizations : undefined) : { organization: active?.organization ?? null, lost: undefined };
     const accounts = await listAccounts(ctx, stored, active);
     if (ctx.flags.json) {
-      printJson(ctx, { ...shown, expired, usable, ...(ctx.flags.verify && !fromEnv ? { refreshed } : {}), accounts });
+      printJson(ctx, { ...shown, organization, ...(lost ? { lostOrganization: lost } : {}), expired, usable, ...(ctx.flags.verify && !fromEnv ? { refreshed } : {}), accounts });
     } else {
       const line = (label: string, value: string) => writeLine(ctx.stdout, `${`${label}:`.padEnd(13)} ${value}`);
       line('Server', status.server);
@@ -86,6 +97,8 @@ export const statusCommand: Command = {
       if (status.refreshToken !== undefined) {
         line('Refresh', status.refreshToken ? 'a refresh token is stored; the access token is renewed when it expires' : 'none');
       }
+      if (organization) line('Organization', `${describeOrganization(organization)}; commands act for it`);
+      if (lost) line('Organization', `${lost}, no longer one of yours: \`prospect org:switch <slug>\` another, or \`prospect org:switch --none\``);
       if (refreshed) line('Refreshed', 'just now: a new access token and refresh token are saved');
       if (status.serverSays) line('Server says', status.serverSays === 'valid' ? 'the token is valid' : `the token is ${status.serverSays}`);
       // One account is the block above; several (or one beside PROSPECT_TOKEN) are listed too.

@@ -60,12 +60,15 @@ export class Accounts {
   /**
    * A login's session becomes the active one. The account active until now is kept among the
    * others, unless it is the same account, whose session the new one replaces (as it replaces a
-   * stored one of it). Says which sessions were replaced, to end them on their server, and which
-   * account was kept.
+   * stored one of it), keeping the organization chosen for it. Says which sessions were replaced,
+   * to end them on their server, and which account was kept.
    */
-  logIn(session: SessionFile): Promise<{ replaced: SessionFile[]; kept?: SessionFile }> {
+  logIn(login: SessionFile): Promise<{ replaced: SessionFile[]; kept?: SessionFile }> {
     return withSessionLock(this.store, async () => {
       const before = await this.read();
+      // The organization chosen for this account (org:switch) outlives a new login of it, as gh keeps an account's settings.
+      const organization = allOf(before).find((stored) => sameAccount(stored, login))?.organization;
+      const session = login.organization || !organization ? login : { ...login, organization };
       const previous = activeOf(before);
       const kept = previous && !sameAccount(previous, session) ? previous : undefined;
       const replaced = [...(previous && !kept ? [previous] : []), ...before.others.filter((other) => sameAccount(other, session))];

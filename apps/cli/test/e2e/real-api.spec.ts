@@ -79,6 +79,9 @@ describe('auth:whoami', () => {
       verified: true,
       refreshed: false,
       refreshable: false,
+      // The CLI's tokens have `orgs` (issue #44): /me lists her organizations, and none is active.
+      organization: null,
+      organizations: [],
     });
     expect((await box.readSession()).user.name).toBe('Rear Admiral Grace Hopper');
     await api.app.get(AccountService).rename(person.id, 'Grace Hopper', null);
