@@ -7,7 +7,10 @@ import type { FlagSpec } from './command.js';
 /** The environment's say in where a login keeps its tokens: `keychain` or `file`. */
 export const CREDENTIAL_STORE_ENV = 'PROSPECT_CREDENTIAL_STORE';
 
-/** No default: absent, `--no-secure-storage` and `--secure-storage` are three different answers. */
+/**
+ * No default: absent, `--no-secure-storage` and `--secure-storage` are three different answers
+ * (cli.ts leaves a boolean flag without a default undefined when it is not given).
+ */
 export const secureStorageFlag: Record<string, FlagSpec> = { secureStorage: { type: 'boolean' } };
 
 /**
