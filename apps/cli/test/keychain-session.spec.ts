@@ -151,7 +151,7 @@ describe('keychainReason', () => {
     const dbus = Object.assign(new Error('Platform failure: DBus error: Using X11 for dbus-daemon autolaunch was disabled at compile time, set your DBUS_SESSION_BUS_ADDRESS instead'), {
       cause: new Error('Using X11 for dbus-daemon autolaunch was disabled'),
     });
-    expect(keychainReason(dbus)).toMatch(/^no Secret Service runs in this session/);
+    expect(keychainReason(dbus)).toBe('no Secret Service runs here (no D-Bus session bus)');
     expect(keychainReason(new Error("Couldn't access platform storage: Secret Service: unlock prompt was dismissed"))).toBe('it is locked, and no prompt to unlock it could be shown');
     expect(keychainReason(new Error("Couldn't access platform storage: Secret Service: no result found"))).toBe('the Secret Service has no default keyring to keep the tokens in');
     expect(keychainReason(new Error('Something else\nwith details'))).toBe('Something else');

@@ -105,8 +105,10 @@ export const loginCommand: Command = {
         // The keychain asked for cannot be used: the login is not failed for it (issue 48), the
         // session goes to the file, and the person is told, with how to use the keychain after all.
         if (!(err instanceof KeychainError) || !inKeychain(kept)) throw err;
-        writeLine(ctx.stderr, `${indent}The OS keychain cannot be used: ${err.reason}. The tokens are saved in the session file instead, readable by you only.`);
-        writeLine(ctx.stderr, `${indent}To use the keychain, ${err.fix}, then log in again with --secure-storage.`);
+        // Short lines: a long one would wrap mid-word at the terminal's edge.
+        writeLine(ctx.stderr, `${indent}The OS keychain cannot be used: ${err.reason}.`);
+        writeLine(ctx.stderr, `${indent}The tokens are saved in the session file instead, readable by you only.`);
+        writeLine(ctx.stderr, `${indent}To use the keychain: ${err.fix}, then log in with --secure-storage.`);
         kept = keptIn(session, 'file');
         saved = await accounts.logIn(kept);
       }

@@ -32,7 +32,7 @@ export class KeychainError extends CliError {
 }
 
 /** What makes the keychain usable, said for the platform (on Linux it is often not running at all). */
-export const KEYCHAIN_FIX = process.platform === 'linux' ? 'unlock your keyring, or run a Secret Service (gnome-keyring or KeePassXC, in a desktop session)' : 'unlock your keychain';
+export const KEYCHAIN_FIX = process.platform === 'linux' ? 'unlock your keyring, or start a Secret Service' : 'unlock your keychain';
 
 /**
  * Where a server's sessions are kept: `prospect:<host>` as `gh:github.com` is, with the port and
@@ -94,7 +94,7 @@ async function withEntry<T>(service: string, account: string, use: (entry: Insta
 export function keychainReason(err: unknown): string {
   const text = causes(err).join(' | ');
   if (/autolaunch|DBUS_SESSION_BUS_ADDRESS|Failed to connect to socket|ServiceUnknown|No such file or directory|not provided by any \.service files/i.test(text)) {
-    return 'no Secret Service runs in this session (no D-Bus session bus or keyring daemon, as usual on a server or over SSH)';
+    return 'no Secret Service runs here (no D-Bus session bus)';
   }
   if (/prompt was dismissed|is locked|locked collection/i.test(text)) return 'it is locked, and no prompt to unlock it could be shown';
   if (/no result found|collection.*does not exist|Object does not exist at path/i.test(text)) return 'the Secret Service has no default keyring to keep the tokens in';

@@ -93,7 +93,7 @@ it('installs a self-contained tarball under --prefix, and `prospect` runs from a
     // Without its optional keychain package, --secure-storage says so and how to get it, and keeps the file.
     const secure = await run('prospect', ['auth:login', '--api-url', backend.url, '--token', 'prs_pasted', '--secure-storage'], { cwd: outside, env: onPath });
     expect(secure).toMatchObject({ code: 0, stdout: `Logged in as ${user.name} <${user.email}> on ${backend.url}.\n` });
-    expect(secure.stderr).toMatch(/^The OS keychain cannot be used: its support, the optional package @napi-rs\/keyring, is not installed with prospect \(.*\)\. The tokens are saved in the session file instead, readable by you only\.\nTo use the keychain, install prospect again with its optional dependencies \(npm install without --omit=optional\), then log in again with --secure-storage\.\n/);
+    expect(secure.stderr).toMatch(/^The OS keychain cannot be used: its support, the optional package @napi-rs\/keyring, is not installed with prospect \(.*\)\.\nThe tokens are saved in the session file instead, readable by you only\.\nTo use the keychain: install prospect again with its optional dependencies \(npm install without --omit=optional\), then log in with --secure-storage\.\n/);
   } finally {
     await backend.close();
   }

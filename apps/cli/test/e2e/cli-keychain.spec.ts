@@ -47,8 +47,9 @@ describe('where no Secret Service runs', () => {
       const run = await box.run(['auth:login', '--api-url', backend.url, '--secure-storage']);
       expect(run.code).toBe(0);
       expect(run.stderr).toContain(
-        'The OS keychain cannot be used: no Secret Service runs in this session (no D-Bus session bus or keyring daemon, as usual on a server or over SSH). The tokens are saved in the session file instead, readable by you only.\n' +
-          'To use the keychain, unlock your keyring, or run a Secret Service (gnome-keyring or KeePassXC, in a desktop session), then log in again with --secure-storage.\n',
+        'The OS keychain cannot be used: no Secret Service runs here (no D-Bus session bus).\n' +
+          'The tokens are saved in the session file instead, readable by you only.\n' +
+          'To use the keychain: unlock your keyring, or start a Secret Service, then log in with --secure-storage.\n',
       );
       expect(run.stderr).not.toMatch(/\n\s+at /); // no stack trace
       expect(await box.readSession()).toMatchObject({ accessToken: 'prs_access_1', refreshToken: 'prsr_refresh_1' });
