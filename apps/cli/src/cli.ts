@@ -103,6 +103,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       pkg: { name: 'prospect', version: VERSION },
       description: command.description,
       autoVersion: false,
+      // A boolean flag declared without a default is undefined when not given, rather than
+      // false: `auth:login --no-secure-storage` says something its absence does not.
+      booleanDefault: undefined,
     });
     const declared = command.flags;
     const unknown = Object.keys(parsed.flags).filter((flag) => !(flag in declared));

@@ -7,6 +7,7 @@ import { authRequired } from '../errors.js';
 import { expiryMoment } from '../format.js';
 import { Accounts, activeOf, type StoredAccounts } from '../session/accounts.js';
 import { refreshSession } from '../session/refresh.js';
+import { type CredentialStore, describeEntry, inKeychain } from '../session/kept-secrets.js';
 import { accountName } from './account-choice.js';
 import type { Command } from './command.js';
 import { actFor, describeOrganization, ORG_FLAG_USAGE, orgFlag, reportedOrganization, requestedOrg } from './organization-choice.js';
@@ -56,9 +57,12 @@ export const statusCommand: Command = {
         refreshed ||= verified.renewed;
       }
       active = session;
+      // Where the token lives (issue 48): the session file, or the OS keychain beside it.
       status = {
         server: session.apiBaseUrl,
-        tokenSource: ctx.store.path,
+        tokenSource: inKeychain(session) ? describeEntry(session) : ctx.store.path,
+        credentialStore: inKeychain(session) ? 'keychain' : 'file',
+        sessionFile: ctx.store.path,
         token: session.accessToken,
         user: session.user,
         expiresAt: session.expiresAt,
@@ -89,6 +93,8 @@ export const statusCommand: Command = {
       line('User', status.user ? person(status.user) : 'not known until --verify');
       line('Token', ctx.flags.showToken ? status.token : maskToken(status.token));
       line('Token from', status.tokenSource === 'PROSPECT_TOKEN' ? 'the PROSPECT_TOKEN environment variable' : status.tokenSource);
+      // The rest of a session kept in the keychain is still in the file.
+      if (status.credentialStore === 'keychain') line('Session file', status.sessionFile!);
       // Only the server knows them: shown with --verify, as gh shows `Token scopes`.
       if (status.scopes) line('Token scopes', status.scopes.length ? status.scopes.map((scope) => `'${scope}'`).join(', ') : 'none');
       // A token made with another token or a session: which one, as the server words it.
@@ -118,6 +124,7 @@ interface ListedAccount {
   expired: boolean;
   refreshToken: boolean;
   active: boolean;
+  credentialStore: CredentialStore;
 }
 
 /** Every stored account, the active one first (as `active` has it after this run's renewal), each judged by its server's clock. */
@@ -132,6 +139,7 @@ async function listAccounts(ctx: CommandContext, stored: StoredAccounts, active:
       expired: Date.parse(session.expiresAt) <= (await serverClockOf(ctx).now(session.apiBaseUrl)),
       refreshToken: Boolean(session.refreshToken),
       active: session === current,
+      credentialStore: inKeychain(session) ? 'keychain' : 'file',
     })),
   );
 }
@@ -143,7 +151,8 @@ function printAccounts(ctx: CommandContext, accounts: ListedAccount[], fromEnv: 
   for (const account of accounts) {
     const expiry = `${account.expired ? 'expired' : 'expires'} ${utcMinute(account.expiresAt)}`;
     const state = account.refreshToken ? `access token ${expiry}, renewed when used` : account.expired ? `${expiry}: log in again` : expiry;
-    writeLine(ctx.stdout, `  ${account.active ? '*' : ' '} ${accountName({ apiBaseUrl: account.server, user: account.user })}: ${state}`);
+    const where = account.credentialStore === 'keychain' ? ' (tokens in the OS keychain)' : '';
+    writeLine(ctx.stdout, `  ${account.active ? '*' : ' '} ${accountName({ apiBaseUrl: account.server, user: account.user })}: ${state}${where}`);
   }
 }
 
@@ -163,6 +172,9 @@ function maskToken(token: string): string {
 interface Status {
   server: string;
   tokenSource: string;
+  /** For a stored session: where its tokens are, and the file that holds it (all of it, or all but the tokens). */
+  credentialStore?: CredentialStore;
+  sessionFile?: string;
   token: string;
   user?: { id: string; email: string; name: string };
   expiresAt?: string;
