@@ -14,6 +14,13 @@ process.once('SIGINT', () => {
 // of saving the session: this listener keeps it from ever being the only one.
 process.on('SIGXFSZ', () => undefined);
 
+// A reader that stops early (`prospect api … | head -1`) closes the pipe: stop quietly, as git and
+// gh do, instead of an unhandled EPIPE's stack trace.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(EXIT.ok);
+});
+
 void runCli(process.argv.slice(2), {
   env: process.env,
   // Getters: each stdio stream costs startup time to create, and most runs never touch stderr or stdin.
