@@ -13,6 +13,7 @@ import { WebSessions } from '../web-sessions/web-sessions.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { OrganizationTeardown } from '../organizations/organization-teardown.js';
 import { OrganizationsService } from '../organizations/organizations.service.js';
+import { RateLimits } from '../rate-limits/rate-limits.js';
 
 /** The rows its methods answer, for the pages (which import services, never repositories). */
 export type { IdentityProviderRow, LinkForAdmin };
@@ -64,10 +65,12 @@ export class IdentityProvidersService {
     private readonly clock: Clock,
     private readonly webSessions: WebSessions,
     private readonly organizations: OrganizationsService,
+    private readonly limits: RateLimits,
     teardown: OrganizationTeardown,
   ) {
     // An organization's deletion (organizations/, below this module) ends its providers through us, in its transaction.
     teardown.attach((tx, organizationId, now) => this.endForOrganization(tx, organizationId, now));
+    teardown.attachDomainEnding((tx, organizationId, domain) => this.endForOrganizationDomain(tx, organizationId, domain));
   }
 
   /** The instance's administrators see every provider; an organization, its own. */
@@ -85,12 +88,14 @@ export class IdentityProvidersService {
   /**
    * "Test connection": the provider's discovery document read now (nothing stored), and what it
    * names, or the one sentence that says why it could not be read (RelyingParty.discover's, which
-   * says nothing of what listens where on this server's network).
-   * @throws ApiException 404
+   * says nothing of what listens where on this server's network). An organization's test is
+   * counted against its PROVIDER_DISCOVERIES_PER_HOUR before the issuer is asked.
+   * @throws ApiException 404, 429
    */
   async testConnection(id: string, owner: ProviderOwner = INSTANCE): Promise<ConnectionTest> {
     const provider = await this.providers.findById(id);
     if (!provider || !ownedBy(provider, owner)) throw notFound(`No identity provider with the id ${id}.`);
+    if (owner.organizationId) await this.limits.attemptProviderDiscovery(owner.organizationId);
     try {
       const { metadata } = await this.relyingParty.discover(provider.issuer, provider.clientId, 'unused: the document alone is read');
       const text = (name: string) => (typeof metadata[name] === 'string' ? (metadata[name] as string) : null);
@@ -126,6 +131,8 @@ export class IdentityProvidersService {
     if (await this.providers.findById(input.id)) throw conflict(`An identity provider with the id ${input.id} exists already.`);
     await this.refuseUnverifiedDomains(emailDomains, owner);
     await this.refuseClaimedDomains(emailDomains, null, undefined, owner);
+    // Counted once the request is one that would be made, before the issuer is asked.
+    if (owner.organizationId) await this.limits.attemptProviderDiscovery(owner.organizationId);
     let discovered;
     try {
       discovered = await this.relyingParty.discover(issuer, input.clientId, input.clientSecret);
@@ -252,6 +259,19 @@ export class IdentityProvidersService {
       const detail = { providerId: provider.id, label: provider.displayName, sessions, reason: 'organization deleted' };
       await this.audit.record('org.identity_provider_delete', { userId: null, ip: null, organizationId, detail, at: now }, tx);
     }
+  }
+
+  /**
+   * A verified domain of the organization removed (OrganizationTeardown, in that change's `tx`):
+   * the browser sessions its providers started for addresses of the domain end, as disabling a
+   * provider ends all of its own (their sign-in would be refused now); how many.
+   */
+  async endForOrganizationDomain(tx: Tx, organizationId: string, domain: string): Promise<number> {
+    let sessions = 0;
+    for (const provider of await this.providers.lockedOfOrganization(tx, organizationId)) {
+      sessions += await this.webSessions.endForProviderDomain(tx, provider.id, domain);
+    }
+    return sessions;
   }
 
   /** The links of these people (admin pages: "last verified at the provider"). */

@@ -2,6 +2,7 @@ import { ROUTES } from '@prospect/contract';
 import { Mailer } from '../../src/mail/mailer.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { OrganizationsService } from '../../src/organizations/organizations.service.js';
+import { PROVIDER_DISCOVERIES_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { askForReset } from '../support/account-flows.js';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
@@ -118,6 +119,24 @@ describe('identity providers of an organization', () => {
     expect(down.body).toEqual({ ok: false, error: expect.stringContaining('Could not read the OpenID configuration') });
   });
 
+  it(`counts connection tests and registrations per organization: ${PROVIDER_DISCOVERIES_PER_HOUR} an hour, then 429 before the issuer is asked`, async () => {
+    const t = await team();
+    await registered(t); // one
+    for (let i = 1; i < PROVIDER_DISCOVERIES_PER_HOUR; i++) expect((await t.call('POST', `/${t.providerId}/test`, t.admin.token)).body.ok).toBe(true);
+    const tested = await t.call('POST', `/${t.providerId}/test`, t.admin.token);
+    expect(tested.status).toBe(429);
+    expect(Number(tested.headers.get('retry-after'))).toBeGreaterThan(0);
+    // A registration is refused before its issuer is asked: this one would otherwise be a 409 (its issuer is taken) after discovery.
+    await markDomainVerified(fed.api, t.orgId, `more.${t.domain}`);
+    const again = await t.call('POST', '', t.owner.token, { ...t.body, id: `${t.providerId}-again`, emailDomains: [`more.${t.domain}`] });
+    expect(again.status).toBe(429);
+    expect(again.body.message).toContain(`${PROVIDER_DISCOVERIES_PER_HOUR} an hour`);
+    // Another organization counts its own.
+    const other = await team();
+    await registered(other);
+    expect((await other.call('POST', `/${other.providerId}/test`, other.admin.token)).status).toBe(200);
+  });
+
   it('a member and an outsider cannot manage them: 403 naming the role for a member, 404 for an outsider', async () => {
     const t = await team();
     await registered(t);
@@ -210,6 +229,28 @@ describe('identity providers of an organization', () => {
     // Verified again (its DNS record back): sign-ins resume.
     await markDomainVerified(fed.api, t.orgId, t.domain);
     expect((await signInThrough(new HttpBrowser(), fed.api, `/login/sso/${t.providerId}`, insider.sub)).status).toBe(303);
+  });
+
+  it('removing a verified domain ends the browser sessions the organization’s provider started for it; another domain’s stay; disabling ends them all', async () => {
+    const t = await team();
+    const second = `second.${t.domain}`;
+    await markDomainVerified(fed.api, t.orgId, second);
+    const created = await t.call('POST', '', t.admin.token, { ...t.body, emailDomains: [t.domain, second] });
+    expect(created.status).toBe(201);
+    const leaving = t.person('leaving');
+    const staying = t.person('staying', second);
+    const [leavingBrowser, stayingBrowser] = [new HttpBrowser(), new HttpBrowser()];
+    expect((await signInThrough(leavingBrowser, fed.api, `/login/sso/${t.providerId}`, leaving.sub)).status).toBe(303);
+    expect((await signInThrough(stayingBrowser, fed.api, `/login/sso/${t.providerId}`, staying.sub)).status).toBe(303);
+
+    expect((await request(fed.api, 'DELETE', `/api/orgs/${t.slug}/domains/${t.domain}`, { token: t.admin.token })).status).toBe(204);
+    expect(await signedInAs(leavingBrowser, fed.api)).toBeNull();
+    expect(await signedInAs(stayingBrowser, fed.api)).toBe(staying.email);
+    expect((await orgLog(t)).find((e) => e.type === 'org.domain_remove')).toMatchObject({ actorEmail: t.admin.email, detail: { domain: t.domain, wasVerified: true, sessions: 1 } });
+
+    expect((await t.call('PATCH', `/${t.providerId}`, t.admin.token, { disabled: true })).status).toBe(200);
+    expect(await signedInAs(stayingBrowser, fed.api)).toBeNull();
+    expect((await orgLog(t)).find((e) => e.type === 'org.identity_provider_update')).toMatchObject({ detail: { disabled: true, sessions: 1 } });
   });
 
   it('an enforced domain signs in only through the organization’s enabled provider: /login sends there, no password, no reset mail', async () => {
