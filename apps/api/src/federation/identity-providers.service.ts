@@ -75,14 +75,16 @@ export class IdentityProvidersService {
 
   /** The instance's administrators see every provider; an organization, its own. */
   async list(owner: ProviderOwner = INSTANCE): Promise<AdminIdentityProvider[]> {
-    return (await this.rowsOf(owner)).map((row) => this.toAdmin(row, row.linkedAccounts));
+    const rows = await this.rowsOf(owner);
+    const names = await this.organizations.namesOf(rows.flatMap((row) => (row.organizationId ? [row.organizationId] : [])));
+    return rows.map((row) => this.toAdmin(row, row.linkedAccounts, names));
   }
 
   /** @throws ApiException 404 */
   async get(id: string, owner: ProviderOwner = INSTANCE): Promise<AdminIdentityProvider> {
     const found = (await this.rowsOf(owner)).find((row) => row.id === id);
     if (!found) throw notFound(`No identity provider with the id ${id}.`);
-    return this.toAdmin(found, found.linkedAccounts);
+    return this.toAdmin(found, found.linkedAccounts, await this.organizations.namesOf(found.organizationId ? [found.organizationId] : []));
   }
 
   /**
@@ -171,7 +173,7 @@ export class IdentityProvidersService {
       if (isUniqueViolation(err)) throw conflict(`An identity provider with the id ${input.id} or the issuer ${discoveredIssuer} exists already.`);
       throw err;
     }
-    return this.toAdmin({ ...row, disabledAt: null, updatedAt: now }, 0);
+    return this.toAdmin({ ...row, disabledAt: null, updatedAt: now }, 0, await this.organizations.namesOf(owner.organizationId ? [owner.organizationId] : []));
   }
 
   /**
@@ -181,7 +183,7 @@ export class IdentityProvidersService {
    * effect at once: password sign-in, reset mail and passwords set by invitation stop for its
    * domains (existing sessions stay; CLI and extension grants end by their own rules).
    * @returns the provider as it is now, and how many sessions ended.
-   * @throws ApiException 404, 409 (a domain of another provider)
+   * @throws ApiException 404, 409 (a domain of another provider; an organization's provider, to the instance's administrators)
    */
   async update(
     id: string,
@@ -191,6 +193,7 @@ export class IdentityProvidersService {
     owner: ProviderOwner = INSTANCE,
   ): Promise<{ provider: AdminIdentityProvider; sessionsEnded: number }> {
     if (owner.organizationId && changes.enforce) throw badRequest(ENFORCE_BY_DOMAIN);
+    await this.refuseOrganizationsProvider(id, owner);
     const emailDomains = changes.emailDomains ? [...new Set(changes.emailDomains)] : undefined;
     // Outside the transaction too: the organization's domains are read on another connection.
     if (emailDomains) await this.refuseUnverifiedDomains(emailDomains, owner);
@@ -230,15 +233,16 @@ export class IdentityProvidersService {
       return { provider: { ...current, ...stripUndefined(settings), disabledAt, updatedAt: now }, sessionsEnded };
     });
     const linked = (await this.rowsOf(owner)).find((row) => row.id === id)?.linkedAccounts ?? 0;
-    return { provider: this.toAdmin(provider, linked), sessionsEnded };
+    return { provider: this.toAdmin(provider, linked, await this.organizations.namesOf(provider.organizationId ? [provider.organizationId] : [])), sessionsEnded };
   }
 
   /**
    * Deletes a provider: the browser sessions started through it end, its links go (the accounts
    * stay: one made by federation has no password, and its owner sets one with a reset link).
-   * @throws ApiException 404
+   * @throws ApiException 404, 409 (an organization's provider, to the instance's administrators)
    */
   async remove(id: string, adminId: string, ip: string | null, owner: ProviderOwner = INSTANCE): Promise<void> {
+    await this.refuseOrganizationsProvider(id, owner);
     await this.uow.run(async (tx) => {
       const provider = await this.existing(tx, id, owner);
       const sessions = await this.webSessions.endForProvider(tx, id);
@@ -293,7 +297,7 @@ export class IdentityProvidersService {
     if (!removed) throw notFound('That person has no such link.');
   }
 
-  private toAdmin(row: Omit<IdentityProviderRow, 'clientSecretSealed' | 'metadata'>, linkedAccounts: number): AdminIdentityProvider {
+  private toAdmin(row: Omit<IdentityProviderRow, 'clientSecretSealed' | 'metadata'>, linkedAccounts: number, organizations: ReadonlyMap<string, { slug: string; name: string }>): AdminIdentityProvider {
     return {
       id: row.id,
       displayName: row.displayName,
@@ -308,13 +312,30 @@ export class IdentityProvidersService {
       redirectUri: this.federation.redirectUri(row.id),
       linkedAccounts,
       createdAt: row.createdAt.toISOString(),
+      organization: (row.organizationId && organizations.get(row.organizationId)) || null,
     };
   }
 
   private async existing(tx: Tx, id: string, owner: ProviderOwner): Promise<IdentityProviderRow> {
     const provider = await this.providers.lockedById(tx, id);
-    if (!provider || !ownedBy(provider, owner)) throw notFound(`No identity provider with the id ${id}.`);
+    if (!provider || !ownedBy(provider, owner) || (owner.organizationId === null && provider.organizationId)) throw notFound(`No identity provider with the id ${id}.`);
     return provider;
+  }
+
+  /**
+   * The instance's administrators see an organization's provider but do not change it: its
+   * organization's admins answer for it (and its log records what they do), so they are pointed
+   * there (409). Asked before the change's transaction (a provider's organization never changes;
+   * `existing` holds to it under the lock too).
+   */
+  private async refuseOrganizationsProvider(id: string, owner: ProviderOwner): Promise<void> {
+    if (owner.organizationId !== null) return;
+    const provider = await this.providers.findById(id);
+    if (!provider?.organizationId) return;
+    const org = (await this.organizations.namesOf([provider.organizationId])).get(provider.organizationId);
+    throw conflict(
+      `The identity provider ${id} belongs to the organization “${org?.name ?? provider.organizationId}”: its admins manage it${org ? `, at /orgs/${org.slug}/identity-providers` : ''}.`,
+    );
   }
 
   private rowsOf(owner: ProviderOwner) {
@@ -352,7 +373,7 @@ export class IdentityProvidersService {
   }
 }
 
-/** The instance's administrators act on every provider; an organization on its own only. */
+/** The instance's administrators see every provider (and change the instance's own: `existing`); an organization its own only. */
 function ownedBy(provider: IdentityProviderRow, owner: ProviderOwner): boolean {
   return owner.organizationId === null || provider.organizationId === owner.organizationId;
 }

@@ -122,6 +122,11 @@ export class OrganizationsRepository {
     await this.sql.rows(`DELETE FROM organizations WHERE id = $1`, [organizationId], tx);
   }
 
+  /** These organizations' slugs and names (those that exist). */
+  namesOf(ids: readonly string[]): Promise<OrganizationRow[]> {
+    return this.sql.rows(`SELECT id, slug, name FROM organizations WHERE id = ANY($1::uuid[])`, [ids]);
+  }
+
   /** The organizations whose only member is this person. */
   async soleMemberships(userId: string): Promise<string[]> {
     const rows = await this.sql.rows<{ id: string }>(

@@ -64,6 +64,12 @@ export class OrganizationsService {
     return this.domains.verifiedOwner(domain.toLowerCase());
   }
 
+  /** These organizations' slugs and names, by id (for the instance's admin pages, which name the organization a provider belongs to). */
+  async namesOf(ids: readonly string[]): Promise<Map<string, { slug: string; name: string }>> {
+    if (!ids.length) return new Map();
+    return new Map((await this.orgs.namesOf([...new Set(ids)])).map((o) => [o.id, { slug: o.slug, name: o.name }]));
+  }
+
   /** A new organization, its creator its owner. @throws 409 when the slug is taken. */
   async create(userId: string, input: { name: string; slug: string }, ip: string | null): Promise<Organization> {
     const now = this.clock.now();

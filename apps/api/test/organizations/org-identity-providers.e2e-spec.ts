@@ -4,7 +4,7 @@ import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { OrganizationsService } from '../../src/organizations/organizations.service.js';
 import { PROVIDER_DISCOVERIES_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
 import { UsersService } from '../../src/users/users.service.js';
-import { askForReset } from '../support/account-flows.js';
+import { askForReset, latestLink } from '../support/account-flows.js';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
 import { authEvents, createUser, userByEmail } from '../support/fixtures.js';
 import { request } from '../support/http.js';
@@ -13,7 +13,7 @@ import type { SmtpSink } from '../support/smtp-sink.js';
 import { markDomainVerified, organizationId, removeDomain } from '../support/verified-domain-fixtures.js';
 import { countWebSessions } from '../support/web-session-fixtures.js';
 import { postFrom, signInAs, webClient } from '../support/web-client.js';
-import { events, type Federation, signedInAs, signInThrough, startFederationWithMail } from '../federation/support/federation.js';
+import { events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederationWithMail } from '../federation/support/federation.js';
 import { HttpBrowser } from '../federation/support/http-browser.js';
 import { CLIENT_ID, CLIENT_SECRET, TestProvider } from '../federation/support/test-provider.js';
 
@@ -135,6 +135,32 @@ describe('identity providers of an organization', () => {
     const other = await team();
     await registered(other);
     expect((await other.call('POST', `/${other.providerId}/test`, other.admin.token)).status).toBe(200);
+  });
+
+  it('the instance’s admin sees an organization’s provider with its organization, and is pointed there instead of changing it (409)', async () => {
+    const t = await team();
+    const created = await registered(t);
+    expect(created.organization).toEqual({ slug: t.slug, name: expect.any(String) });
+    const listed = ((await fed.call('GET', PROVIDERS)).body as Array<{ id: string }>).find((p) => p.id === t.providerId);
+    expect(listed).toEqual(created);
+    expect((await fed.call('GET', `${PROVIDERS}/${t.providerId}`)).body).toEqual(created);
+
+    for (const [method, json] of [['PATCH', { disabled: true }], ['PATCH', { displayName: 'Taken over' }], ['DELETE', undefined]] as const) {
+      const refused = await fed.call(method, `${PROVIDERS}/${t.providerId}`, json);
+      expect([method, refused.status]).toEqual([method, 409]);
+      expect(refused.body.message).toContain(`/orgs/${t.slug}/identity-providers`);
+    }
+    expect((await t.call('GET', `/${t.providerId}`, t.admin.token)).body).toEqual(created);
+
+    // The page shows whose it is, with no form that would change it.
+    const web = await signInAs(fed.api, fed.admin.email, 'correct horse battery');
+    const page = await web.send('GET', '/admin/identity-providers');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`<code>/orgs/${t.slug}/identity-providers</code>`);
+    expect(page.text).not.toContain(`action="/admin/identity-providers/${t.providerId}`);
+    const refusedForm = await postFrom(web, '/admin/identity-providers', `/admin/identity-providers/${t.providerId}/disable`);
+    expect([403, 409]).toContain(refusedForm.status);
+    expect((await t.call('GET', `/${t.providerId}`, t.admin.token)).body.disabled).toBe(false);
   });
 
   it('a member and an outsider cannot manage them: 403 naming the role for a member, 404 for an outsider', async () => {
@@ -291,6 +317,51 @@ describe('identity providers of an organization', () => {
     expect((await passwordSignIn(person.email)).status).toBe(303);
     const updates = (await orgLog(t)).filter((e) => e.type === 'org.identity_provider_update').map((e) => e.detail.disabled);
     expect(updates).toEqual([false, true]);
+  });
+
+  it('an invitation to an address of an enforced domain: signed out, the person continues with the organization’s provider (no password sign-up), comes back to the invitation and accepts', async () => {
+    const t = await team({ enforceSso: true });
+    await registered(t);
+    const invited = t.person('invited');
+    expect((await request(fed.api, 'POST', `/api/orgs/${t.slug}/invitations`, { token: t.owner.token, json: { email: invited.email, role: 'admin' } })).status).toBe(201);
+    const link = await latestLink(fed.api, smtp, invited.email, '/invitations');
+    const path = `${link.pathname}${link.search}`;
+    const token = link.searchParams.get('token')!;
+
+    const browser = new HttpBrowser();
+    const page = await browser.request(`${fed.api.baseUrl}${path}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`Continue with ${t.body.displayName}`);
+    expect(page.text).not.toContain('Create account and join');
+    expect(page.text).not.toContain('Sign in to accept');
+    const href = /<a class="button" href="([^"]+)">Continue with/.exec(page.text)![1]!.replace(/&amp;/g, '&').replace(/&#x3D;/g, '=');
+    const onward = new URL(href, fed.api.baseUrl);
+    expect(onward.pathname).toBe(`/login/sso/${t.providerId}`);
+    expect(onward.searchParams.get('next')).toBe(path);
+    expect(onward.searchParams.get('login_hint')).toBe(invited.email);
+    // A password sign-up from the link is refused all the same, and makes no account.
+    const signUp = await browser.request(`${fed.api.baseUrl}/invitations/signup`, { form: { _csrf: HttpBrowser.csrfOf(page.text), token, name: 'Invited', password: 'correct horse battery' } });
+    expect(signUp.status).toBe(403);
+    expect(await userByEmail(fed.api, invited.email)).toBeNull();
+
+    const back = await signInThrough(browser, fed.api, `${onward.pathname}${onward.search}`, invited.sub);
+    expect(back.status).toBe(303);
+    expect(`${back.location!.pathname}${back.location!.search}`).toBe(path);
+    const accepting = await browser.request(`${fed.api.baseUrl}${path}`);
+    expect(accepting.text).toContain(`Accept and join`);
+    const joined = await browser.request(`${fed.api.baseUrl}/invitations`, { form: { _csrf: HttpBrowser.csrfOf(accepting.text), token } });
+    expect(joined.status).toBe(303);
+    expect(joined.location!.pathname).toBe(`/orgs/${t.slug}`);
+    const account = (await userByEmail(fed.api, invited.email))!;
+    expect(await fed.api.app.get(OrganizationsService).listFor(account.id)).toEqual([expect.objectContaining({ slug: t.slug, role: 'admin' })]);
+
+    // An address of a domain nobody enforces still gets the password forms.
+    const free = `free${n}@example.com`;
+    expect((await request(fed.api, 'POST', `/api/orgs/${t.slug}/invitations`, { token: t.owner.token, json: { email: free, role: 'member' } })).status).toBe(201);
+    const freeLink = await latestLink(fed.api, smtp, free, '/invitations');
+    const freePage = await new HttpBrowser().request(`${fed.api.baseUrl}${freeLink.pathname}${freeLink.search}`);
+    expect(freePage.text).toContain('Create account and join');
+    expect(freePage.text).not.toContain('Continue with');
   });
 
   it('the page /orgs/{slug}/identity-providers: an admin registers one (refused for an unverified domain), tests its connection and deletes it; a member is refused', async () => {
