@@ -339,8 +339,10 @@ describe('identity providers of an organization', () => {
     expect(onward.pathname).toBe(`/login/sso/${t.providerId}`);
     expect(onward.searchParams.get('next')).toBe(path);
     expect(onward.searchParams.get('login_hint')).toBe(invited.email);
-    // A password sign-up from the link is refused all the same, and makes no account.
-    const signUp = await browser.request(`${fed.api.baseUrl}/invitations/signup`, { form: { _csrf: HttpBrowser.csrfOf(page.text), token, name: 'Invited', password: 'correct horse battery' } });
+    expect(page.text).not.toContain('action="/invitations/signup"');
+    // A password sign-up posted to the link anyway (this browser's CSRF token from another page) is refused, and makes no account.
+    const csrf = HttpBrowser.csrfOf((await browser.request(`${fed.api.baseUrl}/login`)).text);
+    const signUp = await browser.request(`${fed.api.baseUrl}/invitations/signup`, { form: { _csrf: csrf, token, name: 'Invited', password: 'correct horse battery' } });
     expect(signUp.status).toBe(403);
     expect(await userByEmail(fed.api, invited.email)).toBeNull();
 
