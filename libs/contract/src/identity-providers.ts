@@ -125,6 +125,11 @@ export const AdminIdentityProviderSchema = z.object({
   /** Prospect accounts linked to it. */
   linkedAccounts: z.int(),
   createdAt: z.iso.datetime({ offset: true }),
+  /**
+   * The organization that registered it (issue #44), whose admins alone change it (at
+   * `/orgs/{slug}/identity-providers`); null for the instance's own providers.
+   */
+  organization: z.nullable(z.object({ slug: z.string(), name: z.string() })),
 });
 export type AdminIdentityProvider = z.infer<typeof AdminIdentityProviderSchema>;
 

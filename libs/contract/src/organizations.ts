@@ -137,9 +137,15 @@ export const JoinOrganizationResponseSchema = z.object({
 });
 export type JoinOrganizationResponse = z.infer<typeof JoinOrganizationResponseSchema>;
 
-/** GET /api/orgs/{slug}/join-requests: a person who asked to join through a verified domain. */
+/**
+ * GET /api/orgs/{slug}/join-requests: a person who asked to join through a verified domain.
+ * `valid` is false once it can no longer be approved: their address is no longer verified, or no
+ * longer in a verified domain of the organization, or that domain went back to invitations only
+ * (approving it is refused, and ends it; declining it still works).
+ */
 export const JoinRequestSchema = z.object({
   user: z.object({ id: z.string(), email: z.string(), name: z.string() }),
   requestedAt: isoTimestamp,
+  valid: z.boolean(),
 });
 export type JoinRequest = z.infer<typeof JoinRequestSchema>;

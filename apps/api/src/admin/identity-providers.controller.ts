@@ -68,7 +68,13 @@ export class IdentityProvidersController {
   })
   @ApiJsonBody(UpdateIdentityProviderRequestSchema)
   @ApiJsonResponse(200, 'The provider as it is now.', AdminIdentityProviderSchema)
-  @ApiErrors([400, 'Invalid body.'], [401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such provider.'], [409, 'A domain belongs to another provider.'])
+  @ApiErrors(
+    [400, 'Invalid body.'],
+    [401, 'No valid bearer token.'],
+    [403, 'Not an admin.'],
+    [404, 'No such provider.'],
+    [409, 'A domain belongs to another provider, or the provider is an organization’s (`organization`), which its admins manage at `/api/orgs/{slug}/identity-providers`.'],
+  )
   async update(
     @Principal() caller: AuthPrincipal,
     @Param('id') id: string,
@@ -81,7 +87,7 @@ export class IdentityProvidersController {
   @Delete(':id')
   @HttpCode(204)
   @ApiOperation({ summary: 'Delete a provider: the browser sessions it started end and its links go; the accounts stay (admins).' })
-  @ApiErrors([401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such provider.'])
+  @ApiErrors([401, 'No valid bearer token.'], [403, 'Not an admin.'], [404, 'No such provider.'], [409, 'An organization’s provider (`organization`), which its admins manage.'])
   async remove(@Principal() caller: AuthPrincipal, @Param('id') id: string, @Ip() ip: string): Promise<void> {
     await this.providers.remove(id, caller.user.id, ip);
   }

@@ -13,6 +13,7 @@ import { WebSessions } from '../web-sessions/web-sessions.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { OrganizationTeardown } from '../organizations/organization-teardown.js';
 import { OrganizationsService } from '../organizations/organizations.service.js';
+import { RateLimits } from '../rate-limits/rate-limits.js';
 
 /** The rows its methods answer, for the pages (which import services, never repositories). */
 export type { IdentityProviderRow, LinkForAdmin };
@@ -64,33 +65,39 @@ export class IdentityProvidersService {
     private readonly clock: Clock,
     private readonly webSessions: WebSessions,
     private readonly organizations: OrganizationsService,
+    private readonly limits: RateLimits,
     teardown: OrganizationTeardown,
   ) {
     // An organization's deletion (organizations/, below this module) ends its providers through us, in its transaction.
     teardown.attach((tx, organizationId, now) => this.endForOrganization(tx, organizationId, now));
+    teardown.attachDomainEnding((tx, organizationId, domain) => this.endForOrganizationDomain(tx, organizationId, domain));
   }
 
   /** The instance's administrators see every provider; an organization, its own. */
   async list(owner: ProviderOwner = INSTANCE): Promise<AdminIdentityProvider[]> {
-    return (await this.rowsOf(owner)).map((row) => this.toAdmin(row, row.linkedAccounts));
+    const rows = await this.rowsOf(owner);
+    const names = await this.organizations.namesOf(rows.flatMap((row) => (row.organizationId ? [row.organizationId] : [])));
+    return rows.map((row) => this.toAdmin(row, row.linkedAccounts, names));
   }
 
   /** @throws ApiException 404 */
   async get(id: string, owner: ProviderOwner = INSTANCE): Promise<AdminIdentityProvider> {
     const found = (await this.rowsOf(owner)).find((row) => row.id === id);
     if (!found) throw notFound(`No identity provider with the id ${id}.`);
-    return this.toAdmin(found, found.linkedAccounts);
+    return this.toAdmin(found, found.linkedAccounts, await this.organizations.namesOf(found.organizationId ? [found.organizationId] : []));
   }
 
   /**
    * "Test connection": the provider's discovery document read now (nothing stored), and what it
    * names, or the one sentence that says why it could not be read (RelyingParty.discover's, which
-   * says nothing of what listens where on this server's network).
-   * @throws ApiException 404
+   * says nothing of what listens where on this server's network). An organization's test is
+   * counted against its PROVIDER_DISCOVERIES_PER_HOUR before the issuer is asked.
+   * @throws ApiException 404, 429
    */
   async testConnection(id: string, owner: ProviderOwner = INSTANCE): Promise<ConnectionTest> {
     const provider = await this.providers.findById(id);
     if (!provider || !ownedBy(provider, owner)) throw notFound(`No identity provider with the id ${id}.`);
+    if (owner.organizationId) await this.limits.attemptProviderDiscovery(owner.organizationId);
     try {
       const { metadata } = await this.relyingParty.discover(provider.issuer, provider.clientId, 'unused: the document alone is read');
       const text = (name: string) => (typeof metadata[name] === 'string' ? (metadata[name] as string) : null);
@@ -126,6 +133,8 @@ export class IdentityProvidersService {
     if (await this.providers.findById(input.id)) throw conflict(`An identity provider with the id ${input.id} exists already.`);
     await this.refuseUnverifiedDomains(emailDomains, owner);
     await this.refuseClaimedDomains(emailDomains, null, undefined, owner);
+    // Counted once the request is one that would be made, before the issuer is asked.
+    if (owner.organizationId) await this.limits.attemptProviderDiscovery(owner.organizationId);
     let discovered;
     try {
       discovered = await this.relyingParty.discover(issuer, input.clientId, input.clientSecret);
@@ -164,7 +173,7 @@ export class IdentityProvidersService {
       if (isUniqueViolation(err)) throw conflict(`An identity provider with the id ${input.id} or the issuer ${discoveredIssuer} exists already.`);
       throw err;
     }
-    return this.toAdmin({ ...row, disabledAt: null, updatedAt: now }, 0);
+    return this.toAdmin({ ...row, disabledAt: null, updatedAt: now }, 0, await this.organizations.namesOf(owner.organizationId ? [owner.organizationId] : []));
   }
 
   /**
@@ -174,7 +183,7 @@ export class IdentityProvidersService {
    * effect at once: password sign-in, reset mail and passwords set by invitation stop for its
    * domains (existing sessions stay; CLI and extension grants end by their own rules).
    * @returns the provider as it is now, and how many sessions ended.
-   * @throws ApiException 404, 409 (a domain of another provider)
+   * @throws ApiException 404, 409 (a domain of another provider; an organization's provider, to the instance's administrators)
    */
   async update(
     id: string,
@@ -184,6 +193,7 @@ export class IdentityProvidersService {
     owner: ProviderOwner = INSTANCE,
   ): Promise<{ provider: AdminIdentityProvider; sessionsEnded: number }> {
     if (owner.organizationId && changes.enforce) throw badRequest(ENFORCE_BY_DOMAIN);
+    await this.refuseOrganizationsProvider(id, owner);
     const emailDomains = changes.emailDomains ? [...new Set(changes.emailDomains)] : undefined;
     // Outside the transaction too: the organization's domains are read on another connection.
     if (emailDomains) await this.refuseUnverifiedDomains(emailDomains, owner);
@@ -223,15 +233,16 @@ export class IdentityProvidersService {
       return { provider: { ...current, ...stripUndefined(settings), disabledAt, updatedAt: now }, sessionsEnded };
     });
     const linked = (await this.rowsOf(owner)).find((row) => row.id === id)?.linkedAccounts ?? 0;
-    return { provider: this.toAdmin(provider, linked), sessionsEnded };
+    return { provider: this.toAdmin(provider, linked, await this.organizations.namesOf(provider.organizationId ? [provider.organizationId] : [])), sessionsEnded };
   }
 
   /**
    * Deletes a provider: the browser sessions started through it end, its links go (the accounts
    * stay: one made by federation has no password, and its owner sets one with a reset link).
-   * @throws ApiException 404
+   * @throws ApiException 404, 409 (an organization's provider, to the instance's administrators)
    */
   async remove(id: string, adminId: string, ip: string | null, owner: ProviderOwner = INSTANCE): Promise<void> {
+    await this.refuseOrganizationsProvider(id, owner);
     await this.uow.run(async (tx) => {
       const provider = await this.existing(tx, id, owner);
       const sessions = await this.webSessions.endForProvider(tx, id);
@@ -254,6 +265,19 @@ export class IdentityProvidersService {
     }
   }
 
+  /**
+   * A verified domain of the organization removed (OrganizationTeardown, in that change's `tx`):
+   * the browser sessions its providers started for addresses of the domain end, as disabling a
+   * provider ends all of its own (their sign-in would be refused now); how many.
+   */
+  async endForOrganizationDomain(tx: Tx, organizationId: string, domain: string): Promise<number> {
+    let sessions = 0;
+    for (const provider of await this.providers.lockedOfOrganization(tx, organizationId)) {
+      sessions += await this.webSessions.endForProviderDomain(tx, provider.id, domain);
+    }
+    return sessions;
+  }
+
   /** The links of these people (admin pages: "last verified at the provider"). */
   linksOf(userIds: string[]): Promise<LinkForAdmin[]> {
     return this.links.forAdmin(userIds);
@@ -273,7 +297,7 @@ export class IdentityProvidersService {
     if (!removed) throw notFound('That person has no such link.');
   }
 
-  private toAdmin(row: Omit<IdentityProviderRow, 'clientSecretSealed' | 'metadata'>, linkedAccounts: number): AdminIdentityProvider {
+  private toAdmin(row: Omit<IdentityProviderRow, 'clientSecretSealed' | 'metadata'>, linkedAccounts: number, organizations: ReadonlyMap<string, { slug: string; name: string }>): AdminIdentityProvider {
     return {
       id: row.id,
       displayName: row.displayName,
@@ -288,13 +312,30 @@ export class IdentityProvidersService {
       redirectUri: this.federation.redirectUri(row.id),
       linkedAccounts,
       createdAt: row.createdAt.toISOString(),
+      organization: (row.organizationId && organizations.get(row.organizationId)) || null,
     };
   }
 
   private async existing(tx: Tx, id: string, owner: ProviderOwner): Promise<IdentityProviderRow> {
     const provider = await this.providers.lockedById(tx, id);
-    if (!provider || !ownedBy(provider, owner)) throw notFound(`No identity provider with the id ${id}.`);
+    if (!provider || !ownedBy(provider, owner) || (owner.organizationId === null && provider.organizationId)) throw notFound(`No identity provider with the id ${id}.`);
     return provider;
+  }
+
+  /**
+   * The instance's administrators see an organization's provider but do not change it: its
+   * organization's admins answer for it (and its log records what they do), so they are pointed
+   * there (409). Asked before the change's transaction (a provider's organization never changes;
+   * `existing` holds to it under the lock too).
+   */
+  private async refuseOrganizationsProvider(id: string, owner: ProviderOwner): Promise<void> {
+    if (owner.organizationId !== null) return;
+    const provider = await this.providers.findById(id);
+    if (!provider?.organizationId) return;
+    const org = (await this.organizations.namesOf([provider.organizationId])).get(provider.organizationId);
+    throw conflict(
+      `The identity provider ${id} belongs to the organization “${org?.name ?? provider.organizationId}”: its admins manage it${org ? `, at /orgs/${org.slug}/identity-providers` : ''}.`,
+    );
   }
 
   private rowsOf(owner: ProviderOwner) {
@@ -332,7 +373,7 @@ export class IdentityProvidersService {
   }
 }
 
-/** The instance's administrators act on every provider; an organization on its own only. */
+/** The instance's administrators see every provider (and change the instance's own: `existing`); an organization its own only. */
 function ownedBy(provider: IdentityProviderRow, owner: ProviderOwner): boolean {
   return owner.organizationId === null || provider.organizationId === owner.organizationId;
 }

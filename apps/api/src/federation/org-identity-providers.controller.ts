@@ -61,6 +61,7 @@ export class OrgIdentityProvidersController {
     [403, 'Your role may not.'],
     [404, 'No such organization of yours.'],
     [409, 'A domain the organization has not verified, the id or issuer is taken, or a domain belongs to another provider.'],
+    [429, 'Too many discoveries (registrations and connection tests) for the organization this hour: counted before the issuer is asked.'],
   )
   create(@Actor() actor: OrgActor, @ValidBody(CreateIdentityProviderRequestSchema) body: CreateIdentityProviderRequest): Promise<AdminIdentityProvider> {
     return this.providers.create(body, actor.userId, actor.ip, ownerOf(actor));
@@ -103,7 +104,7 @@ export class OrgIdentityProvidersController {
     description: 'Answers what it found (`ok: true`: its issuer and endpoints) or the one sentence saying why it could not be read (`ok: false`). Nothing is stored.',
   })
   @ApiJsonResponse(200, 'What discovery found.', IdentityProviderConnectionTestSchema)
-  @ApiErrors([401, 'No valid credential.'], [403, 'Your role may not.'], [404, 'No such provider of the organization.'])
+  @ApiErrors([401, 'No valid credential.'], [403, 'Your role may not.'], [404, 'No such provider of the organization.'], [429, 'Too many discoveries for the organization this hour.'])
   test(@Actor() actor: OrgActor, @Param('id') id: string): Promise<IdentityProviderConnectionTest> {
     return this.providers.testConnection(id, ownerOf(actor));
   }

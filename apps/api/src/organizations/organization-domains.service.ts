@@ -19,6 +19,7 @@ import { RateLimits } from '../rate-limits/rate-limits.js';
 import { DomainTxtLookup, type TxtAnswer } from './domain-txt-lookup.js';
 import { type DomainRow, OrganizationDomainsRepository } from './organization-domains.repository.js';
 import { OrganizationJoinRequestsRepository } from './organization-join-requests.repository.js';
+import { OrganizationTeardown } from './organization-teardown.js';
 import { OrganizationsRepository } from './organizations.repository.js';
 import { needsRole, type OrgActor, OrganizationsService } from './organizations.service.js';
 
@@ -74,6 +75,7 @@ export class OrganizationDomainsService {
     private readonly audit: AuditService,
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
+    private readonly teardown: OrganizationTeardown,
   ) {}
 
   async list(actor: OrgActor): Promise<OrganizationDomain[]> {
@@ -161,12 +163,18 @@ export class OrganizationDomainsService {
     });
   }
 
-  /** Removes the domain: it no longer lets anyone join, nor enforces anything; members who joined through it stay. */
+  /**
+   * Removes the domain: it no longer lets anyone join, nor enforces anything; members who joined
+   * through it stay. A verified one also ends, in the same transaction, the browser sessions the
+   * organization's identity providers started for addresses of it (OrganizationTeardown's domain
+   * endings: federation/), as the sign-in they came from would be refused now.
+   */
   async remove(actor: OrgActor, domain: string): Promise<void> {
     await this.asAdmin(actor, 'remove domains', async (tx, actor) => {
       const removed = await this.domains.remove(tx, actor.organization.id, domain);
       if (!removed) throw this.noSuchDomain(actor, domain);
-      await this.organizations.record(tx, actor, 'org.domain_remove', { domain, wasVerified: removed.verifiedAt !== null });
+      const sessions = removed.verifiedAt ? await this.teardown.endDomain(tx, actor.organization.id, domain, this.clock.now()) : 0;
+      await this.organizations.record(tx, actor, 'org.domain_remove', { domain, wasVerified: removed.verifiedAt !== null, sessions });
     });
   }
 
@@ -215,17 +223,25 @@ export class OrganizationDomainsService {
     });
   }
 
+  /** Retention: at most `limit` requests made before `before` that can no longer be approved, in `tx`; how many. */
+  purgeStaleJoinRequests(tx: Tx, before: Date, limit: number): Promise<number> {
+    return this.joinRequests.purgeStaleBefore(tx, before, limit);
+  }
+
   async listJoinRequests(actor: OrgActor): Promise<JoinRequest[]> {
     return (await this.joinRequests.list(actor.organization.id)).map((r) => ({
       user: { id: r.userId, email: r.email, name: r.name },
       requestedAt: r.requestedAt.toISOString(),
+      valid: r.valid,
     }));
   }
 
   /**
    * An admin approves a request: the person becomes a member, if their address is still verified
-   * and in a verified domain of the organization (then, or else, the request ends). @throws 404
-   * when there is no such request; 409 when the person may no longer join.
+   * and in a verified domain of the organization whose join policy still takes requests (`request`
+   * or `auto`; a domain gone back to `invite` takes nobody by request), all read under the
+   * organization's lock; otherwise the request ends. @throws 404 when there is no such request; 409
+   * when the person may no longer join this way.
    */
   async approve(actor: OrgActor, userId: string): Promise<void> {
     const outcome = await this.asAdmin(actor, 'approve requests to join', async (tx, actor) => {
@@ -234,14 +250,21 @@ export class OrganizationDomainsService {
       const target = await this.domains.joinTarget(actor.organization.slug, userId, tx);
       if (!target?.emailVerified || !target.domain) {
         await this.organizations.record(tx, actor, 'org.join_request_decline', { memberId: userId, reason: 'address_outside_verified_domains' });
-        return 'ended' as const;
+        return { ended: 'address' as const };
+      }
+      if (target.joinPolicy === 'invite') {
+        await this.organizations.record(tx, actor, 'org.join_request_decline', { memberId: userId, reason: 'domain_invitation_only', domain: target.domain });
+        return { ended: 'invite' as const, domain: target.domain };
       }
       await this.organizations.addMember(tx, orgId, userId, 'member', 'join_request', actor.ip);
       await this.organizations.record(tx, actor, 'org.join_request_approve', { memberId: userId, domain: target.domain });
-      return 'added' as const;
+      return { ended: null };
     });
-    if (outcome === 'ended') {
+    if (outcome.ended === 'address') {
       throw conflict(`This person’s address is no longer a verified one in a verified domain of “${actor.organization.name}”: their request has ended. Invite them if they should join.`);
+    }
+    if (outcome.ended === 'invite') {
+      throw conflict(`${outcome.domain} takes people by invitation only now: this request has ended. Invite them if they should join.`);
     }
   }
 

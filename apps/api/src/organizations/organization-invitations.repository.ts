@@ -110,14 +110,34 @@ export class OrganizationInvitationsRepository {
     return row;
   }
 
+  /**
+   * At most `limit` invitations that ended (accepted, revoked or expired) before `before`, in `tx`
+   * (retention); how many. An ended link's page then says it does not exist rather than why it ended.
+   */
+  purgeEndedBefore(tx: Tx, before: Date, limit: number): Promise<number> {
+    return this.sql.count(
+      `DELETE FROM organization_invitations WHERE id IN (
+         SELECT id FROM organization_invitations
+          WHERE accepted_at < $1 OR revoked_at < $1 OR expires_at < $1
+          LIMIT $2)`,
+      [before, limit],
+      tx,
+    );
+  }
+
   async markAccepted(tx: Tx, id: string, now: Date): Promise<void> {
     await this.sql.rows(`UPDATE organization_invitations SET accepted_at = $2 WHERE id = $1`, [id, now], tx);
   }
 
-  /** The accepting person's address and whether it is verified, as it is in `tx`. */
-  async accepter(tx: Tx, userId: string): Promise<AccepterRow | undefined> {
+  /**
+   * The accepting person's address and whether it is verified, their account's row share-locked
+   * for the rest of `tx` (module-map.json's reviewed `locks` exception): an address change, which
+   * updates that row, either committed before this read and is what it sees, or waits until the
+   * acceptance has committed; it cannot slip in between the check and the membership.
+   */
+  async lockAccepter(tx: Tx, userId: string): Promise<AccepterRow | undefined> {
     const [row] = await this.sql.rows<AccepterRow>(
-      `SELECT email, email_verified_at IS NOT NULL AS "emailVerified" FROM users WHERE id = $1 AND disabled_at IS NULL`,
+      `SELECT email, email_verified_at IS NOT NULL AS "emailVerified" FROM users WHERE id = $1 AND disabled_at IS NULL FOR SHARE`,
       [userId],
       tx,
     );

@@ -149,6 +149,11 @@ export class OrganizationInvitationsService {
     });
   }
 
+  /** Retention: at most `limit` invitations that ended before `before`, in `tx`; how many. */
+  purgeEndedBefore(tx: Tx, before: Date, limit: number): Promise<number> {
+    return this.invitations.purgeEndedBefore(tx, before, limit);
+  }
+
   /** What the link's page shows. @throws InvitationUnusable. */
   async preview(token: string): Promise<InvitationPreview> {
     if (!looksLikeSecret(token, ORG_INVITATION_TOKEN_PREFIX)) throw new InvitationUnusable('unknown');
@@ -160,13 +165,15 @@ export class OrganizationInvitationsService {
   /**
    * Accepts as the signed-in `userId`, in one transaction under the organization's lock and the
    * invitation's: the invitation still usable (a second accept, racing or not, finds it used), the
-   * person's address the invited one and verified, as both are in this transaction; then they are
-   * a member with its role, the invitation used, both recorded.
+   * person's address the invited one and verified, read with their account's row share-locked (an
+   * address change committing at the same instant waits for this transaction, or went first and
+   * is what it reads); then they are a member with its role, the invitation used, both recorded.
    * @throws InvitationUnusable; InvitationNotForYou.
    */
   async accept(token: string, userId: string, ip: string | null): Promise<Acceptance> {
     return this.underLocks(token, async (tx, row) => {
-      const accepter = await this.invitations.accepter(tx, userId);
+      // Share-locks the account's row after the organization's, the order an account's deletion takes too (UsersService.deleteAccount).
+      const accepter = await this.invitations.lockAccepter(tx, userId);
       if (!accepter || normalizeEmail(accepter.email) !== row.email) throw new InvitationNotForYou('other-address', row.email);
       if (!accepter.emailVerified) throw new InvitationNotForYou('unverified', row.email);
       return this.join(tx, row, userId, ip);

@@ -122,6 +122,11 @@ export class OrganizationsRepository {
     await this.sql.rows(`DELETE FROM organizations WHERE id = $1`, [organizationId], tx);
   }
 
+  /** These organizations' slugs and names (those that exist). */
+  namesOf(ids: readonly string[]): Promise<OrganizationRow[]> {
+    return this.sql.rows(`SELECT id, slug, name FROM organizations WHERE id = ANY($1::uuid[])`, [ids]);
+  }
+
   /** The organizations whose only member is this person. */
   async soleMemberships(userId: string): Promise<string[]> {
     const rows = await this.sql.rows<{ id: string }>(
@@ -136,18 +141,19 @@ export class OrganizationsRepository {
     return (await this.sql.rows(`SELECT 1 FROM organization_members WHERE organization_id = $1 LIMIT 1`, [organizationId], tx)).length > 0;
   }
 
-  /** Locks, for the rest of `tx`, every organization the person is an owner of, in one order (no deadlock between two such locks). */
-  async lockOwnedBy(tx: Tx, userId: string): Promise<void> {
-    await this.sql.rows(
-      `SELECT o.id FROM organizations o JOIN organization_members m ON m.organization_id = o.id AND m.user_id = $1 AND m.role = 'owner' ORDER BY o.id FOR UPDATE OF o`,
-      [userId],
-      tx,
-    );
+  /**
+   * Locks, for the rest of `tx`, every organization the person is a member of, in one order (no
+   * deadlock between two such locks); their memberships as they are under those locks (read by a
+   * statement of its own: one that waited for a lock would see the rows it joined as they were).
+   */
+  async lockMembershipsOf(tx: Tx, userId: string): Promise<Array<{ organizationId: string; role: OrgRole }>> {
+    await this.sql.rows(`SELECT o.id FROM organizations o JOIN organization_members m ON m.organization_id = o.id AND m.user_id = $1 ORDER BY o.id FOR UPDATE OF o`, [userId], tx);
+    return this.sql.rows(`SELECT organization_id AS "organizationId", role FROM organization_members WHERE user_id = $1 ORDER BY organization_id`, [userId], tx);
   }
 
   /**
    * The organizations a person is the only owner of and that have other members: what deleting
-   * their account would leave without an owner (in `tx` when given, after lockOwnedBy).
+   * their account would leave without an owner (in `tx` when given, after lockMembershipsOf).
    */
   soleOwnerships(userId: string, tx?: Tx): Promise<OrganizationRow[]> {
     return this.sql.rows(

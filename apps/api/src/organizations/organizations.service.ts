@@ -64,6 +64,12 @@ export class OrganizationsService {
     return this.domains.verifiedOwner(domain.toLowerCase());
   }
 
+  /** These organizations' slugs and names, by id (for the instance's admin pages, which name the organization a provider belongs to). */
+  async namesOf(ids: readonly string[]): Promise<Map<string, { slug: string; name: string }>> {
+    if (!ids.length) return new Map();
+    return new Map((await this.orgs.namesOf([...new Set(ids)])).map((o) => [o.id, { slug: o.slug, name: o.name }]));
+  }
+
   /** A new organization, its creator its owner. @throws 409 when the slug is taken. */
   async create(userId: string, input: { name: string; slug: string }, ip: string | null): Promise<Organization> {
     const now = this.clock.now();
@@ -208,15 +214,23 @@ export class OrganizationsService {
   }
 
   /**
-   * Before an account is deleted, in the deletion's `tx`: locks the organizations the person owns
-   * (as every change of roles does) and refuses while they are the only owner of one with other
-   * members, so an owner leaving at the same instant cannot leave an organization with none.
+   * Before an account is deleted, in the deletion's `tx`: locks the organizations the person is a
+   * member of (as every change of roles does) and refuses while they are the only owner of one with
+   * other members, so an owner leaving at the same instant cannot leave an organization with none.
+   * Otherwise records in each organization's log that the member goes with their account
+   * (`org.member_remove`, reason `account deleted`, by nobody: the deletion's foreign keys remove
+   * the membership itself), in the same `tx`, so the log and the members never disagree.
    * @throws SoleOwnerError
    */
   async checkAccountDeletion(tx: Tx, userId: string): Promise<void> {
-    await this.orgs.lockOwnedBy(tx, userId);
+    const memberships = await this.orgs.lockMembershipsOf(tx, userId);
     const soleOwned = await this.orgs.soleOwnerships(userId, tx);
     if (soleOwned.length) throw new SoleOwnerError(soleOwned);
+    const at = this.clock.now();
+    for (const { organizationId, role } of memberships) {
+      // No user id: the deletion forgets the details of the person's own events, and this one is the organization's.
+      await this.audit.record('org.member_remove', { organizationId, detail: { memberId: userId, role, reason: 'account deleted' }, at }, tx);
+    }
   }
 
   /** The organization's log, newest first. */

@@ -25,6 +25,7 @@ export interface ExportedSizes {
   /** The device-start limit's startPrefetch. */
   startPrefetch: number;
   domainVerificationsPerHour: number;
+  providerDiscoveriesPerHour: number;
 }
 
 /**
@@ -51,6 +52,7 @@ export class RateLimiters {
   readonly mailsByRecipient: RateLimiterPostgres;
   readonly invitationsByOrganization: RateLimiterPostgres;
   readonly domainVerifications: RateLimiterPostgres;
+  readonly providerDiscoveries: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -93,6 +95,7 @@ export class RateLimiters {
     this.mailsByRecipient = store('mail:recipient', sizes.mailsPerRecipientPerHour, HOUR);
     this.invitationsByOrganization = store('org:invitations', sizes.invitationsPerOrganizationPerHour, HOUR);
     this.domainVerifications = store('domain:verify', sizes.domainVerificationsPerHour, HOUR);
+    this.providerDiscoveries = store('org:idp-discover', sizes.providerDiscoveriesPerHour, HOUR);
   }
 
   /**

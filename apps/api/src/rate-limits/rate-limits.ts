@@ -47,6 +47,8 @@ export const MAILS_PER_RECIPIENT_PER_HOUR = 10;
 export const INVITATIONS_PER_ORGANIZATION_PER_HOUR = 30;
 /** Domain verifications (DNS lookups) one organization may ask for in an hour (issue #44). */
 export const DOMAIN_VERIFICATIONS_PER_HOUR = 20;
+/** Discoveries of an organization's identity provider ("Test connection", registration: requests to the issuer it names) one organization may ask for in an hour. */
+export const PROVIDER_DISCOVERIES_PER_HOUR = 20;
 /** Failed passkey sign-ins with one credential id before it waits, as an account's failed sign-ins. */
 export const PASSKEY_FAILURES = LOGIN_FAILURES;
 
@@ -75,6 +77,8 @@ export const PASSKEY_FAILURES = LOGIN_FAILURES;
  *   Unsolicited mails to one address: MAILS_PER_RECIPIENT_PER_HOUR, the rest dropped (mailToRecipient).
  * - Organization invitations: INVITATIONS_PER_ORGANIZATION_PER_HOUR per organization, and each a
  *   point of the recipient's MAILS_PER_RECIPIENT_PER_HOUR (refused, not dropped: the inviter is told).
+ *   Domain verifications: DOMAIN_VERIFICATIONS_PER_HOUR per organization; discoveries of its
+ *   identity providers (Test connection, registration): PROVIDER_DISCOVERIES_PER_HOUR per organization.
  * - Second-factor codes (TOTP or recovery) without a recognised browser, per account: 5 failures in
  *   15 minutes block it for 15 minutes (a million six-digit codes: guessing one takes years); a
  *   right code gives them back. The first code of an app being set up: 5 failures per account
@@ -110,6 +114,7 @@ export class RateLimits {
       passkeyFailures: PASSKEY_FAILURES,
       startPrefetch: startPrefetch(config.deviceStartPerIpPerMinute),
       domainVerificationsPerHour: DOMAIN_VERIFICATIONS_PER_HOUR,
+      providerDiscoveriesPerHour: PROVIDER_DISCOVERIES_PER_HOUR,
     });
   }
 
@@ -294,6 +299,19 @@ export class RateLimits {
    */
   attemptDomainVerification(organizationId: string): Promise<void> {
     return this.consume(this.limiters.domainVerifications, organizationId, `Too many domain verifications for this organization (${DOMAIN_VERIFICATIONS_PER_HOUR} an hour). Please wait before trying again.`);
+  }
+
+  /**
+   * Counts a discovery of an organization's identity provider (its "Test connection", or its
+   * registration) before the request to the issuer goes out: an organization's admins choose the
+   * issuer, and each discovery is an outbound request this server makes for them.
+   */
+  attemptProviderDiscovery(organizationId: string): Promise<void> {
+    return this.consume(
+      this.limiters.providerDiscoveries,
+      organizationId,
+      `Too many identity-provider connection tests and registrations for this organization (${PROVIDER_DISCOVERIES_PER_HOUR} an hour). Please wait before trying again.`,
+    );
   }
 
   /** At most `limit` counters past their window, in `tx` (retention); how many. */

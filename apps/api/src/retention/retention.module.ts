@@ -6,9 +6,10 @@ import { TokensModule } from '../tokens/tokens.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { RetentionService } from './retention.service.js';
 import { AccountsModule } from '../accounts/accounts.module.js';
+import { OrganizationsModule } from '../organizations/organizations.module.js';
 
 @Module({
-  imports: [ScheduleModule.forRoot(), TokensModule, RefreshTokensModule, DeviceLoginModule, WebSessionsModule, AccountsModule],
+  imports: [ScheduleModule.forRoot(), TokensModule, RefreshTokensModule, DeviceLoginModule, WebSessionsModule, AccountsModule, OrganizationsModule],
   providers: [RetentionService],
 })
 export class RetentionModule {}

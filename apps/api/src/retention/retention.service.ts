@@ -9,6 +9,8 @@ import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../device-login/device-login.service.js';
 import { Mailer } from '../mail/mailer.js';
+import { OrganizationDomainsService } from '../organizations/organization-domains.service.js';
+import { OrganizationInvitationsService } from '../organizations/organization-invitations.service.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
 import { IDEMPOTENCY_WINDOW_HOURS, TokensService } from '../tokens/tokens.service.js';
@@ -20,6 +22,12 @@ export const TOKEN_RETENTION_DAYS = 30;
 export const SENT_MAIL_RETENTION_DAYS = 3;
 /** …and mails given up, which the admin's view lists, longer ago than this. */
 export const GIVEN_UP_MAIL_RETENTION_DAYS = 30;
+/**
+ * Organization invitations ended (accepted, revoked, expired) longer ago than this are deleted, and
+ * requests to join that can no longer be approved and were made longer ago than this: until then
+ * a link's page says why it ended, and the admins see the request as no longer valid.
+ */
+export const ORG_INVITATION_RETENTION_DAYS = 30;
 /** Key of the advisory lock that lets one replica at a time run the purge. */
 const PURGE_LOCK = 0x70726f73; // 'pros'
 /**
@@ -47,8 +55,9 @@ const PURGE_STATEMENT_TIMEOUT_MS = 60_000;
  * advisory lock; a replica that does not get it skips the round), it deletes tokens expired
  * or revoked more than 30 days ago, device logins that have expired and issued no token
  * still kept, expired web sessions and rate-limit counters, mails sent more than 3 days ago
- * (given up: 30 days), answers kept for an Idempotency-Key past their day, and audit events older
- * than PROSPECT_AUDIT_RETENTION_DAYS. Every 30 s it erases sealed answers kept for a lost reply
+ * (given up: 30 days), answers kept for an Idempotency-Key past their day, audit events older
+ * than PROSPECT_AUDIT_RETENTION_DAYS, organization invitations ended more than 30 days ago and
+ * requests to join made as long ago that can no longer be approved. Every 30 s it erases sealed answers kept for a lost reply
  * (a device login's poll reply after its window, a refresh token's successor once it expired).
  * A database that is away is reported to DatabaseAvailability (BackgroundWrites), which says so once.
  */
@@ -69,6 +78,8 @@ export class RetentionService {
     private readonly rateLimits: RateLimits,
     private readonly accountLinks: AccountLinks,
     private readonly mailer: Mailer,
+    private readonly orgInvitations: OrganizationInvitationsService,
+    private readonly orgDomains: OrganizationDomainsService,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })
@@ -103,6 +114,7 @@ export class RetentionService {
     const auditBefore = new Date(now.getTime() - this.config.auditRetentionDays * DAY_MS);
     const mailSentBefore = new Date(now.getTime() - SENT_MAIL_RETENTION_DAYS * DAY_MS);
     const mailGivenUpBefore = new Date(now.getTime() - GIVEN_UP_MAIL_RETENTION_DAYS * DAY_MS);
+    const orgInvitationsBefore = new Date(now.getTime() - ORG_INVITATION_RETENTION_DAYS * DAY_MS);
     const steps: Array<[keyof PurgeCounts | null, (tx: Tx, limit: number) => Promise<number>]> = [
       ['tokens', (tx, limit) => this.tokens.purgeEndedBefore(tx, tokensBefore, limit)],
       ['refreshTokens', (tx, limit) => this.refreshTokens.purgeEndedBefore(tx, tokensBefore, limit)],
@@ -115,6 +127,8 @@ export class RetentionService {
       [null, (tx, limit) => this.mailer.purgeEndedBefore(tx, mailSentBefore, mailGivenUpBefore, limit)],
       // Answers kept for an Idempotency-Key, once its window is over.
       [null, (tx, limit) => this.tokens.purgeIdempotentRepliesBefore(tx, new Date(now.getTime() - IDEMPOTENCY_WINDOW_HOURS * 3600 * 1000), limit)],
+      [null, (tx, limit) => this.orgInvitations.purgeEndedBefore(tx, orgInvitationsBefore, limit)],
+      [null, (tx, limit) => this.orgDomains.purgeStaleJoinRequests(tx, orgInvitationsBefore, limit)],
     ];
     const counts: PurgeCounts = { tokens: 0, refreshTokens: 0, deviceLogins: 0, webSessions: 0, auditEvents: 0 };
     let batches = 0;

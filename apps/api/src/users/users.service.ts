@@ -147,9 +147,11 @@ export class UsersService implements OnApplicationBootstrap {
   deleteAccount(id: string, checks?: (tx: Tx) => Promise<void>): Promise<'deleted' | 'last-admin' | 'unknown'> {
     return this.uow.run(async (tx) => {
       const now = this.clock.now();
+      // The checks first: they lock the person's organizations, which an acceptance of an invitation
+      // locks before it share-locks the account's row (organizations/), so the two never wait on each other in a circle.
+      await checks?.(tx);
       const admins = await this.users.lockAdmins(tx);
       if (admins.length === 1 && admins[0] === id) return 'last-admin';
-      await checks?.(tx);
       await this.audit.forgetDetailsOf(tx, id);
       return (await this.users.deleteWithEvent(tx, id, now)) ? 'deleted' : 'unknown';
     });

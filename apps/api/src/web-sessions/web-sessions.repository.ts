@@ -25,6 +25,21 @@ export class WebSessionsRepository {
     return this.sql.count(`DELETE FROM web_sessions WHERE federated_link_id IN (SELECT id FROM federated_identities WHERE provider_id = $1)`, [providerId], tx);
   }
 
+  /**
+   * The sessions started through a link of one identity provider whose address, or whose account's
+   * address, is in `domain` (an organization's provider losing that domain), in `tx`; how many.
+   */
+  deleteOfProviderForDomain(tx: Tx, providerId: string, domain: string): Promise<number> {
+    return this.sql.count(
+      `DELETE FROM web_sessions WHERE federated_link_id IN (
+         SELECT l.id FROM federated_identities l JOIN users u ON u.id = l.user_id
+          WHERE l.provider_id = $1
+            AND (lower(substring(l.email FROM '[^@]+$')) = $2 OR lower(substring(u.email FROM '[^@]+$')) = $2))`,
+      [providerId, domain],
+      tx,
+    );
+  }
+
   /** At most `limit` sessions past their expiry (retention; the library's own pruning is off); how many. */
   deleteExpired(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.sql.count(`DELETE FROM web_sessions WHERE sid IN (SELECT sid FROM web_sessions WHERE expire < $1 LIMIT $2)`, [now, limit], tx);

@@ -97,6 +97,11 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
     return this.sessions.deleteOfProvider(tx, providerId);
   }
 
+  /** Ends, in `tx`, the browser sessions this identity provider started for addresses of `domain` (an organization's domain removed); how many. */
+  endForProviderDomain(tx: Tx, providerId: string, domain: string): Promise<number> {
+    return this.sessions.deleteOfProviderForDomain(tx, providerId, domain);
+  }
+
   /** At most `limit` sessions expired before `now`, in `tx` (retention); how many. */
   purgeExpired(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.sessions.deleteExpired(tx, now, limit);

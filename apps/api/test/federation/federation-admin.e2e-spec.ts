@@ -136,6 +136,7 @@ describe('identity providers for admins', () => {
       redirectUri: `${fed.api.baseUrl}/login/sso/beta/callback`,
       linkedAccounts: 0,
       createdAt: expect.any(String),
+      organization: null,
     });
     // The acr values that stand for a second factor there: named exactly, never guessed (issue #43).
     const acr = await fed.call('PATCH', `${PROVIDERS}/beta`, { mfaAcrValues: ['urn:okta:loa:2fa:any'] });

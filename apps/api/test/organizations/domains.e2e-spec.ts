@@ -5,6 +5,7 @@ import { ApiException } from '../../src/common/api-exception.js';
 import { AppConfig } from '../../src/config/app-config.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { DomainTxtLookup } from '../../src/organizations/domain-txt-lookup.js';
+import { OrganizationDomainsService } from '../../src/organizations/organization-domains.service.js';
 import { OrganizationsService } from '../../src/organizations/organizations.service.js';
 import { DOMAIN_VERIFICATIONS_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
 import { UsersService } from '../../src/users/users.service.js';
@@ -338,7 +339,7 @@ describe('/api/orgs/{slug}/domains', () => {
     const list = await call('GET', `/api/orgs/${t.slug}/join-requests`, t.admin.token);
     expect(list.status).toBe(200);
     expect(list.body.map((r: { user: { id: string } }) => r.user.id)).toEqual([asker.id, decliner.id, mover.id]);
-    expect(list.body[0]).toEqual({ user: { id: asker.id, email: asker.email, name: asker.name }, requestedAt: expect.any(String) });
+    expect(list.body[0]).toEqual({ user: { id: asker.id, email: asker.email, name: asker.name }, requestedAt: expect.any(String), valid: true });
 
     expect((await call('POST', `/api/orgs/${t.slug}/join-requests/${asker.id}/approve`, t.member.token)).status).toBe(403);
     expect((await call('POST', `/api/orgs/${t.slug}/join-requests/${asker.id}/approve`, t.admin.token)).status).toBe(204);
@@ -353,6 +354,13 @@ describe('/api/orgs/{slug}/domains', () => {
     const moveOut = (user: { id: string }, email: string) =>
       api.app.get(UnitOfWork).run((tx) => api.app.get(UsersService).setEmailFromLink(tx, user.id, email, new Date()));
     await moveOut(mover, `fa-${Date.now()}@elsewhere.example`);
+    // Listed as no longer valid, and its page offers no Approve for it.
+    expect((await call('GET', `/api/orgs/${t.slug}/join-requests`, t.admin.token)).body).toEqual([expect.objectContaining({ user: expect.objectContaining({ id: mover.id }), valid: false })]);
+    const adminWeb = await signInAs(api, t.admin.email, 'correct horse battery');
+    const shown = (await adminWeb.send('GET', `/orgs/${t.slug}/domains`)).text;
+    expect(shown).toContain('No longer valid');
+    expect(shown).not.toContain(`/domains/requests/${mover.id}/approve`);
+    expect(shown).toContain(`/domains/requests/${mover.id}/decline`);
     const stale = await call('POST', `/api/orgs/${t.slug}/join-requests/${mover.id}/approve`, t.admin.token);
     expect(stale.status).toBe(409);
     expect(stale.body.message).toMatch(/no longer a verified one in a verified domain/);
@@ -369,6 +377,38 @@ describe('/api/orgs/{slug}/domains', () => {
       ['org.join_request_decline', decliner.id],
       ['org.join_request_decline', mover.id],
     ]);
+  });
+
+  it('request: a domain gone back to invitations only shows its requests as no longer valid, and approving one is refused and ends it', async () => {
+    const t = await verifiedTeam('request');
+    const asker = await personWithToken(api, { email: `gi-${Date.now()}@${t.domain}` });
+    expect((await call('POST', `/api/orgs/${t.slug}/join`, asker.token)).body.status).toBe('requested');
+    expect((await call('PATCH', `/api/orgs/${t.slug}/domains/${t.domain}`, t.admin.token, { joinPolicy: 'invite' })).status).toBe(200);
+
+    expect((await call('GET', `/api/orgs/${t.slug}/join-requests`, t.admin.token)).body).toEqual([expect.objectContaining({ valid: false })]);
+    const refused = await call('POST', `/api/orgs/${t.slug}/join-requests/${asker.id}/approve`, t.admin.token);
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toContain(`${t.domain} takes people by invitation only now`);
+    expect((await call('GET', `/api/orgs/${t.slug}`, asker.token)).status).toBe(404);
+    expect((await call('GET', `/api/orgs/${t.slug}/join-requests`, t.admin.token)).body).toEqual([]);
+    expect((await authEvents(api, { type: 'org.join_request_decline', userId: t.admin.id })).map((e) => e.detail)).toEqual([
+      { memberId: asker.id, reason: 'domain_invitation_only', domain: t.domain },
+    ]);
+  });
+
+  it('retention deletes old requests that can no longer be approved; valid ones wait for the admins however old', async () => {
+    const t = await verifiedTeam('request');
+    const stays = await personWithToken(api, { email: `ha-${Date.now()}@${t.domain}` });
+    const leaves = await personWithToken(api, { email: `hb-${Date.now()}@${t.domain}` });
+    for (const p of [stays, leaves]) expect((await call('POST', `/api/orgs/${t.slug}/join`, p.token)).body.status).toBe('requested');
+    await api.app.get(UnitOfWork).run((tx) => api.app.get(UsersService).setEmailFromLink(tx, leaves.id, `hb-${Date.now()}@elsewhere.example`, new Date()));
+    const purge = (before: Date) => api.app.get(UnitOfWork).run((tx) => api.app.get(OrganizationDomainsService).purgeStaleJoinRequests(tx, before, 1_000));
+    const listed = async () => ((await call('GET', `/api/orgs/${t.slug}/join-requests`, t.admin.token)).body as Array<{ user: { id: string }; valid: boolean }>).map((r) => [r.user.id, r.valid]);
+
+    await purge(new Date(Date.now() - 86_400_000)); // both made after it: kept
+    expect(await listed()).toEqual([[stays.id, true], [leaves.id, false]]);
+    await purge(new Date(Date.now() + 60_000));
+    expect(await listed()).toEqual([[stays.id, true]]);
   });
 
   it('joinable is matched before an organization of that slug, and refused as a slug', async () => {

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
+import { waitFor } from '../support/eventually.js';
 import { Mailer } from '../../src/mail/mailer.js';
+import { OrganizationsService } from '../../src/organizations/organizations.service.js';
+import { ORG_INVITATION_RETENTION_DAYS, RetentionService } from '../../src/retention/retention.service.js';
 import { INVITATIONS_PER_ORGANIZATION_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
 import { latestLink } from '../support/account-flows.js';
 import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
@@ -147,6 +150,36 @@ describe('organization invitations', () => {
     expect(unverified.status).toBe(403);
     expect(unverified.text).toContain('you have not confirmed it yet');
     expect(await roleIn(slug, owner, squatter.id)).toBeUndefined();
+  });
+
+  it('an address change committing while an accept runs: the accept waits for it (the account row is share-locked) and refuses the new address', async () => {
+    const { slug, owner } = await team();
+    const invited = await createUser(api);
+    await invite(slug, owner, invited.email);
+    const token = await tokenMailedTo(invited.email);
+    const web = await signInAs(api, invited.email, PASSWORD);
+    const page = await web.send('GET', pageOf(token));
+    // sql-on-purpose: an address change held open in a transaction of its own, so the accept runs while it is not yet committed.
+    const change = api.dataSource.createQueryRunner();
+    await change.connect();
+    await change.startTransaction();
+    try {
+      const moved = `moved-${Date.now()}@example.com`;
+      // sql-on-purpose: the row write of an address change (UsersService.setEmailFromLink), uncommitted.
+      await change.query(`UPDATE users SET email = $2 WHERE id = $1`, [invited.id, moved]);
+      const accepting = web.send('POST', '/invitations', { _csrf: web.csrfFrom(page.text), token });
+      // sql-on-purpose: the accept is waiting for the account row's lock (what an unlocked read would never do).
+      const waiting = async () => (await api.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n > 0;
+      await waitFor('the accept to wait for the account row', waiting);
+      await change.commitTransaction();
+      const refused = await accepting;
+      expect(refused.status).toBe(403);
+      expect(refused.text).toContain(`This invitation was sent to <strong>${invited.email}</strong>`);
+      expect(await roleIn(slug, owner, invited.id)).toBeUndefined();
+    } finally {
+      if (change.isTransactionActive) await change.rollbackTransaction();
+      await change.release();
+    }
   });
 
   it('a revoked invitation, and one replaced by inviting the address again, no longer work', async () => {
@@ -394,5 +427,36 @@ describe('organization invitations', () => {
     expect(refused.status).toBe(410);
     expect(await roleIn(slug, owner, invited.id)).toBeUndefined();
     expect((await call('GET', `/api/orgs/${slug}/invitations`, owner.token)).body).toEqual([]);
+  });
+
+  // Last too: it moves the shared clock on.
+  it(`the retention job deletes invitations ended more than ${ORG_INVITATION_RETENTION_DAYS} days ago: their links then say they do not exist`, async () => {
+    const { slug, owner } = await team();
+    const [a, b, c] = [await createUser(api), await createUser(api), await createUser(api)];
+    await invite(slug, owner, a.email);
+    const accepted = await tokenMailedTo(a.email);
+    expect((await accept(await signInAs(api, a.email, PASSWORD), accepted)).status).toBe(303);
+    const withdrawn = await invite(slug, owner, b.email);
+    const revoked = await tokenMailedTo(b.email);
+    expect((await call('DELETE', `/api/orgs/${slug}/invitations/${withdrawn.id}`, owner.token)).status).toBe(204);
+    await invite(slug, owner, c.email);
+    const expiring = await tokenMailedTo(c.email);
+    const anyone = webClient(api);
+    const purge = () => api.app.get(RetentionService).purge();
+
+    clock.advanceSeconds((ORG_INVITATION_RETENTION_DAYS + 1) * 86_400);
+    await purge();
+    expect((await anyone.send('GET', pageOf(accepted))).status).toBe(404);
+    expect((await anyone.send('GET', pageOf(revoked))).status).toBe(404);
+    // Expired only 24 days ago: its page still says why.
+    const expired = await anyone.send('GET', pageOf(expiring));
+    expect(expired.status).toBe(410);
+    expect(expired.text).toContain('This invitation has expired');
+
+    clock.advanceSeconds(7 * 86_400);
+    await purge();
+    expect((await anyone.send('GET', pageOf(expiring))).status).toBe(404);
+    // The membership it made stays.
+    expect(await api.app.get(OrganizationsService).listFor(a.id)).toEqual([expect.objectContaining({ slug })]);
   });
 });

@@ -2,8 +2,9 @@ import { ROUTES } from '@prospect/contract';
 import { Mailer } from '../../src/mail/mailer.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { OrganizationsService } from '../../src/organizations/organizations.service.js';
+import { PROVIDER_DISCOVERIES_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
 import { UsersService } from '../../src/users/users.service.js';
-import { askForReset } from '../support/account-flows.js';
+import { askForReset, latestLink } from '../support/account-flows.js';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
 import { authEvents, createUser, userByEmail } from '../support/fixtures.js';
 import { request } from '../support/http.js';
@@ -12,7 +13,7 @@ import type { SmtpSink } from '../support/smtp-sink.js';
 import { markDomainVerified, organizationId, removeDomain } from '../support/verified-domain-fixtures.js';
 import { countWebSessions } from '../support/web-session-fixtures.js';
 import { postFrom, signInAs, webClient } from '../support/web-client.js';
-import { events, type Federation, signedInAs, signInThrough, startFederationWithMail } from '../federation/support/federation.js';
+import { events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederationWithMail } from '../federation/support/federation.js';
 import { HttpBrowser } from '../federation/support/http-browser.js';
 import { CLIENT_ID, CLIENT_SECRET, TestProvider } from '../federation/support/test-provider.js';
 
@@ -118,6 +119,50 @@ describe('identity providers of an organization', () => {
     expect(down.body).toEqual({ ok: false, error: expect.stringContaining('Could not read the OpenID configuration') });
   });
 
+  it(`counts connection tests and registrations per organization: ${PROVIDER_DISCOVERIES_PER_HOUR} an hour, then 429 before the issuer is asked`, async () => {
+    const t = await team();
+    await registered(t); // one
+    for (let i = 1; i < PROVIDER_DISCOVERIES_PER_HOUR; i++) expect((await t.call('POST', `/${t.providerId}/test`, t.admin.token)).body.ok).toBe(true);
+    const tested = await t.call('POST', `/${t.providerId}/test`, t.admin.token);
+    expect(tested.status).toBe(429);
+    expect(Number(tested.headers.get('retry-after'))).toBeGreaterThan(0);
+    // A registration is refused before its issuer is asked: this one would otherwise be a 409 (its issuer is taken) after discovery.
+    await markDomainVerified(fed.api, t.orgId, `more.${t.domain}`);
+    const again = await t.call('POST', '', t.owner.token, { ...t.body, id: `${t.providerId}-again`, emailDomains: [`more.${t.domain}`] });
+    expect(again.status).toBe(429);
+    expect(again.body.message).toContain(`${PROVIDER_DISCOVERIES_PER_HOUR} an hour`);
+    // Another organization counts its own.
+    const other = await team();
+    await registered(other);
+    expect((await other.call('POST', `/${other.providerId}/test`, other.admin.token)).status).toBe(200);
+  });
+
+  it('the instance’s admin sees an organization’s provider with its organization, and is pointed there instead of changing it (409)', async () => {
+    const t = await team();
+    const created = await registered(t);
+    expect(created.organization).toEqual({ slug: t.slug, name: expect.any(String) });
+    const listed = ((await fed.call('GET', PROVIDERS)).body as Array<{ id: string }>).find((p) => p.id === t.providerId);
+    expect(listed).toEqual(created);
+    expect((await fed.call('GET', `${PROVIDERS}/${t.providerId}`)).body).toEqual(created);
+
+    for (const [method, json] of [['PATCH', { disabled: true }], ['PATCH', { displayName: 'Taken over' }], ['DELETE', undefined]] as const) {
+      const refused = await fed.call(method, `${PROVIDERS}/${t.providerId}`, json);
+      expect([method, refused.status]).toEqual([method, 409]);
+      expect(refused.body.message).toContain(`/orgs/${t.slug}/identity-providers`);
+    }
+    expect((await t.call('GET', `/${t.providerId}`, t.admin.token)).body).toEqual(created);
+
+    // The page shows whose it is, with no form that would change it.
+    const web = await signInAs(fed.api, fed.admin.email, 'correct horse battery');
+    const page = await web.send('GET', '/admin/identity-providers');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`<code>/orgs/${t.slug}/identity-providers</code>`);
+    expect(page.text).not.toContain(`action="/admin/identity-providers/${t.providerId}`);
+    const refusedForm = await postFrom(web, '/admin/identity-providers', `/admin/identity-providers/${t.providerId}/disable`);
+    expect([403, 409]).toContain(refusedForm.status);
+    expect((await t.call('GET', `/${t.providerId}`, t.admin.token)).body.disabled).toBe(false);
+  });
+
   it('a member and an outsider cannot manage them: 403 naming the role for a member, 404 for an outsider', async () => {
     const t = await team();
     await registered(t);
@@ -212,6 +257,28 @@ describe('identity providers of an organization', () => {
     expect((await signInThrough(new HttpBrowser(), fed.api, `/login/sso/${t.providerId}`, insider.sub)).status).toBe(303);
   });
 
+  it('removing a verified domain ends the browser sessions the organization’s provider started for it; another domain’s stay; disabling ends them all', async () => {
+    const t = await team();
+    const second = `second.${t.domain}`;
+    await markDomainVerified(fed.api, t.orgId, second);
+    const created = await t.call('POST', '', t.admin.token, { ...t.body, emailDomains: [t.domain, second] });
+    expect(created.status).toBe(201);
+    const leaving = t.person('leaving');
+    const staying = t.person('staying', second);
+    const [leavingBrowser, stayingBrowser] = [new HttpBrowser(), new HttpBrowser()];
+    expect((await signInThrough(leavingBrowser, fed.api, `/login/sso/${t.providerId}`, leaving.sub)).status).toBe(303);
+    expect((await signInThrough(stayingBrowser, fed.api, `/login/sso/${t.providerId}`, staying.sub)).status).toBe(303);
+
+    expect((await request(fed.api, 'DELETE', `/api/orgs/${t.slug}/domains/${t.domain}`, { token: t.admin.token })).status).toBe(204);
+    expect(await signedInAs(leavingBrowser, fed.api)).toBeNull();
+    expect(await signedInAs(stayingBrowser, fed.api)).toBe(staying.email);
+    expect((await orgLog(t)).find((e) => e.type === 'org.domain_remove')).toMatchObject({ actorEmail: t.admin.email, detail: { domain: t.domain, wasVerified: true, sessions: 1 } });
+
+    expect((await t.call('PATCH', `/${t.providerId}`, t.admin.token, { disabled: true })).status).toBe(200);
+    expect(await signedInAs(stayingBrowser, fed.api)).toBeNull();
+    expect((await orgLog(t)).find((e) => e.type === 'org.identity_provider_update')).toMatchObject({ detail: { disabled: true, sessions: 1 } });
+  });
+
   it('an enforced domain signs in only through the organization’s enabled provider: /login sends there, no password, no reset mail', async () => {
     const t = await team({ enforceSso: true });
     const person = await createUser(fed.api, { email: `enforced${n}@${t.domain}` });
@@ -250,6 +317,53 @@ describe('identity providers of an organization', () => {
     expect((await passwordSignIn(person.email)).status).toBe(303);
     const updates = (await orgLog(t)).filter((e) => e.type === 'org.identity_provider_update').map((e) => e.detail.disabled);
     expect(updates).toEqual([false, true]);
+  });
+
+  it('an invitation to an address of an enforced domain: signed out, the person continues with the organization’s provider (no password sign-up), comes back to the invitation and accepts', async () => {
+    const t = await team({ enforceSso: true });
+    await registered(t);
+    const invited = t.person('invited');
+    expect((await request(fed.api, 'POST', `/api/orgs/${t.slug}/invitations`, { token: t.owner.token, json: { email: invited.email, role: 'admin' } })).status).toBe(201);
+    const link = await latestLink(fed.api, smtp, invited.email, '/invitations');
+    const path = `${link.pathname}${link.search}`;
+    const token = link.searchParams.get('token')!;
+
+    const browser = new HttpBrowser();
+    const page = await browser.request(`${fed.api.baseUrl}${path}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`Continue with ${t.body.displayName}`);
+    expect(page.text).not.toContain('Create account and join');
+    expect(page.text).not.toContain('Sign in to accept');
+    const href = /<a class="button" href="([^"]+)">Continue with/.exec(page.text)![1]!.replace(/&amp;/g, '&').replace(/&#x3D;/g, '=');
+    const onward = new URL(href, fed.api.baseUrl);
+    expect(onward.pathname).toBe(`/login/sso/${t.providerId}`);
+    expect(onward.searchParams.get('next')).toBe(path);
+    expect(onward.searchParams.get('login_hint')).toBe(invited.email);
+    expect(page.text).not.toContain('action="/invitations/signup"');
+    // A password sign-up posted to the link anyway (this browser's CSRF token from another page) is refused, and makes no account.
+    const csrf = HttpBrowser.csrfOf((await browser.request(`${fed.api.baseUrl}/login`)).text);
+    const signUp = await browser.request(`${fed.api.baseUrl}/invitations/signup`, { form: { _csrf: csrf, token, name: 'Invited', password: 'correct horse battery' } });
+    expect(signUp.status).toBe(403);
+    expect(await userByEmail(fed.api, invited.email)).toBeNull();
+
+    const back = await signInThrough(browser, fed.api, `${onward.pathname}${onward.search}`, invited.sub);
+    expect(back.status).toBe(303);
+    expect(`${back.location!.pathname}${back.location!.search}`).toBe(path);
+    const accepting = await browser.request(`${fed.api.baseUrl}${path}`);
+    expect(accepting.text).toContain(`Accept and join`);
+    const joined = await browser.request(`${fed.api.baseUrl}/invitations`, { form: { _csrf: HttpBrowser.csrfOf(accepting.text), token } });
+    expect(joined.status).toBe(303);
+    expect(joined.location!.pathname).toBe(`/orgs/${t.slug}`);
+    const account = (await userByEmail(fed.api, invited.email))!;
+    expect(await fed.api.app.get(OrganizationsService).listFor(account.id)).toEqual([expect.objectContaining({ slug: t.slug, role: 'admin' })]);
+
+    // An address of a domain nobody enforces still gets the password forms.
+    const free = `free${n}@example.com`;
+    expect((await request(fed.api, 'POST', `/api/orgs/${t.slug}/invitations`, { token: t.owner.token, json: { email: free, role: 'member' } })).status).toBe(201);
+    const freeLink = await latestLink(fed.api, smtp, free, '/invitations');
+    const freePage = await new HttpBrowser().request(`${fed.api.baseUrl}${freeLink.pathname}${freeLink.search}`);
+    expect(freePage.text).toContain('Create account and join');
+    expect(freePage.text).not.toContain('Continue with');
   });
 
   it('the page /orgs/{slug}/identity-providers: an admin registers one (refused for an unverified domain), tests its connection and deletes it; a member is refused', async () => {

@@ -205,6 +205,26 @@ describe('/api/orgs', () => {
     expect((await call('POST', '/api/orgs', again.token, { name: 'Solo again', slug: own })).status).toBe(201);
   });
 
+  it('a member who deletes their account leaves each organization’s log one org.member_remove, reason account deleted', async () => {
+    const t = await team();
+    const second = await personWithToken(api);
+    const otherSlug = await createOrganization(api, second, 'Second');
+    await addMember(api, otherSlug, second.id, t.member, 'admin');
+    const web = await signInAs(api, t.member.email, 'correct horse battery');
+    expect((await postFrom(web, '/settings/account', '/settings/account/delete', { password: 'correct horse battery' })).status).toBe(303);
+
+    const service = api.app.get(OrganizationsService);
+    for (const [slug, ownerId, role] of [[t.slug, t.owner.id, 'member'], [otherSlug, second.id, 'admin']] as const) {
+      const org = (await service.membership(slug, ownerId))!;
+      const removals = (await service.log(org.id, 50, 0)).filter((e) => e.type === 'org.member_remove');
+      expect(removals).toEqual([expect.objectContaining({ detail: { memberId: t.member.id, role, reason: 'account deleted' } })]);
+      expect((await service.listMembers(org.id)).map((m) => m.user.id)).not.toContain(t.member.id);
+    }
+    // The organization's page says it in words.
+    const ownerWeb = await signInAs(api, t.owner.email, 'correct horse battery');
+    expect((await ownerWeb.send('GET', `/orgs/${t.slug}`)).text).toContain('their account was deleted');
+  });
+
   it('an owner deleting their account while the other owner leaves at the same instant never leaves the organization without an owner', async () => {
     for (let round = 0; round < 3; round++) {
       const t = await team();

@@ -44,7 +44,8 @@ const ENDED: Record<InvitationEnd, { status: number; heading: string; message: s
  * request log never keeps). It shows the organization and the role; a signed-in person whose
  * verified address is the invited one accepts with a button; anyone else signed in is told which
  * address it was sent to; a signed-out person signs in and comes back, or creates the account of
- * the invited address here, which the link verifies.
+ * the invited address here, which the link verifies, unless a provider enforces the address's
+ * domain: then they continue with that provider, which brings them back here.
  */
 @ApiExcludeController()
 @Public()
@@ -149,6 +150,15 @@ export class OrgInvitationPageController {
     const sameAddress = user !== undefined && user.email.toLowerCase() === preview.email;
     const notYours = refusal instanceof InvitationNotForYou ? refusal.reason : user === undefined ? undefined : !sameAddress ? 'other-address' : user.emailVerified ? undefined : 'unverified';
     const next = pageOf(token);
+    // Signed out, for an address whose domain a provider enforces (the instance's, or the
+    // organization's through its verified domain): that provider signs them in (and makes their
+    // account, if it may), then back here; no password sign-in or sign-up is offered, as /login and
+    // /signup would refuse them.
+    const provider = user === undefined ? await this.federation.enforcingProviderFor(preview.email) : undefined;
+    const sso = provider && {
+      displayName: provider.displayName,
+      href: `/login/sso/${encodeURIComponent(provider.id)}?${new URLSearchParams({ next, login_hint: preview.email }).toString()}`,
+    };
     res.status(notYours && status === 200 ? 403 : status).render('org-invitation', {
       title: `Join ${preview.organization.name}`,
       account,
@@ -164,6 +174,7 @@ export class OrgInvitationPageController {
       name: field(req, 'name').trim(),
       minPasswordLength: MIN_PASSWORD_LENGTH,
       allowSignup: this.config.allowSignup,
+      sso,
     });
   }
 }

@@ -16,6 +16,7 @@ describe('describeOrgEvent', () => {
   it.each([
     [{ type: 'org.member_role', detail: { memberId: 'u1', from: 'member', to: 'admin' } }, 'Changed ada@example.com’s role from member to admin'],
     [{ type: 'org.member_remove', detail: { memberId: 'gone', role: 'member' } }, 'Removed a deleted account (member)'],
+    [{ type: 'org.member_remove', detail: { memberId: 'gone', role: 'admin', reason: 'account deleted' } }, 'Removed a deleted account (admin): their account was deleted'],
     [{ type: 'org.member_add', detail: { memberId: 'u1', role: 'member', via: 'invitation' } }, 'ada@example.com joined as member by invitation'],
     [{ type: 'org.member_add', detail: { memberId: 'u1', role: 'member', via: 'domain:example.com' } }, 'ada@example.com joined as member through the verified domain example.com'],
     [{ type: 'org.invitation_accept', detail: { email: 'ada@example.com', role: 'admin' } }, 'Accepted the invitation as admin'],

@@ -48,7 +48,8 @@ const WORDS: Partial<Record<AuthEventType, (detail: Detail, member: (id: unknown
     return `${member(d.memberId)} joined as ${role(d, 'role')}${via ? ` ${viaWords(via)}` : ''}`;
   },
   'org.member_role': (d, member) => `Changed ${member(d.memberId)}’s role from ${role(d, 'from')} to ${role(d, 'to')}`,
-  'org.member_remove': (d, member) => `Removed ${member(d.memberId)} (${role(d, 'role')})`,
+  'org.member_remove': (d, member) =>
+    `Removed ${member(d.memberId)} (${role(d, 'role')})${text(d, 'reason') === 'account deleted' ? ': their account was deleted' : ''}`,
   'org.member_leave': (d) => `Left the organization (was ${role(d, 'role')})`,
   'org.invitation_create': (d) => `Invited ${text(d, 'email') ?? 'someone'}${text(d, 'role') ? ` as ${role(d, 'role')}` : ''}`,
   'org.invitation_revoke': (d) => `Revoked the invitation of ${text(d, 'email') ?? 'someone'}`,
@@ -56,7 +57,8 @@ const WORDS: Partial<Record<AuthEventType, (detail: Detail, member: (id: unknown
   'org.domain_add': (d) => `Added the domain ${text(d, 'domain') ?? ''}`.trimEnd(),
   'org.domain_verify': (d) => `Verified the domain ${text(d, 'domain') ?? ''}`.trimEnd(),
   'org.domain_update': (d) => `Changed the domain ${text(d, 'domain') ?? ''}`.trimEnd() + domainChange(d),
-  'org.domain_remove': (d) => `Removed the domain ${text(d, 'domain') ?? ''}`.trimEnd(),
+  'org.domain_remove': (d) =>
+    `Removed the domain ${text(d, 'domain') ?? ''}`.trimEnd() + (typeof d.sessions === 'number' && d.sessions > 0 ? `, ending ${d.sessions} browser session${d.sessions === 1 ? '' : 's'} its identity provider had signed in` : ''),
   'org.identity_provider_create': (d) => `Added the identity provider ${provider(d)}`.trimEnd(),
   'org.identity_provider_update': (d) =>
     `${d.disabled === true ? 'Disabled' : d.disabled === false ? 'Enabled' : 'Changed'} the identity provider ${provider(d)}`.trimEnd(),
