@@ -7,6 +7,7 @@ import { tokenCommand } from './auth-token.js';
 import { switchCommand } from './auth-switch.js';
 import { whoamiCommand } from './auth-whoami.js';
 import type { Command } from './command.js';
+import { eventsCommand } from './events.js';
 
 /** Every command, by the name typed after `prospect`. */
-export const COMMANDS: ReadonlyMap<string, Command> = new Map([loginCommand, whoamiCommand, statusCommand, switchCommand, refreshCommand, tokenCommand, logoutCommand, apiCommand].map((c) => [c.name, c]));
+export const COMMANDS: ReadonlyMap<string, Command> = new Map([loginCommand, whoamiCommand, statusCommand, switchCommand, refreshCommand, tokenCommand, logoutCommand, apiCommand, eventsCommand].map((c) => [c.name, c]));
