@@ -118,7 +118,8 @@ function line(event: Event): string {
     event.occurredAt.replace(/\.\d+Z$/, 'Z'),
     event.type.padEnd(26),
     who,
-    event.subject ? `${event.subject.type}:${event.subject.id}` : '',
+    // An organization's own event names it once, by its slug, below.
+    event.subject && !(event.subject.type === 'organization' && event.subject.id === event.organization?.id) ? `${event.subject.type}:${event.subject.id}` : '',
     event.organization?.slug ? `org:${event.organization.slug}` : '',
     event.ip ?? '',
     event.id,
