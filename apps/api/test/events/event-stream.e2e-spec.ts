@@ -3,6 +3,8 @@ import { AuditService } from '../../src/audit/audit.service.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { positionOf } from '../../src/events/event-id.js';
 import { approve, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { csrfFrom, webClient } from '../support/web-client.js';
+import { DeviceApprovalService } from '../../src/device-login/device-approval.service.js';
 import { post, request, type Target } from '../support/http.js';
 import { addMember, createOrganization, orgsToken, personWithToken } from '../support/organization-fixtures.js';
 import { waitFor } from '../support/eventually.js';
@@ -153,6 +155,36 @@ describe('the event stream', () => {
     expect(asMember.body.message).toMatch(/admin or an owner .* may read its events/);
     expect((await request(api, 'GET', `/api/orgs/${slug}/events`, { token: other.token })).status).toBe(404);
     expect((await request(api, 'GET', `/api/orgs/${slug}/events`, { token: await orgsToken(api, owner.id, ['profile']) })).status).toBe(403);
+  });
+
+  it('records the caller’s User-Agent on sign-in, sign-out, token creation and device approval', async () => {
+    const UA = 'Mozilla/5.0 (X11; Linux x86_64) events-test/1.0';
+    const person = await createUser(api);
+    const web = webClient(api);
+    const loginPage = await web.send('GET', '/login');
+    expect((await web.send('POST', '/login', { _csrf: csrfFrom(loginPage.text), email: person.email, password: 'correct horse battery' }, { 'user-agent': UA })).status).toBe(303);
+    const token = await orgsToken(api, person.id, ['profile', 'tokens']);
+    expect((await request(api, 'POST', ROUTES.issueToken, { json: { label: 'ci' }, token, headers: { 'user-agent': UA } })).status).toBe(201);
+    const login = await startDeviceLogin(api);
+    const approver = { userId: person.id, ip: '127.0.0.1', userAgent: UA, credentialEpoch: person.credentialEpoch ?? 0, amr: ['pwd'], secondFactor: false };
+    await api.app.get(DeviceApprovalService).decideFor(approver, login.userCode, 'approve');
+    const account = await web.send('GET', '/settings/tokens');
+    expect((await web.send('POST', '/logout', { _csrf: csrfFrom(account.text) }, { 'user-agent': UA })).status).toBe(303);
+
+    const types = ['user.signed_in', 'token.created', 'grant.approved', 'user.signed_out'];
+    let events: EventPage['events'] = [];
+    await waitFor('the events to settle', async () => {
+      events = (await page(api, ADMIN_EVENTS, { types: types.join(','), limit: 1000 })).events.filter((e) => e.actor.id === person.id);
+      return events.length >= 4;
+    });
+    // The token made by the fixture (through the service, no request) has none; the one made over HTTP has it.
+    expect(events.map((e) => [e.type, e.userAgent])).toEqual([
+      ['user.signed_in', UA],
+      ['token.created', null],
+      ['token.created', UA],
+      ['grant.approved', UA],
+      ['user.signed_out', UA],
+    ]);
   });
 
   it('answers a bad cursor, type or limit with 400, and the instance’s stream to admins only', async () => {
