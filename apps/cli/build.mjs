@@ -67,6 +67,19 @@ const undiciIsSeparate = {
   },
 };
 
+/**
+ * @napi-rs/keyring (the OS keychain, session/keychain.ts) is a native addon: its .node binary,
+ * one per platform in a package of its own, cannot be bundled. It stays a require() of the
+ * installed package (an optional dependency of @prospect/cli), reached by import() only when a
+ * session is kept in the keychain: the default, the session file, never loads a native module.
+ */
+const keyringIsInstalled = {
+  name: 'keyring-is-installed',
+  setup(b) {
+    b.onResolve({ filter: /^@napi-rs\/keyring$/ }, (args) => ({ path: args.path, external: true }));
+  },
+};
+
 const common = {
   absWorkingDir: new URL('.', import.meta.url).pathname,
   bundle: true,
@@ -87,7 +100,7 @@ await build({
   entryPoints: ['src/main.ts'],
   outfile: 'dist/prospect.js',
   format: 'cjs',
-  plugins: [meowWithoutPackageJson, inkViewsAreSeparate, undiciIsSeparate],
+  plugins: [meowWithoutPackageJson, inkViewsAreSeparate, undiciIsSeparate, keyringIsInstalled],
   // meow reads import.meta.url; this is its CommonJS equivalent.
   define: { 'import.meta.url': '__importMetaUrl' },
   banner: { js: "#!/usr/bin/env node\nconst __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },

@@ -2,8 +2,9 @@
 //
 // It builds the CLI (the contract library, then the esbuild bundle of build.mjs), packs it as
 // the tarball a release publishes (`npm pack -w apps/cli`: every runtime dependency is inside
-// the bundle, so the package has none to fetch), and installs that tarball globally, or under
-// a prefix of your choosing:
+// the bundle, so the package has none to fetch but its optional one, @napi-rs/keyring, the OS
+// keychain's native addon, which npm leaves out where it cannot fetch it), and installs that
+// tarball globally, or under a prefix of your choosing:
 //
 //   npm run cli:install                            # npm's global prefix (`npm prefix -g`)
 //   npm run cli:install -- --prefix ~/.local       # ~/.local/bin/prospect

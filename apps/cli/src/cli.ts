@@ -103,6 +103,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       pkg: { name: 'prospect', version: VERSION },
       description: command.description,
       autoVersion: false,
+      // A boolean flag declared without a default is undefined when not given, rather than
+      // false: `auth:login --no-secure-storage` says something its absence does not.
+      booleanDefault: undefined,
     });
     const declared = command.flags;
     const unknown = Object.keys(parsed.flags).filter((flag) => !(flag in declared));
@@ -157,14 +160,15 @@ function closest(typed: string, known: string[]): string | undefined {
 
 /**
  * An unknown command, with the command meant when it can be told: gh's spellings (`auth login`,
- * `whoami`, `status`) are this CLI's `auth:*` commands, and a typo is near a known name.
+ * `org list`, `whoami`, `status`) are this CLI's `auth:*` commands, and a typo is near a known name.
  */
 function unknownCommand(name: string, rest: string[] = []): CliError {
   const usage = `Usage: prospect <command> [options]; commands: ${[...COMMANDS.keys()].join(', ')}`;
   const [sub, ...args] = rest;
-  if (name === 'auth') {
-    if (sub !== undefined && COMMANDS.has(`auth:${sub}`)) return didYouMean(`auth ${sub}`, [`auth:${sub}`, ...args]);
-    return usageError(`\`prospect auth\` needs a command: ${[...COMMANDS.keys()].filter((c) => c.startsWith('auth:')).join(', ')}`, usage);
+  // `prospect auth login`, `prospect org list`: gh's spelling of a topic's command.
+  if (name === 'auth' || name === 'org') {
+    if (sub !== undefined && COMMANDS.has(`${name}:${sub}`)) return didYouMean(`${name} ${sub}`, [`${name}:${sub}`, ...args]);
+    return usageError(`\`prospect ${name}\` needs a command: ${[...COMMANDS.keys()].filter((c) => c.startsWith(`${name}:`)).join(', ')}`, usage);
   }
   if (COMMANDS.has(`auth:${name}`)) return didYouMean(name, [`auth:${name}`, ...rest]);
   const guess = closest(name, [...COMMANDS.keys()]);

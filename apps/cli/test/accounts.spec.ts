@@ -36,6 +36,19 @@ const tokens = async () => {
   return { active: read.active.kind === 'session' ? read.active.session.accessToken : read.active.kind, others: read.others.map((other) => other.accessToken) };
 };
 
+it("each account keeps its own organization: switching accounts carries it, a new login of one keeps it", async () => {
+  const acme = { slug: 'acme', name: 'Acme', role: 'admin' as const };
+  await accounts.logIn({ ...adaA, organization: acme });
+  await accounts.logIn(graceA);
+  await accounts.switchTo(adaA);
+  expect((await accounts.read()).active).toMatchObject({ kind: 'session', session: { organization: acme } });
+  await accounts.logIn({ ...adaA, accessToken: 'prs_ada-a-again' });
+  expect(JSON.parse(await readFile(store.path, 'utf8'))).toEqual({ ...adaA, accessToken: 'prs_ada-a-again', organization: acme });
+  // Grace never chose one: she has none.
+  await accounts.switchTo(graceA);
+  expect(JSON.parse(await readFile(store.path, 'utf8'))).toEqual(graceA);
+});
+
 it('a login keeps the other accounts, most recent first, and replaces only its own', async () => {
   await accounts.logIn(adaA);
   expect(await accounts.logIn(adaB)).toEqual({ replaced: [], kept: adaA });

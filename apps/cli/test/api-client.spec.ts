@@ -24,6 +24,14 @@ describe('GET /api/cli/auth/me normalization (seed §4.3)', () => {
     expect(normalizeMeResponse(body)).toEqual({ user, expiresAt, madeWith: 'the token “CI runner”' });
   });
 
+  it('keeps /me\'s organizations (a token with `orgs`), and leaves out a list it cannot read rather than failing', () => {
+    const organizations = [{ id: 'o-1', slug: 'acme', name: 'Acme', role: 'owner' }];
+    expect(normalizeMeResponse({ user, expiresAt, organizations })).toEqual({ user, expiresAt, organizations });
+    expect(normalizeMeResponse({ data: { user, expiresAt, organizations } })).toEqual({ user, expiresAt, organizations });
+    expect(normalizeMeResponse({ user, expiresAt, organizations: [{ slug: 'acme' }] })).toEqual({ user, expiresAt });
+    expect(normalizeMeResponse({ user, expiresAt, organizations: 'acme' })).toEqual({ user, expiresAt });
+  });
+
   it('shows madeWith only as one line of plain text, and leaves out one that is not text', () => {
     const hostile = '\u001b]0;pwned\u0007the \u001b[31mProspect CLI\u001b[0m session on\u202e potpal\r\nFAKE LINE';
     expect(normalizeMeResponse({ user, expiresAt, madeWith: hostile }).madeWith).toBe('the Prospect CLI session on potpal FAKE LINE');

@@ -23,9 +23,9 @@ const token = { tokenId: str, deviceLoginId: str, grantId: str, clientId: str, s
 const grant = { deviceLoginId: str, grantId: str, clientId: str, clientName: str, scope: str, revokedTokens: num, tokens: num };
 const client = { clientId: str, cancelled: num, revoked: num, secret: str };
 const member = { memberId: str, role: str, from: str, to: str, via: str, left: bool };
-const invitation = { invitationId: str, email: str, role: str };
-const domain = { domainId: str, domain: str, joinPolicy: str };
-const provider = { providerId: str, label: str, sessions: num };
+const invitation = { invitationId: str, email: str, role: str, replaced: num, added: bool };
+const domain = { domain: str, joinPolicy: str, enforceSso: bool, wasVerified: bool };
+const provider = { providerId: str, label: str, sessions: num, disabled: bool, reason: str };
 const account = { accountId: str, role: str, cleared: bool };
 
 /** Every public event type and the shape of its `data`, in the order docs/events.md lists them. */
@@ -102,6 +102,9 @@ export const EVENT_DATA_SCHEMAS = {
   'domain.verified': data(domain),
   'domain.updated': data(domain),
   'domain.removed': data(domain),
+  'join_request.created': data({ domain: str }),
+  'join_request.approved': data({ memberId: str, domain: str }),
+  'join_request.declined': data({ memberId: str, reason: str }),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA_SCHEMAS;

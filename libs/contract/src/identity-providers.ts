@@ -127,3 +127,22 @@ export const AdminIdentityProviderSchema = z.object({
   createdAt: z.iso.datetime({ offset: true }),
 });
 export type AdminIdentityProvider = z.infer<typeof AdminIdentityProviderSchema>;
+
+/**
+ * POST /api/orgs/{slug}/identity-providers/{id}/test ("Test connection", issue #44): the provider's
+ * discovery document read now, and what it names; or, when it could not be read, `ok: false` and
+ * the one sentence saying why.
+ */
+export const IdentityProviderConnectionTestSchema = z.discriminatedUnion('ok', [
+  z.object({
+    ok: z.literal(true),
+    issuer: z.string(),
+    authorizationEndpoint: z.string(),
+    tokenEndpoint: z.string(),
+    jwksUri: z.string(),
+    userinfoEndpoint: z.nullable(z.string()),
+    scopesSupported: z.array(z.string()),
+  }),
+  z.object({ ok: z.literal(false), error: z.string() }),
+]);
+export type IdentityProviderConnectionTest = z.infer<typeof IdentityProviderConnectionTestSchema>;

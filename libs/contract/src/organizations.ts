@@ -26,9 +26,13 @@ export const roleAtLeast = (role: OrgRole, needed: OrgRole): boolean => ORG_ROLE
  */
 export const ORGANIZATION_HEADER = 'Prospect-Organization';
 
+/** Words of `/api/orgs/…` that are routes, never an organization's slug (`GET /api/orgs/joinable`). */
+export const RESERVED_ORG_SLUGS: readonly string[] = ['joinable'];
+
 /** A slug: the organization's name in URLs, 2 to 40 lower-case letters, digits or "-", not starting or ending with "-". */
 export const OrgSlugSchema = z.string().check(
   z.regex(/^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])$/, 'must be 2 to 40 lower-case letters, digits or "-", not starting or ending with "-"'),
+  z.refine((slug) => !RESERVED_ORG_SLUGS.includes(slug), 'is a word the API uses for something else: choose another'),
 );
 
 const orgName = z.string().check(z.trim(), z.minLength(1), z.maxLength(80), z.refine((text) => !hasUnsafeText(text), UNSAFE_TEXT_MESSAGE));
@@ -110,3 +114,32 @@ export const OrganizationDomainSchema = z.object({
   enforceSso: z.boolean(),
 });
 export type OrganizationDomain = z.infer<typeof OrganizationDomainSchema>;
+
+/**
+ * GET /api/orgs/joinable: an organization the caller may join (`auto`) or ask to join (`request`)
+ * through a verified domain of theirs, not being a member yet; `requested` once they asked.
+ */
+export const JoinableOrganizationSchema = z.object({
+  slug: z.string(),
+  name: z.string(),
+  domain: z.string(),
+  joinPolicy: z.enum(['request', 'auto']),
+  requested: z.boolean(),
+});
+export type JoinableOrganization = z.infer<typeof JoinableOrganizationSchema>;
+
+/** POST /api/orgs/{slug}/join: a member now (with their role), or a request waiting for an admin. */
+export const JoinOrganizationResponseSchema = z.object({
+  status: z.enum(['member', 'requested']),
+  slug: z.string(),
+  name: z.string(),
+  role: z.nullable(z.enum(ORG_ROLES)),
+});
+export type JoinOrganizationResponse = z.infer<typeof JoinOrganizationResponseSchema>;
+
+/** GET /api/orgs/{slug}/join-requests: a person who asked to join through a verified domain. */
+export const JoinRequestSchema = z.object({
+  user: z.object({ id: z.string(), email: z.string(), name: z.string() }),
+  requestedAt: isoTimestamp,
+});
+export type JoinRequest = z.infer<typeof JoinRequestSchema>;

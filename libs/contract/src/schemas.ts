@@ -1,7 +1,7 @@
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
-import { type Scope, SCOPES } from './constants.js';
-import { OrganizationSchema } from './organizations.js';
+import { CLI_SCOPES, type Scope, SCOPES } from './constants.js';
+import { ORG_ROLES, OrganizationSchema, OrgSlugSchema } from './organizations.js';
 import { ClientIdSchema, originProblem, redirectUriProblem } from './oauth.js';
 import { hasUnsafeText, looksLikeEmail, UNSAFE_TEXT_MESSAGE } from './text.js';
 
@@ -35,9 +35,11 @@ export const DeviceStartRequestSchema = z.strictObject({
   hostname: z.optional(shortText(255)),
   /**
    * What the login asks to be granted (`prospect auth:login --scopes`); absent: CLI_DEFAULT_SCOPES.
+   * Only what the CLI's client may have (CLI_SCOPES): these routes start the CLI's logins, and a
+   * scope its client is not allowed (`openid`, `email`) is never granted through them.
    * `admin` is approved only in sudo mode and lasts ADMIN_GRANT_SECONDS.
    */
-  scopes: z.optional(z.array(z.enum(Object.keys(SCOPES) as [Scope, ...Scope[]])).check(z.minLength(1), z.maxLength(Object.keys(SCOPES).length))),
+  scopes: z.optional(z.array(z.enum(CLI_SCOPES as [Scope, ...Scope[]])).check(z.minLength(1), z.maxLength(CLI_SCOPES.length))),
 });
 export type DeviceStartRequest = z.infer<typeof DeviceStartRequestSchema>;
 
@@ -133,6 +135,14 @@ export const SessionFileSchema = z.strictObject({
   user: UserSchema,
   expiresAt: isoTimestamp,
   createdAt: isoTimestamp,
+  /**
+   * The organization this account's commands act for (`prospect org:switch`, issue #44), sent as
+   * ORGANIZATION_HEADER; its name and the person's role as the server said them when it was chosen.
+   * Absent: none. Optional, so a session file from before organizations stays valid.
+   */
+  organization: z.optional(
+    z.strictObject({ slug: OrgSlugSchema, name: shortText(80), role: z.enum(ORG_ROLES) }),
+  ),
 });
 export type SessionFile = z.infer<typeof SessionFileSchema>;
 

@@ -5,6 +5,7 @@ import type {
   PublicKeyCredentialRequestOptionsJSON,
   RegistrationResponseJSON,
 } from '@simplewebauthn/server';
+import { TokensService } from '../tokens/tokens.service.js';
 import { Clock } from '../common/clock.js';
 import { type RecognisedBrowser, RateLimits } from '../rate-limits/rate-limits.js';
 import { PasskeysRepository, type PasskeyRow } from './passkeys.repository.js';
@@ -53,6 +54,7 @@ export class PasskeysService {
     private readonly passkeys: PasskeysRepository,
     private readonly limits: RateLimits,
     private readonly clock: Clock,
+    private readonly tokens: TokensService,
   ) {}
 
   list(userId: string): Promise<PasskeyRow[]> {
@@ -148,16 +150,24 @@ export class PasskeysService {
     return passkey.userId;
   }
 
-  /** Every passkey of this person (an administrator's reset of a lost device); how many. */
-  removeAllOf(userId: string): Promise<number> {
-    return this.passkeys.removeAllOf(userId);
+  /** Every passkey of this person (an administrator's reset of a lost device); how many. Their grants end with them (remove). */
+  async removeAllOf(userId: string): Promise<number> {
+    const removed = await this.passkeys.removeAllOf(userId);
+    if (removed) await this.tokens.revokeGrantsOfUser(userId, 'passkeys removed', null);
+    return removed;
   }
 
   rename(userId: string, id: string, name: string): Promise<boolean> {
     return this.passkeys.rename(userId, id, name);
   }
 
-  remove(userId: string, id: string, ip: string | null): Promise<boolean> {
-    return this.passkeys.remove(userId, id, this.clock.now(), ip);
+  /**
+   * A passkey is one of the factors the account's grants were approved under: they end with it (a
+   * device or an app approved while it guarded the account signs in again), as with an authenticator app.
+   */
+  async remove(userId: string, id: string, ip: string | null): Promise<boolean> {
+    const removed = await this.passkeys.remove(userId, id, this.clock.now(), ip);
+    if (removed) await this.tokens.revokeGrantsOfUser(userId, 'passkey removed', ip);
+    return removed;
   }
 }

@@ -12,6 +12,7 @@ import { type RecognisedBrowser, RateLimits } from '../rate-limits/rate-limits.j
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
 import { PasskeysRepository } from './passkeys.repository.js';
 import { SecondFactorsRepository } from './second-factors.repository.js';
+import { TokensService } from '../tokens/tokens.service.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** How many recovery codes a person gets, each shown once. */
@@ -57,6 +58,7 @@ export class SecondFactorsService {
     private readonly clock: Clock,
     private readonly uow: UnitOfWork,
     private readonly audit: AuditService,
+    private readonly tokens: TokensService,
   ) {}
 
   async hasTotp(userId: string): Promise<boolean> {
@@ -162,9 +164,15 @@ export class SecondFactorsService {
     return codes;
   }
 
-  /** Turns the second factor off (by the person, or by an admin for someone who lost their phone). */
-  remove(userId: string, ip: string | null, by?: string): Promise<boolean> {
-    return this.factors.remove(userId, this.clock.now(), ip, by);
+  /**
+   * Turns the second factor off (by the person, or by an admin for someone who lost their phone).
+   * The account's factors are part of the state its grants were approved under: every grant ends
+   * with the factor (a device or an app approved while it guarded the account signs in again).
+   */
+  async remove(userId: string, ip: string | null, by?: string): Promise<boolean> {
+    const removed = await this.factors.remove(userId, this.clock.now(), ip, by);
+    if (removed) await this.tokens.revokeGrantsOfUser(userId, 'second factor removed', ip);
+    return removed;
   }
 
   private totp(secret: Secret, email: string): TOTP {

@@ -78,6 +78,9 @@ export type AuthEventType =
   | 'org.domain_verify'
   | 'org.domain_update'
   | 'org.domain_remove'
+  | 'org.join_request'
+  | 'org.join_request_approve'
+  | 'org.join_request_decline'
   | 'org.identity_provider_create'
   | 'org.identity_provider_update'
   | 'org.identity_provider_delete';

@@ -3,6 +3,8 @@ import { type CanActivate, Controller, Header, Headers, HttpCode, Injectable, Ip
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   CLI_CLIENT_ID,
+  CLI_DEFAULT_SCOPES,
+  CLI_SCOPES,
   type DeviceCancelRequest,
   DeviceCancelRequestSchema,
   type DevicePollRequest,
@@ -50,7 +52,7 @@ export class DeviceLoginController {
   @ApiOperation({
     summary: 'Start a device login: codes and the address where a person approves it.',
     description:
-      '`scopes` asks for what the session may do (default `profile`, `tokens`). `admin` is only had when asked for: its approval needs sudo mode, and it lasts ADMIN_GRANT_SECONDS from the approval.',
+      `\`scopes\` asks for what the session may do, of ${CLI_SCOPES.map((scope) => `\`${scope}\``).join(', ')} (default ${CLI_DEFAULT_SCOPES.map((scope) => `\`${scope}\``).join(', ')}). \`admin\` is only had when asked for: its approval needs sudo mode, and it lasts ADMIN_GRANT_SECONDS from the approval.`,
   })
   @ApiJsonBody(DeviceStartRequestSchema, false)
   @ApiJsonResponse(200, 'Started.', DeviceStartResponseSchema)

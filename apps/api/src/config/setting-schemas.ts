@@ -1,3 +1,4 @@
+import { Resolver } from 'node:dns';
 import express from 'express';
 import { z } from 'zod';
 
@@ -58,3 +59,24 @@ export const wholeNumber = (fallback: number, unit = 'a whole number') =>
 
 /** One setting: the environment variable it is read from, and its schema with its default. */
 export const setting = <const Name extends string, S extends z.ZodType>(env: Name, schema: S) => ({ env, schema });
+
+/**
+ * DNS servers as Node's resolver takes them: a comma-separated list of IP addresses, each with an
+ * optional port (`10.0.0.2`, `10.0.0.2:5353`, `[2001:db8::1]:53`). Checked by Node itself
+ * (Resolver.setServers), so what passes here is what the resolver will use; host names are refused
+ * there, as a resolver cannot ask a name server it must first resolve.
+ */
+export const dnsServers = z
+  .string()
+  .trim()
+  .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .refine((servers) => servers.length > 0 && acceptedByResolver(servers), 'must be a comma-separated list of IP addresses, each with an optional port (10.0.0.2, 10.0.0.2:5353, [::1]:53)');
+
+function acceptedByResolver(servers: string[]): boolean {
+  try {
+    new Resolver().setServers(servers);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,6 +1,6 @@
 import { DEFAULT_REFRESH_TOKEN_TTL_SECONDS, MAX_DEVICE_LOGIN_SECONDS, looksLikeEmail } from '@prospect/contract';
 import { z } from 'zod';
-import { booleanFlag, httpUrl, postgresUrl, seconds, setting, trustProxy, wholeNumber } from './setting-schemas.js';
+import { booleanFlag, dnsServers, httpUrl, postgresUrl, seconds, setting, trustProxy, wholeNumber } from './setting-schemas.js';
 
 /**
  * Every setting, declared once: its name in the code, its variable and its schema. The
@@ -158,4 +158,9 @@ export const SETTINGS = {
    * network (issue #43); on for a provider inside the company's network. Loopback is allowed either way.
    */
   federationAllowPrivateIssuers: setting('FEDERATION_ALLOW_PRIVATE_ISSUERS', booleanFlag.default(false)),
+  /**
+   * The DNS servers an organization's domain is verified against (its TXT record, issue #44):
+   * comma-separated IP addresses with optional ports; unset, the system's (/etc/resolv.conf).
+   */
+  dnsServers: setting('DNS_SERVERS', dnsServers.optional()),
 };

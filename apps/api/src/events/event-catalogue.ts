@@ -97,10 +97,14 @@ export const EVENT_CATALOGUE: { readonly [T in AuthEventType]: CatalogueEntry } 
   'org.invitation_create': { type: 'invitation.created', subject: ['invitation', 'invitationId'] },
   'org.invitation_revoke': { type: 'invitation.revoked', subject: ['invitation', 'invitationId'] },
   'org.invitation_accept': { type: 'invitation.accepted', subject: ['invitation', 'invitationId'] },
-  'org.domain_add': { type: 'domain.added', subject: ['domain', 'domainId'] },
-  'org.domain_verify': { type: 'domain.verified', subject: ['domain', 'domainId'] },
-  'org.domain_update': { type: 'domain.updated', subject: ['domain', 'domainId'] },
-  'org.domain_remove': { type: 'domain.removed', subject: ['domain', 'domainId'] },
+  // A domain is known by its name within its organization.
+  'org.domain_add': { type: 'domain.added', subject: ['domain', 'domain'] },
+  'org.domain_verify': { type: 'domain.verified', subject: ['domain', 'domain'] },
+  'org.domain_update': { type: 'domain.updated', subject: ['domain', 'domain'] },
+  'org.domain_remove': { type: 'domain.removed', subject: ['domain', 'domain'] },
+  'org.join_request': { type: 'join_request.created' },
+  'org.join_request_approve': { type: 'join_request.approved', subject: ['user', 'memberId'] },
+  'org.join_request_decline': { type: 'join_request.declined', subject: ['user', 'memberId'] },
 };
 
 /** The internal types behind each public one (the stream's `types` filter runs on the stored column). */

@@ -3,6 +3,7 @@ import { ApiException } from '../common/api-exception.js';
 import { ERROR_CODES } from '@prospect/contract';
 import { FederatedIdentitiesRepository } from './federated-identities.repository.js';
 import { IdentityProvidersRepository } from './identity-providers.repository.js';
+import { OrganizationsService } from '../organizations/organizations.service.js';
 
 /** How long a provider's sign-in waits for the person to prove the account it would be linked to (and its mailed link lasts). */
 export const PENDING_LINK_MINUTES = 30;
@@ -21,20 +22,28 @@ export class SignInThroughProviderRequired extends ApiException {
  * The policy at a provider's edge that the other doors ask about (issue #34): whether an address
  * must sign in through a provider (`enforce`, for its domains, while the provider is enabled: a
  * disabled provider enforces nothing, or nobody of the domain could sign in). Password sign-in,
- * reset mail and passwords set by invitation are refused for such addresses.
+ * reset mail and passwords set by invitation are refused for such addresses. An organization
+ * enforces through its verified domains (issue #44): a domain it verified, with `enforce_sso`, signs
+ * in only through the organization's enabled provider for it, read at every ask (a domain removed
+ * or lost since enforces nothing, and nor does a domain whose provider is disabled or gone).
  */
 @Injectable()
 export class FederationPolicy {
   constructor(
     private readonly providers: IdentityProvidersRepository,
     private readonly links: FederatedIdentitiesRepository,
+    private readonly organizations: OrganizationsService,
   ) {}
 
-  /** The enabled provider that enforces this address's domain, if any. */
-  enforcingProviderFor(email: string): Promise<{ id: string; displayName: string } | undefined> {
+  /** The enabled provider that enforces this address's domain (the instance's, or the organization's that verified it), if any. */
+  async enforcingProviderFor(email: string): Promise<{ id: string; displayName: string } | undefined> {
     const at = email.lastIndexOf('@');
-    if (at < 0) return Promise.resolve(undefined);
-    return this.providers.enforcingFor(email.slice(at + 1).trim().toLowerCase());
+    if (at < 0) return undefined;
+    const domain = email.slice(at + 1).trim().toLowerCase();
+    const instanceWide = await this.providers.enforcingFor(domain);
+    if (instanceWide) return instanceWide;
+    const owner = await this.organizations.domainOwner(domain);
+    return owner?.enforceSso ? this.providers.enabledOfOrganizationFor(owner.organizationId, domain) : undefined;
   }
 
   /** The enabled providers this person is linked to (and not refused by): sudo mode can go back to them. */

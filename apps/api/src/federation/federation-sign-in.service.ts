@@ -9,6 +9,7 @@ import { RateLimits } from '../rate-limits/rate-limits.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import type { User } from '../users/user.entity.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
+import { OrganizationsService } from '../organizations/organizations.service.js';
 import type { FederatedSignIn, PendingFederatedLink } from '../web-sessions/web-account.js';
 import { FederatedIdentitiesRepository, type LinkProof } from './federated-identities.repository.js';
 import { FederatedLinkWriter } from './federated-link-writer.js';
@@ -32,6 +33,8 @@ export class FederationRefused extends Error {
     readonly userId: string | null = null,
     /** The provider vouched for an identity first (which took a sign-in there): audited at once, not counted (AnonymousRefusals). */
     readonly identified = userId !== null,
+    /** The organization whose provider refused it (issue #44): the refusal shows in its log too. */
+    readonly organizationId: string | null = null,
   ) {
     super(message);
   }
@@ -55,7 +58,12 @@ export type SignInOutcome =
  *   it had, or the link mailed to the address, which ends everything set up before, as a reset
  *   that proves an address does (the classic–federated merge class);
  * - an account made by federation has no password until its owner sets one (by a reset link,
- *   refused while a provider enforces the domain).
+ *   refused while a provider enforces the domain);
+ * - an organization's provider (issue #44) signs in only addresses of the domains its organization
+ *   has verified at that moment, asked again at every sign-in, linked identity or not: the address
+ *   the provider asserts (verified by it) and the address of the account it leads to must both be
+ *   in them, so a domain removed or lost since, or an organization admin's provider asserting
+ *   someone of another domain, signs nobody in.
  */
 @Injectable()
 export class FederationSignIn {
@@ -71,6 +79,7 @@ export class FederationSignIn {
     private readonly tokens: TokensService,
     private readonly limits: RateLimits,
     private readonly clock: Clock,
+    private readonly organizations: OrganizationsService,
   ) {}
 
   /** The redirect URI to register at the provider. */
@@ -143,6 +152,9 @@ export class FederationSignIn {
   async signIn(provider: IdentityProviderRow, identity: ProviderIdentity, ip: string | null): Promise<SignInOutcome> {
     const refreshTokenSealed = identity.refreshToken ? await this.relyingParty.sealRefreshToken(identity.issuer, identity.subject, identity.refreshToken) : undefined;
     const secondFactor = showsSecondFactor(identity.amr, identity.acr, provider.mfaAcrValues);
+    // Before the transaction: the organization's domains are read on another connection.
+    const domains = await this.organizationDomains(provider);
+    if (domains) this.refuseOutsideOrganization(provider, domains, this.provenAddress(provider, identity));
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.uow.run(async (tx): Promise<SignInOutcome> => {
@@ -152,6 +164,7 @@ export class FederationSignIn {
           if (link) {
             const user = await this.users.findById(link.userId, tx);
             if (!user || user.disabledAt) throw this.accountDisabled(user);
+            if (domains) this.refuseOutsideOrganization(provider, domains, user.email, user.id);
             return { kind: 'signed-in', user, via: this.via(provider, link.id), secondFactor, created: false };
           }
           const email = this.provenAddress(provider, identity);
@@ -188,6 +201,8 @@ export class FederationSignIn {
    * @throws FederationRefused
    */
   async confirmSudo(provider: IdentityProviderRow, identity: ProviderIdentity, userId: string): Promise<FederatedSignIn> {
+    const domains = await this.organizationDomains(provider);
+    if (domains) this.refuseOutsideOrganization(provider, domains, this.provenAddress(provider, identity), userId);
     const link = await this.uow.run(async (tx) => {
       await this.links.lockIdentity(tx, identity.issuer, identity.subject);
       const found = await this.links.verified(tx, identity.issuer, identity.subject, null, undefined, this.clock.now());
@@ -240,6 +255,9 @@ export class FederationSignIn {
 
   private async link(pending: PendingFederatedLink, proof: LinkProof, ip: string | null): Promise<FederatedSignIn> {
     const provider = await this.enabledProvider(pending.providerId);
+    // The domain may have been removed while the person proved the account.
+    const domains = await this.organizationDomains(provider);
+    if (domains) this.refuseOutsideOrganization(provider, domains, pending.email, pending.userId);
     const outcome = await this.uow.run((tx) => this.linkWriter.linkProven(tx, pending, proof, this.clock.now(), ip));
     if (outcome === 'changed') {
       throw new FederationRefused('the account changed before it was linked', `Your account changed meanwhile. Please sign in with ${provider.displayName} again.`, 409, pending.userId);
@@ -258,7 +276,7 @@ export class FederationSignIn {
   /** The address the provider vouches for, if it may sign in here: verified, and within its domains. */
   private provenAddress(provider: IdentityProviderRow, identity: ProviderIdentity): string {
     const email = identity.email ? normalizeEmail(identity.email) : '';
-    if (!looksLikeEmail(email)) throw new FederationRefused('no usable address from the provider', `${provider.displayName} did not give an e-mail address Prospect can use.`, 403, null, true);
+    if (!looksLikeEmail(email)) throw new FederationRefused('no usable address from the provider', `${provider.displayName} did not give an e-mail address Prospect can use.`, 403, null, true, provider.organizationId);
     if (!identity.emailVerified) {
       throw new FederationRefused(
         'address not verified by the provider (email_verified is not true)',
@@ -266,13 +284,33 @@ export class FederationSignIn {
         403,
         null,
         true,
+        provider.organizationId,
       );
     }
     const domain = email.slice(email.lastIndexOf('@') + 1);
     if (!provider.emailDomains.includes(domain)) {
-      throw new FederationRefused('address outside the provider’s domains', `${provider.displayName} may sign in addresses of ${provider.emailDomains.join(', ')} only, not ${email}.`, 403, null, true);
+      throw new FederationRefused('address outside the provider’s domains', `${provider.displayName} may sign in addresses of ${provider.emailDomains.join(', ')} only, not ${email}.`, 403, null, true, provider.organizationId);
     }
     return email;
+  }
+
+  /** The domains an organization's provider may sign in now (its organization's verified ones); null for an instance-wide provider. */
+  private async organizationDomains(provider: IdentityProviderRow): Promise<Set<string> | null> {
+    return provider.organizationId ? new Set(await this.organizations.verifiedDomains(provider.organizationId)) : null;
+  }
+
+  /** Refuses an address of a domain the provider's organization has not verified (now). */
+  private refuseOutsideOrganization(provider: IdentityProviderRow, verified: Set<string>, email: string, userId: string | null = null): void {
+    const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+    if (verified.has(domain)) return;
+    throw new FederationRefused(
+      'address outside the organization’s verified domains',
+      `${provider.displayName} belongs to an organization that may sign in only addresses of the domains it has verified, and ${domain} is not one of them now. Ask the organization’s administrators.`,
+      403,
+      userId,
+      true,
+      provider.organizationId,
+    );
   }
 
   private accountDisabled(user: User | null): FederationRefused {

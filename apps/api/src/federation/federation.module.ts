@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { TokensModule } from '../tokens/tokens.module.js';
+import { OrganizationsModule } from '../organizations/organizations.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { AccountCredentials } from './account-credentials.js';
@@ -12,6 +13,7 @@ import { FederationSignIn } from './federation-sign-in.service.js';
 import { IdentityProvidersRepository } from './identity-providers.repository.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
 import { LinkProofMail } from './link-proof-mail.js';
+import { OrgIdentityProvidersController } from './org-identity-providers.controller.js';
 import { ProviderNetwork } from './provider-network.js';
 import { ProviderRedirect } from './provider-redirect.js';
 import { RelyingParty } from './relying-party.js';
@@ -23,10 +25,13 @@ import { SignInFlights } from './sign-in-flights.js';
  * (web/federation/federation-pages.controller.ts) live with the other pages, so this module
  * imports nothing of the web. Global, because the other doors ask its policy (FederationPolicy: an
  * enforced domain signs in through its provider only) and the admin and sudo pages use its services.
+ * An organization's providers (issue #44) are its admins' (`/api/orgs/{slug}/identity-providers`),
+ * sign in only the organization's verified domains, and end with the organization (OrganizationTeardown).
  */
 @Global()
 @Module({
-  imports: [UsersModule, TokensModule, WebSessionsModule],
+  imports: [UsersModule, TokensModule, WebSessionsModule, OrganizationsModule],
+  controllers: [OrgIdentityProvidersController],
   providers: [
     IdentityProvidersRepository,
     FederatedIdentitiesRepository,

@@ -26,6 +26,8 @@ export interface IdentityProviderRow {
   createdByUserId: string | null;
   createdAt: Date;
   updatedAt: Date;
+  /** The organization that registered it (issue #44), or null for the instance's own. */
+  organizationId: string | null;
 }
 
 /** What an admin may change of a provider (the issuer stays: links are by issuer and subject). */
@@ -36,7 +38,7 @@ export type IdentityProviderChanges = Partial<
 const COLUMNS = `p.id, p.display_name AS "displayName", p.issuer, p.client_id AS "clientId", p.client_secret_sealed AS "clientSecretSealed",
   p.token_endpoint_auth_method AS "tokenEndpointAuthMethod", p.scopes, p.email_domains AS "emailDomains", p.enforce, p.allow_sign_up AS "allowSignUp", p.mfa_acr_values AS "mfaAcrValues",
   p.metadata, p.discovered_at AS "discoveredAt", p.disabled_at AS "disabledAt", p.created_by_user_id AS "createdByUserId",
-  p.created_at AS "createdAt", p.updated_at AS "updatedAt"`;
+  p.created_at AS "createdAt", p.updated_at AS "updatedAt", p.organization_id AS "organizationId"`;
 
 const CHANGE_COLUMNS: Record<keyof IdentityProviderChanges, string> = {
   displayName: 'display_name',
@@ -75,35 +77,70 @@ export class IdentityProvidersRepository {
     );
   }
 
-  /** The enabled providers, for the sign-in page's buttons. */
-  listEnabled(): Promise<Array<{ id: string; displayName: string }>> {
-    return this.sql.rows(`SELECT id, display_name AS "displayName" FROM identity_providers WHERE disabled_at IS NULL ORDER BY created_at, id`, []);
+  /** The providers an organization registered, oldest first, with how many accounts are linked to each. */
+  listOfOrganization(organizationId: string): Promise<Array<IdentityProviderRow & { linkedAccounts: number }>> {
+    return this.sql.rows(
+      `SELECT ${COLUMNS}, (SELECT count(*)::int FROM federated_identities l WHERE l.provider_id = p.id) AS "linkedAccounts"
+         FROM identity_providers p WHERE p.organization_id = $1 ORDER BY p.created_at, p.id`,
+      [organizationId],
+    );
   }
 
-  /** The enabled provider that enforces this (lower-case) mail domain, if any. */
+  /**
+   * The enabled instance-wide providers, for the sign-in page's buttons. An organization's are not
+   * offered to everyone (its admins name them, and a name on the instance's own page would read as
+   * the instance's word): its people reach it by their address (enforced) or its link.
+   */
+  listEnabled(): Promise<Array<{ id: string; displayName: string }>> {
+    return this.sql.rows(`SELECT id, display_name AS "displayName" FROM identity_providers WHERE disabled_at IS NULL AND organization_id IS NULL ORDER BY created_at, id`, []);
+  }
+
+  /** The enabled instance-wide provider that enforces this (lower-case) mail domain, if any (an organization enforces through its domains). */
   async enforcingFor(domain: string): Promise<{ id: string; displayName: string } | undefined> {
     const [row] = await this.sql.rows<{ id: string; displayName: string }>(
-      `SELECT id, display_name AS "displayName" FROM identity_providers WHERE enforce AND disabled_at IS NULL AND $1 = ANY (email_domains) LIMIT 1`,
+      `SELECT id, display_name AS "displayName" FROM identity_providers WHERE enforce AND disabled_at IS NULL AND organization_id IS NULL AND $1 = ANY (email_domains) LIMIT 1`,
       [domain],
     );
     return row;
   }
 
-  /** Other providers that already claim one of these domains (a domain belongs to one provider). */
-  claimedElsewhere(domains: string[], exceptId: string | null, tx?: Tx): Promise<Array<{ id: string; domain: string }>> {
+  /** The organization's enabled provider that may sign in this (lower-case) mail domain, if any. */
+  async enabledOfOrganizationFor(organizationId: string, domain: string): Promise<{ id: string; displayName: string } | undefined> {
+    const [row] = await this.sql.rows<{ id: string; displayName: string }>(
+      `SELECT id, display_name AS "displayName" FROM identity_providers
+        WHERE organization_id = $1 AND disabled_at IS NULL AND $2 = ANY (email_domains) ORDER BY created_at, id LIMIT 1`,
+      [organizationId, domain],
+    );
+    return row;
+  }
+
+  /**
+   * Other providers that already claim one of these domains (a domain belongs to one provider).
+   * For an organization's provider (`organizationId`), only the instance's and the organization's
+   * own count: another organization's claim is stale by construction, since one organization at
+   * most has verified a domain, and it is this one.
+   */
+  claimedElsewhere(domains: string[], exceptId: string | null, tx?: Tx, organizationId: string | null = null): Promise<Array<{ id: string; domain: string }>> {
     return this.sql.rows(
-      `SELECT p.id, d AS domain FROM identity_providers p, unnest(p.email_domains) d WHERE d = ANY ($1::text[]) AND ($2::text IS NULL OR p.id <> $2) ORDER BY d`,
-      [domains, exceptId],
+      `SELECT p.id, d AS domain FROM identity_providers p, unnest(p.email_domains) d
+        WHERE d = ANY ($1::text[]) AND ($2::text IS NULL OR p.id <> $2)
+          AND ($3::uuid IS NULL OR p.organization_id IS NULL OR p.organization_id = $3) ORDER BY d`,
+      [domains, exceptId, organizationId],
       tx,
     );
+  }
+
+  /** The organization's providers locked in `tx` (its deletion), with their names. */
+  lockedOfOrganization(tx: Tx, organizationId: string): Promise<Array<{ id: string; displayName: string }>> {
+    return this.sql.rows(`SELECT id, display_name AS "displayName" FROM identity_providers WHERE organization_id = $1 ORDER BY id FOR UPDATE`, [organizationId], tx);
   }
 
   /** @throws a unique violation (isUniqueViolation) when the id or the issuer is taken. */
   async insert(tx: Tx, row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt'>): Promise<void> {
     await this.sql.rows(
       `INSERT INTO identity_providers (id, display_name, issuer, client_id, client_secret_sealed, token_endpoint_auth_method, scopes, email_domains,
-                                       enforce, allow_sign_up, metadata, discovered_at, created_by_user_id, created_at, updated_at, mfa_acr_values)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)`,
+                                       enforce, allow_sign_up, metadata, discovered_at, created_by_user_id, created_at, updated_at, mfa_acr_values, organization_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16)`,
       [
         row.id,
         row.displayName,
@@ -120,6 +157,7 @@ export class IdentityProvidersRepository {
         row.createdByUserId,
         row.createdAt,
         row.mfaAcrValues,
+        row.organizationId,
       ],
       tx,
     );

@@ -11,6 +11,8 @@ import { issuerProblem, ProviderUnreachable, RelyingParty } from './relying-part
 import type { Tx } from '../database/tx.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { OrganizationTeardown } from '../organizations/organization-teardown.js';
+import { OrganizationsService } from '../organizations/organizations.service.js';
 
 /** The rows its methods answer, for the pages (which import services, never repositories). */
 export type { IdentityProviderRow, LinkForAdmin };
@@ -31,6 +33,22 @@ function defaultScopes(metadata: Record<string, unknown>): string[] {
 const RESERVED_IDS = new Set(['link', 'callback']);
 
 /**
+ * Whose providers a call is about: the instance's (administrators, `organizationId` null) or one
+ * organization's (its admins, issue #44). An organization's provider may list only domains the
+ * organization has verified, is found only through its organization (another's id is a 404), and
+ * its changes go to the organization's log.
+ */
+export interface ProviderOwner {
+  organizationId: string | null;
+}
+const INSTANCE: ProviderOwner = { organizationId: null };
+
+/** What "Test connection" found: the provider's document read now, or the one sentence saying why it could not be. */
+export type ConnectionTest =
+  | { ok: true; issuer: string; authorizationEndpoint: string; tokenEndpoint: string; jwksUri: string; userinfoEndpoint: string | null; scopesSupported: string[] }
+  | { ok: false; error: string };
+
+/**
  * Identity providers as administrators configure them (the `/admin/identity-providers` page and
  * the JSON API use the same methods): each change one locked transaction with its audit event.
  */
@@ -45,17 +63,50 @@ export class IdentityProvidersService {
     private readonly audit: AuditService,
     private readonly clock: Clock,
     private readonly webSessions: WebSessions,
-  ) {}
+    private readonly organizations: OrganizationsService,
+    teardown: OrganizationTeardown,
+  ) {
+    // An organization's deletion (organizations/, below this module) ends its providers through us, in its transaction.
+    teardown.attach((tx, organizationId, now) => this.endForOrganization(tx, organizationId, now));
+  }
 
-  async list(): Promise<AdminIdentityProvider[]> {
-    return (await this.providers.list()).map((row) => this.toAdmin(row, row.linkedAccounts));
+  /** The instance's administrators see every provider; an organization, its own. */
+  async list(owner: ProviderOwner = INSTANCE): Promise<AdminIdentityProvider[]> {
+    return (await this.rowsOf(owner)).map((row) => this.toAdmin(row, row.linkedAccounts));
   }
 
   /** @throws ApiException 404 */
-  async get(id: string): Promise<AdminIdentityProvider> {
-    const found = (await this.providers.list()).find((row) => row.id === id);
+  async get(id: string, owner: ProviderOwner = INSTANCE): Promise<AdminIdentityProvider> {
+    const found = (await this.rowsOf(owner)).find((row) => row.id === id);
     if (!found) throw notFound(`No identity provider with the id ${id}.`);
     return this.toAdmin(found, found.linkedAccounts);
+  }
+
+  /**
+   * "Test connection": the provider's discovery document read now (nothing stored), and what it
+   * names, or the one sentence that says why it could not be read (RelyingParty.discover's, which
+   * says nothing of what listens where on this server's network).
+   * @throws ApiException 404
+   */
+  async testConnection(id: string, owner: ProviderOwner = INSTANCE): Promise<ConnectionTest> {
+    const provider = await this.providers.findById(id);
+    if (!provider || !ownedBy(provider, owner)) throw notFound(`No identity provider with the id ${id}.`);
+    try {
+      const { metadata } = await this.relyingParty.discover(provider.issuer, provider.clientId, 'unused: the document alone is read');
+      const text = (name: string) => (typeof metadata[name] === 'string' ? (metadata[name] as string) : null);
+      return {
+        ok: true,
+        issuer: String(metadata.issuer),
+        authorizationEndpoint: text('authorization_endpoint')!,
+        tokenEndpoint: text('token_endpoint')!,
+        jwksUri: text('jwks_uri')!,
+        userinfoEndpoint: text('userinfo_endpoint'),
+        scopesSupported: Array.isArray(metadata.scopes_supported) ? metadata.scopes_supported.filter((s): s is string => typeof s === 'string') : [],
+      };
+    } catch (err) {
+      if (err instanceof ProviderUnreachable) return { ok: false, error: err.message };
+      throw err;
+    }
   }
 
   /**
@@ -64,15 +115,17 @@ export class IdentityProvidersService {
    * @throws ApiException 400 (an issuer that is not https, or not an OpenID provider Prospect can
    *   use), 409 (the id or issuer is configured already, or a domain belongs to another provider).
    */
-  async create(input: CreateIdentityProviderRequest, adminId: string, ip: string | null): Promise<AdminIdentityProvider> {
+  async create(input: CreateIdentityProviderRequest, adminId: string, ip: string | null, owner: ProviderOwner = INSTANCE): Promise<AdminIdentityProvider> {
     if (RESERVED_IDS.has(input.id)) throw badRequest(`The id ${input.id} is a path of the sign-in pages: please choose another.`);
+    if (owner.organizationId && input.enforce) throw badRequest(ENFORCE_BY_DOMAIN);
     const preset = input.preset ?? 'generic';
     const issuer = preset === 'generic' ? input.issuer!.trim() : presetIssuer(preset, input.tenant);
     const problem = issuerProblem(issuer);
     if (problem) throw badRequest(`The issuer ${problem}.`);
     const emailDomains = [...new Set(input.emailDomains)];
     if (await this.providers.findById(input.id)) throw conflict(`An identity provider with the id ${input.id} exists already.`);
-    await this.refuseClaimedDomains(emailDomains, null);
+    await this.refuseUnverifiedDomains(emailDomains, owner);
+    await this.refuseClaimedDomains(emailDomains, null, undefined, owner);
     let discovered;
     try {
       discovered = await this.relyingParty.discover(issuer, input.clientId, input.clientSecret);
@@ -99,12 +152,13 @@ export class IdentityProvidersService {
       discoveredAt: now,
       createdByUserId: adminId,
       createdAt: now,
+      organizationId: owner.organizationId,
     };
     try {
       await this.uow.run(async (tx) => {
         await this.providers.insert(tx, row);
         const detail = { providerId: row.id, label: row.displayName, issuer: discoveredIssuer, emailDomains: emailDomains.join(' '), enforce: row.enforce, allowSignUp: row.allowSignUp };
-        await this.audit.record('admin.identity_provider_create', { userId: adminId, ip, detail }, tx);
+        await this.record(tx, owner, 'create', adminId, ip, detail);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict(`An identity provider with the id ${input.id} or the issuer ${discoveredIssuer} exists already.`);
@@ -122,13 +176,22 @@ export class IdentityProvidersService {
    * @returns the provider as it is now, and how many sessions ended.
    * @throws ApiException 404, 409 (a domain of another provider)
    */
-  async update(id: string, changes: UpdateIdentityProviderRequest, adminId: string, ip: string | null): Promise<{ provider: AdminIdentityProvider; sessionsEnded: number }> {
+  async update(
+    id: string,
+    changes: UpdateIdentityProviderRequest,
+    adminId: string,
+    ip: string | null,
+    owner: ProviderOwner = INSTANCE,
+  ): Promise<{ provider: AdminIdentityProvider; sessionsEnded: number }> {
+    if (owner.organizationId && changes.enforce) throw badRequest(ENFORCE_BY_DOMAIN);
     const emailDomains = changes.emailDomains ? [...new Set(changes.emailDomains)] : undefined;
+    // Outside the transaction too: the organization's domains are read on another connection.
+    if (emailDomains) await this.refuseUnverifiedDomains(emailDomains, owner);
     // Outside the transaction: nothing waits on the pool while it holds a connection (the embedded database has one backend).
     const clientSecretSealed = changes.clientSecret === undefined ? undefined : await this.relyingParty.sealClientSecret(id, changes.clientSecret);
     const { provider, sessionsEnded } = await this.uow.run(async (tx) => {
-      const current = await this.existing(tx, id);
-      if (emailDomains) await this.refuseClaimedDomains(emailDomains, id, tx);
+      const current = await this.existing(tx, id, owner);
+      if (emailDomains) await this.refuseClaimedDomains(emailDomains, id, tx, owner);
       const now = this.clock.now();
       const settings: IdentityProviderChanges = {
         displayName: changes.displayName,
@@ -149,17 +212,17 @@ export class IdentityProvidersService {
       const label = settings.displayName ?? current.displayName;
       if (changed.length) {
         const detail = { providerId: id, label, changed: changed.join(' '), ...(settings.enforce !== undefined ? { enforce: settings.enforce } : {}), ...(settings.allowSignUp !== undefined ? { allowSignUp: settings.allowSignUp } : {}), ...(emailDomains ? { emailDomains: emailDomains.join(' ') } : {}) };
-        await this.audit.record('admin.identity_provider_update', { userId: adminId, ip, detail }, tx);
+        await this.record(tx, owner, 'update', adminId, ip, detail);
       }
       if (changes.disabled === true) {
         sessionsEnded = await this.webSessions.endForProvider(tx, id);
-        await this.audit.record('admin.identity_provider_disable', { userId: adminId, ip, detail: { providerId: id, label, sessions: sessionsEnded } }, tx);
+        await this.record(tx, owner, 'disable', adminId, ip, { providerId: id, label, sessions: sessionsEnded });
       } else if (changes.disabled === false && current.disabledAt) {
-        await this.audit.record('admin.identity_provider_enable', { userId: adminId, ip, detail: { providerId: id, label } }, tx);
+        await this.record(tx, owner, 'enable', adminId, ip, { providerId: id, label });
       }
       return { provider: { ...current, ...stripUndefined(settings), disabledAt, updatedAt: now }, sessionsEnded };
     });
-    const linked = (await this.providers.list()).find((row) => row.id === id)?.linkedAccounts ?? 0;
+    const linked = (await this.rowsOf(owner)).find((row) => row.id === id)?.linkedAccounts ?? 0;
     return { provider: this.toAdmin(provider, linked), sessionsEnded };
   }
 
@@ -168,13 +231,27 @@ export class IdentityProvidersService {
    * stay: one made by federation has no password, and its owner sets one with a reset link).
    * @throws ApiException 404
    */
-  async remove(id: string, adminId: string, ip: string | null): Promise<void> {
+  async remove(id: string, adminId: string, ip: string | null, owner: ProviderOwner = INSTANCE): Promise<void> {
     await this.uow.run(async (tx) => {
-      const provider = await this.existing(tx, id);
+      const provider = await this.existing(tx, id, owner);
       const sessions = await this.webSessions.endForProvider(tx, id);
       await this.providers.delete(tx, id);
-      await this.audit.record('admin.identity_provider_delete', { userId: adminId, ip, detail: { providerId: id, label: provider.displayName, sessions } }, tx);
+      await this.record(tx, owner, 'delete', adminId, ip, { providerId: id, label: provider.displayName, sessions });
     });
+  }
+
+  /**
+   * An organization's deletion (OrganizationTeardown, in its `tx`): each of its providers goes as
+   * remove() does it, the browser sessions it started ending with it, recorded in the
+   * organization's log.
+   */
+  async endForOrganization(tx: Tx, organizationId: string, now: Date): Promise<void> {
+    for (const provider of await this.providers.lockedOfOrganization(tx, organizationId)) {
+      const sessions = await this.webSessions.endForProvider(tx, provider.id);
+      await this.providers.delete(tx, provider.id);
+      const detail = { providerId: provider.id, label: provider.displayName, sessions, reason: 'organization deleted' };
+      await this.audit.record('org.identity_provider_delete', { userId: null, ip: null, organizationId, detail, at: now }, tx);
+    }
   }
 
   /** The links of these people (admin pages: "last verified at the provider"). */
@@ -214,18 +291,55 @@ export class IdentityProvidersService {
     };
   }
 
-  private async existing(tx: Tx, id: string): Promise<IdentityProviderRow> {
+  private async existing(tx: Tx, id: string, owner: ProviderOwner): Promise<IdentityProviderRow> {
     const provider = await this.providers.lockedById(tx, id);
-    if (!provider) throw notFound(`No identity provider with the id ${id}.`);
+    if (!provider || !ownedBy(provider, owner)) throw notFound(`No identity provider with the id ${id}.`);
     return provider;
   }
 
+  private rowsOf(owner: ProviderOwner) {
+    return owner.organizationId ? this.providers.listOfOrganization(owner.organizationId) : this.providers.list();
+  }
+
   /** A domain belongs to one provider: who may sign it in, and who enforces it, is never in doubt. */
-  private async refuseClaimedDomains(domains: string[], exceptId: string | null, tx?: Tx): Promise<void> {
-    const [claimed] = await this.providers.claimedElsewhere(domains, exceptId, tx);
+  private async refuseClaimedDomains(domains: string[], exceptId: string | null, tx: Tx | undefined, owner: ProviderOwner): Promise<void> {
+    const [claimed] = await this.providers.claimedElsewhere(domains, exceptId, tx, owner.organizationId);
     if (claimed) throw conflict(`The domain ${claimed.domain} belongs to the identity provider ${claimed.id} already.`);
   }
+
+  /**
+   * An organization's provider may list only domains the organization has verified (sign-in
+   * checks them again, each time: a domain lost since stops its sign-ins).
+   */
+  private async refuseUnverifiedDomains(domains: string[], owner: ProviderOwner): Promise<void> {
+    if (!owner.organizationId) return;
+    const verified = new Set(await this.organizations.verifiedDomains(owner.organizationId));
+    const unverified = domains.find((d) => !verified.has(d));
+    if (unverified) {
+      throw conflict(`The domain ${unverified} is not one this organization has verified: add it and verify it on the organization's domains first (its identity providers sign in only its verified domains).`);
+    }
+  }
+
+  /** The change in the instance's log (`admin.identity_provider_*`) or, for an organization's provider, in the organization's (`org.identity_provider_*`; a disable or an enable is an update there). */
+  private async record(tx: Tx, owner: ProviderOwner, action: 'create' | 'update' | 'disable' | 'enable' | 'delete', userId: string, ip: string | null, detail: Record<string, string | number | boolean | null>): Promise<void> {
+    if (!owner.organizationId) {
+      await this.audit.record(`admin.identity_provider_${action}`, { userId, ip, detail }, tx);
+      return;
+    }
+    const type = action === 'create' || action === 'delete' ? (`org.identity_provider_${action}` as const) : 'org.identity_provider_update';
+    const full = action === 'disable' || action === 'enable' ? { ...detail, disabled: action === 'disable' } : detail;
+    await this.audit.record(type, { userId, ip, organizationId: owner.organizationId, detail: full }, tx);
+  }
 }
+
+/** The instance's administrators act on every provider; an organization on its own only. */
+function ownedBy(provider: IdentityProviderRow, owner: ProviderOwner): boolean {
+  return owner.organizationId === null || provider.organizationId === owner.organizationId;
+}
+
+/** An organization enforces its provider by its verified domains, not by the provider's `enforce`. */
+const ENFORCE_BY_DOMAIN =
+  "An organization's provider is enforced by its verified domains: set enforceSso on the domain (PATCH /api/orgs/{slug}/domains/{domain}), and people of that domain then sign in only through the organization's enabled provider.";
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;

@@ -20,9 +20,11 @@ export interface ExportedSizes {
   resetsPerAccountPerHour: number;
   verificationMailsPerHour: number;
   mailsPerRecipientPerHour: number;
+  invitationsPerOrganizationPerHour: number;
   passkeyFailures: number;
   /** The device-start limit's startPrefetch. */
   startPrefetch: number;
+  domainVerificationsPerHour: number;
 }
 
 /**
@@ -47,6 +49,8 @@ export class RateLimiters {
   readonly secondFactorsByBrowser: RateLimiterPostgres;
   readonly enrolmentCodes: RateLimiterPostgres;
   readonly mailsByRecipient: RateLimiterPostgres;
+  readonly invitationsByOrganization: RateLimiterPostgres;
+  readonly domainVerifications: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -87,6 +91,8 @@ export class RateLimiters {
     this.secondFactorsByBrowser = store('factor:device', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
     this.enrolmentCodes = store('factor:enrol', LOGIN_FAILURES, LOGIN_BLOCK_SECONDS, LOGIN_BLOCK_SECONDS);
     this.mailsByRecipient = store('mail:recipient', sizes.mailsPerRecipientPerHour, HOUR);
+    this.invitationsByOrganization = store('org:invitations', sizes.invitationsPerOrganizationPerHour, HOUR);
+    this.domainVerifications = store('domain:verify', sizes.domainVerificationsPerHour, HOUR);
   }
 
   /**

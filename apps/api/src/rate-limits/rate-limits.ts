@@ -43,6 +43,10 @@ export const RESETS_PER_ACCOUNT_PER_HOUR = 3;
 export const VERIFICATION_MAILS_PER_HOUR = 3;
 /** Unsolicited mails (mailToRecipient) one address may be sent in an hour, whoever asks. */
 export const MAILS_PER_RECIPIENT_PER_HOUR = 10;
+/** Invitations one organization may send in an hour, whoever of its admins sends them (re-invitations count too). */
+export const INVITATIONS_PER_ORGANIZATION_PER_HOUR = 30;
+/** Domain verifications (DNS lookups) one organization may ask for in an hour (issue #44). */
+export const DOMAIN_VERIFICATIONS_PER_HOUR = 20;
 /** Failed passkey sign-ins with one credential id before it waits, as an account's failed sign-ins. */
 export const PASSKEY_FAILURES = LOGIN_FAILURES;
 
@@ -69,6 +73,8 @@ export const PASSKEY_FAILURES = LOGIN_FAILURES;
  * - Password-reset mails: 3 an hour per account (known or not), PASSWORD_RESETS_PER_IP_PER_HOUR per IP.
  *   Mails proving an address (verification sent again, an address change): 3 an hour per account.
  *   Unsolicited mails to one address: MAILS_PER_RECIPIENT_PER_HOUR, the rest dropped (mailToRecipient).
+ * - Organization invitations: INVITATIONS_PER_ORGANIZATION_PER_HOUR per organization, and each a
+ *   point of the recipient's MAILS_PER_RECIPIENT_PER_HOUR (refused, not dropped: the inviter is told).
  * - Second-factor codes (TOTP or recovery) without a recognised browser, per account: 5 failures in
  *   15 minutes block it for 15 minutes (a million six-digit codes: guessing one takes years); a
  *   right code gives them back. The first code of an app being set up: 5 failures per account
@@ -100,8 +106,10 @@ export class RateLimits {
       resetsPerAccountPerHour: RESETS_PER_ACCOUNT_PER_HOUR,
       verificationMailsPerHour: VERIFICATION_MAILS_PER_HOUR,
       mailsPerRecipientPerHour: MAILS_PER_RECIPIENT_PER_HOUR,
+      invitationsPerOrganizationPerHour: INVITATIONS_PER_ORGANIZATION_PER_HOUR,
       passkeyFailures: PASSKEY_FAILURES,
       startPrefetch: startPrefetch(config.deviceStartPerIpPerMinute),
+      domainVerificationsPerHour: DOMAIN_VERIFICATIONS_PER_HOUR,
     });
   }
 
@@ -259,6 +267,33 @@ export class RateLimits {
   /** A mail counted by requestAddressMail could not be queued (the database refused it): its point goes back, so the limit counts mails sent. */
   async addressMailNotQueued(userId: string): Promise<void> {
     await this.limiters.verificationMails.reward(userId, 1);
+  }
+
+  /**
+   * Counts an invitation an organization sends (INVITATIONS_PER_ORGANIZATION_PER_HOUR, per
+   * organization), before it is made: anyone may create an organization, so this and the
+   * recipient's own limit (mailToRecipient) keep one from becoming a way to mail strangers.
+   */
+  sendOrganizationInvitation(organizationId: string): Promise<void> {
+    return this.consume(
+      this.limiters.invitationsByOrganization,
+      organizationId,
+      `This organization has sent ${INVITATIONS_PER_ORGANIZATION_PER_HOUR} invitations in the last hour, the most it may: please wait before inviting more.`,
+    );
+  }
+
+  /** An invitation counted by sendOrganizationInvitation was not made (refused, or the database failed): its point goes back, so the limit counts invitations sent. */
+  async organizationInvitationNotSent(organizationId: string): Promise<void> {
+    await this.limiters.invitationsByOrganization.reward(organizationId, 1);
+  }
+
+  /**
+   * Counts a domain verification of an organization (issue #44) before its DNS lookup, per
+   * organization, whether it succeeds or not: each one sends queries to the domain's name servers
+   * on the organization's say-so, so a script cannot make the service a DNS hammer.
+   */
+  attemptDomainVerification(organizationId: string): Promise<void> {
+    return this.consume(this.limiters.domainVerifications, organizationId, `Too many domain verifications for this organization (${DOMAIN_VERIFICATIONS_PER_HOUR} an hour). Please wait before trying again.`);
   }
 
   /** At most `limit` counters past their window, in `tx` (retention); how many. */

@@ -22,8 +22,12 @@ export function scopeOfGrantAt(grantScope: string, adminUntil: Date | null, now:
   return { scope: scopes.filter((scope) => scope !== 'admin').join(' '), endsBy: null };
 }
 
-/** The scopes of the API's own routes; `openid` and `email` belong to OpenID Connect sign-ins (id_token, userinfo), not to a CLI token. */
-const API_SCOPES: readonly Scope[] = ['profile', 'tokens', 'admin'];
+/**
+ * The scopes of the API's own routes; `openid` and `email` belong to OpenID Connect sign-ins
+ * (id_token, userinfo), not to a CLI token. `orgs` is a person's like `profile`: any member acts in
+ * an organization with their role there, which the organization's routes check, not the scope.
+ */
+const API_SCOPES: readonly Scope[] = ['profile', 'tokens', 'admin', 'orgs'];
 
 /**
  * The scope of a token a person makes in a signed-in browser (the tokens page, or the API with the

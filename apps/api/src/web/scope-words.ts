@@ -6,8 +6,13 @@ export interface ScopeLine {
   words: string;
 }
 
-/** The order pages list scopes in: who you are first, then what it may see, then what it may do. */
-const ORDER: readonly Scope[] = ['openid', 'profile', 'email', 'tokens', 'admin'];
+/**
+ * The order pages list scopes in: who you are first, then what it may see, then what it may do.
+ * A record over every scope, so a new one cannot be left off the pages (and so never shown to the
+ * person approving it) without the build saying so.
+ */
+const RANK: Record<Scope, number> = { openid: 0, profile: 1, email: 2, orgs: 3, tokens: 4, admin: 5 };
+const ORDER = (Object.keys(RANK) as Scope[]).sort((a, b) => RANK[a] - RANK[b]);
 
 /**
  * What approving a scope lets the application do, in a sentence for the person (the contract's

@@ -12,6 +12,7 @@ function reasonFor(returnTo: string): string {
   if (returnTo.startsWith('/device')) return 'Approving a sign-in gives a program access to your account.';
   if (returnTo.startsWith('/settings/tokens')) return 'A new token gives access to your account.';
   if (returnTo.startsWith('/admin')) return 'Administrators confirm who they are before changing anything.';
+  if (returnTo.startsWith('/orgs/')) return 'Deleting an organization ends everything it owns, for every member.';
   if (returnTo.startsWith('/oauth/authorize')) return 'Approving an app gives it access to your account.';
   return 'This changes how you sign in.';
 }

@@ -35,15 +35,22 @@ import { FederationPagesController } from './federation/federation-pages.control
 import { FederationLinkPagesController } from './federation/federation-link-pages.controller.js';
 import { FederationRefusalPage } from './federation/federation-refusal-page.js';
 import { PasskeyCeremonies } from './sign-in/passkey-ceremonies.js';
+import { OrganizationsModule } from '../organizations/organizations.module.js';
+import { OrgIdentityProvidersPageController } from './orgs/org-identity-providers-page.controller.js';
+import { OrgInvitationPageController } from './orgs/org-invitation-page.controller.js';
+import { OrgInvitationsPageController } from './orgs/org-invitations-page.controller.js';
+import { OrgPagesController } from './orgs/org-pages.controller.js';
+import { OrgDomainsPageController } from './orgs/org-domains-page.controller.js';
 
 /** Server-rendered pages: sign-up, sign-in, mailed links, device approval, CLI tokens, the account, people and OAuth clients (admins). */
 @Module({
-  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule],
+  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule, OrganizationsModule],
   controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController,
     AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
-    AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController],
+    AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController,
+    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgDomainsPageController],
   providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })

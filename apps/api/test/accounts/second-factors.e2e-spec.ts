@@ -3,7 +3,10 @@ import { PasskeysService } from '../../src/accounts/passkeys.service.js';
 import { Mailer } from '../../src/mail/mailer.js';
 import { countPasskeys, countRecoveryCodes } from '../support/account-fixtures.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { authorizedPoll, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { get, post } from '../support/http.js';
+import { TokensService } from '../../src/tokens/tokens.service.js';
+import { ROUTES } from '@prospect/contract';
 import type { SmtpSink } from '../support/smtp-sink.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { startAppWithMail } from '../support/mailing-app.js';
@@ -163,6 +166,21 @@ describe('second factors', () => {
     expect((await postFrom(adminWeb, `/admin/users/${user.id}`, `/admin/users/${user.id}/second-factor/remove`)).status).toBe(303);
     await signInAs(api, user.email, PASSWORD); // no code asked
     expect(await countRecoveryCodes(api, user.id)).toBe(0);
+  });
+
+  it('a removed app ends the grants approved while it guarded the account; a token made on the tokens page stays', async () => {
+    const admin = await createUser(api, { role: 'admin' });
+    const user = await createUser(api);
+    const web = await signInAs(api, user.email, PASSWORD);
+    await enrol(web);
+    const grant = (await authorizedPoll(api, user)).body;
+    const direct = (await api.app.get(TokensService).issue({ userId: user.id, origin: 'direct', label: 'kept' })).accessToken;
+    expect((await get(api, ROUTES.me, grant.accessToken)).status).toBe(200);
+    const adminWeb = await signInAs(api, admin.email, PASSWORD);
+    expect((await postFrom(adminWeb, `/admin/users/${user.id}`, `/admin/users/${user.id}/second-factor/remove`)).status).toBe(303);
+    expect((await get(api, ROUTES.me, grant.accessToken)).status).toBe(401);
+    expect((await post(api, ROUTES.refresh, { refreshToken: grant.refreshToken })).status).toBe(401);
+    expect((await get(api, ROUTES.me, direct)).status).toBe(200);
   });
 
   it('in a real browser: set up the app with its QR page, then sign in with a code, at phone width', async () => {

@@ -91,7 +91,7 @@ describe('/api/admin/clients', () => {
       expect(await clientIds(api)).not.toContain(body.id); // the list: a lookup skips an id no client may have
     }
     const list = (await call('GET', CLIENTS)).body as Array<{ id: string }>;
-    expect(list[0]).toMatchObject({ id: 'prospect-cli', builtIn: true, allowedScopes: ['profile', 'tokens', 'admin'] });
+    expect(list[0]).toMatchObject({ id: 'prospect-cli', builtIn: true, allowedScopes: ['profile', 'tokens', 'admin', 'orgs'] });
     expect(list.map((c) => c.id)).toContain('acme-sync');
 
     const renamed = await call('PATCH', `${CLIENTS}/acme-sync`, { name: 'Acme Sync 2', allowedScopes: ['profile'] });

@@ -1,4 +1,4 @@
-import { ADMIN_LOGIN_COMMAND, DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES } from '@prospect/contract';
+import { ADMIN_LOGIN_COMMAND, CLI_DEFAULT_SCOPES, DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES, SCOPES } from '@prospect/contract';
 import { Secret, TOTP } from 'otpauth';
 import { AppConfig, ConfigError } from '../../src/config/app-config.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
@@ -27,7 +27,7 @@ async function enrolTotp(web: WebClient, clock: FakeClock): Promise<string> {
 }
 
 /**
- * Issue #31, item 4: `admin` is asked for (`prospect auth:login --scopes profile,tokens,admin`),
+ * Issue #31, item 4: `admin` is asked for (`prospect auth:login --scopes profile,tokens,admin,orgs`),
  * approved in sudo mode, and lasts ADMIN_GRANT_SECONDS after the approval.
  */
 describe('the admin grant', () => {
@@ -40,7 +40,7 @@ describe('the admin grant', () => {
   });
   afterAll(() => api?.close());
 
-  const ADMIN_SCOPES = ['profile', 'tokens', 'admin'];
+  const ADMIN_SCOPES = ['profile', 'tokens', 'admin', 'orgs'];
   const start = (scopes?: string[]) => startDeviceLogin(api, { clientName: 'prospect CLI 0.1.0', hostname: 'laptop', ...(scopes ? { scopes } : {}) });
   const refresh = (refreshToken: string) => post(api, ROUTES.refresh, { refreshToken });
   const scopesOf = async (token: string) => (await get(api, ROUTES.me, token)).headers.get('x-oauth-scopes');
@@ -51,7 +51,7 @@ describe('the admin grant', () => {
     expect(res.body.error).toBe('insufficient_scope');
     expect(res.body.message).toContain(ADMIN_LOGIN_COMMAND);
     expect(res.headers.get('www-authenticate')).toBe(
-      `Bearer realm="prospect", error="insufficient_scope", scope="admin", error_description="administration needs a fresh admin grant: sign in again with prospect auth:login --scopes profile,tokens,admin"`,
+      `Bearer realm="prospect", error="insufficient_scope", scope="admin", error_description="administration needs a fresh admin grant: sign in again with prospect auth:login --scopes profile,tokens,admin,orgs"`,
     );
   }
 
@@ -66,22 +66,22 @@ describe('the admin grant', () => {
     const login = await start();
     await approve(api, login.userCode, admin);
     const session = (await poll(api, login.deviceCode)).body;
-    expect(await scopesOf(session.accessToken)).toBe('profile, tokens');
+    expect(await scopesOf(session.accessToken)).toBe('profile, tokens, orgs');
     expectAdminRefused(await get(api, USERS, session.accessToken));
     const [row] = await deviceLogins(api, { userCode: login.userCode });
-    expect(row).toMatchObject({ scope: 'profile tokens', admin_until: null });
+    expect(row).toMatchObject({ scope: 'profile tokens orgs', admin_until: null });
     // The OAuth door to the same client: asking for nothing is not asking for admin either.
     const form = (path: string, params: Record<string, string>) =>
       request(api, 'POST', path, { body: new URLSearchParams(params).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     const device = (await form(OAUTH_ROUTES.deviceAuthorization, { client_id: 'prospect-cli' })).body;
     await approve(api, device.user_code, admin);
     const tokens = (await form(OAUTH_ROUTES.token, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: device.device_code, client_id: 'prospect-cli' })).body;
-    expect(tokens.scope).toBe('profile tokens');
+    expect(tokens.scope).toBe('profile tokens orgs');
     expectAdminRefused(await get(api, USERS, tokens.access_token));
   });
 
-  it('refuses a start asking for a scope that does not exist, or for none', async () => {
-    for (const scopes of [['profile', 'billing:write'], [], 'admin']) {
+  it('refuses a start asking for a scope that does not exist, one the CLI may not have, or none', async () => {
+    for (const scopes of [['profile', 'billing:write'], [], 'admin', ['profile', 'openid'], ['email']]) {
       const res = await post(api, ROUTES.deviceStart, { clientName: 'prospect CLI 0.1.0', scopes });
       expect(res.status).toBe(400);
       expect(res.body.error).toBe('invalid_request');
@@ -92,7 +92,11 @@ describe('the admin grant', () => {
     const web = await signInAs(api, admin.email, PASSWORD);
     clock.advanceSeconds(2 * HOUR + 1); // sudo mode (SUDO_SECONDS) from the sign-in is over
     const plain = await start();
-    expect((await web.send('GET', `/device?user_code=${plain.userCode}`)).status).toBe(200); // its button asks, as before
+    const plainPage = await web.send('GET', `/device?user_code=${plain.userCode}`);
+    expect(plainPage.status).toBe(200); // its button asks, as before
+    // What the CLI asks for by default, each in words: `orgs` too (issue #44), `admin` not.
+    for (const scope of CLI_DEFAULT_SCOPES) expect(plainPage.text).toContain(SCOPES[scope]);
+    expect(plainPage.text).not.toContain('Administer this Prospect');
 
     const login = await start(ADMIN_SCOPES);
     const asked = await web.send('GET', `/device?user_code=${login.userCode}`);
@@ -118,7 +122,7 @@ describe('the admin grant', () => {
     const [approval] = await authEvents(api, { type: 'device.approve', detail: { deviceLoginId: row.id } });
     expect(approval.detail).toEqual({ deviceLoginId: row.id, adminUntil: expect.any(String) });
     const session = (await poll(api, login.deviceCode)).body;
-    expect(await scopesOf(session.accessToken)).toBe('profile, tokens, admin');
+    expect(await scopesOf(session.accessToken)).toBe('profile, tokens, admin, orgs');
     expect((await get(api, USERS, session.accessToken)).status).toBe(200);
   });
 
@@ -132,7 +136,7 @@ describe('the admin grant', () => {
 
     clock.advanceSeconds(11.5 * HOUR);
     const late = (await refresh(first.refreshToken)).body;
-    expect(await scopesOf(late.accessToken)).toBe('profile, tokens, admin');
+    expect(await scopesOf(late.accessToken)).toBe('profile, tokens, admin, orgs');
     // Half an hour of admin is left: the access token lives that long, not its usual hour.
     expect(Date.parse(late.expiresAt)).toBe(approvedAt + 12 * HOUR * 1000);
     expect((await get(api, USERS, late.accessToken)).status).toBe(200);
@@ -141,7 +145,7 @@ describe('the admin grant', () => {
     clock.advanceSeconds(0.5 * HOUR + 1);
     expect((await get(api, ROUTES.me, late.accessToken)).status).toBe(401); // expired with the grant's admin
     const after = (await refresh(late.refreshToken)).body;
-    expect(await scopesOf(after.accessToken)).toBe('profile, tokens');
+    expect(await scopesOf(after.accessToken)).toBe('profile, tokens, orgs');
     expect(Date.parse(after.expiresAt)).toBe(clock.now().getTime() + HOUR * 1000);
     expectAdminRefused(await get(api, USERS, after.accessToken));
     expectAdminRefused(await request(api, 'PATCH', `${USERS}/${bob.id}`, { json: { admin: true }, token: after.accessToken }));
@@ -151,7 +155,7 @@ describe('the admin grant', () => {
     expect(forBob.body.message).toContain(ADMIN_LOGIN_COMMAND);
     const own = await mint(after.accessToken, { label: 'still mine' });
     expect(own.status).toBe(201);
-    expect(await scopesOf(own.body.accessToken)).toBe('profile, tokens');
+    expect(await scopesOf(own.body.accessToken)).toBe('profile, tokens, orgs');
     // What introspection says of the session agrees (asked with a token an administrator made on the site).
     const siteToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct', scope: 'profile tokens admin' })).accessToken;
     const introspected = await request(api, 'POST', OAUTH_ROUTES.introspect, {
@@ -159,7 +163,7 @@ describe('the admin grant', () => {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       token: siteToken,
     });
-    expect(introspected.body).toMatchObject({ active: true, scope: 'profile tokens' });
+    expect(introspected.body).toMatchObject({ active: true, scope: 'profile tokens orgs' });
   });
 
   it('administration through the API is audited with the grant that did it: promoting, removing a second factor, inviting', async () => {

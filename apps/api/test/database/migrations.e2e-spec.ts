@@ -16,6 +16,7 @@ const EVERY_TABLE = [
   'oauth_consents',
   'organization_domains',
   'organization_invitations',
+  'organization_join_requests',
   'organization_members',
   'organizations',
   'passkeys',
@@ -86,7 +87,8 @@ describe('migrations', () => {
     // sql-on-purpose: what the migration made of those rows
     expect(await db.query(`SELECT id, allowed_scopes FROM oauth_clients ORDER BY id`)).toEqual([
       { id: 'acme-sync', allowed_scopes: 'profile' },
-      { id: 'prospect-cli', allowed_scopes: 'profile tokens admin' },
+      // …and Organizations (038), run after it, allows the CLI `orgs` too.
+      { id: 'prospect-cli', allowed_scopes: 'profile tokens admin orgs' },
     ]);
   });
 });

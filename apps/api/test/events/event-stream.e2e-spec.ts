@@ -51,7 +51,7 @@ describe('the event stream', () => {
 
   it('pages through thousands of events written concurrently by two replicas, each id once and in order', async () => {
     const start = (await readAll()).at(-1) ?? STREAM_START_ID;
-    const PER_WORKER = 200;
+    const PER_WORKER = 150;
     const WORKERS = 5; // per replica
     let written = 0;
     let writing = true;

@@ -225,6 +225,16 @@ describe('the authorization code grant', () => {
       expect((await authorize(web, params)).location).toMatch(/^\/login\?next=/);
     });
 
+    it('the consent page says each scope in words, `orgs` too, in its order (issue #44)', async () => {
+      await registerClient({ id: 'org-tool', name: 'The org tool', allowedScopes: ['openid', 'profile', 'tokens', 'orgs'], redirectUris: [REDIRECT] });
+      const person = await createUser(api);
+      const web = await signInAs(api, person.email, PASSWORD);
+      const page = await authorize(web, standard('org-tool', pkce().challenge, { scope: 'tokens orgs openid profile' }));
+      expect(page.status).toBe(200);
+      const listed = /<ul class="scopes">(.*?)<\/ul>/.exec(page.text)![1]!.split('</li>').filter(Boolean).map((item) => item.replace('<li>', ''));
+      expect(listed).toEqual(['Sign you in with your Prospect account', 'See your name and e-mail address', 'See your organizations and act in them with your role', 'Create tokens that act as you']);
+    });
+
     it('Deny sends access_denied back; consent and exchange are in the security log', async () => {
       const person = await createUser(api);
       const web = await signInAs(api, person.email, PASSWORD);

@@ -169,7 +169,7 @@ describe('OAuth 2.0 surface', () => {
       expect(ok.headers.get('cache-control')).toBe('no-store');
       expect(ok.headers.get('pragma')).toBe('no-cache');
       // Asked for nothing: all the client may have but `admin`, which is only had when asked for.
-      expect(ok.body).toEqual({ access_token: expect.stringMatching(/^prs_/), token_type: 'Bearer', expires_in: 3600, refresh_token: expect.stringMatching(/^prsr_/), scope: 'profile tokens' });
+      expect(ok.body).toEqual({ access_token: expect.stringMatching(/^prs_/), token_type: 'Bearer', expires_in: 3600, refresh_token: expect.stringMatching(/^prsr_/), scope: 'profile tokens orgs' });
       clock.offsetMs += 61_000; // past the reply window: a replay
       expectOAuthError(await redeem(approved.device_code), 'invalid_grant');
 
@@ -225,6 +225,10 @@ describe('OAuth 2.0 surface', () => {
       // other-tool may ask for `profile` only (a client's allowed scopes unless an admin chose more).
       await registerClient(api, { id: 'other-tool', name: 'Other tool' });
       expectOAuthError(await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'other-tool', scope: 'profile tokens' }), 'invalid_scope');
+      // `orgs` is any person's, but only a client allowed it may ask for it (issue #44).
+      const orgs = await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'other-tool', scope: 'profile orgs' });
+      expectOAuthError(orgs, 'invalid_scope');
+      expect(orgs.body.error_description).toBe('Not allowed to other-tool: orgs.');
       const user = await createUser(api);
       const device = (await form(api, OAUTH_ROUTES.deviceAuthorization, { client_id: 'other-tool' })).body;
       const shown = await approvalPage(api, device.user_code, user);
@@ -244,7 +248,7 @@ describe('OAuth 2.0 surface', () => {
       expect((await form(api, OAUTH_ROUTES.introspect, { token: tokens.access_token }, { authorization: `Bearer ${tokens.access_token}` })).status).toBe(403);
       expect(await accessTokens(api, { label: 'from other-tool' })).toHaveLength(0);
       // Published for clients to read.
-      expect((await get(api, OAUTH_ROUTES.metadata)).body.scopes_supported).toEqual(['profile', 'tokens', 'admin', 'openid', 'email']);
+      expect((await get(api, OAUTH_ROUTES.metadata)).body.scopes_supported).toEqual(['profile', 'tokens', 'admin', 'openid', 'email', 'orgs']);
     });
 
     it('revoking an unknown token is a 200, as the RFC says', async () => {
@@ -292,7 +296,7 @@ describe('OAuth 2.0 surface', () => {
       expect(access.body.exp - access.body.iat).toBe(3600);
       expect((await introspect(tokens.refresh_token, adminToken)).body).toMatchObject({ active: true, token_type: 'refresh_token', sub: user.id });
       // A token created directly has the CLI's scopes, and says so.
-      expect((await introspect(userToken, adminToken)).body).toMatchObject({ active: true, client_id: 'prospect-cli', token_type: 'Bearer', scope: 'profile tokens admin' });
+      expect((await introspect(userToken, adminToken)).body).toMatchObject({ active: true, client_id: 'prospect-cli', token_type: 'Bearer', scope: 'profile tokens admin orgs' });
       // …and labels the session on the tokens page, refreshed or not.
       const refreshed = (await form(api, OAUTH_ROUTES.token, { grant_type: 'refresh_token', client_id: 'prospect-cli', refresh_token: tokens.refresh_token })).body;
       const [session] = (await api.app.get(TokensService).listForUser(user.id)).filter((t) => t.origin === 'device');

@@ -98,7 +98,10 @@ describe('tokens made with tokens', () => {
     const child = await mint(parent.accessToken, { label: 'child', expiresInSeconds: 30 * DAY });
     expect(child.status).toBe(201);
     expect(child.body.expiresAt).toBe(parent.expiresAt.toISOString());
-    expect(await scopesOf(child.body.accessToken)).toBe('profile, tokens');
+    expect(await scopesOf(child.body.accessToken)).toBe('profile, tokens'); // no `orgs`: its maker has none
+    // `orgs` is handed on like any scope the maker has (issue #44), and only then.
+    const orgsParent = await api.app.get(TokensService).issue({ userId: carol.id, origin: 'direct', ttlSeconds: 3600, scope: 'tokens orgs' });
+    expect(await scopesOf((await mint(orgsParent.accessToken, { label: 'orgs child' })).body.accessToken)).toBe('tokens, orgs');
     const grandchild = (await mint(child.body.accessToken, { label: 'grandchild' })).body.accessToken as string;
     const sibling = (await mint(parent.accessToken, { label: 'sibling' })).body.accessToken as string;
 
@@ -243,8 +246,8 @@ describe('tokens made with tokens', () => {
   it('a token made in a signed-in browser has the person’s scopes, never `admin` unasked (issue #43, finding 5)', async () => {
     const judy = await createUser(api);
     for (const [person, scopes] of [
-      [judy, 'profile, tokens'],
-      [admin, 'profile, tokens'],
+      [judy, 'profile, tokens, orgs'],
+      [admin, 'profile, tokens, orgs'],
     ] as const) {
       const web = await signInAs(api, person.email, PASSWORD);
       const page = await web.send('GET', '/settings/tokens');
@@ -266,8 +269,8 @@ describe('tokens made with tokens', () => {
       const [row] = await accessTokens(api, { userId: admin.id, label });
       return { scope: row.scope, hours: (new Date(row.expires_at).getTime() - clock.now().getTime()) / 3600_000 };
     };
-    expect(await yearLong('plain', {})).toEqual({ scope: 'profile tokens', hours: 365 * 24 });
-    expect(await yearLong('administering', { admin: 'on' })).toEqual({ scope: 'profile tokens admin', hours: 12 });
+    expect(await yearLong('plain', {})).toEqual({ scope: 'profile tokens orgs', hours: 365 * 24 });
+    expect(await yearLong('administering', { admin: 'on' })).toEqual({ scope: 'profile tokens admin orgs', hours: 12 });
     // The same cap at the one place every door issues through.
     const direct = await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct', scope: 'profile admin', ttlSeconds: 30 * 24 * 3600 });
     expect((direct.expiresAt.getTime() - clock.now().getTime()) / 3600_000).toBe(12);
@@ -277,6 +280,6 @@ describe('tokens made with tokens', () => {
     const judyPage = await judyWeb.send('GET', '/settings/tokens');
     expect(judyPage.text).not.toContain('name="admin"');
     await judyWeb.send('POST', '/settings/tokens', { _csrf: judyWeb.csrfFrom(judyPage.text), label: 'judy', admin: 'on' });
-    expect((await accessTokens(api, { userId: judy.id, label: 'judy' }))[0].scope).toBe('profile tokens');
+    expect((await accessTokens(api, { userId: judy.id, label: 'judy' }))[0].scope).toBe('profile tokens orgs');
   });
 });

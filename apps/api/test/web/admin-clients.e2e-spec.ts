@@ -32,9 +32,11 @@ describe('OAuth clients pages', () => {
       const res = await (await asAdmin()).send('GET', '/admin/clients');
       expect(res.status).toBe(200);
       expect(res.text).toMatch(
-        /<td data-label="Name"><a href="\/admin\/clients\/prospect-cli"><strong>Prospect CLI<\/strong><\/a><br><code>prospect-cli<\/code><\/td><td data-label="Scopes"><code>profile<\/code> <code>tokens<\/code> <code>admin<\/code> <\/td><td data-label="Registered">Built in<\/td>/,
+        /<td data-label="Name"><a href="\/admin\/clients\/prospect-cli"><strong>Prospect CLI<\/strong><\/a><br><code>prospect-cli<\/code><\/td><td data-label="Scopes"><code>profile<\/code> <code>tokens<\/code> <code>admin<\/code> <code>orgs<\/code> <\/td><td data-label="Registered">Built in<\/td>/,
       );
       expect(res.text).toContain('signs people in with the OAuth device flow');
+      // Every scope may be offered to a client, `orgs` (issue #44) too, unchecked until chosen.
+      expect(res.text).toContain('<input type="checkbox" name="scopes" value="orgs"> <span>See your organizations and act in them with your role <code>orgs</code></span>');
       expect(res.text).toContain('it has no secret');
       expect(res.text).toContain(`<code>${api.config.publicUrl}/.well-known/oauth-authorization-server</code>`);
     });
@@ -167,7 +169,7 @@ describe('OAuth clients pages', () => {
       expect(await clientById(api, 'edit-me')).toMatchObject({ name: 'Edited', allowedScopes: 'profile tokens' });
       // The built-in client is renamed only: its scopes are not on its form, and no post changes them.
       await edit(web, 'prospect-cli', '', { name: 'Prospect CLI', scopes: ['profile'] });
-      expect((await clientById(api, 'prospect-cli'))!.allowedScopes).toBe('profile tokens admin');
+      expect((await clientById(api, 'prospect-cli'))!.allowedScopes).toBe('profile tokens admin orgs');
       expect((await web.send('GET', '/admin/clients/prospect-cli')).text).not.toContain('Disable');
     });
 

@@ -1,4 +1,4 @@
-import { ROUTES } from '@prospect/contract';
+import { ORGANIZATION_HEADER, ROUTES } from '@prospect/contract';
 import { CliError } from '../errors.js';
 import { VERSION } from '../version.js';
 import { ApiUnreachableError, redirectedError, refusedError } from './api-errors.js';
@@ -27,6 +27,8 @@ export interface ApiClientOptions {
   timeoutMs?: number;
   /** Told of every answer, so expiries are judged by the server's clock. */
   serverClock?: ServerTimeWitness;
+  /** The slug of the organization the command acts for (org:switch, --org): sent on every request as ORGANIZATION_HEADER. */
+  organization?: string;
 }
 
 /** Who is asking, on every request: the server's approval and tokens pages show it. */
@@ -38,12 +40,14 @@ export class ApiClient {
   private readonly fetchImpl: FetchLike;
   private readonly timeoutMs: number;
   private readonly serverClock?: ServerTimeWitness;
+  private readonly organization?: string;
 
   constructor(options: ApiClientOptions) {
     this.baseUrl = normalizeBaseUrl(options.baseUrl);
     this.fetchImpl = options.fetch ?? httpTransport(process.env);
     this.timeoutMs = options.timeoutMs ?? 15_000;
     this.serverClock = options.serverClock;
+    this.organization = options.organization;
   }
 
   /**
@@ -67,6 +71,8 @@ export class ApiClient {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT, traceparent: traceparent() };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
+    // A default like the others: `prospect api -H 'Prospect-Organization: …'` replaces it.
+    if (this.organization) headers[ORGANIZATION_HEADER.toLowerCase()] = this.organization;
     const extra = new Set<string>();
     for (const [name, value] of options.headers ?? []) {
       const key = name.toLowerCase();

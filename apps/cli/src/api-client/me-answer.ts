@@ -1,4 +1,4 @@
-import { type User, UserSchema } from '@prospect/contract';
+import { type Organization, OrganizationSchema, type User, UserSchema } from '@prospect/contract';
 // The star import lets bundlers drop what is unused ('{ z }' keeps all of zod).
 import * as z from 'zod/mini';
 import { CliError } from '../errors.js';
@@ -16,6 +16,8 @@ function buildMeVariants() {
   ]);
 }
 
+let organizationList: z.ZodMiniArray<typeof OrganizationSchema> | undefined;
+
 /** What GET /api/cli/auth/me says of a token. */
 export interface MeAnswer {
   user: User;
@@ -23,6 +25,8 @@ export interface MeAnswer {
   scopes?: string[];
   /** Which token or session made this one, in the server's words ("the token “CI runner”"). */
   madeWith?: string;
+  /** For a token with the `orgs` scope: the person's organizations with their role, as the server read them now. */
+  organizations?: Organization[];
 }
 
 /** The most of `madeWith` that is shown: it names a token or a session, a line at most. */
@@ -41,5 +45,12 @@ export function normalizeMeResponse(body: unknown): Omit<MeAnswer, 'scopes'> {
   const madeWith = (fields as { madeWith?: unknown }).madeWith;
   // Stripped here too, not only with the rest of the body: this text goes straight to the terminal.
   const shown = typeof madeWith === 'string' ? stripControls(madeWith.replace(/\s+/g, ' ')).replace(/ {2,}/g, ' ').trim().slice(0, MAX_MADE_WITH_LENGTH) : '';
-  return { user: { id: user.id, email: user.email, name: user.name }, expiresAt, ...(shown ? { madeWith: shown } : {}) };
+  // Absent (a token without `orgs`, a server from before organizations) or malformed: not known, never a failure of the answer.
+  const organizations = (organizationList ??= z.array(OrganizationSchema)).safeParse((fields as { organizations?: unknown }).organizations);
+  return {
+    user: { id: user.id, email: user.email, name: user.name },
+    expiresAt,
+    ...(shown ? { madeWith: shown } : {}),
+    ...(organizations.success ? { organizations: organizations.data.map(({ id, slug, name, role }) => ({ id, slug, name, role })) } : {}),
+  };
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_API_BASE_URL, IDEMPOTENCY_KEY_HEADER, ROUTES } from '@prospect/contract';
+import { DEFAULT_API_BASE_URL, IDEMPOTENCY_KEY_HEADER, ORGANIZATION_HEADER, ROUTES } from '@prospect/contract';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { ApiHttpError, ApiUnreachableError } from '../api-client/api-errors.js';
@@ -10,6 +10,7 @@ import { type CommandContext, requestedApiUrl, writeLine } from '../context.js';
 import { apiClientFor } from '../session/session-context.js';
 import { CliError, usageError } from '../errors.js';
 import { apiUrlFlag, type Command } from './command.js';
+import { orgFlag } from './organization-choice.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
@@ -29,6 +30,8 @@ export const apiCommand: Command = {
     --data, -d <json>         The request body, as JSON
     --input <file>            The request body, as JSON read from a file (- for stdin)
     --include, -i             Print the HTTP status line and the response headers first
+    --org <slug>              Act for this organization: sent as the Prospect-Organization
+                              header (default: the one \`prospect org:switch\` chose, if any)
     --api-url <url>           The backend; must be the one you are logged in to
 
   The answer is printed as indented JSON at a terminal, and as one line of JSON
@@ -49,6 +52,7 @@ export const apiCommand: Command = {
     data: { type: 'string', shortFlag: 'd' },
     input: { type: 'string' },
     include: { type: 'boolean', shortFlag: 'i', default: false },
+    ...orgFlag,
     ...apiUrlFlag,
   },
   positional: 1,
@@ -58,6 +62,9 @@ export const apiCommand: Command = {
     if (!path || extra.length) throw usageError('Give exactly one path, e.g. `prospect api /api/cli/auth/me`.');
     if (!path.startsWith('/')) throw usageError(`The path must start with "/": ${JSON.stringify(path)}.`);
     const headers = strings(ctx.flags.header).map(parseHeader);
+    if (ctx.flags.org !== undefined && headers.some(([name]) => name.toLowerCase() === ORGANIZATION_HEADER.toLowerCase())) {
+      throw usageError(`--org and -H ${ORGANIZATION_HEADER} say the same thing: give one.`);
+    }
     const body = await requestBody(ctx);
     const method = typeof ctx.flags.method === 'string' ? ctx.flags.method.toUpperCase() : body === undefined ? 'GET' : 'POST';
     if (!METHODS.includes(method)) throw usageError(`Unknown --method ${JSON.stringify(ctx.flags.method)}: use one of ${METHODS.join(', ')}.`);

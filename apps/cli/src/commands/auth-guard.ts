@@ -7,6 +7,7 @@ import { authRequired, type CliError } from '../errors.js';
 import { refreshSession } from '../session/refresh.js';
 import { AccountsFile } from '../session/accounts-file.js';
 import type { SessionRead } from '../session/session-store.js';
+import { actFor, requestedOrg } from './organization-choice.js';
 
 /**
  * No usable session file: none at all, or one that is corrupt, partial or wrongly typed.
@@ -25,14 +26,21 @@ export function notLoggedIn(read: Exclude<SessionRead, { kind: 'session' }>, ctx
  * Returns the session, or undefined when PROSPECT_SKIP_AUTH=1 bypasses it.
  */
 export async function requireSession(ctx: CommandContext): Promise<SessionFile | undefined> {
+  // A --org that is not a slug is a usage error, before the session is read or renewed.
+  requestedOrg(ctx);
   const token = envToken(ctx);
   if (token) {
     // PROSPECT_TOKEN beats the session file; the server checks it on every request.
     ctx.credentials = { accessToken: token, apiBaseUrl: normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL), source: 'env' };
+    actFor(ctx, ctx.credentials.apiBaseUrl, undefined);
     return undefined;
   }
   const session = await requireFileSession(ctx);
-  if (session) ctx.credentials = { accessToken: session.accessToken, apiBaseUrl: session.apiBaseUrl, source: 'file' };
+  if (session) {
+    ctx.credentials = { accessToken: session.accessToken, apiBaseUrl: session.apiBaseUrl, source: 'file' };
+    // From here every request of the command to its server says which organization it acts for.
+    actFor(ctx, session.apiBaseUrl, session);
+  }
   return session;
 }
 

@@ -9,9 +9,12 @@ import type { DeviceLoginResult } from '../device-login/device-login-client.js';
 import { CliError, FileSystemError, usageError } from '../errors.js';
 import { humanDuration } from '../format.js';
 import { revokeSession } from '../session/refresh.js';
-import { Accounts } from '../session/accounts.js';
+import { Accounts, allOf, sameAccount } from '../session/accounts.js';
+import { describeEntry, inKeychain, keptIn } from '../session/kept-secrets.js';
+import { KeychainError } from '../session/keychain.js';
 import { accountName, commandFor } from './account-choice.js';
 import { apiUrlFlag, type Command } from './command.js';
+import { chooseCredentialStore, CREDENTIAL_STORE_ENV, requestedCredentialStore, secureStorageFlag } from './credential-store-choice.js';
 import { person } from './session-report.js';
 
 export const loginCommand: Command = {
@@ -37,6 +40,11 @@ export const loginCommand: Command = {
     --timeout-seconds <n>    How long to wait for approval (at most the code's lifetime)
     --no-browser             Do not open a browser; just show the link and code
     --no-qr                  Do not show the QR code
+    --secure-storage         Keep the access and refresh tokens in the OS keychain (macOS Keychain,
+                             Windows Credential Manager, the Secret Service on Linux); the session
+                             file keeps the rest. Also ${CREDENTIAL_STORE_ENV}=keychain. Where no
+                             keychain can be used, it says so and keeps them in the file.
+                             --no-secure-storage: in the file (the default)
 
   Logging in to another server, or as another person, keeps the accounts you were
   logged in to, and the new one becomes the active one: \`prospect auth:status\` lists
@@ -51,6 +59,7 @@ export const loginCommand: Command = {
     timeoutSeconds: { type: 'string' },
     browser: { type: 'boolean', default: true },
     qr: { type: 'boolean', default: true },
+    ...secureStorageFlag,
   },
   requiresAuth: false,
   async run(ctx: CommandContext) {
@@ -71,6 +80,11 @@ export const loginCommand: Command = {
       if (!(err instanceof FileSystemError)) throw err;
       throw new CliError(`Cannot log in: ${err.path} cannot be written (${err.reason}); set ${ENV.configDir} to a directory you can write to.`);
     });
+    // Also before the server is asked: a bad PROSPECT_CREDENTIAL_STORE, and the stored accounts,
+    // read now so that a keychain holding them out of reach stops the login here, not after it.
+    requestedCredentialStore(ctx);
+    const accounts = new Accounts(ctx.store);
+    const storedBefore = allOf(await accounts.read());
     if (ctx.flags.web === true && typeof ctx.flags.token === 'string') throw usageError('--web and --token are two ways to log in: give one.');
     const session =
       typeof ctx.flags.token === 'string'
@@ -78,10 +92,26 @@ export const loginCommand: Command = {
         : ctx.flags.web === true
           ? await loginWithWeb(ctx, api, timeoutSeconds, scopes)
           : await loginWithDevice(ctx, api, timeoutSeconds, scopes);
+    // Indented like the Ink view above them, when there is one (a device login at a terminal).
+    const inkView = ctx.interactive && typeof ctx.flags.token !== 'string' && ctx.flags.web !== true;
+    const indent = inkView ? ' ' : '';
+    let kept = keptIn(session, chooseCredentialStore(ctx, storedBefore.find((stored) => sameAccount(stored, session))));
     let saved: Awaited<ReturnType<Accounts['logIn']>>;
     try {
-      // Under the session's lock: a refresh in another process neither overwrites nor removes it.
-      saved = await new Accounts(ctx.store).logIn(session);
+      try {
+        // Under the session's lock: a refresh in another process neither overwrites nor removes it.
+        saved = await accounts.logIn(kept);
+      } catch (err) {
+        // The keychain asked for cannot be used: the login is not failed for it (issue 48), the
+        // session goes to the file, and the person is told, with how to use the keychain after all.
+        if (!(err instanceof KeychainError) || !inKeychain(kept)) throw err;
+        // Short lines: a long one would wrap mid-word at the terminal's edge.
+        writeLine(ctx.stderr, `${indent}The OS keychain cannot be used: ${err.reason}.`);
+        writeLine(ctx.stderr, `${indent}The tokens are saved in the session file instead, readable by you only.`);
+        writeLine(ctx.stderr, `${indent}To use the keychain: ${err.fix}, then log in with --secure-storage.`);
+        kept = keptIn(session, 'file');
+        saved = await accounts.logIn(kept);
+      }
     } catch (err) {
       // The directory failed since the check (the disk filled up): a device login is ended on
       // the server rather than left alive there; a --token token is the person's own to keep.
@@ -89,9 +119,6 @@ export const loginCommand: Command = {
       const ended = await revokeSession(apiClientFor(ctx, baseUrl, 3_000), session);
       throw new CliError(err.message, 1, ended ? 'The new session was signed out on the server again; log in once this is fixed.' : err.hint);
     }
-    // Indented like the Ink view above them, when there is one (a device login at a terminal).
-    const inkView = ctx.interactive && typeof ctx.flags.token !== 'string' && ctx.flags.web !== true;
-    const indent = inkView ? ' ' : '';
     for (const replaced of saved.replaced.filter((old) => old.accessToken !== session.accessToken)) {
       // The replaced session (the same person on the same server) ends on its server too, best
       // effort: a refresh token left behind would keep a session alive nobody uses.
@@ -106,6 +133,7 @@ export const loginCommand: Command = {
     }
     // By the server's clock, which set expiresAt: this machine's may be minutes or hours off.
     const lifetime = humanDuration(Date.parse(session.expiresAt) - (await serverClockOf(ctx).now(session.apiBaseUrl)));
+    if (inKeychain(kept)) writeLine(ctx.stderr, `${indent}Tokens saved to ${describeEntry(kept)}.`);
     if (ctx.interactive) {
       // Two short lines: one long line would wrap mid-word at the terminal's edge.
       writeLine(ctx.stderr, `${indent}Session saved to ${ctx.store.path}.`);

@@ -3,6 +3,7 @@ import type { MeAnswer } from '../api-client/me-answer.js';
 import { type CommandContext, envToken, writeLine } from '../context.js';
 import { CliError, FileSystemError, usageError } from '../errors.js';
 import { Accounts } from '../session/accounts.js';
+import { inKeychain, keptIn } from '../session/kept-secrets.js';
 import { revokeSession } from '../session/refresh.js';
 import { apiClientFor } from '../session/session-context.js';
 import { notLoggedIn, refuseOtherBackend } from './auth-guard.js';
@@ -97,7 +98,8 @@ export const refreshCommand: Command = {
       );
     }
 
-    const session: SessionFile = { ...fresh, user: me.user };
+    // Its tokens kept where the old session's are: a new approval does not move them.
+    const session: SessionFile = keptIn({ ...fresh, user: me.user }, inKeychain(old) ? 'keychain' : 'file');
     let replaced: SessionFile[];
     try {
       ({ replaced } = await new Accounts(ctx.store).logIn(session));

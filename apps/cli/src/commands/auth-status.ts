@@ -7,22 +7,28 @@ import { authRequired } from '../errors.js';
 import { expiryMoment } from '../format.js';
 import { Accounts, activeOf, type StoredAccounts } from '../session/accounts.js';
 import { refreshSession } from '../session/refresh.js';
+import { type CredentialStore, describeEntry, inKeychain } from '../session/kept-secrets.js';
 import { accountName } from './account-choice.js';
 import type { Command } from './command.js';
+import { actFor, describeOrganization, ORG_FLAG_USAGE, orgFlag, reportedOrganization, requestedOrg } from './organization-choice.js';
 import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, type ServerSays, sessionReportFlags, verifySession } from './session-report.js';
 
 /** `prospect auth:status`, like `gh auth status`: what the CLI would authenticate with, and where it comes from. */
 export const statusCommand: Command = {
   name: 'auth:status',
   description: 'Show the server, the user, where the token comes from and when it expires; list every account',
-  usage: `${SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token', [['--show-token', 'Print the token itself instead of its masked form']])}
+  usage: `${SESSION_REPORT_USAGE('auth:status', 'Also ask the server what it says of the token', [['--show-token', 'Print the token itself instead of its masked form'], ORG_FLAG_USAGE('Show this organization (asked of the server)')])}
+  The organization your commands act for (\`prospect org:switch\`) is shown too; with
+  --verify, as the server says it now (for a token with the "orgs" scope).
+
   With several accounts stored (\`prospect auth:login\` to another server, or as another
   person, keeps them), it also lists each one, the active one marked with *; --json adds
   them as \`accounts\`. \`prospect auth:switch\` changes the active one.
 `,
-  flags: { ...sessionReportFlags, showToken: { type: 'boolean', default: false } },
+  flags: { ...sessionReportFlags, ...orgFlag, showToken: { type: 'boolean', default: false } },
   requiresAuth: false,
   async run(ctx: CommandContext) {
+    requestedOrg(ctx);
     const fromEnv = envToken(ctx);
     const stored = await new Accounts(ctx.store).read();
     // The active account as this run leaves it (renewed or verified), for the list.
@@ -32,6 +38,7 @@ export const statusCommand: Command = {
     let refreshed = false;
     if (fromEnv) {
       status = { server: normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL), tokenSource: 'PROSPECT_TOKEN', token: fromEnv };
+      actFor(ctx, status.server, undefined);
       if (ctx.flags.verify) said = await askServer(ctx, status.server, status.token);
     } else {
       // Stored accounts but none active (its session was refused and removed, or its file is unreadable): they are listed, and how to pick one.
@@ -40,6 +47,7 @@ export const statusCommand: Command = {
         throw authRequired(`No account is active — run \`prospect auth:switch\` to use one of the ${stored.others.length} stored.`);
       }
       let session = await readReportedSession(ctx);
+      actFor(ctx, session.apiBaseUrl, session);
       if (ctx.flags.verify) {
         // --verify asks the server about the token a command would use: renewed first, if due,
         // and renewed again if the server refuses it while its refresh token lives.
@@ -49,9 +57,12 @@ export const statusCommand: Command = {
         refreshed ||= verified.renewed;
       }
       active = session;
+      // Where the token lives (issue 48): the session file, or the OS keychain beside it.
       status = {
         server: session.apiBaseUrl,
-        tokenSource: ctx.store.path,
+        tokenSource: inKeychain(session) ? describeEntry(session) : ctx.store.path,
+        credentialStore: inKeychain(session) ? 'keychain' : 'file',
+        sessionFile: ctx.store.path,
         token: session.accessToken,
         user: session.user,
         expiresAt: session.expiresAt,
@@ -69,15 +80,21 @@ export const statusCommand: Command = {
     // An expired access token with a refresh token is renewed by the next command.
     const usable = (!expired || status.refreshToken === true) && (status.serverSays === undefined || status.serverSays === 'valid');
     const { token: _secret, ...shown } = status;
+    // Only a usable token is asked about --org; the session's organization is shown as it is kept, or as /me said it just now.
+    ctx.session = active;
+    ctx.credentials = { accessToken: status.token, apiBaseUrl: status.server, source: fromEnv ? 'env' : 'file' };
+    const { organization, lost } = usable ? await reportedOrganization(ctx, active, said?.valid ? said.organizations : undefined) : { organization: active?.organization ?? null, lost: undefined };
     const accounts = await listAccounts(ctx, stored, active);
     if (ctx.flags.json) {
-      printJson(ctx, { ...shown, expired, usable, ...(ctx.flags.verify && !fromEnv ? { refreshed } : {}), accounts });
+      printJson(ctx, { ...shown, organization, ...(lost ? { lostOrganization: lost } : {}), expired, usable, ...(ctx.flags.verify && !fromEnv ? { refreshed } : {}), accounts });
     } else {
       const line = (label: string, value: string) => writeLine(ctx.stdout, `${`${label}:`.padEnd(13)} ${value}`);
       line('Server', status.server);
       line('User', status.user ? person(status.user) : 'not known until --verify');
       line('Token', ctx.flags.showToken ? status.token : maskToken(status.token));
       line('Token from', status.tokenSource === 'PROSPECT_TOKEN' ? 'the PROSPECT_TOKEN environment variable' : status.tokenSource);
+      // The rest of a session kept in the keychain is still in the file.
+      if (status.credentialStore === 'keychain') line('Session file', status.sessionFile!);
       // Only the server knows them: shown with --verify, as gh shows `Token scopes`.
       if (status.scopes) line('Token scopes', status.scopes.length ? status.scopes.map((scope) => `'${scope}'`).join(', ') : 'none');
       // A token made with another token or a session: which one, as the server words it.
@@ -86,6 +103,8 @@ export const statusCommand: Command = {
       if (status.refreshToken !== undefined) {
         line('Refresh', status.refreshToken ? 'a refresh token is stored; the access token is renewed when it expires' : 'none');
       }
+      if (organization) line('Organization', `${describeOrganization(organization)}; commands act for it`);
+      if (lost) line('Organization', `${lost}, no longer one of yours: \`prospect org:switch <slug>\` another, or \`prospect org:switch --none\``);
       if (refreshed) line('Refreshed', 'just now: a new access token and refresh token are saved');
       if (status.serverSays) line('Server says', status.serverSays === 'valid' ? 'the token is valid' : `the token is ${status.serverSays}`);
       // One account is the block above; several (or one beside PROSPECT_TOKEN) are listed too.
@@ -105,6 +124,7 @@ interface ListedAccount {
   expired: boolean;
   refreshToken: boolean;
   active: boolean;
+  credentialStore: CredentialStore;
 }
 
 /** Every stored account, the active one first (as `active` has it after this run's renewal), each judged by its server's clock. */
@@ -119,6 +139,7 @@ async function listAccounts(ctx: CommandContext, stored: StoredAccounts, active:
       expired: Date.parse(session.expiresAt) <= (await serverClockOf(ctx).now(session.apiBaseUrl)),
       refreshToken: Boolean(session.refreshToken),
       active: session === current,
+      credentialStore: inKeychain(session) ? 'keychain' : 'file',
     })),
   );
 }
@@ -130,7 +151,8 @@ function printAccounts(ctx: CommandContext, accounts: ListedAccount[], fromEnv: 
   for (const account of accounts) {
     const expiry = `${account.expired ? 'expired' : 'expires'} ${utcMinute(account.expiresAt)}`;
     const state = account.refreshToken ? `access token ${expiry}, renewed when used` : account.expired ? `${expiry}: log in again` : expiry;
-    writeLine(ctx.stdout, `  ${account.active ? '*' : ' '} ${accountName({ apiBaseUrl: account.server, user: account.user })}: ${state}`);
+    const where = account.credentialStore === 'keychain' ? ' (tokens in the OS keychain)' : '';
+    writeLine(ctx.stdout, `  ${account.active ? '*' : ' '} ${accountName({ apiBaseUrl: account.server, user: account.user })}: ${state}${where}`);
   }
 }
 
@@ -150,6 +172,9 @@ function maskToken(token: string): string {
 interface Status {
   server: string;
   tokenSource: string;
+  /** For a stored session: where its tokens are, and the file that holds it (all of it, or all but the tokens). */
+  credentialStore?: CredentialStore;
+  sessionFile?: string;
   token: string;
   user?: { id: string; email: string; name: string };
   expiresAt?: string;

@@ -1,4 +1,4 @@
-import { DEFAULT_API_BASE_URL, ENV } from '@prospect/contract';
+import { DEFAULT_API_BASE_URL, ENV, type Organization } from '@prospect/contract';
 import { normalizeBaseUrl } from '../api-client/base-url.js';
 import { loginCommandLine, sessionTokenRejected } from '../api-client/login-hints.js';
 import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
@@ -8,25 +8,32 @@ import { describeExpiry } from '../format.js';
 import { refreshSession } from '../session/refresh.js';
 import { withSessionLock } from '../session/session-lock.js';
 import type { Command } from './command.js';
+import { actFor, describeOrganization, lostWarning, ORG_FLAG_USAGE, orgFlag, reportedOrganization, requestedOrg } from './organization-choice.js';
 import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, sessionReportFlags, verifySession } from './session-report.js';
 
 export const whoamiCommand: Command = {
   name: 'auth:whoami',
   description: 'Show who you are logged in as',
-  usage: `${SESSION_REPORT_USAGE('auth:whoami', 'Check the session with the server (GET /api/cli/auth/me) and update it')}
+  usage: `${SESSION_REPORT_USAGE('auth:whoami', 'Check the session with the server (GET /api/cli/auth/me) and update it', [ORG_FLAG_USAGE('Show this organization (asked of the server)')])}
+  It also names the organization your commands act for (\`prospect org:switch\`); with
+  --verify, as the server says it now, and --json lists all of yours as \`organizations\`.
+
   An access token about to expire (within a quarter of its lifetime, at most a minute) is
   first renewed with the session's refresh token, as every command does. With PROSPECT_TOKEN
   set, it says who that token is, which only the server knows: it always asks.
 `,
-  flags: sessionReportFlags,
+  flags: { ...sessionReportFlags, ...orgFlag },
   requiresAuth: false,
   async run(ctx: CommandContext) {
+    requestedOrg(ctx);
     const fromEnv = envToken(ctx);
     if (fromEnv) return whoamiFromEnv(ctx, fromEnv);
     let session = await readReportedSession(ctx);
     let verified = false;
     let refreshed = false;
+    let organizations: Organization[] | undefined;
     ({ session, refreshed } = await refreshSession(ctx, session));
+    actFor(ctx, session.apiBaseUrl, session);
 
     if (ctx.flags.verify) {
       const { session: checked, said, renewed } = await verifySession(ctx, session);
@@ -45,6 +52,7 @@ export const whoamiCommand: Command = {
         throw sessionTokenRejected(said.error, session.apiBaseUrl, { done: removed ? 'removed the local session' : undefined, env: ctx.env });
       }
       session = { ...session, user: said.user, expiresAt: said.expiresAt };
+      organizations = said.organizations;
       const verifiedSession = session;
       await withSessionLock(ctx.store, async () => {
         const current = await ctx.store.read();
@@ -56,10 +64,25 @@ export const whoamiCommand: Command = {
 
     const serverNow = await serverClockOf(ctx).now(session.apiBaseUrl);
     const expired = Date.parse(session.expiresAt) <= serverNow;
+    // An expired session asks the server nothing more: it shows the organization it keeps.
+    ctx.session = session;
+    ctx.credentials = { accessToken: session.accessToken, apiBaseUrl: session.apiBaseUrl, source: 'file' };
+    const { organization, lost } = expired ? { organization: session.organization ?? null, lost: undefined } : await reportedOrganization(ctx, session, organizations);
     if (ctx.flags.json) {
-      printJson(ctx, { user: session.user, apiBaseUrl: session.apiBaseUrl, expiresAt: session.expiresAt, expired, verified, refreshed, refreshable: Boolean(session.refreshToken) });
+      printJson(ctx, {
+        user: session.user,
+        apiBaseUrl: session.apiBaseUrl,
+        expiresAt: session.expiresAt,
+        expired,
+        verified,
+        refreshed,
+        refreshable: Boolean(session.refreshToken),
+        organization,
+        ...(organizations ? { organizations } : {}),
+      });
     } else if (!expired) {
       writeLine(ctx.stdout, `Logged in to ${session.apiBaseUrl} as ${person(session.user)}${verified ? ' (verified)' : ''}`);
+      if (organization) writeLine(ctx.stdout, `Acting for ${describeOrganization(organization)}`);
       if (refreshed) writeLine(ctx.stdout, 'Refreshed the session: a new access token and refresh token are saved.');
       writeLine(
         ctx.stdout,
@@ -68,6 +91,7 @@ export const whoamiCommand: Command = {
           : `Session ${describeExpiry(session.expiresAt, serverNow)}`,
       );
     }
+    if (lost) writeLine(ctx.stderr, lostWarning(lost));
     // An expired session never reads as logged in.
     if (expired) throw authRequired(`Your session for ${session.apiBaseUrl} (${session.user.email}) expired at ${session.expiresAt} — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
   },
@@ -80,13 +104,28 @@ export const whoamiCommand: Command = {
  */
 async function whoamiFromEnv(ctx: CommandContext, token: string): Promise<void> {
   const server = normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL);
+  actFor(ctx, server, undefined);
   const said = await askServer(ctx, server, token);
   if (!said.valid) throw sessionTokenRejected(said.error, server, { env: ctx.env, fromEnv: true });
   const serverNow = await serverClockOf(ctx).now(server);
+  ctx.credentials = { accessToken: token, apiBaseUrl: server, source: 'env' };
+  const { organization } = await reportedOrganization(ctx, undefined, said.organizations);
   if (ctx.flags.json) {
-    printJson(ctx, { user: said.user, apiBaseUrl: server, expiresAt: said.expiresAt, expired: false, verified: true, refreshed: false, refreshable: false, tokenSource: ENV.token });
+    printJson(ctx, {
+      user: said.user,
+      apiBaseUrl: server,
+      expiresAt: said.expiresAt,
+      expired: false,
+      verified: true,
+      refreshed: false,
+      refreshable: false,
+      tokenSource: ENV.token,
+      organization,
+      ...(said.organizations ? { organizations: said.organizations } : {}),
+    });
     return;
   }
   writeLine(ctx.stdout, `Logged in to ${server} as ${person(said.user)} (verified), with the token in ${ENV.token}`);
+  if (organization) writeLine(ctx.stdout, `Acting for ${describeOrganization(organization)}`);
   writeLine(ctx.stdout, `Token ${describeExpiry(said.expiresAt, serverNow)}`);
 }

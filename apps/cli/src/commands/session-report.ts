@@ -1,4 +1,4 @@
-import type { SessionFile, User } from '@prospect/contract';
+import type { Organization, SessionFile, User } from '@prospect/contract';
 import { ApiHttpError, type TokenProblem } from '../api-client/api-errors.js';
 import { type CommandContext, writeLine } from '../context.js';
 import { apiClientFor } from '../session/session-context.js';
@@ -45,10 +45,10 @@ export async function askServer(
   ctx: CommandContext,
   baseUrl: string,
   token: string,
-): Promise<{ valid: true; user: User; expiresAt: string; scopes?: string[]; madeWith?: string } | { valid: false; problem: TokenProblem; error: ApiHttpError }> {
+): Promise<{ valid: true; user: User; expiresAt: string; scopes?: string[]; madeWith?: string; organizations?: Organization[] } | { valid: false; problem: TokenProblem; error: ApiHttpError }> {
   try {
     const me = await apiClientFor(ctx, baseUrl).me(token);
-    return { valid: true, user: me.user, expiresAt: me.expiresAt, scopes: me.scopes, madeWith: me.madeWith };
+    return { valid: true, user: me.user, expiresAt: me.expiresAt, scopes: me.scopes, madeWith: me.madeWith, organizations: me.organizations };
   } catch (err) {
     if (!(err instanceof ApiHttpError && err.status === 401)) throw err;
     return { valid: false, problem: err.tokenProblem ?? 'unknown', error: err };

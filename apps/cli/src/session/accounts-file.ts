@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type SessionFile, SessionFileSchema } from '@prospect/contract';
+import type { SessionFile } from '@prospect/contract';
+import { fileFormOf, type KeptSession, parseStoredSession } from './kept-secrets.js';
 import type { SessionStore } from './session-store.js';
 
 /** Beside auth-session.json: the accounts that are stored but not active. */
@@ -13,7 +14,10 @@ export const ACCOUNTS_FILE_NAME = 'auth-accounts.json';
  * to write and no copy can fall behind it.
  *
  * `{ "accounts": [<session>, …] }`, written as the session file is (temp file and rename, 0600)
- * and changed only under the session's lock (session-lock.ts, by accounts.ts).
+ * and changed only under the session's lock (session-lock.ts, by accounts.ts). An account kept in
+ * the OS keychain is written without its tokens, as the session file holds one (kept-secrets.ts);
+ * its keychain entry is the account's, wherever its session is, so moving it between the two
+ * files never touches the keychain.
  */
 export class AccountsFile {
   readonly path: string;
@@ -23,9 +27,11 @@ export class AccountsFile {
 
   /**
    * Never throws for a bad file, as the session file's read does not: a missing, corrupt or
-   * wrongly shaped file holds no account, and an entry the schema refuses is left out.
+   * wrongly shaped file holds no account, and an entry the schema refuses is left out (as is
+   * one whose tokens are gone from the keychain). A keychain that cannot be used throws a
+   * KeychainError: an account out of reach must not be dropped by the next write.
    */
-  async read(): Promise<SessionFile[]> {
+  async read(): Promise<KeptSession[]> {
     let json: unknown;
     try {
       json = JSON.parse(await readFile(this.path, 'utf8'));
@@ -34,10 +40,10 @@ export class AccountsFile {
     }
     const entries = (json as { accounts?: unknown } | null)?.accounts;
     if (!Array.isArray(entries)) return [];
-    return entries.flatMap((entry) => {
-      const parsed = SessionFileSchema.safeParse(entry);
-      return parsed.success ? [parsed.data] : [];
-    });
+    const parsed = [];
+    // One at a time: a keychain may ask to be unlocked, and should be asked once.
+    for (const entry of entries) parsed.push(await parseStoredSession(entry, this.store.keychain, this.path));
+    return parsed.flatMap((read) => (read.kind === 'session' ? [read.session] : []));
   }
 
   /** No account left: no file. */
@@ -46,7 +52,7 @@ export class AccountsFile {
       await this.store.removeFile(this.path);
       return;
     }
-    const valid = accounts.map((account) => SessionFileSchema.parse(account));
+    const valid = accounts.map(fileFormOf);
     await this.store.writeAtomically(this.path, `${JSON.stringify({ accounts: valid }, null, 2)}\n`);
   }
 }

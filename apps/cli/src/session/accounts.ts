@@ -1,6 +1,7 @@
 import type { SessionFile } from '@prospect/contract';
 import { CliError } from '../errors.js';
 import { AccountsFile } from './accounts-file.js';
+import { inKeychain } from './kept-secrets.js';
 import { withSessionLock } from './session-lock.js';
 import type { SessionRead, SessionStore } from './session-store.js';
 
@@ -60,12 +61,15 @@ export class Accounts {
   /**
    * A login's session becomes the active one. The account active until now is kept among the
    * others, unless it is the same account, whose session the new one replaces (as it replaces a
-   * stored one of it). Says which sessions were replaced, to end them on their server, and which
-   * account was kept.
+   * stored one of it), keeping the organization chosen for it. Says which sessions were replaced,
+   * to end them on their server, and which account was kept.
    */
-  logIn(session: SessionFile): Promise<{ replaced: SessionFile[]; kept?: SessionFile }> {
+  logIn(login: SessionFile): Promise<{ replaced: SessionFile[]; kept?: SessionFile }> {
     return withSessionLock(this.store, async () => {
       const before = await this.read();
+      // The organization chosen for this account (org:switch) outlives a new login of it, as gh keeps an account's settings.
+      const organization = allOf(before).find((stored) => sameAccount(stored, login))?.organization;
+      const session = login.organization || !organization ? login : { ...login, organization };
       const previous = activeOf(before);
       const kept = previous && !sameAccount(previous, session) ? previous : undefined;
       const replaced = [...(previous && !kept ? [previous] : []), ...before.others.filter((other) => sameAccount(other, session))];
@@ -120,6 +124,10 @@ export class Accounts {
    * are to be: first the accounts file with every account of both (read() ignores a stored
    * copy of the active one), then the session file, then the accounts file as it ends.
    * `active` undefined leaves the session file as it is; `{ session: undefined }` removes it.
+   *
+   * Last, the keychain entries of accounts no longer kept there (logged out, or logged in again
+   * with the file) are deleted: a crash before leaves an entry nobody reads, never a session
+   * without its tokens.
    */
   private async commit(before: StoredAccounts, others: SessionFile[], active?: { session?: SessionFile }): Promise<void> {
     if (active) {
@@ -128,5 +136,9 @@ export class Accounts {
       else await this.store.remove();
     }
     await this.file.write(distinct(others));
+    const activeAfter = active ? active.session : activeOf(before);
+    const after = [...others, ...(activeAfter ? [activeAfter] : [])];
+    const stillInKeychain = (account: SessionFile) => after.some((kept) => inKeychain(kept) && sameAccount(kept, account));
+    for (const gone of allOf(before).filter((account) => inKeychain(account) && !stillInKeychain(account))) await this.store.forgetSecretsOf(gone);
   }
 }

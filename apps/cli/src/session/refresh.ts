@@ -5,6 +5,7 @@ import { loginCommandLine, sessionTokenRejected } from '../api-client/login-hint
 import { apiClientFor, type SessionContext, serverClockOf } from './session-context.js';
 import { authRequired, CliError, FileSystemError } from '../errors.js';
 import { sameAccount } from './accounts.js';
+import { KeychainError } from './keychain.js';
 import { withSessionLock } from './session-lock.js';
 
 /** The most ahead of its expiry that a session is refreshed before a command uses it. */
@@ -130,6 +131,8 @@ async function exchange(ctx: RefreshContext, session: SessionFile, refusal?: Api
   try {
     await ctx.store.write(renewed);
   } catch (err) {
+    // A session kept in the keychain stays there: never written to the file instead, unasked.
+    if (err instanceof KeychainError) throw new CliError(`The renewed session could not be saved to the OS keychain (${err.reason}); the previous one is kept, and the next command renews it again.`, 1, `To use the keychain, ${err.fix}.`);
     if (!(err instanceof FileSystemError)) throw err;
     throw new CliError(`The renewed session could not be saved to ${err.path} (${err.reason}); the previous one is kept, and the next command renews it again.`);
   }

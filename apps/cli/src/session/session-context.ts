@@ -1,4 +1,5 @@
 import { ApiClient, type FetchLike } from '../api-client/api-client.js';
+import { normalizeBaseUrl } from '../api-client/base-url.js';
 import { ServerClock } from './server-clock.js';
 import type { SessionStore } from './session-store.js';
 
@@ -14,6 +15,11 @@ export interface SessionContext {
   signal: AbortSignal;
   /** The server's clock as measured against this machine's (serverClockOf); a test may hand in one with a fake local clock. */
   serverClock?: ServerClock;
+  /**
+   * The organization this run acts for (`--org`, else the session's, org:switch) and the server it
+   * belongs to: every request to that server carries its slug (ORGANIZATION_HEADER), none elsewhere.
+   */
+  actingFor?: { apiBaseUrl: string; slug: string };
 }
 
 /**
@@ -29,7 +35,8 @@ export function serverClockOf(ctx: Pick<SessionContext, 'store' | 'serverClock'>
  * The one way a command gets a client of the API: for `baseUrl`, through the context's fetch
  * (tests hand in their own); with a session store, every answer also measures the server's clock.
  */
-export function apiClientFor(ctx: Pick<SessionContext, 'fetch' | 'serverClock'> & Partial<Pick<SessionContext, 'store'>>, baseUrl: string, timeoutMs?: number): ApiClient {
+export function apiClientFor(ctx: Pick<SessionContext, 'fetch' | 'serverClock'> & Partial<Pick<SessionContext, 'store' | 'actingFor'>>, baseUrl: string, timeoutMs?: number): ApiClient {
   if (ctx.store) ctx.serverClock ??= new ServerClock(ctx.store.dir);
-  return new ApiClient({ baseUrl, fetch: ctx.fetch, timeoutMs, serverClock: ctx.serverClock });
+  const organization = ctx.actingFor && normalizeBaseUrl(baseUrl) === normalizeBaseUrl(ctx.actingFor.apiBaseUrl) ? ctx.actingFor.slug : undefined;
+  return new ApiClient({ baseUrl, fetch: ctx.fetch, timeoutMs, serverClock: ctx.serverClock, organization });
 }

@@ -2,8 +2,10 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { ENV, SERVICE_NAME, SESSION_FILE_NAME, type SessionFile, SessionFileSchema } from '@prospect/contract';
+import { ENV, SERVICE_NAME, SESSION_FILE_NAME, type SessionFile } from '@prospect/contract';
 import { FileSystemError } from '../errors.js';
+import { fileFormOf, forgetSecrets, inKeychain, type KeptSession, keychainEntryOf, parseStoredSession, saveSecrets } from './kept-secrets.js';
+import { type Keychain, KeychainError, osKeychain } from './keychain.js';
 
 /** `$PROSPECT_CONFIG_DIR`, else `$XDG_CONFIG_HOME/prospect`, else `~/.config/prospect` (seed §2.4). */
 export function configDir(env: NodeJS.ProcessEnv): string {
@@ -16,21 +18,32 @@ export function configDir(env: NodeJS.ProcessEnv): string {
 export type SessionRead =
   | { kind: 'none' }
   | { kind: 'invalid'; reason: string }
-  | { kind: 'session'; session: SessionFile };
+  | { kind: 'session'; session: KeptSession };
 
-/** The session file: read with the contract's schema, written atomically with owner-only modes. */
+/**
+ * The session file: read with the contract's schema, written atomically with owner-only modes.
+ * A session opted in to the OS keychain (kept-secrets.ts) has its tokens there and the rest here.
+ */
 export class SessionStore {
   readonly path: string;
   private warned = false;
-  /** @param warn where to say that an existing directory is open to others (stderr). */
+  /**
+   * @param warn where to say that an existing directory is open to others (stderr).
+   * @param keychain where sessions kept in the keychain have their tokens (tests hand in one in memory).
+   */
   constructor(
     readonly dir: string,
-    private readonly warn: (line: string) => void = () => undefined,
+    readonly warn: (line: string) => void = () => undefined,
+    readonly keychain: Keychain = osKeychain,
   ) {
     this.path = join(dir, SESSION_FILE_NAME);
   }
 
-  /** Never throws for a bad file: a corrupt, partial or wrongly typed one counts as no session. */
+  /**
+   * Never throws for a bad file: a corrupt, partial or wrongly typed one counts as no session.
+   * A session whose tokens are in a keychain that cannot be used throws a KeychainError: it is
+   * out of reach, not bad, and nothing may remove or replace it for that.
+   */
   async read(): Promise<SessionRead> {
     let text: string;
     try {
@@ -45,23 +58,22 @@ export class SessionStore {
     } catch {
       return { kind: 'invalid', reason: `${this.path} is not valid JSON` };
     }
-    const parsed = SessionFileSchema.safeParse(json);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const where = issue.path.length ? issue.path.join('.') : 'file';
-      return { kind: 'invalid', reason: `${this.path} is not a valid session (${where}: ${issue.message})` };
-    }
-    return { kind: 'session', session: parsed.data };
+    return parseStoredSession(json, this.keychain, this.path);
   }
 
   /**
    * Temp file + rename in the same directory: a crash, a full disk or a read-only directory
    * never leaves half a session, and the previous file stays as it was. A refusal of the
    * machine is a FileSystemError naming the session file; the temp file is removed.
+   *
+   * A session kept in the keychain has its tokens put there first (a KeychainError if they
+   * cannot be), then the rest here: a crash between the two leaves the new tokens beside the
+   * previous expiry, which only makes the next command renew them early.
    */
   async write(session: SessionFile): Promise<void> {
-    const valid = SessionFileSchema.parse(session);
-    await this.writeAtomically(this.path, `${JSON.stringify(valid, null, 2)}\n`);
+    const form = fileFormOf(session);
+    await saveSecrets(this.keychain, session);
+    await this.writeAtomically(this.path, `${JSON.stringify(form, null, 2)}\n`);
   }
 
   /** Writes `path`, a file of this directory, as the session file is written: whole or not at all, readable by its owner only. */
@@ -136,8 +148,36 @@ export class SessionStore {
     }
   }
 
-  /** Idempotent: removing a missing file is fine. */
-  remove(): Promise<boolean> {
-    return this.removeFile(this.path);
+  /**
+   * Idempotent: removing a missing file is fine. The tokens of a session kept in the keychain
+   * go with it, when the keychain can be used; when not, the file still goes (the session is
+   * over: refused by the server, or logged out) and a warning says which entry is left.
+   */
+  async remove(): Promise<boolean> {
+    const kept = await this.readMarkedAccount();
+    const removed = await this.removeFile(this.path);
+    if (kept) await this.forgetSecretsOf(kept);
+    return removed;
+  }
+
+  /** Deletes an account's keychain entry, best effort: when the keychain cannot be used, says what is left behind. */
+  async forgetSecretsOf(account: Pick<SessionFile, 'apiBaseUrl' | 'user'>): Promise<void> {
+    try {
+      await forgetSecrets(this.keychain, account);
+    } catch (err) {
+      if (!(err instanceof KeychainError)) throw err;
+      const { service, account: id } = keychainEntryOf(account);
+      this.warn(`Warning: could not delete the tokens from the OS keychain (${err.reason}); delete its entry ${service} / ${id} yourself.`);
+    }
+  }
+
+  /** The account of the session file when it is kept in the keychain, from the file alone (its tokens are not needed to forget them). */
+  private async readMarkedAccount(): Promise<Pick<SessionFile, 'apiBaseUrl' | 'user'> | undefined> {
+    try {
+      const json = JSON.parse(await readFile(this.path, 'utf8')) as Partial<KeptSession> | null;
+      return json && inKeychain(json as SessionFile) && typeof json.apiBaseUrl === 'string' && URL.canParse(json.apiBaseUrl) && typeof json.user?.id === 'string' ? { apiBaseUrl: json.apiBaseUrl, user: json.user } : undefined;
+    } catch {
+      return undefined;
+    }
   }
 }

@@ -107,8 +107,8 @@ describe('auth:refresh --scopes', () => {
   });
 
   it.each([
-    [['--scopes', 'profile,billing'], 'Error: --scopes takes a comma-separated list of profile, tokens, admin; got unknown scope "billing".'],
-    [['--scopes', ','], 'Error: --scopes takes a comma-separated list of profile, tokens, admin; got no scope.'],
+    [['--scopes', 'profile,billing'], 'Error: --scopes takes a comma-separated list of profile, tokens, admin, orgs; got unknown scope "billing".'],
+    [['--scopes', ','], 'Error: --scopes takes a comma-separated list of profile, tokens, admin, orgs; got no scope.'],
     [[], 'Error: auth:refresh needs --scopes, the scopes the session should have (for example --scopes profile,tokens,admin).'],
   ])('a bad --scopes (%j): exit 2, one error line, the session untouched', async (args, message) => {
     const old = await loginWithProfileOnly();

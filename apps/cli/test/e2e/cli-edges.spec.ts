@@ -45,6 +45,8 @@ describe('PROSPECT_TOKEN, in every command', () => {
       refreshed: false,
       refreshable: false,
       tokenSource: 'PROSPECT_TOKEN',
+      organization: null,
+      organizations: [],
     });
     expect(box.hasSession()).toBe(false);
   });

@@ -6,7 +6,10 @@
  *
  * It packs what `npm run build` left in dist/ (`--no-build`): rebuilding here would rewrite
  * dist/ under the other test files that run the binary meanwhile. The registry is an address
- * where nothing answers, so the install proves the tarball needs nothing from it.
+ * where nothing answers, so the install proves the tarball needs nothing from it. Its one optional
+ * dependency, @napi-rs/keyring (the OS keychain, a native addon that cannot be bundled), is then
+ * left out, as npm leaves out an optional dependency it cannot fetch: the CLI works without it,
+ * and says so when asked to use the keychain.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -32,11 +35,11 @@ afterEach(() => rm(root, { recursive: true, force: true }));
 /**
  * A command with a clean environment: none of the npm_* variables of an `npm test` around this
  * one (npm_config_local_prefix would point a nested npm at apps/cli), a HOME and a config
- * directory of its own, and a registry that cannot be reached.
+ * directory of its own, and a registry that cannot be reached (at once: npm would retry for minutes).
  */
 function run(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; stdin?: string }): Promise<CliRun> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && !name.startsWith('PROSPECT_'))) as Record<string, string>;
-  return runToEnd(command, args, { cwd: options.cwd, env: { ...env, HOME: root, CI: 'true', PROSPECT_CONFIG_DIR: join(root, 'config'), npm_config_registry: 'http://127.0.0.1:9/', npm_config_update_notifier: 'false', ...options.env }, stdin: options.stdin });
+  return runToEnd(command, args, { cwd: options.cwd, env: { ...env, HOME: root, CI: 'true', PROSPECT_CONFIG_DIR: join(root, 'config'), npm_config_registry: 'http://127.0.0.1:9/', npm_config_fetch_retries: '0', npm_config_update_notifier: 'false', ...options.env }, stdin: options.stdin });
 }
 
 const cliInstall = (args: string[], env: Record<string, string> = {}) => run('npm', ['run', 'cli:install', '--', '--no-build', ...args], { cwd: REPO_ROOT, env });
@@ -52,11 +55,13 @@ it('installs a self-contained tarball under --prefix, and `prospect` runs from a
   // No port it cannot know (the server's PORT is the server's): the banner's line.
   expect(install.stdout).toMatch(/\nNext: prospect auth:login --api-url <the server's URL> {3}\(its banner prints the whole line: "Sign in the CLI"\)\n$/);
 
-  // What was installed is the package as published: bin and the bundles, no dependency, no source map.
+  // What was installed is the package as published: bin and the bundles, no dependency but the
+  // optional native keychain (not fetched from this registry), no source map.
   const installed = join(prefix, 'lib', 'node_modules', '@prospect', 'cli');
   const manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8'));
   expect(manifest).toMatchObject({ name: '@prospect/cli', version, bin: { prospect: 'bin/prospect.cjs' }, engines: { node: expect.any(String) } });
   expect(manifest.dependencies).toBeUndefined();
+  expect(manifest.optionalDependencies).toEqual({ '@napi-rs/keyring': expect.any(String) });
   expect(existsSync(join(installed, 'node_modules'))).toBe(false);
   expect(existsSync(join(installed, 'dist', 'prospect.js.map'))).toBe(false);
 
@@ -84,6 +89,11 @@ it('installs a self-contained tarball under --prefix, and `prospect` runs from a
     expect(hint).toBe(`prospect auth:login --api-url ${backend.url}`);
     const login = await run('/bin/sh', ['-c', `${hint} --token -`], { cwd: outside, env: onPath, stdin: 'prs_pasted\n' });
     expect(login).toMatchObject({ code: 0, stdout: `Logged in as ${user.name} <${user.email}> on ${backend.url}.\n` });
+
+    // Without its optional keychain package, --secure-storage says so and how to get it, and keeps the file.
+    const secure = await run('prospect', ['auth:login', '--api-url', backend.url, '--token', 'prs_pasted', '--secure-storage'], { cwd: outside, env: onPath });
+    expect(secure).toMatchObject({ code: 0, stdout: `Logged in as ${user.name} <${user.email}> on ${backend.url}.\n` });
+    expect(secure.stderr).toMatch(/^The OS keychain cannot be used: its support, the optional package @napi-rs\/keyring, is not installed with prospect \(.*\)\.\nThe tokens are saved in the session file instead, readable by you only\.\nTo use the keychain: install prospect again with its optional dependencies \(npm install without --omit=optional\), then log in with --secure-storage\.\n/);
   } finally {
     await backend.close();
   }

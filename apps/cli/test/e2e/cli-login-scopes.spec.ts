@@ -1,5 +1,5 @@
 /**
- * `auth:login --scopes` (issue #31, item 4): the CLI asks for `profile tokens` unless told, and for
+ * `auth:login --scopes` (issue #31, item 4): the CLI asks for `profile tokens orgs` unless told, and for
  * administration only when `--scopes` names `admin`. The built binary against a fake backend.
  */
 import { deviceStart as start, fakeBackend, json, user } from '../support/fake-backend.js';
@@ -25,8 +25,11 @@ describe('auth:login --scopes', () => {
     const asked = await loginAsking(['--scopes', 'admin,profile, tokens']);
     expect(asked.run.code).toBe(0);
     expect(asked.starts).toEqual([{ clientName: 'prospect CLI 0.1.0', hostname: expect.any(String), scopes: ['profile', 'tokens', 'admin'] }]);
+    const orgs = await loginAsking(['--scopes', 'orgs,profile']);
+    expect(orgs.run.code).toBe(0);
+    expect(orgs.starts).toEqual([{ clientName: 'prospect CLI 0.1.0', hostname: expect.any(String), scopes: ['profile', 'orgs'] }]);
 
-    // Without the flag the server's default applies (profile and tokens): a server from before scopes still takes the start.
+    // Without the flag the server's default applies (profile, tokens, orgs): a server from before scopes still takes the start.
     const plain = await loginAsking([]);
     expect(plain.run.code).toBe(0);
     expect(plain.starts).toEqual([{ clientName: 'prospect CLI 0.1.0', hostname: expect.any(String) }]);
@@ -48,7 +51,8 @@ describe('auth:login --scopes', () => {
     const help = await box.run(['auth:login', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--scopes <list>');
-    expect(help.stdout).toContain('default: profile,tokens');
-    expect(help.stdout).toContain('--scopes profile,tokens,admin');
+    expect(help.stdout).toContain('of profile, tokens, admin, orgs');
+    expect(help.stdout).toContain('default: profile,tokens,orgs)');
+    expect(help.stdout).toContain('--scopes profile,tokens,admin,orgs)');
   });
 });

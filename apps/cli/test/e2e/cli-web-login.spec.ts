@@ -50,7 +50,7 @@ describe('auth:login --web', () => {
     const login = await startWebLogin();
     expect(login.link!.origin + login.link!.pathname).toBe(`${api.baseUrl}/oauth/authorize`);
     const params = login.link!.searchParams;
-    expect(Object.fromEntries(params)).toMatchObject({ response_type: 'code', client_id: 'prospect-cli', scope: 'profile tokens', code_challenge_method: 'S256' });
+    expect(Object.fromEntries(params)).toMatchObject({ response_type: 'code', client_id: 'prospect-cli', scope: 'profile tokens orgs', code_challenge_method: 'S256' });
     expect(params.get('redirect_uri')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
     expect(params.get('state')).toMatch(/^[\w-]{43}$/);
 

@@ -49,6 +49,11 @@ it.each([
   ['prospect auth:whoami --v', '$ prospect auth:whoami --verify '],
   ['prospect auth:login --api', '$ prospect auth:login --api-url '],
   ['prospect auth:lo', '$ prospect auth:log'],
+  ['prospect org:sw', '$ prospect org:switch '],
+  ['prospect org:l', '$ prospect org:list '],
+  ['prospect org:switch --n', '$ prospect org:switch --none '],
+  ['prospect api --o', '$ prospect api --org '],
+  ['prospect auth:status --or', '$ prospect auth:status --org '],
   ['prospect comp', '$ prospect completion '],
   ['prospect completion z', '$ prospect completion zsh '],
   ['prospect help auth:to', '$ prospect help auth:token '],
@@ -57,6 +62,12 @@ it.each([
 ])('completes %j to %j', async (typed, line) => {
   const shown = await complete(typed);
   expect(shown.split('\n').at(-1)).toBe(line);
+});
+
+it('lists the organization commands after `org:`', async () => {
+  const shown = await complete('prospect org:', 2);
+  expect(shown).toMatch(/list\s+switch/);
+  expect(shown.split('\n').at(-1)).toBe('$ prospect org:');
 });
 
 it('lists the auth commands after `auth:` without repeating the part already typed', async () => {

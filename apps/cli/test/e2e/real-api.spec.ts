@@ -79,6 +79,9 @@ describe('auth:whoami', () => {
       verified: true,
       refreshed: false,
       refreshable: false,
+      // The CLI's tokens have `orgs` (issue #44): /me lists her organizations, and none is active.
+      organization: null,
+      organizations: [],
     });
     expect((await box.readSession()).user.name).toBe('Rear Admiral Grace Hopper');
     await api.app.get(AccountService).rename(person.id, 'Grace Hopper', null);
@@ -278,8 +281,8 @@ describe('refreshing the session (issue #14)', () => {
     const verified = await box.run(['auth:status', '--verify']);
     expect(verified.code).toBe(0);
     expect(verified.stdout).toContain('Server says:  the token is valid');
-    // A device login asks for `profile tokens` by default: `admin` only with `--scopes`.
-    expect(verified.stdout).toContain("Token scopes: 'profile', 'tokens'\n");
+    // A device login asks for `profile tokens orgs` by default: `admin` only with `--scopes`.
+    expect(verified.stdout).toContain("Token scopes: 'profile', 'tokens', 'orgs'\n");
     expect(verified.stdout).toMatch(/Expires: {6}\d{4}-.* \(in 60 minutes\)/);
   });
 

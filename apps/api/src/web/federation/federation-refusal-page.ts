@@ -29,6 +29,7 @@ export class FederationRefusalPage {
       await this.audit.record('federation.login_refused', {
         userId: err.userId,
         ip: req.ip,
+        organizationId: err.organizationId,
         detail: { reason: err.reason, label, providerId: providerId.slice(0, 64), browser: req.get('user-agent')?.slice(0, 200) ?? null },
       });
     } else {
