@@ -38,6 +38,17 @@ describe('the event stream', () => {
     return EventPageSchema.parse(res.body) as EventPage;
   };
 
+  /**
+   * A page once it holds at least `count` events: an event shows once every transaction older than
+   * its writer has ended, and that is any transaction on the Postgres server, of other databases
+   * (other test files) too, so one just written may take a moment to show.
+   */
+  async function settledPage(path: string, query: Record<string, string | number>, token: string, count: number) {
+    let answer = await page(api, path, query, token);
+    await waitFor(`${count} events at ${path}`, async () => (answer = await page(api, path, query, token)).events.length >= count, 30_000);
+    return answer;
+  }
+
   /** Every event from `after` to where the stream is settled now, page by page. */
   async function readAll(after = ''): Promise<string[]> {
     const ids: string[] = [];
@@ -127,7 +138,7 @@ describe('the event stream', () => {
     const renamed = await request(api, 'PATCH', `/api/orgs/${slug}`, { json: { name: 'Acme Renamed' }, token: owner.token, headers: { 'user-agent': 'events-test/1.0' } });
     expect(renamed.status).toBe(200);
 
-    const { events, next } = await page(api, `/api/orgs/${slug}/events`, {}, owner.token);
+    const { events, next } = await settledPage(`/api/orgs/${slug}/events`, {}, owner.token, 3);
     expect(events.map((e) => e.type)).toEqual(['organization.created', 'member.added', 'organization.renamed']);
     for (const event of events) EventSchema.parse(event);
     const rename = events.at(-1)!;
@@ -147,6 +158,7 @@ describe('the event stream', () => {
     // Another organization's events are not in it.
     const other = await personWithToken(api);
     await createOrganization(api, other);
+    await settledPage(ADMIN_EVENTS, { after: next, types: 'organization.created' }, adminToken, 1);
     expect((await page(api, `/api/orgs/${slug}/events`, { after: next }, owner.token)).events).toEqual([]);
 
     // A member is refused with the role named; a stranger finds nothing; a token without `orgs` is refused.
@@ -173,10 +185,11 @@ describe('the event stream', () => {
 
     const types = ['user.signed_in', 'token.created', 'grant.approved', 'user.signed_out'];
     let events: EventPage['events'] = [];
-    await waitFor('the events to settle', async () => {
-      events = (await page(api, ADMIN_EVENTS, { types: types.join(','), limit: 1000 })).events.filter((e) => e.actor.id === person.id);
-      return events.length >= 4;
-    });
+    await waitFor(
+      'the events to settle',
+      async () => (events = (await page(api, ADMIN_EVENTS, { types: types.join(','), limit: 1000 })).events.filter((e) => e.actor.id === person.id)).length >= 5,
+      30_000,
+    );
     // The token made by the fixture (through the service, no request) has none; the one made over HTTP has it.
     expect(events.map((e) => [e.type, e.userAgent])).toEqual([
       ['user.signed_in', UA],
