@@ -20,6 +20,7 @@ import { UsersModule } from './users/users.module.js';
 import { WebModule } from './web/web.module.js';
 import { FederationModule } from './federation/federation.module.js';
 import { OrganizationsModule } from './organizations/organizations.module.js';
+import { EventsModule } from './events/events.module.js';
 
 export interface AppModuleOptions {
   /** The environment to configure from (validated by AppConfigModule): process.env, or a test's own. */
@@ -58,6 +59,7 @@ export class AppModule {
         FederationModule,
         WebModule,
         AdminModule,
+        EventsModule,
         RetentionModule,
       ],
     };

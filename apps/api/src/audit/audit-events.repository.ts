@@ -7,6 +7,7 @@ export interface NewAuthEvent {
   type: AuthEventType;
   userId: string | null;
   ip: string | null;
+  userAgent?: string | null;
   detail: Record<string, unknown>;
   createdAt: Date;
   organizationId?: string | null;
@@ -26,8 +27,8 @@ export class AuditEventsRepository {
    */
   async insert(event: NewAuthEvent, tx?: Tx): Promise<void> {
     await this.sql.rows(
-      `INSERT INTO auth_events (type, user_id, ip, detail, created_at, organization_id) VALUES ($1, $2, $3, $4, $5, $6)`,
-      [event.type, event.userId, event.ip, JSON.stringify(event.detail), event.createdAt, event.organizationId ?? null],
+      `INSERT INTO auth_events (type, user_id, ip, detail, created_at, organization_id, user_agent) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [event.type, event.userId, event.ip, JSON.stringify(event.detail), event.createdAt, event.organizationId ?? null, event.userAgent ?? null],
       tx,
     );
   }
@@ -44,9 +45,9 @@ export class AuditEventsRepository {
   /** Events of one type, one per entry, in one statement, in `tx` when given. */
   async insertEach(type: AuthEventType, events: ReadonlyArray<Omit<NewAuthEvent, 'type'>>, tx?: Tx): Promise<void> {
     await this.sql.rows(
-      `INSERT INTO auth_events (type, user_id, ip, detail, created_at)
-       SELECT $2, x.user_id, x.ip, x.detail, x.created_at FROM jsonb_to_recordset($1::jsonb) AS x(user_id uuid, ip text, detail jsonb, created_at timestamptz)`,
-      [JSON.stringify(events.map((e) => ({ user_id: e.userId, ip: e.ip, detail: e.detail, created_at: e.createdAt }))), type],
+      `INSERT INTO auth_events (type, user_id, ip, user_agent, detail, created_at)
+       SELECT $2, x.user_id, x.ip, x.user_agent, x.detail, x.created_at FROM jsonb_to_recordset($1::jsonb) AS x(user_id uuid, ip text, user_agent text, detail jsonb, created_at timestamptz)`,
+      [JSON.stringify(events.map((e) => ({ user_id: e.userId, ip: e.ip, user_agent: e.userAgent ?? null, detail: e.detail, created_at: e.createdAt }))), type],
       tx,
     );
   }
@@ -56,7 +57,7 @@ export class AuditEventsRepository {
    * details), before their account is deleted: the events stay, without personal data.
    */
   async forgetDetailsOf(tx: Tx, userId: string): Promise<void> {
-    await this.sql.rows(`UPDATE auth_events SET ip = NULL, detail = '{}'::jsonb WHERE user_id = $1`, [userId], tx);
+    await this.sql.rows(`UPDATE auth_events SET ip = NULL, user_agent = NULL, detail = '{}'::jsonb WHERE user_id = $1`, [userId], tx);
   }
 
   /** One person's events of `types`, newest first, for their security log. */

@@ -10,6 +10,8 @@ export interface AuditRowSql {
   ip: string;
   detail: string;
   createdAt: string;
+  /** The caller's User-Agent (clipped by the caller), where the statement has it; none: NULL. */
+  userAgent?: string;
   /** What the row is selected from, with its condition (`changed`, `redeemed WHERE unproven`); none for one row of parameters. */
   from?: string;
 }
@@ -30,7 +32,7 @@ const EVENT_TYPE = /^[a-z_]+\.[a-z_]+$/;
 export function auditInsert(rows: AuditRowSql | readonly AuditRowSql[], returning?: string): string {
   const selects = [rows].flat().map((row) => {
     if (!EVENT_TYPE.test(row.type)) throw new TypeError(`not an audit event type: ${row.type}`);
-    return `SELECT '${row.type}', ${row.userId}, ${row.ip}, ${row.detail}, ${row.createdAt}${row.from ? ` FROM ${row.from}` : ''}`;
+    return `SELECT '${row.type}', ${row.userId}, ${row.ip}, ${row.detail}, ${row.createdAt}, ${row.userAgent ?? 'NULL'}${row.from ? ` FROM ${row.from}` : ''}`;
   });
-  return `INSERT INTO auth_events (type, user_id, ip, detail, created_at)\n       ${selects.join('\n       UNION ALL ')}${returning ? `\n       RETURNING ${returning}` : ''}`;
+  return `INSERT INTO auth_events (type, user_id, ip, detail, created_at, user_agent)\n       ${selects.join('\n       UNION ALL ')}${returning ? `\n       RETURNING ${returning}` : ''}`;
 }

@@ -7,12 +7,20 @@ import type { Tx } from '../database/tx.js';
 export interface AuditEntry {
   userId?: string | null;
   ip?: string | null;
+  /** The caller's User-Agent header where the request is at hand (clipped to USER_AGENT_MAX). */
+  userAgent?: string | null;
   detail?: AuthEvent['detail'];
   /** When the change it records happened (the caller's clock reading), if not now. */
   at?: Date;
   /** The organization it belongs to: it shows in that organization's log. */
   organizationId?: string | null;
 }
+
+/** The longest User-Agent kept: enough for any real browser's, not a place to store a payload. */
+export const USER_AGENT_MAX = 300;
+
+/** The header as kept: clipped, and none for an empty one. */
+export const clipUserAgent = (userAgent: string | null | undefined): string | null => userAgent?.slice(0, USER_AGENT_MAX) || null;
 
 @Injectable()
 export class AuditService {
@@ -24,7 +32,7 @@ export class AuditService {
   /** Records an event; pass the caller's Tx to commit it with the change it describes. */
   record(type: AuthEventType, entry: AuditEntry = {}, tx?: Tx): Promise<void> {
     return this.events.insert(
-      { type, userId: entry.userId ?? null, ip: entry.ip ?? null, detail: entry.detail ?? {}, createdAt: entry.at ?? this.clock.now(), organizationId: entry.organizationId ?? null },
+      { type, userId: entry.userId ?? null, ip: entry.ip ?? null, userAgent: clipUserAgent(entry.userAgent), detail: entry.detail ?? {}, createdAt: entry.at ?? this.clock.now(), organizationId: entry.organizationId ?? null },
       tx,
     );
   }
@@ -33,7 +41,7 @@ export class AuditService {
   async recordEach(type: AuthEventType, entries: readonly AuditEntry[], tx?: Tx): Promise<void> {
     if (!entries.length) return;
     const now = this.clock.now();
-    await this.events.insertEach(type, entries.map((e) => ({ userId: e.userId ?? null, ip: e.ip ?? null, detail: e.detail ?? {}, createdAt: e.at ?? now })), tx);
+    await this.events.insertEach(type, entries.map((e) => ({ userId: e.userId ?? null, ip: e.ip ?? null, userAgent: clipUserAgent(e.userAgent), detail: e.detail ?? {}, createdAt: e.at ?? now })), tx);
   }
 
   /** Forgets, in `tx`, the address and details of the person's events (their account is being deleted; the events stay). */

@@ -104,6 +104,16 @@ export class AuthEvent {
   @Column({ name: 'organization_id', type: 'uuid', nullable: true })
   organizationId!: string | null;
 
+  /** The caller's User-Agent, clipped, where the request was at hand (issue #46; docs/events.md says where it is not). */
+  @Column({ name: 'user_agent', type: 'text', nullable: true })
+  userAgent!: string | null;
+
+  /**
+   * Also `writer_xid xid8` (the writing transaction's id, filled by its default): the event
+   * stream's order (events/, docs/events.md). Not mapped here: TypeORM knows no xid8, and no code
+   * writes it.
+   */
+
   /** Ids and reasons only (token id, device login id, why it failed). */
   @Column({ type: 'jsonb', default: {} })
   detail!: Record<string, string | number | boolean | null>;

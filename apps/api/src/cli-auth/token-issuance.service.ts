@@ -44,7 +44,7 @@ export class TokenIssuanceService {
    *   never makes a second token nobody holds. A key with another body is a 422; while a request with
    *   the key is under way, a 409.
    */
-  async issueFor(caller: AuthPrincipal, request: IssueTokenRequest, ip: string | null, once?: { key: string; credential: string }): Promise<IssuedTokenResponse> {
+  async issueFor(caller: AuthPrincipal, request: IssueTokenRequest, ip: string | null, once?: { key: string; credential: string }, userAgent: string | null = null): Promise<IssuedTokenResponse> {
     const max = this.config.accessTokenMaxTtlSeconds;
     if (request.expiresInSeconds !== undefined && request.expiresInSeconds > max) {
       throw badRequest(`expiresInSeconds must be at most ${max} (${Math.floor(max / 86_400)} days) on this server.`);
@@ -77,6 +77,7 @@ export class TokenIssuanceService {
       label: forOther ? `${request.label ?? 'CLI token'} (issued by ${caller.user.email})` : (request.label ?? null),
       ttlSeconds: request.expiresInSeconds,
       ip,
+      userAgent,
       issuedBy: forOther ? caller.user.id : undefined,
       // Capped, not refused: the request names no scopes, so it asks for a token like the one it
       // is made with, and gets at most that (the answer's expiresAt says how long it lives).

@@ -97,7 +97,7 @@ export class TokensController {
     @Headers('idempotency-key') idempotencyKey?: string,
   ): Promise<IssuedTokenResponse> {
     const key = parseIdempotencyKey(idempotencyKey);
-    return this.issuance.issueFor(principal, body, ip, key === undefined ? undefined : { key, credential: presentedCredential(req, principal) });
+    return this.issuance.issueFor(principal, body, ip, key === undefined ? undefined : { key, credential: presentedCredential(req, principal) }, req.get('user-agent') ?? null);
   }
 
   @Post('refresh')

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { formatUserCode, normalizeUserCode, parseScopes, type Scope, SCOPES } from '@prospect/contract';
-import { AuditService } from '../audit/audit.service.js';
+import { AuditService, clipUserAgent } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
@@ -41,6 +41,8 @@ export interface DeviceDecision extends DeviceLoginClient {
 export interface CodeHolder {
   userId: string;
   ip: string | null;
+  /** Their browser's User-Agent, for the decision's event (issue #46). */
+  userAgent?: string | null;
 }
 
 /** A code holder who decides, with how their session proved them, which an approval's grant keeps. */
@@ -127,13 +129,13 @@ export class DeviceApprovalService {
    * the Approve, a reload, a second click) is answered as the first was, `madeBefore`, and changes
    * nothing: it went through. Anyone else, or the other decision, is refused as before.
    */
-  private async decide(userCodeInput: string, decision: 'approved' | 'denied', { userId, ip, ...proof }: Approver): Promise<DeviceDecision> {
+  private async decide(userCodeInput: string, decision: 'approved' | 'denied', { userId, ip, userAgent, ...proof }: Approver): Promise<DeviceDecision> {
     const userCode = normalizeUserCode(userCodeInput);
     if (!userCode) throw new UndecidableDeviceLoginError('unknown');
     // The decision and its audit event in one statement.
     const now = this.clock.now();
     const adminUntil = new Date(now.getTime() + this.config.adminGrantSeconds * 1000);
-    const decided = await this.deviceLogins.decideWithAudit(userCode, decision, userId, now, ip, adminUntil, proof);
+    const decided = await this.deviceLogins.decideWithAudit(userCode, decision, userId, now, ip, adminUntil, proof, clipUserAgent(userAgent));
     if (!decided) return this.decidedBefore(userCode, decision, userId);
     this.metrics.deviceLogin(decision);
     return { id: decided.clientId, displayName: decided.clientDisplayName, madeBefore: false };

@@ -63,6 +63,7 @@ const DECIDE = Object.fromEntries(
          type: decision === 'approved' ? 'device.approve' : 'device.deny',
          userId: '$3',
          ip: '$5',
+         userAgent: '$10::text',
          detail: "jsonb_build_object('deviceLoginId', decided.id) || CASE WHEN decided.admin_until IS NULL THEN '{}' ELSE jsonb_build_object('adminUntil', decided.admin_until) END",
          createdAt: '$4',
          from: 'decided',
@@ -224,6 +225,7 @@ export class DeviceLoginsRepository {
     ip: string | null,
     adminUntil: Date,
     proof: GrantProof,
+    userAgent: string | null = null,
   ): Promise<{ id: string; clientId: string; clientDisplayName: string } | undefined> {
     const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(DECIDE[decision], [
       userCode,
@@ -235,6 +237,7 @@ export class DeviceLoginsRepository {
       proof.credentialEpoch,
       proof.amr,
       proof.secondFactor,
+      userAgent,
     ]);
     return decided;
   }

@@ -39,7 +39,7 @@ export class OrgMembershipGuard implements CanActivate {
   }
 }
 
-const actorOf = (req: OrgRequest): OrgActor => ({ userId: req.user.user.id, ip: req.ip ?? null, organization: req.organization! });
+const actorOf = (req: OrgRequest): OrgActor => ({ userId: req.user.user.id, ip: req.ip ?? null, userAgent: req.get('user-agent') ?? null, organization: req.organization! });
 
 /** The member acting in the route's organization (OrgMembershipGuard found them). */
 export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): OrgActor => actorOf(ctx.switchToHttp().getRequest<OrgRequest>()));

@@ -23,6 +23,8 @@ export class SoleOwnerError extends Error {
 export interface OrgActor {
   userId: string;
   ip: string | null;
+  /** Their User-Agent, for the events of what they do (issue #46). */
+  userAgent?: string | null;
   /** Their organization, as the membership guard found it for this request. */
   organization: MembershipRow;
 }
@@ -240,7 +242,7 @@ export class OrganizationsService {
 
   /** Records `type` in the organization's log, in `tx`, as done by `actor`. */
   record(tx: Tx, actor: OrgActor, type: Parameters<AuditService['record']>[0], detail: Record<string, string | number | boolean | null>): Promise<void> {
-    return this.audit.record(type, { userId: actor.userId, ip: actor.ip, organizationId: actor.organization.id, detail }, tx);
+    return this.audit.record(type, { userId: actor.userId, ip: actor.ip, userAgent: actor.userAgent, organizationId: actor.organization.id, detail }, tx);
   }
 
   /**

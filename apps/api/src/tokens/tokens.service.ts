@@ -78,6 +78,8 @@ export interface IssueTokenInput {
   /** Defaults to CLI_TOKEN_TTL_SECONDS; capped at ACCESS_TOKEN_MAX_TTL_SECONDS. */
   ttlSeconds?: number;
   ip?: string | null;
+  /** The caller's User-Agent, for the event (issue #46). */
+  userAgent?: string | null;
   deviceLoginId?: string | null;
   /** An admin issuing for someone else: recorded in the audit event. */
   issuedBy?: string;
@@ -199,7 +201,7 @@ export class TokensService {
       // The grant that did it: the token presented, and its session for a device login's token.
       ...(minter ? { mintedByTokenId: minter.tokenId, ...(minter.deviceLoginId ? { mintedByDeviceLoginId: minter.deviceLoginId } : {}) } : {}),
     };
-    await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, detail }, tx);
+    await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, userAgent: input.userAgent, detail }, tx);
     this.metrics.token('issued');
     return { accessToken, id, expiresAt };
   }

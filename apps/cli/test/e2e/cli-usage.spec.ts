@@ -23,7 +23,7 @@ describe('startup', () => {
 
 describe('usage', () => {
   it('prints help for every command and the version, exit 0', async () => {
-    for (const command of ['auth:login', 'auth:whoami', 'auth:status', 'auth:switch', 'auth:refresh', 'auth:token', 'auth:logout', 'org:list', 'org:switch', 'api']) {
+    for (const command of ['auth:login', 'auth:whoami', 'auth:status', 'auth:switch', 'auth:refresh', 'auth:token', 'auth:logout', 'org:list', 'org:switch', 'api', 'events']) {
       for (const flag of ['--help', '-h']) {
         const run = await box.run([command, flag]);
         expect(run.code).toBe(0);
@@ -60,7 +60,7 @@ describe('usage', () => {
   });
 
   it.each([
-    [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:status, auth:switch, auth:refresh, auth:token, auth:logout, org:list, org:switch, api\n$/],
+    [['nope'], /^Error: Unknown command: nope\nUsage: prospect <command> \[options\]; commands: auth:login, auth:whoami, auth:status, auth:switch, auth:refresh, auth:token, auth:logout, org:list, org:switch, api, events\n$/],
     [['auth:whomai'], /^Error: Unknown command: auth:whomai \(did you mean `prospect auth:whoami`\?\)\n/],
     [['auth:whoami', '--bogus'], /^Error: Unknown option for auth:whoami: --bogus\nUsage: prospect auth:whoami \[--verify\] \[--json\]/],
     [['auth:whoami', '--verfy'], /^Error: Unknown option for auth:whoami: --verfy \(did you mean --verify\?\)\n/],

@@ -82,7 +82,7 @@ export class TokensPageController {
     const ttlSeconds = Math.min(days * DAY, this.config.accessTokenMaxTtlSeconds);
     // What the person may do; `admin` only when an administrator ticks it (this is sudo mode), and then for ADMIN_GRANT_SECONDS at most.
     const scope = siteTokenScope(req.webUser!.role, field(req, 'admin') === 'on');
-    const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null, ttlSeconds, scope });
+    const issued = await this.tokens.issue({ userId: req.webUser!.id, origin: 'direct', label: label || null, ip: req.ip ?? null, userAgent: req.get('user-agent'), ttlSeconds, scope });
     // Kept until the redirect's page shows it, sealed under the session id, which the database never holds.
     req.session.newToken = seal(req.sessionID, req.webUser!.id, NEW_TOKEN, issued.accessToken).toString('base64url');
     await saveSession(req);

@@ -42,7 +42,7 @@ const UNDECIDABLE: Record<UndecidableReason, { status: number; title: string; te
 };
 
 /** Whose typed codes these are (the wrong-code limit counts them per person and per address: DeviceApprovalService). */
-const holderOf = (req: Request): CodeHolder => ({ userId: req.webUser!.id, ip: req.ip ?? null });
+const holderOf = (req: Request): CodeHolder => ({ userId: req.webUser!.id, ip: req.ip ?? null, userAgent: req.get('user-agent') ?? null });
 
 /** The command that starts a new sign-in, for pages about a login the CLI started. */
 const cliCommandFor = (client?: DeviceLoginClient) => (client?.id === CLI_CLIENT_ID ? 'prospect auth:login' : undefined);

@@ -109,7 +109,7 @@ export class ConsentPageController {
     const next = checked.kind === 'valid' ? this.authorization.canonicalPath(checked.request, { afterProof: true }) : undefined;
     const user = req.webUser!;
     await this.signIn.logOut(req);
-    await this.audit.record('web.logout', { userId: user.id, ip: req.ip });
+    await this.audit.record('web.logout', { userId: user.id, ip: req.ip, userAgent: req.get('user-agent') });
     res.redirect(303, next ? `/login?next=${encodeURIComponent(next)}` : '/login');
   }
 

@@ -97,7 +97,7 @@ export class AuthPagesController {
     if (!user) {
       // On the account's own security log when the address has one.
       const known = await this.users.findByEmail(account);
-      await this.audit.record('web.login_failed', { userId: known?.id ?? null, ip: req.ip, detail: { reason: 'bad credentials', browser: req.get('user-agent')?.slice(0, 200) ?? null } });
+      await this.audit.record('web.login_failed', { userId: known?.id ?? null, ip: req.ip, userAgent: req.get('user-agent'), detail: { reason: 'bad credentials', browser: req.get('user-agent')?.slice(0, 200) ?? null } });
       return this.renderLogin(req, res, 401, 'That e-mail and password do not match an account.');
     }
     await this.limits.signInSucceeded(account, req.ip ?? '', deviceCookie);
@@ -173,7 +173,7 @@ export class AuthPagesController {
     const user = req.webUser;
     if (user) {
       await this.signIn.logOut(req);
-      await this.audit.record('web.logout', { userId: user.id, ip: req.ip });
+      await this.audit.record('web.logout', { userId: user.id, ip: req.ip, userAgent: req.get('user-agent') });
     }
     res.redirect(303, '/login');
   }
