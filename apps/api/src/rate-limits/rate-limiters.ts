@@ -25,6 +25,8 @@ export interface ExportedSizes {
   /** The device-start limit's startPrefetch. */
   startPrefetch: number;
   domainVerificationsPerHour: number;
+  clientAuthFailures: number;
+  clientAuthFailuresPerIp: number;
 }
 
 /**
@@ -51,6 +53,8 @@ export class RateLimiters {
   readonly mailsByRecipient: RateLimiterPostgres;
   readonly invitationsByOrganization: RateLimiterPostgres;
   readonly domainVerifications: RateLimiterPostgres;
+  readonly clientAuthByClient: RateLimiterPostgres;
+  readonly clientAuthByIp: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -93,6 +97,8 @@ export class RateLimiters {
     this.mailsByRecipient = store('mail:recipient', sizes.mailsPerRecipientPerHour, HOUR);
     this.invitationsByOrganization = store('org:invitations', sizes.invitationsPerOrganizationPerHour, HOUR);
     this.domainVerifications = store('domain:verify', sizes.domainVerificationsPerHour, HOUR);
+    this.clientAuthByClient = store('client-auth:client', sizes.clientAuthFailures, LOGIN_BLOCK_SECONDS);
+    this.clientAuthByIp = store('client-auth:ip', sizes.clientAuthFailuresPerIp, HOUR);
   }
 
   /**
