@@ -20,7 +20,7 @@ export type ServiceAccountScope = (typeof SERVICE_ACCOUNT_SCOPES)[number];
 export const SERVICE_ACCOUNT_CLIENT_ID_PREFIX = 'psa_';
 
 /** A service account's client secret starts with this (secret scanners). */
-export const SERVICE_ACCOUNT_SECRET_PREFIX = 'prss_';
+export const SERVICE_ACCOUNT_SECRET_PREFIX = 'prsa_';
 
 /** The longest a client credentials token lives (RFC 6749 §4.4.3: no refresh token; ask again). */
 export const SERVICE_ACCOUNT_TOKEN_TTL_SECONDS = 3600;

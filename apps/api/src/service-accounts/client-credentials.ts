@@ -4,6 +4,7 @@ import {
   ERROR_CODES,
   type ErrorCode,
   OAUTH_ROUTES,
+  SERVICE_ACCOUNT_SECRET_PREFIX,
   SERVICE_ACCOUNT_TOKEN_TTL_SECONDS,
   SERVICE_NAME,
 } from '@prospect/contract';
@@ -11,7 +12,7 @@ import { decodeJwt, decodeProtectedHeader, errors as joseErrors, importJWK, type
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
-import { sha256 } from '../common/secrets.js';
+import { looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -103,7 +104,8 @@ export class ClientCredentialsGrant {
   }
 
   private async checkSecret(tx: Tx, account: ServiceAccountRow, presented: PresentedClientCredentials & { secret: string }, now: Date) {
-    const secret = await this.accounts.shareLockSecret(tx, account.id, sha256(presented.secret));
+    // Obvious garbage costs no lookup; it is refused as a wrong secret is (and was counted as one).
+    const secret = looksLikeSecret(presented.secret, SERVICE_ACCOUNT_SECRET_PREFIX) ? await this.accounts.shareLockSecret(tx, account.id, sha256(presented.secret)) : undefined;
     if (!secret) throw refusal(presented, `Wrong client_secret for ${account.clientId}.`);
     if (secret.expiresAt && secret.expiresAt.getTime() <= now.getTime()) throw refusal(presented, `This client_secret of ${account.clientId} has expired: create another.`);
     // A token never outlives the secret it was issued with.

@@ -26,7 +26,7 @@ describe('the organization’s service accounts page', () => {
     const withSecret = await postFrom(web, page, `${page}/${accountId}/secrets`, { expiresInDays: '' });
     expect(withSecret.status).toBe(201);
     expect(withSecret.headers['cache-control']).toContain('no-store');
-    const secret = /value="(prss_[A-Za-z0-9_-]{43})"/.exec(withSecret.text)![1]!;
+    const secret = /value="(prsa_[A-Za-z0-9_-]{43})"/.exec(withSecret.text)![1]!;
     // Shown once: the page does not show it again.
     expect((await web.send('GET', page)).text).not.toContain(secret);
     const token = (await secretPost(api, clientId, secret)).body.access_token as string;

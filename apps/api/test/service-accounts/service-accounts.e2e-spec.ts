@@ -49,7 +49,7 @@ describe('service accounts', () => {
     const account = await createServiceAccount(api, slug, owner.token);
     expect(account).toEqual({ id: expect.any(String), clientId: expect.stringMatching(/^psa_/), name: 'nightly sync', scopes: ['profile', 'orgs'] });
     const secret = await createSecret(api, slug, owner.token, account.id);
-    expect(secret).toEqual({ id: expect.any(String), clientSecret: expect.stringMatching(/^prss_/), expiresAt: null });
+    expect(secret).toEqual({ id: expect.any(String), clientSecret: expect.stringMatching(/^prsa_/), expiresAt: null });
 
     const config = await discover(account.clientId, oidc.ClientSecretBasic(secret.clientSecret));
     const tokens = await oidc.clientCredentialsGrant(config);
@@ -88,7 +88,7 @@ describe('service accounts', () => {
     const ok = await secretPost(api, account.clientId, secret.clientSecret);
     expect(ok.status).toBe(200);
     expect(ok.body).toEqual({ access_token: expect.stringMatching(/^prs_/), token_type: 'Bearer', expires_in: expect.any(Number), scope: 'profile' });
-    const wrong = await secretPost(api, account.clientId, 'prss_' + 'x'.repeat(43));
+    const wrong = await secretPost(api, account.clientId, 'prsa_' + 'x'.repeat(43));
     expect(wrong.status).toBe(400);
     expect(wrong.body).toMatchObject({ error: 'invalid_client' });
     const unknown = await secretPost(api, 'psa_nobody', secret.clientSecret);
