@@ -31,7 +31,7 @@ import { OrganizationsService } from '../organizations/organizations.service.js'
 import { UsersService } from '../users/users.service.js';
 import type { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
-import { ASSERTION_SIGNING_ALGS } from '../service-accounts/service-accounts.service.js';
+import { ASSERTION_SIGNING_ALGS, ServiceAccountsService } from '../service-accounts/service-accounts.service.js';
 import { oauthError } from './oauth-errors.js';
 import type { DatabaseDeadline } from '../database/database-deadline.js';
 
@@ -93,6 +93,7 @@ export class OAuthService {
     private readonly refreshTokens: RefreshTokensService,
     private readonly users: UsersService,
     private readonly organizations: OrganizationsService,
+    private readonly serviceAccounts: ServiceAccountsService,
   ) {}
 
   /** RFC 8414: the issuer is PUBLIC_URL, and every endpoint hangs off it. */
@@ -253,12 +254,14 @@ export class OAuthService {
     const isRefresh = token.startsWith(REFRESH_TOKEN_PREFIX);
     const found = isRefresh ? await this.refreshTokens.describe(token) : await this.tokens.describe(token);
     if (!found?.active) return { active: false };
+    // A service account's token (issue #45) has no username; its client is the account itself.
+    const serviceAccount = found.email === null ? await this.serviceAccounts.describe(found.userId) : undefined;
     return {
       active: true,
       sub: found.userId,
-      username: found.email,
+      ...(found.email !== null ? { username: found.email } : {}),
       // A token created directly (tokens page, POST /token) belongs to the CLI's client.
-      client_id: found.clientId ?? CLI_CLIENT_ID,
+      client_id: serviceAccount?.clientId ?? found.clientId ?? CLI_CLIENT_ID,
       token_type: isRefresh ? 'refresh_token' : 'Bearer',
       iat: toEpoch(found.createdAt),
       exp: toEpoch(found.expiresAt),

@@ -13,6 +13,7 @@ import { RateLimits } from '../rate-limits/rate-limits.js';
 import { RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
 import { IDEMPOTENCY_WINDOW_HOURS, TokensService } from '../tokens/tokens.service.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
+import { ServiceAccountsService } from '../service-accounts/service-accounts.service.js';
 
 /** Tokens expired or revoked longer ago than this are deleted (the tokens page shows only live ones). */
 export const TOKEN_RETENTION_DAYS = 30;
@@ -69,6 +70,7 @@ export class RetentionService {
     private readonly rateLimits: RateLimits,
     private readonly accountLinks: AccountLinks,
     private readonly mailer: Mailer,
+    private readonly serviceAccounts: ServiceAccountsService,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })
@@ -115,6 +117,8 @@ export class RetentionService {
       [null, (tx, limit) => this.mailer.purgeEndedBefore(tx, mailSentBefore, mailGivenUpBefore, limit)],
       // Answers kept for an Idempotency-Key, once its window is over.
       [null, (tx, limit) => this.tokens.purgeIdempotentRepliesBefore(tx, new Date(now.getTime() - IDEMPOTENCY_WINDOW_HOURS * 3600 * 1000), limit)],
+      // Service accounts' client assertion ids, once past their exp (a replay is refused as expired then).
+      [null, (tx, limit) => this.serviceAccounts.purgeExpiredAssertions(tx, now, limit)],
     ];
     const counts: PurgeCounts = { tokens: 0, refreshTokens: 0, deviceLogins: 0, webSessions: 0, auditEvents: 0 };
     let batches = 0;

@@ -107,12 +107,12 @@ export class ServiceAccountsRepository {
   }
 
   /** What /me says of a service account: its name and organization. */
-  async describe(id: string): Promise<{ name: string; organization: { id: string; slug: string; name: string } } | undefined> {
-    const [row] = await this.sql.rows<{ name: string; organizationId: string; slug: string; organizationName: string }>(
-      `SELECT a.name, o.id AS "organizationId", o.slug, o.name AS "organizationName" FROM service_accounts a JOIN organizations o ON o.id = a.organization_id WHERE a.id = $1`,
+  async describe(id: string): Promise<{ name: string; clientId: string; organization: { id: string; slug: string; name: string } } | undefined> {
+    const [row] = await this.sql.rows<{ name: string; clientId: string; organizationId: string; slug: string; organizationName: string }>(
+      `SELECT a.name, a.client_id AS "clientId", o.id AS "organizationId", o.slug, o.name AS "organizationName" FROM service_accounts a JOIN organizations o ON o.id = a.organization_id WHERE a.id = $1`,
       [id],
     );
-    return row && { name: row.name, organization: { id: row.organizationId, slug: row.slug, name: row.organizationName } };
+    return row && { name: row.name, clientId: row.clientId, organization: { id: row.organizationId, slug: row.slug, name: row.organizationName } };
   }
 
   async insertSecret(tx: Tx, accountId: string, secretHash: Buffer, now: Date, expiresAt: Date | null): Promise<string> {
@@ -192,10 +192,11 @@ export class ServiceAccountsRepository {
   }
 
   /** At most `limit` recorded assertions past their `exp` (they can no longer be replayed); how many. */
-  deleteExpiredAssertions(now: Date, limit: number): Promise<number> {
+  deleteExpiredAssertions(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.sql.count(
       `DELETE FROM service_account_assertions WHERE (service_account_id, jti) IN (SELECT service_account_id, jti FROM service_account_assertions WHERE expires_at < $1 LIMIT $2)`,
       [now, limit],
+      tx,
     );
   }
 }

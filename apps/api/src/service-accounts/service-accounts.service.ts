@@ -170,6 +170,11 @@ export class ServiceAccountsService {
     this.revocations.userRevoked(id);
   }
 
+  /** At most `limit` recorded assertion ids past their `exp`, in `tx` (retention): they can no longer be replayed. How many. */
+  purgeExpiredAssertions(tx: Tx, now: Date, limit: number): Promise<number> {
+    return this.accounts.deleteExpiredAssertions(tx, now, limit);
+  }
+
   /** What /me says of a service account's token: its name and organization; undefined when it is gone. */
   describe(id: string) {
     return this.accounts.describe(id);

@@ -27,7 +27,8 @@ export interface TokenForVerification {
 export interface AccessTokenDescription {
   id: string;
   userId: string;
-  email: string;
+  /** Null for a service account's token (issue #45). */
+  email: string | null;
   /** Its family, for a token of a device login. */
   deviceLoginId: string | null;
   /** The OAuth client of its device login; null for a token created directly. */

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { MeResponseSchema } from '@prospect/contract';
 import { type CryptoKey, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import * as oidc from 'openid-client';
-import { authEvents } from '../support/fixtures.js';
+import { CLIENT_AUTH_FAILURES } from '../../src/rate-limits/rate-limits.js';
+import { TokensService } from '../../src/tokens/tokens.service.js';
+import { authEvents, createUser } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { createSecret, createServiceAccount, organizationWithOwner, secretPost, ShiftedClock } from './support.js';
@@ -173,6 +175,27 @@ describe('service accounts', () => {
     for (const scopes of [['admin'], ['tokens'], ['openid'], ['email']]) {
       expect((await request(api, 'POST', `/api/orgs/${slug}/service-accounts`, { json: { name: 'x', scopes }, token: owner.token })).status).toBe(400);
     }
+  });
+
+  it('introspection names the service account as the client, with no username', async () => {
+    const { owner, slug } = await organizationWithOwner(api);
+    const account = await createServiceAccount(api, slug, owner.token, ['profile']);
+    const secret = await createSecret(api, slug, owner.token, account.id);
+    const token = (await secretPost(api, account.clientId, secret.clientSecret)).body.access_token as string;
+    const admin = await createUser(api, { role: 'admin' });
+    const adminToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct', scope: 'profile admin' })).accessToken;
+    const res = await request(api, 'POST', '/oauth/introspect', { token: adminToken, body: `token=${token}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(res.body).toEqual({ active: true, sub: account.id, client_id: account.clientId, token_type: 'Bearer', iat: expect.any(Number), exp: expect.any(Number), scope: 'profile' });
+  });
+
+  it('failed client authentications are counted before the check: past the limit even the right secret waits', async () => {
+    const { owner, slug } = await organizationWithOwner(api);
+    const account = await createServiceAccount(api, slug, owner.token, ['profile']);
+    const secret = await createSecret(api, slug, owner.token, account.id);
+    for (let i = 0; i < CLIENT_AUTH_FAILURES; i++) expect((await secretPost(api, account.clientId, 'prsa_' + 'y'.repeat(43))).status).toBe(400);
+    const limited = await secretPost(api, account.clientId, secret.clientSecret);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 
   it('an expired secret is refused', async () => {
