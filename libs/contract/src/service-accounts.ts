@@ -40,7 +40,9 @@ export const CreateServiceAccountRequestSchema = z.strictObject({ name: accountN
 export type CreateServiceAccountRequest = z.infer<typeof CreateServiceAccountRequestSchema>;
 
 /** PATCH /api/orgs/{slug}/service-accounts/{id}: any of them. */
-export const UpdateServiceAccountRequestSchema = z.strictObject({ name: z.optional(accountName), scopes: z.optional(scopes), disabled: z.optional(z.boolean()) });
+export const UpdateServiceAccountRequestSchema = z
+  .strictObject({ name: z.optional(accountName), scopes: z.optional(scopes), disabled: z.optional(z.boolean()) })
+  .check(z.refine((body) => Object.keys(body).length > 0, 'must change something: name, scopes or disabled'));
 export type UpdateServiceAccountRequest = z.infer<typeof UpdateServiceAccountRequestSchema>;
 
 /** POST …/{id}/secrets. */

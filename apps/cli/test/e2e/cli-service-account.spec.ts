@@ -36,6 +36,13 @@ describe('a service account’s token', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ user: { id: account.id, email: null, name: 'nightly sync' }, kind: 'service_account', organization: { slug, name: 'Robots Inc' } });
   });
 
+  it('auth:status --verify with PROSPECT_TOKEN names it as a service account', async () => {
+    const { slug, token } = await serviceAccountToken();
+    const run = await box.run(['auth:status', '--verify'], { env: { PROSPECT_TOKEN: token, PROSPECT_API_BASE_URL: api.baseUrl } });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`User:        Service account nightly sync of Robots Inc (${slug})`);
+  });
+
   it('auth:login --token refuses to save it as a person’s session', async () => {
     const { token } = await serviceAccountToken();
     const run = await box.run(['auth:login', '--api-url', api.baseUrl, '--token', token]);
