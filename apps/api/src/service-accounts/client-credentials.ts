@@ -71,11 +71,13 @@ export class ClientCredentialsGrant {
     const clientId = presented.method === 'private_key_jwt' ? assertionClientId(presented) : presented.clientId;
     await this.limits.attemptClientAuthentication(clientId, ip);
     const now = this.clock.now();
+    // Past the credential check, a refusal (a disabled account, a scope it lacks) is no guess: its point goes back.
+    let authenticated = false;
     const answer = await this.uow.run(async (tx) => {
       const account = await this.accounts.shareLockByClientId(tx, clientId);
       if (!account) throw refusal(presented, `Unknown client_id: ${clientId}.`);
       const credential = presented.method === 'private_key_jwt' ? await this.verifyAssertion(tx, account, presented, now) : await this.checkSecret(tx, account, presented, now);
-      // Authenticated: whatever follows is no guess of a secret.
+      authenticated = true;
       if (account.disabledAt) throw refusal(presented, `The service account ${clientId} is disabled: ask an admin of its organization.`);
       const scope = grantedScope(requestedScope, account);
       const use = await this.accounts.recordUse(tx, credential.kind, credential.id, now, ip);
@@ -87,6 +89,9 @@ export class ClientCredentialsGrant {
         );
       }
       return this.issueIn(tx, account, scope, ip, credential.endsBy);
+    }).catch(async (err: unknown) => {
+      if (authenticated) await this.limits.clientAuthenticationSucceeded(clientId, ip);
+      throw err;
     });
     await this.limits.clientAuthenticationSucceeded(clientId, ip);
     return answer;
