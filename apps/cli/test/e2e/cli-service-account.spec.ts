@@ -40,7 +40,7 @@ describe('a service account’s token', () => {
     const { slug, token } = await serviceAccountToken();
     const run = await box.run(['auth:status', '--verify'], { env: { PROSPECT_TOKEN: token, PROSPECT_API_BASE_URL: api.baseUrl } });
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`User:        Service account nightly sync of Robots Inc (${slug})`);
+    expect(run.stdout).toContain(`User:         Service account nightly sync of Robots Inc (${slug})`);
   });
 
   it('auth:login --token refuses to save it as a person’s session', async () => {
