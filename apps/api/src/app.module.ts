@@ -10,6 +10,7 @@ import { MailModule } from './mail/mail.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OAuthModule } from './oauth/oauth.module.js';
 import { RateLimitsModule } from './rate-limits/rate-limits.module.js';
+import { ServiceAccountsModule } from './service-accounts/service-accounts.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import { ServerSecretsModule } from './server-secrets/server-secrets.module.js';
 import { AuthModule } from './auth/auth.module.js';
@@ -51,6 +52,7 @@ export class AppModule {
         UsersModule,
         AuthModule,
         OrganizationsModule,
+        ServiceAccountsModule,
         TokensModule,
         RefreshTokensModule,
         DeviceLoginModule,

@@ -40,6 +40,13 @@ describe('GET /api/cli/auth/me normalization (seed §4.3)', () => {
     expect(normalizeMeResponse({ user, expiresAt, madeWith: ' \u0007 ' })).toEqual({ user, expiresAt });
   });
 
+  it('reads a service account’s /me (issue #45): no address, its organization, and says so', () => {
+    const body = { user: { id: 'sa-1', email: null, name: 'nightly' }, kind: 'service_account', organization: { id: 'o-1', slug: 'acme', name: 'Acme' }, expiresAt };
+    expect(normalizeMeResponse(body)).toEqual({ user: { id: 'sa-1', email: '', name: 'nightly' }, expiresAt, serviceAccount: { organization: { id: 'o-1', slug: 'acme', name: 'Acme' } } });
+    // A null address is a service account's only: a person's answer without one is refused.
+    expect(() => normalizeMeResponse({ user: { id: 'u-1', email: null, name: 'A' }, expiresAt })).toThrow(CliError);
+  });
+
   it.each([
     ['no expiry', { user }],
     ['no user', { expiresAt }],

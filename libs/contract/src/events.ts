@@ -22,6 +22,7 @@ const signIn = { method: z.optional(z.enum(['password', 'passkey', 'identity_pro
 const token = { tokenId: str, deviceLoginId: str, grantId: str, clientId: str, scope: str, label: str, origin: str, revokedTokens: num };
 const grant = { deviceLoginId: str, grantId: str, clientId: str, clientName: str, scope: str, revokedTokens: num, tokens: num };
 const client = { clientId: str, cancelled: num, revoked: num, secret: str };
+const serviceAccount = { serviceAccountId: str, name: str, clientId: str, secretId: str, keyId: str, kid: str, expiresAt: str, reason: str };
 const member = { memberId: str, role: str, from: str, to: str, via: str, left: bool };
 const invitation = { invitationId: str, email: str, role: str, replaced: num, added: bool };
 const domain = { domain: str, joinPolicy: str, enforceSso: bool, wasVerified: bool };
@@ -105,6 +106,14 @@ export const EVENT_DATA_SCHEMAS = {
   'join_request.created': data({ domain: str }),
   'join_request.approved': data({ memberId: str, domain: str }),
   'join_request.declined': data({ memberId: str, reason: str }),
+  'service_account.created': data(serviceAccount),
+  'service_account.updated': data(serviceAccount),
+  'service_account.deleted': data(serviceAccount),
+  'service_account.secret_created': data(serviceAccount),
+  'service_account.secret_deleted': data(serviceAccount),
+  'service_account.key_added': data(serviceAccount),
+  'service_account.key_deleted': data(serviceAccount),
+  'service_account.used_from_new_address': data(serviceAccount),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA_SCHEMAS;
@@ -122,7 +131,7 @@ export const EventActorSchema = z.union([
 export type EventActor = z.infer<typeof EventActorSchema>;
 
 /** What it was done to, where that is not the actor (a member, a token, a client…). */
-export const EVENT_SUBJECT_TYPES = ['user', 'token', 'grant', 'client', 'device_authorization', 'organization', 'invitation', 'domain', 'identity_provider', 'federated_identity'] as const;
+export const EVENT_SUBJECT_TYPES = ['user', 'token', 'grant', 'client', 'device_authorization', 'organization', 'invitation', 'domain', 'identity_provider', 'federated_identity', 'service_account'] as const;
 export const EventSubjectSchema = z.object({ type: z.enum(EVENT_SUBJECT_TYPES), id: z.string() });
 export type EventSubject = z.infer<typeof EventSubjectSchema>;
 

@@ -6,3 +6,4 @@ export * from './text.js';
 export * from './identity-providers.js';
 export * from './organizations.js';
 export * from './events.js';
+export * from './service-accounts.js';

@@ -109,6 +109,30 @@ export const RefreshTokenRequestSchema = z.object({
 export type RefreshTokenRequest = z.infer<typeof RefreshTokenRequestSchema>;
 
 /**
+ * RFC 6749 §4.4.2, for service accounts (issue #45): the client authenticates with
+ * client_secret_basic, client_secret_post, or private_key_jwt (RFC 7523 §2.2: `client_assertion_type`
+ * and `client_assertion`).
+ */
+export const ClientCredentialsTokenRequestSchema = z.object({
+  grant_type: z.literal('client_credentials'),
+  scope: z.optional(scope()),
+  client_id: z.optional(param(200)),
+  client_secret: clientSecret(),
+  client_assertion_type: z.optional(param(200)),
+  client_assertion: z.optional(param(8000)),
+});
+export type ClientCredentialsTokenRequest = z.infer<typeof ClientCredentialsTokenRequestSchema>;
+
+/** RFC 6749 §4.4.3: a client credentials grant's answer has no refresh token. */
+export const ClientCredentialsTokenResponseSchema = z.object({
+  access_token: param(200),
+  token_type: z.literal('Bearer'),
+  expires_in: z.int(),
+  scope: z.string(),
+});
+export type ClientCredentialsTokenResponse = z.infer<typeof ClientCredentialsTokenResponseSchema>;
+
+/**
  * RFC 7636 §4.1: 43 to 128 characters of [A-Z] / [a-z] / [0-9] / "-" / "." / "_" / "~"; and
  * an S256 challenge is the verifier's SHA-256 in base64url, 43 characters.
  */
@@ -186,6 +210,8 @@ export const AuthorizationServerMetadataSchema = z.object({
   token_endpoint_auth_methods_supported: z.array(z.string()),
   scopes_supported: z.array(z.string()),
   revocation_endpoint_auth_methods_supported: z.array(z.string()),
+  /** RFC 8414 §2: the algorithms a private_key_jwt client assertion may be signed with (service accounts, issue #45). */
+  token_endpoint_auth_signing_alg_values_supported: z.array(z.string()),
   /** RFC 9207: every authorization response carries `iss`. */
   authorization_response_iss_parameter_supported: z.boolean(),
   service_documentation: z.url(),

@@ -88,7 +88,7 @@ export const RefreshRequestSchema = z.strictObject({
 export type RefreshRequest = z.infer<typeof RefreshRequestSchema>;
 
 /** Response of GET /api/cli/auth/me as this API sends it (the seed's top-level variant). */
-export const MeResponseSchema = z.object({
+export const PersonMeResponseSchema = z.object({
   user: UserSchema,
   expiresAt: isoTimestamp,
   /**
@@ -99,6 +99,20 @@ export const MeResponseSchema = z.object({
   /** For a token with the `orgs` scope (issue #44): the organizations the person belongs to, with their role, read afresh at each request. */
   organizations: z.optional(z.array(OrganizationSchema)),
 });
+
+/**
+ * /me for a service account's token (issue #45): it has no address (`user.email` null, only here),
+ * says what it is beside `user`, and names the one organization it belongs to.
+ */
+export const ServiceAccountMeResponseSchema = z.object({
+  user: z.object({ id: nonEmpty(), email: z.null(), name: z.string() }),
+  kind: z.literal('service_account'),
+  organization: z.object({ id: z.string(), slug: z.string(), name: z.string() }),
+  expiresAt: isoTimestamp,
+});
+export type ServiceAccountMeResponse = z.infer<typeof ServiceAccountMeResponseSchema>;
+
+export const MeResponseSchema = z.union([PersonMeResponseSchema, ServiceAccountMeResponseSchema]);
 export type MeResponse = z.infer<typeof MeResponseSchema>;
 
 /** Body of POST /api/cli/auth/token (seed §4.4). */

@@ -83,7 +83,15 @@ export type AuthEventType =
   | 'org.join_request_decline'
   | 'org.identity_provider_create'
   | 'org.identity_provider_update'
-  | 'org.identity_provider_delete';
+  | 'org.identity_provider_delete'
+  | 'org.service_account_create'
+  | 'org.service_account_update'
+  | 'org.service_account_delete'
+  | 'org.service_account_secret_create'
+  | 'org.service_account_secret_delete'
+  | 'org.service_account_key_add'
+  | 'org.service_account_key_delete'
+  | 'org.service_account_new_address';
 
 /** The audit trail of sign-in: who did what from where. Never holds a secret. */
 @Entity({ name: 'auth_events' })

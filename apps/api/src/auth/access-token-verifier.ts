@@ -87,6 +87,7 @@ export class AccessTokenVerifier {
       expiresAt: token.expiresAt,
       via: 'bearer',
       scopes: grantedScopes(token.scope),
+      ...(token.serviceAccount ? { kind: 'service_account' as const } : {}),
     };
     if (cacheKey) this.cache.set(cacheKey, principal, lastUsedAt, readEpoch);
     return principal;

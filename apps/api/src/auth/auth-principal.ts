@@ -16,6 +16,12 @@ export interface AuthPrincipal {
   /** What it may do (SCOPES): a token's granted scopes; a signed-in browser may do everything (in sudo mode where it matters). */
   scopes: readonly Scope[];
   via: 'bearer' | 'web-session';
+  /**
+   * Set for a service account's token (issue #45): a machine of one organization, with no address
+   * (`user.email` is empty). The bearer guard lets it reach only routes marked
+   * `@AllowServiceAccount()`; every other route refuses it before its handler runs.
+   */
+  kind?: 'service_account';
   /** A web session's last proof of who it is (sign-in or re-confirmation, ms): sudo mode counts from it. */
   confirmedAt?: number;
 }

@@ -7,6 +7,7 @@ import { ApiException, forbidden } from '../common/api-exception.js';
 import { IS_PUBLIC } from './public.decorator.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
 import { ALLOWS_WEB_SESSION } from './allow-web-session.decorator.js';
+import { ALLOWS_SERVICE_ACCOUNT } from './allow-service-account.decorator.js';
 import { REQUIRED_SCOPE } from './require-scope.decorator.js';
 import type { AuthPrincipal } from './auth-principal.js';
 import { RefusedTokens } from './refused-tokens.js';
@@ -75,6 +76,7 @@ export class BearerAuthGuard implements CanActivate {
         owner,
         isPublic: this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets) ?? false,
         allowsWebSession: this.reflector.getAllAndOverride<boolean>(ALLOWS_WEB_SESSION, targets) ?? false,
+        allowsServiceAccount: this.reflector.getAllAndOverride<boolean>(ALLOWS_SERVICE_ACCOUNT, targets) ?? false,
         requiredScope: this.reflector.getAllAndOverride<Scope | undefined>(REQUIRED_SCOPE, targets),
       };
       this.routeRules.set(handler, rules);
@@ -110,6 +112,10 @@ export class BearerAuthGuard implements CanActivate {
     const res = http.getResponse<Response>();
     const refusal = await new Promise<unknown>((resolve) => this.authenticate(req, res, resolve));
     if (refusal !== undefined) throw this.refusalOf(refusal, req);
+    // Deny by default (issue #45): a service account reaches only the routes made for it.
+    if (req.user!.kind === 'service_account' && !rules.allowsServiceAccount) {
+      throw forbidden('A service account’s token cannot be used here: this route acts for a person.');
+    }
     this.checkScope(req.user!, rules.requiredScope, res);
     return true;
   }
@@ -174,6 +180,7 @@ interface RouteRules {
   owner: object;
   isPublic: boolean;
   allowsWebSession: boolean;
+  allowsServiceAccount: boolean;
   requiredScope: Scope | undefined;
 }
 

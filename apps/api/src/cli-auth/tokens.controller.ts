@@ -15,6 +15,8 @@ import {
   type IssuedTokenResponse,
   type MeResponse,
   MeResponseSchema,
+  ERROR_CODES,
+  SERVICE_NAME,
 } from '@prospect/contract';
 import { ApiErrors, ApiJsonBody, ApiJsonResponse } from '../common/openapi.js';
 import { Public } from '../auth/public.decorator.js';
@@ -29,6 +31,9 @@ import { refreshRefused } from './cli-auth-answers.js';
 import { parseIdempotencyKey, presentedCredential } from './idempotency-key.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
 import { OrganizationsService } from '../organizations/organizations.service.js';
+import { ServiceAccountsService } from '../service-accounts/service-accounts.service.js';
+import { AllowServiceAccount } from '../auth/allow-service-account.decorator.js';
+import { ApiException } from '../common/api-exception.js';
 
 @ApiTags('cli auth')
 @ApiBearerAuth()
@@ -39,9 +44,11 @@ export class TokensController {
     private readonly issuance: TokenIssuanceService,
     private readonly refreshTokens: RefreshTokensService,
     private readonly organizations: OrganizationsService,
+    private readonly serviceAccounts: ServiceAccountsService,
   ) {}
 
   @Get('me')
+  @AllowServiceAccount()
   @RequireScope('profile')
   @Header('Cache-Control', 'no-store')
   @ApiOperation({
@@ -51,6 +58,17 @@ export class TokensController {
   @ApiJsonResponse(200, 'The token is valid.', MeResponseSchema)
   @ApiErrors([401, 'Missing, unknown, expired or revoked token (see WWW-Authenticate).'], [403, 'insufficient_scope: the token lacks `profile`.'])
   async me(@Principal() principal: AuthPrincipal): Promise<MeResponse> {
+    if (principal.kind === 'service_account') {
+      // A machine of one organization (issue #45): no address, and its organization beside `user`.
+      const account = await this.serviceAccounts.describe(principal.user.id);
+      if (!account) throw new ApiException(401, ERROR_CODES.invalidToken, 'This service account no longer exists.', { 'WWW-Authenticate': `Bearer realm="${SERVICE_NAME}", error="invalid_token"` });
+      return {
+        user: { id: principal.user.id, email: null, name: account.name },
+        kind: 'service_account',
+        organization: account.organization,
+        expiresAt: principal.expiresAt.toISOString(),
+      };
+    }
     // Only a token made with a bearer token pays for the one read that names its maker.
     const madeWith = principal.mintedBy ? await this.tokens.describeMinter(principal.mintedBy) : null;
     // Only a token that may read organizations (`orgs`) pays for the read that lists them, made now:

@@ -105,6 +105,14 @@ export const EVENT_CATALOGUE: { readonly [T in AuthEventType]: CatalogueEntry } 
   'org.join_request': { type: 'join_request.created' },
   'org.join_request_approve': { type: 'join_request.approved', subject: ['user', 'memberId'] },
   'org.join_request_decline': { type: 'join_request.declined', subject: ['user', 'memberId'] },
+  'org.service_account_create': { type: 'service_account.created', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_update': { type: 'service_account.updated', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_delete': { type: 'service_account.deleted', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_secret_create': { type: 'service_account.secret_created', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_secret_delete': { type: 'service_account.secret_deleted', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_key_add': { type: 'service_account.key_added', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_key_delete': { type: 'service_account.key_deleted', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_new_address': { type: 'service_account.used_from_new_address', subject: ['service_account', 'serviceAccountId'] },
 };
 
 /** The internal types behind each public one (the stream's `types` filter runs on the stored column). */

@@ -23,7 +23,7 @@ function formDecoded(value: string): string | undefined {
 }
 
 /** The client id and secret of an `Authorization: Basic` header; undefined without one (another scheme is not client authentication). */
-function basicCredentials(authorization: string | undefined): { id: string; secret: string } | undefined {
+export function basicCredentials(authorization: string | undefined): { id: string; secret: string } | undefined {
   const match = /^Basic +([A-Za-z0-9+/=._~-]+) *$/i.exec(authorization ?? '');
   if (!match) {
     if (/^Basic\b/i.test(authorization ?? '')) throw oauthError(ERROR_CODES.invalidClient, 'The Authorization header is not valid Basic authentication.', 401, BASIC_CHALLENGE);

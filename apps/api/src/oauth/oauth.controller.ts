@@ -4,6 +4,10 @@ import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import {
   AuthorizationCodeTokenRequestSchema,
+  CLIENT_CREDENTIALS_GRANT_TYPE,
+  type ClientCredentialsTokenResponse,
+  ClientCredentialsTokenRequestSchema,
+  JWT_BEARER_CLIENT_ASSERTION_TYPE,
   AuthorizationServerMetadataSchema,
   type AuthorizationServerMetadata,
   DEVICE_CODE_GRANT_TYPE,
@@ -21,6 +25,7 @@ import {
   RefreshTokenRequestSchema,
   type RevocationRequest,
   RevocationRequestSchema,
+  SERVICE_NAME,
   type TokenResponse,
   TokenResponseSchema,
   type UserInfoResponse,
@@ -36,7 +41,8 @@ import { type AuthPrincipal, Principal } from '../auth/auth-principal.js';
 import { OAuthService, oauthError } from './oauth.service.js';
 import { RequireScope } from '../auth/require-scope.decorator.js';
 import { AuthorizationService } from './authorization.service.js';
-import { ClientAuthentication } from './client-authentication.js';
+import { basicCredentials, ClientAuthentication } from './client-authentication.js';
+import { ClientCredentialsGrant, type PresentedClientCredentials } from '../service-accounts/client-credentials.js';
 import { OAuthCors } from './oauth-cors.js';
 import { SigningKeys } from '../server-secrets/signing-keys.js';
 import { AppConfig } from '../config/app-config.js';
@@ -54,6 +60,7 @@ export class OAuthController {
     private readonly signingKeys: SigningKeys,
     private readonly limits: RateLimits,
     private readonly config: AppConfig,
+    private readonly clientCredentials: ClientCredentialsGrant,
   ) {}
 
   @Get(OAUTH_ROUTES.metadata)
@@ -145,14 +152,14 @@ export class OAuthController {
   @Header('Pragma', 'no-cache')
   @ApiOperation({
     summary:
-      'RFC 6749 token endpoint: grant_type authorization_code (with the PKCE code_verifier), urn:ietf:params:oauth:grant-type:device_code (RFC 8628) or refresh_token (rotated).',
+      'RFC 6749 token endpoint: grant_type authorization_code (with the PKCE code_verifier), urn:ietf:params:oauth:grant-type:device_code (RFC 8628), refresh_token (rotated), or client_credentials (RFC 6749 §4.4, for service accounts: client_secret_basic, client_secret_post or private_key_jwt per RFC 7523; an access token of at most an hour, no refresh token).',
     description:
       'A public client names itself with `client_id`; a confidential one authenticates with client_secret_basic or client_secret_post. Errors are RFC 6749 §5.2 bodies (400, or 401 for a failed Basic authentication; `error` and `error_description`): authorization_pending, slow_down, access_denied, expired_token, invalid_grant, invalid_client, unsupported_grant_type, invalid_request, invalid_scope.',
   })
   @ApiFormBody(AuthorizationCodeTokenRequestSchema)
   @ApiJsonResponse(200, 'An access token, the refresh token that renews it (used once), and an ID token for a grant of `openid`.', TokenResponseSchema)
   @ApiErrors([400, 'An RFC 6749 §5.2 error.'], [401, 'invalid_client: Basic authentication failed.'])
-  async token(@Body() body: unknown, @Ip() ip: string, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<TokenResponse> {
+  async token(@Body() body: unknown, @Ip() ip: string, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<TokenResponse | ClientCredentialsTokenResponse> {
     const grantType = (body as Record<string, unknown> | undefined)?.grant_type;
     if (grantType === DEVICE_CODE_GRANT_TYPE) {
       // The poll stays one statement: device logins are started by public clients only, which name themselves.
@@ -172,8 +179,14 @@ export class OAuthController {
       this.cors.requireAllowedOrigin(req, res, client);
       return this.authorization.exchange(client, { code: request.code, redirectUri: request.redirect_uri, codeVerifier: request.code_verifier }, ip);
     }
+    if (grantType === CLIENT_CREDENTIALS_GRANT_TYPE) {
+      // Service accounts only (issue #45): a machine's credentials are never a browser's.
+      if (req.get('origin')) throw oauthError(ERROR_CODES.unauthorizedClient, 'The client credentials grant is not for browsers.');
+      const request = validBody(ClientCredentialsTokenRequestSchema, body);
+      return this.clientCredentials.grant(presentedClientCredentials(req.get('authorization'), request), request.scope, ip);
+    }
     if (typeof grantType !== 'string' || !grantType) throw oauthError(ERROR_CODES.invalidRequest, 'Missing field: grant_type.');
-    throw oauthError(ERROR_CODES.unsupportedGrantType, `Unsupported grant_type: use authorization_code, ${DEVICE_CODE_GRANT_TYPE} or refresh_token.`);
+    throw oauthError(ERROR_CODES.unsupportedGrantType, `Unsupported grant_type: use authorization_code, ${DEVICE_CODE_GRANT_TYPE}, refresh_token or ${CLIENT_CREDENTIALS_GRANT_TYPE}.`);
   }
 
   @Post(OAUTH_ROUTES.revoke)
@@ -210,4 +223,31 @@ export class OAuthController {
     if (caller.user.role !== 'admin') throw forbidden('Only an admin token may introspect tokens.');
     return this.oauth.introspect(body.token);
   }
+}
+
+/**
+ * How a client credentials request authenticated, exactly one way (RFC 6749 §2.3, RFC 7523 §2.2):
+ * Basic, a secret in the form, or a signed assertion.
+ * @throws invalid_request for none or several, invalid_client for a malformed Basic header.
+ */
+function presentedClientCredentials(
+  authorization: string | undefined,
+  request: { client_id?: string; client_secret?: string; client_assertion_type?: string; client_assertion?: string },
+): PresentedClientCredentials {
+  const basic = basicCredentials(authorization);
+  const assertion = request.client_assertion !== undefined || request.client_assertion_type !== undefined;
+  const ways = [basic, request.client_secret !== undefined, assertion].filter(Boolean).length;
+  if (ways > 1) throw oauthError(ERROR_CODES.invalidRequest, 'Authenticate one way: client_secret_basic, client_secret_post or private_key_jwt.');
+  if (basic) {
+    if (request.client_id !== undefined && request.client_id !== basic.id) throw oauthError(ERROR_CODES.invalidRequest, 'client_id differs from the one in the Authorization header.');
+    return { method: 'client_secret_basic', clientId: basic.id, secret: basic.secret };
+  }
+  if (assertion) {
+    if (request.client_assertion_type !== JWT_BEARER_CLIENT_ASSERTION_TYPE) throw oauthError(ERROR_CODES.invalidRequest, `client_assertion_type must be ${JWT_BEARER_CLIENT_ASSERTION_TYPE}.`);
+    if (!request.client_assertion) throw oauthError(ERROR_CODES.invalidRequest, 'Missing field: client_assertion.');
+    return { method: 'private_key_jwt', clientId: request.client_id, assertion: request.client_assertion };
+  }
+  if (!request.client_id) throw oauthError(ERROR_CODES.invalidRequest, 'Missing field: client_id.');
+  if (request.client_secret === undefined) throw oauthError(ERROR_CODES.invalidClient, 'A service account authenticates: client_secret_basic, client_secret_post or private_key_jwt.', 401, { 'WWW-Authenticate': `Basic realm="${SERVICE_NAME}"` });
+  return { method: 'client_secret_post', clientId: request.client_id, secret: request.client_secret };
 }

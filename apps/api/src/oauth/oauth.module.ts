@@ -1,3 +1,4 @@
+import { ServiceAccountsModule } from '../service-accounts/service-accounts.module.js';
 import { Injectable, type MiddlewareConsumer, Module, type NestMiddleware, type NestModule, RequestMethod } from '@nestjs/common';
 import { ERROR_CODES } from '@prospect/contract';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -52,7 +53,7 @@ class OAuthFormMiddleware implements NestMiddleware {
  * (web/oauth/consent-page.controller.ts) and uses AuthorizationService.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule, UsersModule, OrganizationsModule],
+  imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule, UsersModule, OrganizationsModule, ServiceAccountsModule],
   controllers: [OAuthController],
   providers: [
     OAuthService,

@@ -4,6 +4,7 @@ import {
   type OpenIdConfiguration,
   type UserInfoResponse,
   CLI_CLIENT_ID,
+  CLIENT_CREDENTIALS_GRANT_TYPE,
   CLI_SCOPES,
   DEVICE_CODE_GRANT_TYPE,
   type DeviceAuthorizationRequest,
@@ -30,6 +31,7 @@ import { OrganizationsService } from '../organizations/organizations.service.js'
 import { UsersService } from '../users/users.service.js';
 import type { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
+import { ASSERTION_SIGNING_ALGS, ServiceAccountsService } from '../service-accounts/service-accounts.service.js';
 import { oauthError } from './oauth-errors.js';
 import type { DatabaseDeadline } from '../database/database-deadline.js';
 
@@ -91,12 +93,15 @@ export class OAuthService {
     private readonly refreshTokens: RefreshTokensService,
     private readonly users: UsersService,
     private readonly organizations: OrganizationsService,
+    private readonly serviceAccounts: ServiceAccountsService,
   ) {}
 
   /** RFC 8414: the issuer is PUBLIC_URL, and every endpoint hangs off it. */
   metadata(): AuthorizationServerMetadata {
     const base = this.config.publicUrl;
     const clientAuthentication = ['none', 'client_secret_basic', 'client_secret_post'];
+    // private_key_jwt authenticates service accounts at the token endpoint (issue #45); revocation takes the others.
+    const tokenEndpointAuthentication = [...clientAuthentication, 'private_key_jwt'];
     return {
       issuer: base,
       authorization_endpoint: base + OAUTH_ROUTES.authorize,
@@ -106,12 +111,13 @@ export class OAuthService {
       introspection_endpoint: base + OAUTH_ROUTES.introspect,
       userinfo_endpoint: base + OAUTH_ROUTES.userinfo,
       jwks_uri: base + OAUTH_ROUTES.jwks,
-      grant_types_supported: ['authorization_code', DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
+      grant_types_supported: ['authorization_code', DEVICE_CODE_GRANT_TYPE, 'refresh_token', CLIENT_CREDENTIALS_GRANT_TYPE],
       // OAuth 2.1: the code flow only, with PKCE S256 for every client.
       response_types_supported: ['code'],
       response_modes_supported: ['query'],
       code_challenge_methods_supported: ['S256'],
-      token_endpoint_auth_methods_supported: clientAuthentication,
+      token_endpoint_auth_methods_supported: tokenEndpointAuthentication,
+      token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_SIGNING_ALGS],
       scopes_supported: Object.keys(SCOPES),
       revocation_endpoint_auth_methods_supported: clientAuthentication,
       authorization_response_iss_parameter_supported: true,
@@ -248,12 +254,14 @@ export class OAuthService {
     const isRefresh = token.startsWith(REFRESH_TOKEN_PREFIX);
     const found = isRefresh ? await this.refreshTokens.describe(token) : await this.tokens.describe(token);
     if (!found?.active) return { active: false };
+    // A service account's token (issue #45) has no username; its client is the account itself.
+    const serviceAccount = found.email === null ? await this.serviceAccounts.describe(found.userId) : undefined;
     return {
       active: true,
       sub: found.userId,
-      username: found.email,
+      ...(found.email !== null ? { username: found.email } : {}),
       // A token created directly (tokens page, POST /token) belongs to the CLI's client.
-      client_id: found.clientId ?? CLI_CLIENT_ID,
+      client_id: serviceAccount?.clientId ?? found.clientId ?? CLI_CLIENT_ID,
       token_type: isRefresh ? 'refresh_token' : 'Bearer',
       iat: toEpoch(found.createdAt),
       exp: toEpoch(found.expiresAt),

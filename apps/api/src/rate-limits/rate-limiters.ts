@@ -26,6 +26,8 @@ export interface ExportedSizes {
   startPrefetch: number;
   domainVerificationsPerHour: number;
   providerDiscoveriesPerHour: number;
+  clientAuthFailures: number;
+  clientAuthFailuresPerIp: number;
 }
 
 /**
@@ -53,6 +55,8 @@ export class RateLimiters {
   readonly invitationsByOrganization: RateLimiterPostgres;
   readonly domainVerifications: RateLimiterPostgres;
   readonly providerDiscoveries: RateLimiterPostgres;
+  readonly clientAuthByClient: RateLimiterPostgres;
+  readonly clientAuthByIp: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -96,6 +100,8 @@ export class RateLimiters {
     this.invitationsByOrganization = store('org:invitations', sizes.invitationsPerOrganizationPerHour, HOUR);
     this.domainVerifications = store('domain:verify', sizes.domainVerificationsPerHour, HOUR);
     this.providerDiscoveries = store('org:idp-discover', sizes.providerDiscoveriesPerHour, HOUR);
+    this.clientAuthByClient = store('client-auth:client', sizes.clientAuthFailures, LOGIN_BLOCK_SECONDS);
+    this.clientAuthByIp = store('client-auth:ip', sizes.clientAuthFailuresPerIp, HOUR);
   }
 
   /**

@@ -49,6 +49,10 @@ export const INVITATIONS_PER_ORGANIZATION_PER_HOUR = 30;
 export const DOMAIN_VERIFICATIONS_PER_HOUR = 20;
 /** Discoveries of an organization's identity provider ("Test connection", registration: requests to the issuer it names) one organization may ask for in an hour. */
 export const PROVIDER_DISCOVERIES_PER_HOUR = 20;
+/** Failed client authentications (issue #45: a service account's secret or assertion) one client_id may see in 15 minutes. */
+export const CLIENT_AUTH_FAILURES = 30;
+/** Failed client authentications one address may make in an hour, whichever client_id it names. */
+export const CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR = 100;
 /** Failed passkey sign-ins with one credential id before it waits, as an account's failed sign-ins. */
 export const PASSKEY_FAILURES = LOGIN_FAILURES;
 
@@ -115,6 +119,8 @@ export class RateLimits {
       startPrefetch: startPrefetch(config.deviceStartPerIpPerMinute),
       domainVerificationsPerHour: DOMAIN_VERIFICATIONS_PER_HOUR,
       providerDiscoveriesPerHour: PROVIDER_DISCOVERIES_PER_HOUR,
+      clientAuthFailures: CLIENT_AUTH_FAILURES,
+      clientAuthFailuresPerIp: CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR,
     });
   }
 
@@ -312,6 +318,25 @@ export class RateLimits {
       organizationId,
       `Too many identity-provider connection tests and registrations for this organization (${PROVIDER_DISCOVERIES_PER_HOUR} an hour). Please wait before trying again.`,
     );
+  }
+
+  /**
+   * Counts a client authentication at the token endpoint (issue #45: a service account's secret or
+   * signed assertion) before it is checked, against the address first, then the client_id (an
+   * address already refused spends no client's tries). A success gives both points back
+   * (clientAuthenticationSucceeded), so the limits count failures.
+   */
+  async attemptClientAuthentication(clientId: string, ip: string): Promise<void> {
+    const { refused } = await this.limiters.takeInTurn([
+      [this.limiters.clientAuthByIp, ip],
+      [this.limiters.clientAuthByClient, clientId],
+    ]);
+    if (refused) throw tooMany('Too many failed client authentications. Please wait before trying again.', refused);
+  }
+
+  /** The authentication counted by attemptClientAuthentication succeeded: no guess, its points go back. */
+  async clientAuthenticationSucceeded(clientId: string, ip: string): Promise<void> {
+    await Promise.all([this.limiters.clientAuthByClient.reward(clientId, 1), this.limiters.clientAuthByIp.reward(ip, 1)]);
   }
 
   /** At most `limit` counters past their window, in `tx` (retention); how many. */

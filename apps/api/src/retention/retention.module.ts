@@ -1,3 +1,4 @@
+import { ServiceAccountsModule } from '../service-accounts/service-accounts.module.js';
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
@@ -9,7 +10,7 @@ import { AccountsModule } from '../accounts/accounts.module.js';
 import { OrganizationsModule } from '../organizations/organizations.module.js';
 
 @Module({
-  imports: [ScheduleModule.forRoot(), TokensModule, RefreshTokensModule, DeviceLoginModule, WebSessionsModule, AccountsModule, OrganizationsModule],
+  imports: [ScheduleModule.forRoot(), TokensModule, RefreshTokensModule, DeviceLoginModule, WebSessionsModule, AccountsModule, OrganizationsModule, ServiceAccountsModule],
   providers: [RetentionService],
 })
 export class RetentionModule {}

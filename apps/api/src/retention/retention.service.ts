@@ -15,6 +15,7 @@ import { RateLimits } from '../rate-limits/rate-limits.js';
 import { RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
 import { IDEMPOTENCY_WINDOW_HOURS, TokensService } from '../tokens/tokens.service.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
+import { ServiceAccountsService } from '../service-accounts/service-accounts.service.js';
 
 /** Tokens expired or revoked longer ago than this are deleted (the tokens page shows only live ones). */
 export const TOKEN_RETENTION_DAYS = 30;
@@ -80,6 +81,7 @@ export class RetentionService {
     private readonly mailer: Mailer,
     private readonly orgInvitations: OrganizationInvitationsService,
     private readonly orgDomains: OrganizationDomainsService,
+    private readonly serviceAccounts: ServiceAccountsService,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })
@@ -129,6 +131,8 @@ export class RetentionService {
       [null, (tx, limit) => this.tokens.purgeIdempotentRepliesBefore(tx, new Date(now.getTime() - IDEMPOTENCY_WINDOW_HOURS * 3600 * 1000), limit)],
       [null, (tx, limit) => this.orgInvitations.purgeEndedBefore(tx, orgInvitationsBefore, limit)],
       [null, (tx, limit) => this.orgDomains.purgeStaleJoinRequests(tx, orgInvitationsBefore, limit)],
+      // Service accounts' client assertion ids, once past their exp (a replay is refused as expired then).
+      [null, (tx, limit) => this.serviceAccounts.purgeExpiredAssertions(tx, now, limit)],
     ];
     const counts: PurgeCounts = { tokens: 0, refreshTokens: 0, deviceLogins: 0, webSessions: 0, auditEvents: 0 };
     let batches = 0;

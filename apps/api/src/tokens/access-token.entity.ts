@@ -1,7 +1,7 @@
 import { Column, Entity, JoinColumn, ManyToOne, PrimaryGeneratedColumn, type Relation } from 'typeorm';
 import { User } from '../users/user.entity.js';
 
-export type TokenOrigin = 'device' | 'direct' | 'admin';
+export type TokenOrigin = 'device' | 'direct' | 'admin' | 'service_account';
 
 /** A CLI bearer token. Only its SHA-256 is stored; the token itself is shown once. */
 @Entity({ name: 'access_tokens' })
@@ -22,7 +22,7 @@ export class AccessToken {
   @Column({ type: 'text', nullable: true })
   label!: string | null;
 
-  /** How it was issued: by device login, directly for oneself, or by an admin. */
+  /** How it was issued: by device login, directly for oneself, by an admin, or to a service account (client credentials). */
   @Column({ type: 'text' })
   origin!: TokenOrigin;
 

@@ -19,13 +19,16 @@ export interface TokenForVerification {
   mintedBy: Minter | null;
   /** An administrator disabled its user. */
   userDisabled: boolean;
+  /** Its user is a service account (issue #45): no address, and only the routes that allow one. */
+  serviceAccount: boolean;
 }
 
 /** An access token as introspection and revocation see it (RFC 7662, RFC 7009). */
 export interface AccessTokenDescription {
   id: string;
   userId: string;
-  email: string;
+  /** Null for a service account's token (issue #45). */
+  email: string | null;
   /** Its family, for a token of a device login. */
   deviceLoginId: string | null;
   /** The OAuth client of its device login; null for a token created directly. */
@@ -122,7 +125,7 @@ export class AccessTokensRepository {
       revoked_at: Date | null;
       last_used_at: Date | null;
       user_id: string;
-      email: string;
+      email: string | null;
       name: string;
       role: UserRole;
       scope: string | null;
@@ -130,10 +133,11 @@ export class AccessTokensRepository {
       minted_by_token_id: string | null;
       minted_by_device_login_id: string | null;
       disabled: boolean;
+      kind: string;
     }>(
       // The token's own scope first; only a token made before it had one reads its device login's.
       `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
-              u.id AS user_id, u.email, u.name, u.role, COALESCE(t.scope, d.scope) AS scope, u.disabled_at IS NOT NULL AS disabled,
+              u.id AS user_id, u.email, u.name, u.role, COALESCE(t.scope, d.scope) AS scope, u.disabled_at IS NOT NULL AS disabled, u.kind,
               t.device_login_id, t.minted_by_token_id, t.minted_by_device_login_id
          FROM access_tokens t JOIN users u ON u.id = t.user_id
          LEFT JOIN device_logins d ON d.id = t.device_login_id AND t.scope IS NULL
@@ -146,11 +150,13 @@ export class AccessTokensRepository {
       expiresAt: row.expires_at,
       revokedAt: row.revoked_at,
       lastUsedAt: row.last_used_at,
-      user: { id: row.user_id, email: row.email, name: row.name, role: row.role },
+      // A service account's email is null; the principal says so with `kind` (auth/auth-principal.ts).
+      user: { id: row.user_id, email: row.email ?? '', name: row.name, role: row.role },
       scope: row.scope,
       deviceLoginId: row.device_login_id,
       mintedBy: row.minted_by_token_id || row.minted_by_device_login_id ? { tokenId: row.minted_by_token_id, deviceLoginId: row.minted_by_device_login_id } : null,
       userDisabled: row.disabled,
+      serviceAccount: row.kind === 'service_account',
     };
   }
 

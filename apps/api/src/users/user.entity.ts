@@ -2,15 +2,24 @@ import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, UpdateDateCol
 
 export type UserRole = 'user' | 'admin';
 
+export type UserKind = 'person' | 'service_account';
+
 /** One person, one id: the same row whether they sign in on the web, by device or by token. */
 @Entity({ name: 'users' })
 export class User {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
 
-  /** Stored trimmed and lower-cased, so uniqueness ignores letter case. */
-  @Column({ type: 'text', unique: true })
+  /**
+   * Stored trimmed and lower-cased, so uniqueness ignores letter case. Null only for a service
+   * account (kind), which no query of people returns: UsersRepository reads `kind = 'person'`.
+   */
+  @Column({ type: 'text', unique: true, nullable: true })
   email!: string;
+
+  /** A person, or a service account of an organization (issue #45: service-accounts/). */
+  @Column({ type: 'text', default: 'person' })
+  kind!: UserKind;
 
   @Column({ type: 'text' })
   name!: string;

@@ -25,7 +25,7 @@ export class UsersRepository {
 
   /** In `tx` when given (a sign-in through a provider reads under its lock). */
   async findById(id: string, tx?: Tx): Promise<User | null> {
-    const [user] = await this.sql.rows<User>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [id], tx);
+    const [user] = await this.sql.rows<User>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND kind = 'person'`, [id], tx);
     return user ?? null;
   }
 
@@ -44,7 +44,7 @@ export class UsersRepository {
       `SELECT ${USER_COLUMNS},
               EXISTS (SELECT 1 FROM federated_identities l JOIN identity_providers p ON p.id = l.provider_id
                        WHERE l.id = $2 AND l.user_id = users.id AND l.refused_at IS NULL AND p.disabled_at IS NULL) AS "linkLive"
-         FROM users WHERE users.id = $1`,
+         FROM users WHERE users.id = $1 AND users.kind = 'person'`,
       [id, linkId],
     );
     if (!row) return null;
@@ -132,7 +132,7 @@ export class UsersRepository {
    */
   async deleteWithEvent(tx: Tx, id: string, now: Date): Promise<boolean> {
     const deleted = await this.sql.rows(
-      `WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING id)
+      `WITH gone AS (DELETE FROM users WHERE id = $1 AND kind = 'person' RETURNING id)
        ${auditInsert({ type: 'account.delete', userId: 'NULL', ip: 'NULL', detail: "'{}'::jsonb", createdAt: '$2', from: 'gone' }, 'id')}`,
       [id, now],
       tx,
@@ -204,7 +204,7 @@ export class UsersRepository {
                 ) AS "activeCliSessions",
               count(*) OVER ()::int AS total
          FROM users u
-        WHERE ($1 = '%%' OR u.email ILIKE $1 OR u.name ILIKE $1) AND ($5::uuid IS NULL OR u.id = $5)
+        WHERE u.kind = 'person' AND ($1 = '%%' OR u.email ILIKE $1 OR u.name ILIKE $1) AND ($5::uuid IS NULL OR u.id = $5)
         ORDER BY u.created_at DESC, u.id
         LIMIT $2 OFFSET $3`,
       [pattern, limit, offset, now, id ?? null],
@@ -213,7 +213,7 @@ export class UsersRepository {
   }
 
   private async countMatching(pattern: string): Promise<number> {
-    const [row] = await this.sql.rows<{ n: number }>(`SELECT count(*)::int AS n FROM users u WHERE $1 = '%%' OR u.email ILIKE $1 OR u.name ILIKE $1`, [pattern]);
+    const [row] = await this.sql.rows<{ n: number }>(`SELECT count(*)::int AS n FROM users u WHERE u.kind = 'person' AND ($1 = '%%' OR u.email ILIKE $1 OR u.name ILIKE $1)`, [pattern]);
     return row!.n;
   }
 
@@ -232,7 +232,7 @@ export class UsersRepository {
     const rows = await this.sql.rows(
       `WITH changed AS (
          UPDATE users SET disabled_at = $2, credential_epoch = credential_epoch + 1, updated_at = $3
-          WHERE id = $1 AND (disabled_at IS NULL) = ($2::timestamptz IS NOT NULL) RETURNING id
+          WHERE id = $1 AND kind = 'person' AND (disabled_at IS NULL) = ($2::timestamptz IS NOT NULL) RETURNING id
        )
        ${auditInsert({ type: disabled ? 'admin.user_disable' : 'admin.user_enable', userId: '$4', ip: '$5', detail: "jsonb_build_object('accountId', id)", createdAt: '$3', from: 'changed' }, 'id')}`,
       [id, disabled ? now : null, now, adminId, ip],
@@ -244,12 +244,35 @@ export class UsersRepository {
   /** Makes an admin or a user, in `tx`, audited with the acting admin; false when nothing changed. */
   async setRole(tx: Tx, id: string, role: User['role'], now: Date, adminId: string, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
-      `WITH changed AS (UPDATE users SET role = $2, updated_at = $3 WHERE id = $1 AND role <> $2 RETURNING id)
+      `WITH changed AS (UPDATE users SET role = $2, updated_at = $3 WHERE id = $1 AND kind = 'person' AND role <> $2 RETURNING id)
        ${auditInsert({ type: 'admin.user_role', userId: '$4', ip: '$5', detail: "jsonb_build_object('accountId', id, 'role', $2::text)", createdAt: '$3', from: 'changed' }, 'id')}`,
       [id, role, now, adminId, ip],
       tx,
     );
     return rows.length > 0;
+  }
+
+  /**
+   * A service account's row (issue #45), in `tx`: no address, no password, never an admin (the
+   * table's CHECK holds it too). Its id.
+   */
+  async insertServiceAccount(tx: Tx, name: string, now: Date): Promise<string> {
+    const [row] = await this.sql.rows<{ id: string }>(
+      `INSERT INTO users (email, name, password_hash, role, kind, created_at, updated_at) VALUES (NULL, $1, NULL, 'user', 'service_account', $2, $2) RETURNING id`,
+      [name, now],
+      tx,
+    );
+    return row!.id;
+  }
+
+  /** A service account's new name, in `tx` (the users trigger tells the token caches). */
+  async renameServiceAccount(tx: Tx, id: string, name: string, now: Date): Promise<void> {
+    await this.sql.rows(`UPDATE users SET name = $2, updated_at = $3 WHERE id = $1 AND kind = 'service_account'`, [id, name, now], tx);
+  }
+
+  /** Deletes service accounts' rows in `tx`: their tokens go with them (foreign keys, and the triggers tell the caches). How many. */
+  deleteServiceAccounts(tx: Tx, ids: readonly string[]): Promise<number> {
+    return this.sql.count(`DELETE FROM users WHERE id = ANY($1::uuid[]) AND kind = 'service_account'`, [ids], tx);
   }
 
   /** When someone signs in with a password: for the admin list. */

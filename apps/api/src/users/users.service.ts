@@ -197,6 +197,21 @@ export class UsersService implements OnApplicationBootstrap {
     return this.users.setRole(tx, id, role, now, adminId, ip);
   }
 
+  /** A service account's row, in `tx` (service-accounts/ owns the rest of it); its id. */
+  insertServiceAccount(tx: Tx, name: string, now: Date): Promise<string> {
+    return this.users.insertServiceAccount(tx, name, now);
+  }
+
+  /** A service account's new name, in `tx`. */
+  renameServiceAccount(tx: Tx, id: string, name: string, now: Date): Promise<void> {
+    return this.users.renameServiceAccount(tx, id, name, now);
+  }
+
+  /** Deletes service accounts' rows, with their tokens, in `tx`; how many. */
+  deleteServiceAccounts(tx: Tx, ids: readonly string[]): Promise<number> {
+    return this.users.deleteServiceAccounts(tx, ids);
+  }
+
   /** A password sign-in succeeded (the admin list shows when). */
   recordSignIn(id: string): Promise<void> {
     return this.users.recordSignIn(id, this.clock.now());

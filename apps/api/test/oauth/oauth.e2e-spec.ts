@@ -117,10 +117,12 @@ describe('OAuth 2.0 surface', () => {
         introspection_endpoint: api.baseUrl + OAUTH_ROUTES.introspect,
         // Issue #33: the code flow (PKCE S256 only) and confidential clients joined the device flow.
         authorization_endpoint: api.baseUrl + OAUTH_ROUTES.authorize,
-        grant_types_supported: ['authorization_code', DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
+        // Issue #45: service accounts use the client credentials grant, with private_key_jwt among the ways to authenticate.
+        grant_types_supported: ['authorization_code', DEVICE_CODE_GRANT_TYPE, 'refresh_token', 'client_credentials'],
         response_types_supported: ['code'],
         code_challenge_methods_supported: ['S256'],
-        token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
+        token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+        revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
       });
     });
   });

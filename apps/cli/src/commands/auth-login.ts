@@ -223,6 +223,8 @@ async function loginWithToken(ctx: CommandContext, api: ApiClient, flag: string)
   if (/\s/.test(token)) throw usageError('A token has no spaces: check what you pasted.');
   try {
     const me = await api.me(token);
+    // A service account's short-lived token is no person's session (issue #45): CI passes it in PROSPECT_TOKEN.
+    if (me.serviceAccount) throw usageError(`This is a token of the service account ${me.user.name} of ${me.serviceAccount.organization.name}, not a person's: pass it in ${ENV.token} instead of saving it.`);
     return await toSession(ctx, api.baseUrl, { accessToken: token, user: me.user, expiresAt: me.expiresAt });
   } catch (err) {
     if (err instanceof ApiHttpError) {

@@ -11,7 +11,7 @@ import { type CredentialStore, describeEntry, inKeychain } from '../session/kept
 import { accountName } from './account-choice.js';
 import type { Command } from './command.js';
 import { actFor, describeOrganization, ORG_FLAG_USAGE, orgFlag, reportedOrganization, requestedOrg } from './organization-choice.js';
-import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, type ServerSays, sessionReportFlags, verifySession } from './session-report.js';
+import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, type ServerSays, sessionReportFlags, verifySession, serviceAccountWords } from './session-report.js';
 
 /** `prospect auth:status`, like `gh auth status`: what the CLI would authenticate with, and where it comes from. */
 export const statusCommand: Command = {
@@ -90,7 +90,8 @@ export const statusCommand: Command = {
     } else {
       const line = (label: string, value: string) => writeLine(ctx.stdout, `${`${label}:`.padEnd(13)} ${value}`);
       line('Server', status.server);
-      line('User', status.user ? person(status.user) : 'not known until --verify');
+      const serviceAccount = said?.valid ? said.serviceAccount : undefined;
+      line('User', serviceAccount && status.user ? serviceAccountWords(status.user, serviceAccount) : status.user ? person(status.user) : 'not known until --verify');
       line('Token', ctx.flags.showToken ? status.token : maskToken(status.token));
       line('Token from', status.tokenSource === 'PROSPECT_TOKEN' ? 'the PROSPECT_TOKEN environment variable' : status.tokenSource);
       // The rest of a session kept in the keychain is still in the file.

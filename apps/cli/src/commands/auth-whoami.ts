@@ -3,13 +3,13 @@ import { normalizeBaseUrl } from '../api-client/base-url.js';
 import { loginCommandLine, sessionTokenRejected } from '../api-client/login-hints.js';
 import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { serverClockOf } from '../session/session-context.js';
-import { authRequired } from '../errors.js';
+import { authRequired, CliError } from '../errors.js';
 import { describeExpiry } from '../format.js';
 import { refreshSession } from '../session/refresh.js';
 import { withSessionLock } from '../session/session-lock.js';
 import type { Command } from './command.js';
 import { actFor, describeOrganization, lostWarning, ORG_FLAG_USAGE, orgFlag, reportedOrganization, requestedOrg } from './organization-choice.js';
-import { askServer, person, printJson, readReportedSession, SESSION_REPORT_USAGE, sessionReportFlags, verifySession } from './session-report.js';
+import { askServer, person, printJson, readReportedSession, serviceAccountWords, SESSION_REPORT_USAGE, sessionReportFlags, verifySession } from './session-report.js';
 
 export const whoamiCommand: Command = {
   name: 'auth:whoami',
@@ -51,6 +51,8 @@ export const whoamiCommand: Command = {
         });
         throw sessionTokenRejected(said.error, session.apiBaseUrl, { done: removed ? 'removed the local session' : undefined, env: ctx.env });
       }
+      // A session file holds a person's sign-in; a service account's token there is not one (issue #45: its sessions are a later change).
+      if (said.serviceAccount) throw new CliError(`This session's token is a service account's: ${serviceAccountWords(said.user, said.serviceAccount)}. Use it through ${ENV.token}.`);
       session = { ...session, user: said.user, expiresAt: said.expiresAt };
       organizations = said.organizations;
       const verifiedSession = session;
@@ -108,6 +110,17 @@ async function whoamiFromEnv(ctx: CommandContext, token: string): Promise<void> 
   const said = await askServer(ctx, server, token);
   if (!said.valid) throw sessionTokenRejected(said.error, server, { env: ctx.env, fromEnv: true });
   const serverNow = await serverClockOf(ctx).now(server);
+  if (said.serviceAccount) {
+    // A machine's token (issue #45): no address and no member's organizations; its one organization is the server's word.
+    if (ctx.flags.json) {
+      const { id, name } = said.user;
+      printJson(ctx, { user: { id, email: null, name }, kind: 'service_account', organization: said.serviceAccount.organization, apiBaseUrl: server, expiresAt: said.expiresAt, expired: false, verified: true, tokenSource: ENV.token });
+      return;
+    }
+    writeLine(ctx.stdout, `${serviceAccountWords(said.user, said.serviceAccount)}, on ${server} (verified), with the token in ${ENV.token}`);
+    writeLine(ctx.stdout, `Token ${describeExpiry(said.expiresAt, serverNow)}`);
+    return;
+  }
   ctx.credentials = { accessToken: token, apiBaseUrl: server, source: 'env' };
   const { organization } = await reportedOrganization(ctx, undefined, said.organizations);
   if (ctx.flags.json) {

@@ -1,5 +1,6 @@
 import type { Organization, SessionFile, User } from '@prospect/contract';
 import { ApiHttpError, type TokenProblem } from '../api-client/api-errors.js';
+import type { MeAnswer } from '../api-client/me-answer.js';
 import { type CommandContext, writeLine } from '../context.js';
 import { apiClientFor } from '../session/session-context.js';
 import { notLoggedIn, refuseOtherBackend } from './auth-guard.js';
@@ -45,10 +46,13 @@ export async function askServer(
   ctx: CommandContext,
   baseUrl: string,
   token: string,
-): Promise<{ valid: true; user: User; expiresAt: string; scopes?: string[]; madeWith?: string; organizations?: Organization[] } | { valid: false; problem: TokenProblem; error: ApiHttpError }> {
+): Promise<
+  | { valid: true; user: User; expiresAt: string; scopes?: string[]; madeWith?: string; organizations?: Organization[]; serviceAccount?: MeAnswer['serviceAccount'] }
+  | { valid: false; problem: TokenProblem; error: ApiHttpError }
+> {
   try {
     const me = await apiClientFor(ctx, baseUrl).me(token);
-    return { valid: true, user: me.user, expiresAt: me.expiresAt, scopes: me.scopes, madeWith: me.madeWith, organizations: me.organizations };
+    return { valid: true, user: me.user, expiresAt: me.expiresAt, scopes: me.scopes, madeWith: me.madeWith, organizations: me.organizations, serviceAccount: me.serviceAccount };
   } catch (err) {
     if (!(err instanceof ApiHttpError && err.status === 401)) throw err;
     return { valid: false, problem: err.tokenProblem ?? 'unknown', error: err };
@@ -71,5 +75,9 @@ export async function verifySession(ctx: CommandContext, session: SessionFile): 
 }
 
 export const person = (user: Pick<User, 'name' | 'email'>) => `${user.name} <${user.email}>`;
+
+/** A service account's token in words (issue #45): a machine of one organization, no person. */
+export const serviceAccountWords = (user: Pick<User, 'name'>, serviceAccount: NonNullable<MeAnswer['serviceAccount']>) =>
+  `Service account ${user.name} of ${serviceAccount.organization.name} (${serviceAccount.organization.slug})`;
 
 export const printJson = (ctx: CommandContext, value: unknown) => writeLine(ctx.stdout, JSON.stringify(value, null, 2));

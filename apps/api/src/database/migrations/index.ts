@@ -34,6 +34,7 @@ import { CliLoopbackRedirect1795400000037 } from './1795400000037-cli-loopback-r
 import { Organizations1795400000038 } from './1795400000038-organizations.js';
 import { OrganizationJoinRequests1795400000040 } from './1795400000040-organization-join-requests.js';
 import { EventStream1795400000041 } from './1795400000041-event-stream.js';
+import { ServiceAccounts1795400000042 } from './1795400000042-service-accounts.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -68,4 +69,5 @@ export const MIGRATIONS = [
   Organizations1795400000038,
   OrganizationJoinRequests1795400000040,
   EventStream1795400000041,
+  ServiceAccounts1795400000042,
 ];

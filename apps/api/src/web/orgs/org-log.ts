@@ -63,6 +63,16 @@ const WORDS: Partial<Record<AuthEventType, (detail: Detail, member: (id: unknown
   'org.identity_provider_update': (d) =>
     `${d.disabled === true ? 'Disabled' : d.disabled === false ? 'Enabled' : 'Changed'} the identity provider ${provider(d)}`.trimEnd(),
   'org.identity_provider_delete': (d) => `Deleted the identity provider ${provider(d)}${text(d, 'reason') ? ` (${text(d, 'reason')})` : ''}`.trimEnd(),
+  'org.service_account_create': (d) => `Created the service account ${text(d, 'name') ?? ''}`.trimEnd(),
+  'org.service_account_update': (d) =>
+    `${d.disabled === true ? 'Disabled' : d.disabled === false ? 'Enabled' : 'Changed'} the service account ${text(d, 'name') ?? ''}`.trimEnd() +
+    (typeof d.scopes === 'string' ? ` (scopes: ${d.scopes || 'none'})` : ''),
+  'org.service_account_delete': (d) => `Deleted the service account ${text(d, 'name') ?? ''}${text(d, 'reason') ? ` (${text(d, 'reason')})` : ''}`.trimEnd(),
+  'org.service_account_secret_create': (d) => `Created a secret of the service account ${text(d, 'name') ?? ''}`.trimEnd(),
+  'org.service_account_secret_delete': (d) => `Deleted a secret of the service account ${text(d, 'name') ?? ''}`.trimEnd(),
+  'org.service_account_key_add': (d) => `Added the key ${text(d, 'kid') ?? ''} to the service account ${text(d, 'name') ?? ''}`.replace('  ', ' ').trimEnd(),
+  'org.service_account_key_delete': (d) => `Deleted the key ${text(d, 'kid') ?? ''} of the service account ${text(d, 'name') ?? ''}`.replace('  ', ' ').trimEnd(),
+  'org.service_account_new_address': (d) => `The service account ${text(d, 'name') ?? ''} was used from a new address${text(d, 'address') ? ` (${text(d, 'address')})` : ''}`,
 };
 
 const provider = (d: Detail) => text(d, 'label') ?? text(d, 'displayName') ?? text(d, 'name') ?? '';

@@ -1,0 +1,169 @@
+import { Controller, Get, Param, ParseUUIDPipe, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import { CreateServiceAccountRequestSchema, type CreatedServiceAccountSecret, roleAtLeast, SERVICE_ACCOUNT_SCOPES, type ServiceAccountScope, utcMinute } from '@prospect/contract';
+import type { Request, Response } from 'express';
+import { Public } from '../../auth/public.decorator.js';
+import { ApiException } from '../../common/api-exception.js';
+import { ORG_PAGE_PREFIX, type OrgActor, OrganizationsService } from '../../organizations/organizations.service.js';
+import { ServiceAccountsService } from '../../service-accounts/service-accounts.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { field, queryParam } from '../form.js';
+import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+
+const uuid = new ParseUUIDPipe();
+
+/** What each scope lets a service account's token do, in words. */
+const SCOPE_WORDS: Record<ServiceAccountScope, string> = {
+  profile: 'say who it is (its name, on /api/cli/auth/me)',
+  orgs: 'act for this organization in Prospect’s product services',
+};
+
+const DONE: Record<string, string> = {
+  created: 'Created. Give it a secret (or register a key) for its job to sign in with.',
+  disabled: 'Disabled: its tokens ended.',
+  enabled: 'Enabled.',
+  deleted: 'Deleted, with its credentials and tokens.',
+  'secret-deleted': 'Secret deleted: its tokens ended.',
+};
+
+/** The scopes a checkbox reads (a repeated field is an array). */
+const checkedScopes = (req: Request) => {
+  const value = (req.body as Record<string, unknown>)?.scopes;
+  return (Array.isArray(value) ? value : value === undefined ? [] : [value]).map(String);
+};
+
+/**
+ * /orgs/{slug}/service-accounts (issue #45): an organization's admins list its service accounts,
+ * create one, create and delete its secrets (a new secret is shown on the answer to its form, once,
+ * never again), disable, enable and delete it. The same service as the API's routes; a form's
+ * refusal shows its message on the page, with its status.
+ */
+@ApiExcludeController()
+@Public()
+@UseGuards(SignedInGuard)
+@UseFilters(PageRefusalFilter)
+@Controller(`${ORG_PAGE_PREFIX.slice(1)}/:slug/service-accounts`)
+export class OrgServiceAccountsPageController {
+  constructor(
+    private readonly organizations: OrganizationsService,
+    private readonly accounts: ServiceAccountsService,
+    private readonly csrf: CsrfService,
+  ) {}
+
+  @Get()
+  async page(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
+    const actor = await this.adminOf(req, res, slug);
+    if (actor) await this.render(req, res, actor, 200, {});
+  }
+
+  @Post()
+  @UseGuards(CsrfGuard)
+  async create(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
+    const actor = await this.adminOf(req, res, slug);
+    if (!actor) return;
+    const input = CreateServiceAccountRequestSchema.safeParse({ name: field(req, 'name'), scopes: checkedScopes(req) });
+    if (!input.success) return this.render(req, res, actor, 400, { error: 'Give it a name (up to 80 characters) and choose among the scopes shown.' });
+    await this.act(req, res, actor, 'created', () => this.accounts.create(actor, input.data));
+  }
+
+  @Post(':id/secrets')
+  @UseGuards(CsrfGuard)
+  async createSecret(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string) {
+    const actor = await this.adminOf(req, res, slug);
+    if (!actor) return;
+    const days = field(req, 'expiresInDays');
+    const expiresInDays = days ? Number(days) : undefined;
+    if (expiresInDays !== undefined && !(Number.isInteger(expiresInDays) && expiresInDays >= 1 && expiresInDays <= 730)) {
+      return this.render(req, res, actor, 400, { error: 'A secret expires in 1 to 730 days, or never (leave it empty).' });
+    }
+    let secret: CreatedServiceAccountSecret;
+    try {
+      secret = await this.accounts.createSecret(actor, id, expiresInDays);
+    } catch (err) {
+      if (err instanceof ApiException) return this.render(req, res, actor, err.getStatus(), { error: err.message });
+      throw err;
+    }
+    // Shown in this answer only: a reload or a redirect would not show it again.
+    res.setHeader('Cache-Control', 'no-store');
+    await this.render(req, res, actor, 201, { newSecret: { accountId: id, ...secret, expiresAt: secret.expiresAt ? utcMinute(secret.expiresAt) : null } });
+  }
+
+  @Post(':id/secrets/:secretId/delete')
+  @UseGuards(CsrfGuard)
+  async deleteSecret(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string, @Param('secretId', uuid) secretId: string) {
+    const actor = await this.adminOf(req, res, slug);
+    if (actor) await this.act(req, res, actor, 'secret-deleted', () => this.accounts.deleteSecret(actor, id, secretId));
+  }
+
+  @Post(':id/disable')
+  @UseGuards(CsrfGuard)
+  async disable(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string) {
+    const actor = await this.adminOf(req, res, slug);
+    if (actor) await this.act(req, res, actor, 'disabled', () => this.accounts.update(actor, id, { disabled: true }));
+  }
+
+  @Post(':id/enable')
+  @UseGuards(CsrfGuard)
+  async enable(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string) {
+    const actor = await this.adminOf(req, res, slug);
+    if (actor) await this.act(req, res, actor, 'enabled', () => this.accounts.update(actor, id, { disabled: false }));
+  }
+
+  @Post(':id/delete')
+  @UseGuards(CsrfGuard)
+  async delete(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string) {
+    const actor = await this.adminOf(req, res, slug);
+    if (actor) await this.act(req, res, actor, 'deleted', () => this.accounts.delete(actor, id));
+  }
+
+  /** The signed-in person as an admin or owner of the organization; otherwise the page that says why (404 alike for no such organization and not a member), and undefined. */
+  private async adminOf(req: Request, res: Response, slug: string): Promise<OrgActor | undefined> {
+    const organization = await this.organizations.membership(slug, req.webUser!.id);
+    const account = accountOf(req, this.csrf);
+    if (!organization) {
+      const heading = 'No such organization';
+      res.status(404).render('error', { title: heading, heading, message: `You are not a member of an organization “${slug}”.`, account });
+      return undefined;
+    }
+    if (!roleAtLeast(organization.role, 'admin')) {
+      const heading = 'Admins only';
+      res.status(403).render('error', { title: heading, heading, message: `Only an admin or an owner of “${organization.name}” may manage its service accounts; you are a member.`, account });
+      return undefined;
+    }
+    return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
+  }
+
+  private async act(req: Request, res: Response, actor: OrgActor, done: string, work: () => Promise<unknown>) {
+    try {
+      await work();
+    } catch (err) {
+      if (err instanceof ApiException) return this.render(req, res, actor, err.getStatus(), { error: err.message });
+      throw err;
+    }
+    res.redirect(303, `${ORG_PAGE_PREFIX}/${encodeURIComponent(actor.organization.slug)}/service-accounts?done=${done}`);
+  }
+
+  private async render(req: Request, res: Response, actor: OrgActor, status: number, shown: { error?: string; newSecret?: { accountId: string; id: string; clientSecret: string; expiresAt: string | null } }) {
+    const accounts = await this.accounts.list(actor);
+    const org = actor.organization;
+    const when = (iso: string | null) => (iso ? utcMinute(iso) : null);
+    res.status(status).render('org-service-accounts', {
+      title: `Service accounts of ${org.name}`,
+      account: accountOf(req, this.csrf),
+      org,
+      orgPath: `${ORG_PAGE_PREFIX}/${encodeURIComponent(org.slug)}`,
+      orgTab: { slug: org.slug, serviceAccounts: true, manages: true },
+      scopes: SERVICE_ACCOUNT_SCOPES.map((scope) => ({ scope, words: SCOPE_WORDS[scope] })),
+      accounts: accounts.map((a) => ({
+        ...a,
+        scopes: a.scopes.join(', ') || 'none',
+        createdAt: when(a.createdAt),
+        newSecret: shown.newSecret?.accountId === a.id ? shown.newSecret : undefined,
+        secrets: a.secrets.map((s) => ({ ...s, createdAt: when(s.createdAt), expiresAt: when(s.expiresAt), lastUsedAt: when(s.lastUsedAt) })),
+        keys: a.keys.map((k) => ({ ...k, lastUsedAt: when(k.lastUsedAt) })),
+      })),
+      done: shown.error ? undefined : DONE[queryParam(req, 'done')],
+      error: shown.error,
+    });
+  }
+}
