@@ -196,7 +196,7 @@ describe('a primary failover under load', () => {
     }
 
     // Sessions that refresh throughout, from device logins done before the load.
-    const sessions = [];
+    const sessions: Array<Awaited<ReturnType<typeof deviceLogin>>> = [];
     for (const i of [0, 1, 2]) sessions.push(await deviceLogin(`refresher-${i}`, approvers[0]!));
     const chains = sessions.map((s) => ({ refreshToken: s.refreshToken!, accessToken: s.accessToken!, rotations: 0 }));
 
