@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { IDEMPOTENCY_KEY_HEADER, ROUTES } from '@prospect/contract';
+import { CLI_CLIENT_ID, IDEMPOTENCY_KEY_HEADER, OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import supertest from 'supertest';
 import { type ApiProcess, startApiProcess } from '../support/api-process.js';
 import { accessTokensOfDeviceCode, countEvents, countTokensLabelled, outboxRows, seedToken, seedUsers } from '../support/direct-sql.js';
+import { authorizationParams, pkce } from '../oauth/code-flow-support.js';
 import { waitFor } from '../support/eventually.js';
 import { SmtpSink } from '../support/smtp-sink.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -17,7 +18,7 @@ const POLL_INTERVAL_S = 1;
 /** How long a client waits before sending a request again after a 503 or a reset. The CLI honours Retry-After (5 s); the load is denser. */
 const RETRY_PAUSE_MS = 200;
 
-type Kind = 'start' | 'approve-page' | 'approve' | 'poll' | 'refresh' | 'me' | 'issue' | 'reset-page' | 'reset';
+type Kind = 'start' | 'approve-page' | 'approve' | 'poll' | 'refresh' | 'me' | 'issue' | 'reset-page' | 'reset' | 'authorize' | 'code';
 
 interface Answer {
   kind: Kind;
@@ -25,6 +26,8 @@ interface Answer {
   ended: number;
   status?: number;
   retryAfter?: string;
+  /** Where a redirect sends the browser. */
+  location?: string;
   /** The cookies it set, as a browser sends them back. */
   cookie?: string;
   /** A reset or a hang-up instead of an answer. */
@@ -52,6 +55,9 @@ function call(
     const body = options.json !== undefined ? JSON.stringify(options.json) : options.form ? new URLSearchParams(options.form).toString() : undefined;
     const req = http.request(`${base}${path}`, {
       method,
+      // A connection of its own: Node's global agent keeps connections alive, and one the server
+      // closes as idle just as a request goes out is a hang-up of the client's making, not the service's.
+      agent: false,
       headers: {
         ...options.headers,
         ...(options.json !== undefined ? { 'content-type': 'application/json' } : {}),
@@ -76,6 +82,7 @@ function call(
         done({
           status: res.statusCode!,
           retryAfter: res.headers['retry-after'],
+          location: res.headers.location,
           cookie: res.headers['set-cookie']?.map((c) => c.split(';')[0]).join('; '),
           body: res.headers['content-type']?.includes('json') && text ? JSON.parse(text) : text,
         }),
@@ -161,7 +168,7 @@ describe('a primary failover under load', () => {
         .expect(303);
       return (signedUp.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]).join('; ');
     };
-    const approvers = [await approver(0), await approver(1)];
+    const approvers = [await approver(0), await approver(1), await approver(2)];
     const issuer = await seedToken(primary.url, 'Failover issuer');
     const mailRecipients = await seedUsers(primary.url, 200, 'Failover reset');
 
@@ -254,10 +261,32 @@ describe('a primary failover under load', () => {
         expect(asked.status).toBe(200);
       }
     }
-    const workers = [deviceLogins(0), deviceLogins(1), ...chains.map(refreshes), issuance(0), issuance(1), passwordResets(), passwordResets(), passwordResets()].map(worker);
+    /**
+     * `prospect auth:login --web`: the CLI's own client takes a code (no consent: it is first
+     * party) and exchanges it. A code is never sent twice (a used code presented again revokes
+     * what it gave): after a 503 or a reset the client starts over, as the CLI does.
+     */
+    const codeTokens: string[] = [];
+    async function codeGrants(cookie: string) {
+      const redirectUri = 'http://127.0.0.1:53682/callback';
+      while (loading) {
+        const { verifier, challenge } = pkce();
+        const params = authorizationParams(CLI_CLIENT_ID, redirectUri, challenge, { scope: 'profile tokens' });
+        const asked = await untilServed(() => call('authorize', replica(), 'GET', `${OAUTH_ROUTES.authorize}?${new URLSearchParams(params)}`, { cookie, headers: { 'sec-fetch-site': 'none' } }));
+        expect(asked.status).toBe(303);
+        const code = new URL(asked.location!).searchParams.get('code')!;
+        const exchanged = await call('code', replica(), 'POST', OAUTH_ROUTES.token, {
+          form: { grant_type: 'authorization_code', client_id: CLI_CLIENT_ID, code, redirect_uri: redirectUri, code_verifier: verifier },
+        });
+        if (exchanged.status === undefined || exchanged.status === 503) continue;
+        expect({ status: exchanged.status, body: exchanged.body }).toMatchObject({ status: 200, body: { access_token: expect.any(String) } });
+        codeTokens.push(exchanged.body.access_token);
+      }
+    }
+    const workers = [deviceLogins(0), deviceLogins(1), ...chains.map(refreshes), issuance(0), issuance(1), codeGrants(approvers[2]!), passwordResets(), passwordResets(), passwordResets()].map(worker);
 
     const served = (kind: Kind, after = 0) => answers.filter((a) => a.kind === kind && a.started >= after && a.status !== undefined && a.status < 400).length;
-    const KINDS: Kind[] = ['start', 'approve', 'poll', 'refresh', 'me', 'issue', 'reset'];
+    const KINDS: Kind[] = ['start', 'approve', 'poll', 'refresh', 'me', 'issue', 'reset', 'authorize', 'code'];
     await waitFor('every kind of request served before the switch', unlessFailed(() => KINDS.every((kind) => served(kind) >= 2)), 60_000);
 
     // The switch: the primary stops (fast: its connections end, its WAL reaches the standby), the
@@ -272,7 +301,7 @@ describe('a primary failover under load', () => {
     const mailsAcceptedDuringSwitch = smtp.mails.length - mailsBefore;
     // Every kind served again by the new primary.
     await waitFor('every kind of request served after the promotion', unlessFailed(() => KINDS.every((kind) => served(kind, promoted) >= 2)), 60_000);
-    const firstWriteAfter = Math.min(...answers.filter((a) => ['start', 'refresh', 'issue'].includes(a.kind) && a.started >= promoted && a.status! < 400).map((a) => a.ended));
+    const firstWriteAfter = Math.min(...answers.filter((a) => ['start', 'refresh', 'issue', 'code'].includes(a.kind) && a.started >= promoted && a.status! < 400).map((a) => a.ended));
     loading = false;
     await Promise.all(workers);
     if (failures.length) throw failures[0];
@@ -292,7 +321,9 @@ describe('a primary failover under load', () => {
       expect((await untilServed(() => call('me', replica(), 'GET', ROUTES.me, { token: refreshed.body.accessToken }))).status).toBe(200);
     }
     // Nothing was taken for a stolen code or a reused refresh token: no family revoked.
-    expect(await countEvents(db, ['device.replay', 'token.reuse'])).toBe(0);
+    expect(await countEvents(db, ['device.replay', 'token.reuse', 'oauth.code_replay'])).toBe(0);
+    // Every code exchanged is a working token.
+    for (const token of codeTokens) expect((await untilServed(() => call('me', replica(), 'GET', ROUTES.me, { token }))).status).toBe(200);
     // One token per Idempotency-Key, and it works.
     for (const request of issued) {
       expect(await countTokensLabelled(db, request.label)).toBe(1);
@@ -332,12 +363,13 @@ describe('a primary failover under load', () => {
       duringSwitch: during.length,
       unavailable503: answers.filter((a) => a.status === 503).length,
       longestGapMs: longestGapOf(KINDS),
-      longestWriteGapMs: longestGapOf(['start', 'approve', 'refresh', 'issue', 'reset']),
+      longestWriteGapMs: longestGapOf(['start', 'approve', 'refresh', 'issue', 'reset', 'code']),
       promotionToFirstWriteMs: firstWriteAfter - promoted,
       stopToFirstWriteMs: firstWriteAfter - switchStarted,
       deviceLogins: loadLogins.length,
       refreshes: chains.reduce((n, c) => n + c.rotations, 0),
       tokensIssued: issued.length,
+      codeGrants: codeTokens.length,
       mails: mails.reduce((n, m) => n + m.committed, 0),
       mailsAcceptedDuringSwitch,
       lost: 0,
