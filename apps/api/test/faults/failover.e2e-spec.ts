@@ -38,8 +38,6 @@ interface Answer {
 const answers: Answer[] = [];
 /** Set when the test ends however it ends: a client still retrying gives up (its replica is gone). */
 let over = false;
-/** A page's heading and paragraphs, to say what a refused form answered. */
-const pageText = (html: unknown) => [...String(html).matchAll(/<(?:h1|p)[^>]*>([^<]*)/g)].map((m) => m[1]).join(' | ');
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One request (a connection of its own); every answer, or the error instead, is kept in `answers`. */
@@ -106,7 +104,7 @@ async function untilServed(send: () => Promise<Answer>): Promise<Answer> {
  * A managed failover under load: the primary stops, the one address the replicas know moves to
  * a streaming standby, and the standby is promoted, while two replicas serve device logins
  * (started on one, approved on the other, polled on both), refresh rotations, token issuance
- * with an Idempotency-Key and password-reset mail. Nothing acknowledged is lost or done twice,
+ * with an Idempotency-Key, code grants of the CLI's own client and password-reset mail. Nothing acknowledged is lost or done twice,
  * and nothing answers 500: 503 with Retry-After while no primary answers, then service again.
  *
  * The switch is a switchover as a managed service or Patroni does it: the old primary is stopped
