@@ -52,8 +52,14 @@ export class ThrowawayPostgres {
    */
   static async standbyOf(primary: ThrowawayPostgres): Promise<ThrowawayPostgres> {
     const pg = await ThrowawayPostgres.unstarted();
-    await pg.exec('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', join(pg.dir, 'data'), '-R', '-X', 'stream', '-c', 'fast', '--no-sync']);
-    await pg.start();
+    try {
+      await pg.exec('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', join(pg.dir, 'data'), '-R', '-X', 'stream', '-c', 'fast', '--no-sync']);
+      await pg.start();
+    } catch (err) {
+      // The test never gets hold of it to destroy it: nothing is left behind.
+      await pg.destroy();
+      throw err;
+    }
     return pg;
   }
 
