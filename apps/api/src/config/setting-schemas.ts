@@ -18,10 +18,32 @@ export const seconds = (fallback: number) =>
     .positive('must be greater than 0')
     .default(fallback);
 
+/**
+ * A Postgres server's URL, with one host. node-postgres (pg 8) connects to one host and ignores
+ * `target_session_attrs`: a libpq-style list of hosts would be one unresolvable name (or not a
+ * URL at all), and the parameter a promise nothing keeps. A failover is followed by one address
+ * that moves with the primary (docs/operations.md, "A database failover").
+ */
 export const postgresUrl = z
   .string()
   .trim()
-  .refine((v) => /^postgres(ql)?:\/\/.+/.test(v) && URL.canParse(v), 'must be a postgres:// URL');
+  .refine((v) => /^postgres(ql)?:\/\/.+/.test(v), { error: 'must be a postgres:// URL', abort: true })
+  .refine((v) => !namesSeveralHosts(v), {
+    error: 'names several hosts: node-postgres connects to one; give the one address that follows the primary (a managed endpoint, a proxy): docs/operations.md, "A database failover"',
+    abort: true,
+  })
+  .refine((v) => URL.canParse(v), { error: 'must be a postgres:// URL', abort: true })
+  .refine((v) => !new URL(v).searchParams.has('target_session_attrs'), {
+    error: 'sets target_session_attrs, which node-postgres ignores: give the one address that follows the primary (a managed endpoint, a proxy): docs/operations.md, "A database failover"',
+  });
+
+/** `host1,host2` in the URL's authority (after any user info) or in a `host=` parameter. */
+function namesSeveralHosts(url: string): boolean {
+  const authority = url.replace(/^postgres(ql)?:\/\//, '').split(/[/?#]/)[0]!;
+  const hosts = authority.slice(authority.lastIndexOf('@') + 1);
+  const hostParam = /[?&]host=([^&#]*)/.exec(url)?.[1] ?? '';
+  return hosts.includes(',') || decodeURIComponent(hostParam).includes(',');
+}
 
 export const httpUrl = z
   .string()

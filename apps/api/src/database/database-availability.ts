@@ -7,9 +7,12 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 /**
  * SQLSTATEs that say the database cannot serve now, not that the request was wrong:
  * class 08 (connection exception), shutting down or starting (57P01–57P03), too many
- * connections (53300), and a statement cancelled by `statement_timeout` (57014).
+ * connections (53300), a statement cancelled by `statement_timeout` (57014), and a write
+ * refused by a server in recovery (25006, read_only_sql_transaction): during a failover the
+ * address may lead to a standby not promoted yet, or to the old primary restarted as one. The
+ * app never opens a read-only transaction itself, so 25006 only ever means that.
  */
-const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '25006']);
 /** What pg says, without a code, when a connection or a query could not complete in time or broke. */
 const UNAVAILABLE_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed and is not queryable|Connection refused|server closed the connection/i;

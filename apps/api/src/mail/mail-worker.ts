@@ -27,6 +27,8 @@ const RELEASE_WAIT_MS = 500;
 const ABANDONED = 'not answered before the replica stopped; sent again by the next one';
 /** A reason is kept to this length. */
 const MAX_REASON = 500;
+/** How often a replica tries again to record a sent mail while the database is unavailable. */
+const RECORD_RETRY_MS = 500;
 
 /**
  * The outbox's worker, on every replica: it claims due mails (CONCURRENT_SENDS at a time, one
@@ -38,6 +40,8 @@ const MAX_REASON = 500;
  *
  * Delivery is at least once: a replica that dies after the server accepted a mail and before
  * marking it sent leaves a claim that expires (CLAIM_SECONDS), and the next replica sends it again.
+ * A database that is only away (a failover, a restart) does not: the replica holds on to the
+ * outcome and records it once the database is back, while its claim holds (recordSent).
  *
  * Shutdown (main.ts calls stop() at SIGTERM): no new claim from then on; a send under way may
  * finish until a moment before the process must exit, then it is abandoned and its claim given
@@ -170,7 +174,7 @@ export class MailWorker implements OnApplicationBootstrap, BeforeApplicationShut
     if (this.abandoned.has(mail.id)) return;
     try {
       if (!failure) {
-        await this.outbox.markSent(mail.id);
+        await this.recordSent(mail, started);
         this.metrics.mail('sent');
         this.logger.debug(`mail ${mail.id} to ${maskAddress(mail.to)} sent (try ${mail.attempts})`);
         return;
@@ -192,6 +196,27 @@ export class MailWorker implements OnApplicationBootstrap, BeforeApplicationShut
     } catch (err) {
       // Its claim expires and another try follows: a mail that went out may go out twice (at least once).
       this.report(`record the outcome of mail ${mail.id}`, err);
+    }
+  }
+
+  /**
+   * Marks a delivered mail sent; while the database is unavailable, tries again every
+   * RECORD_RETRY_MS until its claim would expire (the claim keeps other replicas off the row
+   * meanwhile). Giving up at once would leave the claim to expire and the mail to be sent a
+   * second time a minute later, as it was after a failover (issue #49). Stops at shutdown.
+   */
+  private async recordSent(mail: ClaimedMail, sendStarted: number): Promise<void> {
+    // The claim's length on the database's clock, counted here from when the send started (just after the claim).
+    const claimEnds = sendStarted + (mail.claimedUntil.getTime() - mail.claimedAt.getTime());
+    for (;;) {
+      try {
+        await this.outbox.markSent(mail.id);
+        return;
+      } catch (err) {
+        if (!isDatabaseUnavailable(err) || this.closed || this.abandoned.has(mail.id) || performance.now() + RECORD_RETRY_MS >= claimEnds) throw err;
+        this.availability.report(err);
+        await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS));
+      }
     }
   }
 

@@ -52,3 +52,28 @@ export const outboxRows = (url: string, recipient?: string): Promise<OutboxRow[]
         )
       ).rows,
   );
+
+/** `n` people without a password (they may ask for a reset link), straight in the database; their addresses. */
+export const seedUsers = (url: string, n: number, name: string): Promise<string[]> =>
+  withClient(url, async (client) => {
+    const emails = Array.from({ length: n }, () => `${name.toLowerCase().replace(/\W+/g, '-')}-${randomBytes(4).toString('hex')}@example.com`);
+    await client.query(`INSERT INTO users (email, name) SELECT e, $2 FROM unnest($1::text[]) AS e`, [emails, name]);
+    return emails;
+  });
+
+/** How many access tokens the device login of this device code issued (by the code's SHA-256, as it is stored). */
+export const accessTokensOfDeviceCode = (url: string, deviceCode: string): Promise<number> =>
+  withClient(
+    url,
+    async (client) =>
+      (
+        await client.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM access_tokens t JOIN device_logins d ON d.id = t.device_login_id WHERE d.device_code_hash = $1`,
+          [createHash('sha256').update(deviceCode).digest()],
+        )
+      ).rows[0]!.n,
+  );
+
+/** How many audit events of these types were recorded. */
+export const countEvents = (url: string, types: string[]): Promise<number> =>
+  withClient(url, async (client) => (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM auth_events WHERE type = ANY($1::text[])`, [types])).rows[0]!.n);

@@ -14,9 +14,19 @@ export class TcpProxy {
   port = 0;
 
   constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
+    private targetHost: string,
+    private targetPort: number,
   ) {}
+
+  /**
+   * New connections go to `host:port` from now on; open ones stay with the old target until it
+   * closes them. What a failover does to the one address clients know (a DNS name, a virtual IP,
+   * a managed service's endpoint) when it moves to the promoted standby.
+   */
+  retarget(host: string, port: number): void {
+    this.targetHost = host;
+    this.targetPort = port;
+  }
 
   /** Proxies a postgres:// URL: returns the same URL through this proxy. */
   static async forUrl(url: string): Promise<{ proxy: TcpProxy; url: string }> {

@@ -39,6 +39,32 @@ export class ThrowawayPostgres {
   ) {}
 
   static async create(): Promise<ThrowawayPostgres> {
+    const pg = await ThrowawayPostgres.unstarted();
+    await pg.exec('initdb', ['-D', join(pg.dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+    await pg.start();
+    return pg;
+  }
+
+  /**
+   * A streaming standby of `primary`, started (answering reads): `pg_basebackup -R` into a
+   * directory of its own, which writes `standby.signal` and the `primary_conninfo` to follow it.
+   * initdb's pg_hba.conf (`-A trust`) already lets 127.0.0.1 replicate.
+   */
+  static async standbyOf(primary: ThrowawayPostgres): Promise<ThrowawayPostgres> {
+    const pg = await ThrowawayPostgres.unstarted();
+    try {
+      await pg.exec('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', join(pg.dir, 'data'), '-R', '-X', 'stream', '-c', 'fast', '--no-sync']);
+      await pg.start();
+    } catch (err) {
+      // The test never gets hold of it to destroy it: nothing is left behind.
+      await pg.destroy();
+      throw err;
+    }
+    return pg;
+  }
+
+  /** A directory of its own (owned by `postgres` when the tests run as root) and a free port; nothing in it yet. */
+  private static async unstarted(): Promise<ThrowawayPostgres> {
     const bin = await binDir();
     const dir = await mkdtemp(join(tmpdir(), 'prospect-pg-'));
     const root = process.getuid?.() === 0;
@@ -48,10 +74,12 @@ export class ThrowawayPostgres {
       await chown(dir, Number(stdout.trim()), Number(gid.trim()));
     }
     await chmod(dir, 0o700);
-    const pg = new ThrowawayPostgres(bin, dir, await freePort(), root ? ['runuser', '-u', 'postgres', '--'] : []);
-    await pg.exec('initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
-    await pg.start();
-    return pg;
+    return new ThrowawayPostgres(bin, dir, await freePort(), root ? ['runuser', '-u', 'postgres', '--'] : []);
+  }
+
+  /** A standby becomes a primary (`pg_ctl promote`, waiting until it accepts writes). */
+  async promote(): Promise<void> {
+    await this.exec('pg_ctl', ['-D', join(this.dir, 'data'), '-w', '-t', '30', 'promote']);
   }
 
   get url(): string {
