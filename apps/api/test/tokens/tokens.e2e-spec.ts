@@ -39,6 +39,8 @@ describe('CLI tokens', () => {
       expect(MeResponseSchema.parse(res.body)).toEqual({
         user: { id: user.id, email: user.email, name: 'Ada Lovelace' },
         expiresAt: new Date(clock.now().getTime() + 3600_000).toISOString(),
+        // A token made without a stored scope has the CLI's, `orgs` among them (issue #44).
+        organizations: [],
       });
       expect(Object.keys(res.body.user).sort()).toEqual(['email', 'id', 'name']);
     });

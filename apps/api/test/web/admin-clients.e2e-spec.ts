@@ -256,8 +256,8 @@ describe('OAuth clients pages', () => {
       await page.setViewportSize({ width: 390, height: 844 });
       await page.screenshot({ path: `${SCREENSHOTS}admin-clients-phone.png`, fullPage: true });
       await expectNoSidewaysScroll(page);
-      // The admin's three header links fit on one line beside the brand.
-      const tops = await Promise.all(['Prospect', 'CLI tokens', 'OAuth clients'].map(async (name) => (await page.getByRole('link', { name, exact: true }).boundingBox())!.y));
+      // On a phone the admin's header links (six with Organizations and People) go under the brand, all on one line of their own.
+      const tops = await Promise.all(['CLI tokens', 'Organizations', 'OAuth clients'].map(async (name) => (await page.getByRole('link', { name, exact: true }).boundingBox())!.y));
       tops.push((await page.getByRole('button', { name: /Sign out/ }).boundingBox())!.y);
       expect(Math.max(...tops) - Math.min(...tops)).toBeLessThan(8);
 
