@@ -20,6 +20,7 @@ import { UsersModule } from './users/users.module.js';
 import { WebModule } from './web/web.module.js';
 import { FederationModule } from './federation/federation.module.js';
 import { OrganizationsModule } from './organizations/organizations.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 export interface AppModuleOptions {
   /** The environment to configure from (validated by AppConfigModule): process.env, or a test's own. */
@@ -50,6 +51,7 @@ export class AppModule {
         UsersModule,
         AuthModule,
         OrganizationsModule,
+        WebhooksModule,
         TokensModule,
         RefreshTokensModule,
         DeviceLoginModule,

@@ -5,3 +5,4 @@ export * from './oauth.js';
 export * from './text.js';
 export * from './identity-providers.js';
 export * from './organizations.js';
+export * from './webhooks.js';

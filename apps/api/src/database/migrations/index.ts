@@ -33,6 +33,7 @@ import { PasskeyChallengeUse1795400000036 } from './1795400000036-passkey-challe
 import { CliLoopbackRedirect1795400000037 } from './1795400000037-cli-loopback-redirect.js';
 import { Organizations1795400000038 } from './1795400000038-organizations.js';
 import { OrganizationJoinRequests1795400000040 } from './1795400000040-organization-join-requests.js';
+import { Webhooks1795400000043 } from './1795400000043-webhooks.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -66,4 +67,5 @@ export const MIGRATIONS = [
   CliLoopbackRedirect1795400000037,
   Organizations1795400000038,
   OrganizationJoinRequests1795400000040,
+  Webhooks1795400000043,
 ];
