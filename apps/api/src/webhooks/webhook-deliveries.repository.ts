@@ -124,7 +124,7 @@ export class WebhookDeliveriesRepository {
   /** Given up; whether this claim still held it (another replica's outcome came first otherwise). */
   async giveUp(tx: Tx, id: string, claimedUntil: Date, status: number | null, error: string, now: Date): Promise<boolean> {
     const n = await this.sql.count(
-      `UPDATE webhook_deliveries SET given_up_at = $6, last_status = $4, last_error = $5, claimed_until = NULL
+      `UPDATE webhook_deliveries SET given_up_at = $5, last_status = $3, last_error = $4, claimed_until = NULL
         WHERE id = $1 AND claimed_until = $2 AND ${UNFINISHED}`,
       [id, claimedUntil, status, error, now],
       tx,
