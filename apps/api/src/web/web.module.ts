@@ -41,16 +41,18 @@ import { OrgInvitationPageController } from './orgs/org-invitation-page.controll
 import { OrgInvitationsPageController } from './orgs/org-invitations-page.controller.js';
 import { OrgPagesController } from './orgs/org-pages.controller.js';
 import { OrgDomainsPageController } from './orgs/org-domains-page.controller.js';
+import { OrgWebhooksPageController } from './orgs/org-webhooks-page.controller.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
 
 /** Server-rendered pages: sign-up, sign-in, mailed links, device approval, CLI tokens, the account, people and OAuth clients (admins). */
 @Module({
-  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule, OrganizationsModule],
+  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule, OrganizationsModule, WebhooksModule],
   controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController,
     AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
     AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController,
-    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgDomainsPageController],
+    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgDomainsPageController, OrgWebhooksPageController],
   providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })

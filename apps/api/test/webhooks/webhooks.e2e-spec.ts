@@ -7,6 +7,7 @@ import { request } from '../support/http.js';
 import { addMember, createOrganization, personWithToken } from '../support/organization-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { postFrom, signInAs } from '../support/web-client.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
 
 const { Packet } = dns2;
@@ -300,13 +301,17 @@ describe('/api/orgs/{slug}/webhooks', () => {
       receiver.mode = 500;
       await renames(t.slug, t.owner.token, 2);
       await waitFor('a failed try', async () => (await log(t.slug, t.admin.token, created.id)).some((d) => d.lastStatus === 500));
-      for (let i = 0; i < 30; i++) {
-        const before = receiver.requests.length;
+      const disabled = async () => (await call('GET', `/api/orgs/${t.slug}/webhooks/${created.id}`, t.admin.token)).body.disabled === true;
+      // The oldest event's try count once its outcome is written (its next try is then in the future of the clock).
+      const recordedTries = async () => {
+        const first = (await log(t.slug, t.admin.token, created.id)).at(-1)!;
+        return first.state === 'pending' && Date.parse(first.nextAttemptAt) > clock.now().getTime() ? first.attempts : -1;
+      };
+      await waitFor('the first outcome', async () => (await recordedTries()) === 1);
+      for (let tries = 1; tries < 30 && !(await disabled()); tries++) {
         // Longer than the longest wait between tries (12 hours and its jitter).
         clock.advanceSeconds(14 * 3600);
-        const disabled = (await call('GET', `/api/orgs/${t.slug}/webhooks/${created.id}`, t.admin.token)).body.disabled;
-        if (disabled) break;
-        await waitFor(`another try (${i})`, async () => receiver.requests.length > before || (await call('GET', `/api/orgs/${t.slug}/webhooks/${created.id}`, t.admin.token)).body.disabled);
+        await waitFor(`try ${tries + 1} recorded`, async () => (await recordedTries()) === tries + 1 || (await disabled()));
       }
       await waitFor('the endpoint disabled', async () => (await call('GET', `/api/orgs/${t.slug}/webhooks/${created.id}`, t.admin.token)).body.disabled === true);
       const webhook = (await call('GET', `/api/orgs/${t.slug}/webhooks/${created.id}`, t.admin.token)).body;
@@ -336,5 +341,48 @@ describe('/api/orgs/{slug}/webhooks', () => {
     expect((await call('PATCH', `/api/orgs/${t.slug}/webhooks/${created.id}`, t.admin.token, {})).status).toBe(400);
     expect((await call('DELETE', `/api/orgs/${t.slug}/webhooks/${created.id}`, t.admin.token)).status).toBe(204);
     expect((await call('GET', `/api/orgs/${t.slug}/webhooks/${created.id}`, t.admin.token)).status).toBe(404);
+  });
+
+  it('the page /orgs/{slug}/webhooks: admins add one (its secret shown once), see the log, redeliver, disable and delete; members are refused', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const t = await team();
+      const page = `/orgs/${t.slug}/webhooks`;
+      const member = await signInAs(api, t.member.email, 'correct horse battery');
+      expect((await member.send('GET', page)).status).toBe(403);
+      const web = await signInAs(api, t.admin.email, 'correct horse battery');
+      const empty = await web.send('GET', page);
+      expect(empty.status).toBe(200);
+      expect(empty.text).toContain('No webhooks yet.');
+      expect(empty.text).toContain('aria-current="page">Webhooks');
+
+      expect((await postFrom(web, page, page, { url: 'https://10.0.0.1/hook', types: '' })).status).toBe(400);
+      const added = await postFrom(web, page, page, { url: receiver.url, types: 'organization.renamed, org.rename' });
+      expect(added.status).toBe(201);
+      const secret = /id="new-secret" class="token" type="text" readonly value="(whsec_[^"]+)"/.exec(added.text)?.[1]?.replace(/&#x3D;/g, '=').replace(/&#x2F;/g, '/').replace(/&#x2B;/g, '+');
+      expect(secret).toMatch(/^whsec_/);
+      receiver.verifyWith(secret!);
+      // Shown once: not on the page any more.
+      const again = await web.send('GET', page);
+      expect(again.text).not.toContain('new-secret');
+
+      await renames(t.slug, t.owner.token, 1);
+      await waitFor('the delivery', () => receiver.accepted.length === 1);
+      const [endpoint] = (await call('GET', `/api/orgs/${t.slug}/webhooks`, t.admin.token)).body as Array<{ id: string }>;
+      await waitFor('the log to say delivered', async () => (await log(t.slug, t.admin.token, endpoint!.id))[0]?.state === 'delivered');
+      const withLog = await web.send('GET', page);
+      expect(withLog.text).toMatch(/org(anization)?\.rename/);
+      const deliveryId = (await log(t.slug, t.admin.token, endpoint!.id))[0]!.id;
+      expect((await postFrom(web, page, `${page}/${endpoint!.id}/deliveries/${deliveryId}/redeliver`)).status).toBe(303);
+      await waitFor('the redelivery', () => receiver.accepted.length === 2);
+      expect(receiver.accepted[1]!.id).toBe(receiver.accepted[0]!.id);
+
+      expect((await postFrom(web, page, `${page}/${endpoint!.id}/disable`)).status).toBe(303);
+      expect((await call('GET', `/api/orgs/${t.slug}/webhooks/${endpoint!.id}`, t.admin.token)).body.disabled).toBe(true);
+      expect((await postFrom(web, page, `${page}/${endpoint!.id}/remove`)).status).toBe(303);
+      expect((await web.send('GET', page)).text).toContain('No webhooks yet.');
+    } finally {
+      await receiver.close();
+    }
   });
 });
