@@ -10,6 +10,7 @@ import { BACKCHANNEL_LOGOUT_EVENT } from '../../src/webhooks/webhook-sender.js';
 import { waitFor } from '../support/eventually.js';
 import { approve, createUser } from '../support/fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { signInAs } from '../support/web-client.js';
 
 /** A client's back-channel logout endpoint: keeps each `logout_token` POSTed to it. */
 async function startLogoutReceiver() {
@@ -91,6 +92,25 @@ describe('back-channel logout', () => {
       expect(refused).toBeInstanceOf(ApiException);
       expect((refused as ApiException).getStatus()).toBe(400);
     }
+  });
+
+  it('takes the URI on the admin’s client forms, under the same rules, and drops it when emptied', async () => {
+    const admin = await createUser(api, { role: 'admin' });
+    const web = await signInAs(api, admin.email, 'correct horse battery');
+    const register = async (form: Record<string, string>) => {
+      const page = await web.send('GET', '/admin/clients');
+      return web.send('POST', '/admin/clients', { _csrf: web.csrfFrom(page.text), scopes: 'profile', ...form });
+    };
+    const id = `form-${Date.now().toString(36)}`;
+    const refused = await register({ id, name: 'Form app', backchannel_logout_uri: 'https://169.254.169.254/logout' });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('private or link-local');
+    expect((await register({ id, name: 'Form app', backchannel_logout_uri: receiver.url })).status).toBe(303);
+    expect((await api.app.get(OAuthClientsService).find(id))?.backchannelLogoutUri).toBe(receiver.url);
+    const edit = await web.send('GET', `/admin/clients/${id}`);
+    expect(edit.text).toContain(`value="${receiver.url}"`);
+    expect((await web.send('POST', `/admin/clients/${id}`, { _csrf: web.csrfFrom(edit.text), name: 'Form app', scopes: 'profile', backchannel_logout_uri: '' })).status).toBe(303);
+    expect((await api.app.get(OAuthClientsService).find(id))?.backchannelLogoutUri).toBeNull();
   });
 
   it('sends a signed logout token when the person signs the app out (its token revoked)', async () => {
