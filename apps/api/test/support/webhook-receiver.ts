@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
 /** What the receiver does with the next request. */
-export type ReceiverMode = 'down' | 500 | 200 | { redirectTo: string };
+export type ReceiverMode = 'down' | 'hang' | 500 | 200 | { redirectTo: string };
 
 export interface ReceivedDelivery {
   id: string;
@@ -17,7 +17,7 @@ export interface ReceivedDelivery {
  * A real webhook endpoint on a loopback port that verifies every delivery with the
  * `standardwebhooks` package (the Standard Webhooks reference implementation) against each secret
  * it was given, and keeps the verified ones. `down` resets the connection (an endpoint that is not
- * there), 500 answers a server error, 200 accepts.
+ * there), `hang` never answers, 500 answers a server error, 200 accepts.
  */
 export async function startWebhookReceiver() {
   let mode: ReceiverMode = 200;
@@ -34,6 +34,7 @@ export async function startWebhookReceiver() {
       const body = Buffer.concat(chunks).toString('utf8');
       requests.push({ headers: req.headers, body });
       if (mode === 'down') return void req.socket.destroy();
+      if (mode === 'hang') return; // never answers (close() ends the connection)
       if (typeof mode === 'object') return void res.writeHead(302, { location: mode.redirectTo }).end();
       const headers = { 'webhook-id': String(req.headers['webhook-id']), 'webhook-timestamp': String(req.headers['webhook-timestamp']), 'webhook-signature': String(req.headers['webhook-signature']) };
       let payload: ReceivedDelivery['payload'] | undefined;

@@ -292,6 +292,20 @@ describe('/api/orgs/{slug}/webhooks', () => {
     }
   });
 
+  it('cuts an endpoint that does not answer within 10 seconds: a failed try, retried', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const t = await team();
+      const created = await register(t.slug, t.admin.token, receiver.url);
+      receiver.mode = 'hang';
+      await renames(t.slug, t.owner.token, 1);
+      await waitFor('the try cut', async () => /no answer within 10 s/.test((await log(t.slug, t.admin.token, created.id))[0]?.lastError ?? ''), 30_000);
+      expect((await log(t.slug, t.admin.token, created.id))[0]).toMatchObject({ state: 'pending', attempts: 1, lastStatus: null });
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('gives up after 3 days: the endpoint disabled, and enabled again it sends what waited', async () => {
     const receiver = await startWebhookReceiver();
     try {
