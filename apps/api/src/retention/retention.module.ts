@@ -1,3 +1,4 @@
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
@@ -8,7 +9,7 @@ import { RetentionService } from './retention.service.js';
 import { AccountsModule } from '../accounts/accounts.module.js';
 
 @Module({
-  imports: [ScheduleModule.forRoot(), TokensModule, RefreshTokensModule, DeviceLoginModule, WebSessionsModule, AccountsModule],
+  imports: [ScheduleModule.forRoot(), TokensModule, RefreshTokensModule, DeviceLoginModule, WebSessionsModule, AccountsModule, WebhooksModule],
   providers: [RetentionService],
 })
 export class RetentionModule {}

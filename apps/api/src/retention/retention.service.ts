@@ -9,6 +9,7 @@ import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../device-login/device-login.service.js';
 import { Mailer } from '../mail/mailer.js';
+import { WebhooksService } from '../webhooks/webhooks.service.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
 import { IDEMPOTENCY_WINDOW_HOURS, TokensService } from '../tokens/tokens.service.js';
@@ -20,6 +21,8 @@ export const TOKEN_RETENTION_DAYS = 30;
 export const SENT_MAIL_RETENTION_DAYS = 3;
 /** …and mails given up, which the admin's view lists, longer ago than this. */
 export const GIVEN_UP_MAIL_RETENTION_DAYS = 30;
+/** Webhook and back-channel logout deliveries that ended (delivered or given up) longer ago than this are deleted: the delivery log shows the month. */
+export const WEBHOOK_DELIVERY_RETENTION_DAYS = 30;
 /** Key of the advisory lock that lets one replica at a time run the purge. */
 const PURGE_LOCK = 0x70726f73; // 'pros'
 /**
@@ -69,6 +72,7 @@ export class RetentionService {
     private readonly rateLimits: RateLimits,
     private readonly accountLinks: AccountLinks,
     private readonly mailer: Mailer,
+    private readonly webhooks: WebhooksService,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })
@@ -113,6 +117,7 @@ export class RetentionService {
       [null, (tx, limit) => this.rateLimits.purgeExpired(tx, now, limit)],
       [null, (tx, limit) => this.accountLinks.purgeExpired(tx, now, limit)],
       [null, (tx, limit) => this.mailer.purgeEndedBefore(tx, mailSentBefore, mailGivenUpBefore, limit)],
+      [null, (tx, limit) => this.webhooks.purgeEndedBefore(tx, new Date(now.getTime() - WEBHOOK_DELIVERY_RETENTION_DAYS * DAY_MS), limit)],
       // Answers kept for an Idempotency-Key, once its window is over.
       [null, (tx, limit) => this.tokens.purgeIdempotentRepliesBefore(tx, new Date(now.getTime() - IDEMPOTENCY_WINDOW_HOURS * 3600 * 1000), limit)],
     ];

@@ -161,8 +161,13 @@ export class WebhookDeliveriesRepository {
     return row;
   }
 
-  /** Every logout delivery, newest first (tests and the admin's view). */
-  unfinishedCount(): Promise<Array<{ n: number }>> {
-    return this.sql.rows<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE ${UNFINISHED}`, []);
+  /** At most `limit` deliveries that ended (delivered or given up) before `before` (retention); how many. */
+  deleteEndedBefore(tx: Tx, before: Date, limit: number): Promise<number> {
+    return this.sql.count(
+      `DELETE FROM webhook_deliveries WHERE id IN (
+         SELECT id FROM webhook_deliveries WHERE delivered_at < $1 OR given_up_at < $1 LIMIT $2)`,
+      [before, limit],
+      tx,
+    );
   }
 }

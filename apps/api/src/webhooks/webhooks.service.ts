@@ -11,6 +11,7 @@ import {
 } from '@prospect/contract';
 import { badRequest, conflict, notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
+import type { Tx } from '../database/tx.js';
 import type { OrgActor } from '../organizations/organizations.service.js';
 import { EventSource } from './event-source.js';
 import { OutboundUrlRefused, OutboundUrls } from './outbound-url.js';
@@ -107,6 +108,11 @@ export class WebhooksService {
     if (!row) throw notFound('No such delivery of this webhook.');
     this.dispatcher.wake();
     return deliveryView(row);
+  }
+
+  /** Retention: deliveries that ended before `before`, at most `limit`; how many went. */
+  purgeEndedBefore(tx: Tx, before: Date, limit: number): Promise<number> {
+    return this.deliveries.deleteEndedBefore(tx, before, limit);
   }
 
   private async found(actor: OrgActor, id: string): Promise<WebhookRow> {

@@ -1,10 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import dns2 from 'dns2';
+import { RetentionService } from '../../src/retention/retention.service.js';
 import { WebhookDispatcher } from '../../src/webhooks/webhook-dispatcher.js';
 import { eventually, waitFor } from '../support/eventually.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { request } from '../support/http.js';
-import { addMember, createOrganization, personWithToken } from '../support/organization-fixtures.js';
+import { addMember, createOrganization, orgsToken, personWithToken } from '../support/organization-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { postFrom, signInAs } from '../support/web-client.js';
@@ -339,6 +340,26 @@ describe('/api/orgs/{slug}/webhooks', () => {
       expect((await call('PATCH', `/api/orgs/${t.slug}/webhooks/${created.id}`, t.admin.token, { disabled: false })).status).toBe(200);
       await waitFor('the waiting event', () => receiver.accepted.length === 1);
       expect(receiver.accepted[0]!.payload.data).toEqual({ name: 'Acme 1' });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('keeps a month of the delivery log: the hourly purge deletes deliveries that ended before', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const t = await team();
+      const created = await register(t.slug, t.admin.token, receiver.url);
+      receiver.verifyWith(created.secret);
+      await renames(t.slug, t.owner.token, 1);
+      await waitFor('delivered', async () => (await log(t.slug, t.admin.token, created.id))[0]?.state === 'delivered');
+      clock.advanceSeconds(29 * 24 * 3600);
+      await api.app.get(RetentionService).purge();
+      expect(await log(t.slug, t.admin.token, created.id)).toHaveLength(1);
+      clock.advanceSeconds(2 * 24 * 3600);
+      await api.app.get(RetentionService).purge();
+      // A new token: the first one expired with the month.
+      expect(await log(t.slug, await orgsToken(api, t.admin.id), created.id)).toEqual([]);
     } finally {
       await receiver.close();
     }
