@@ -57,37 +57,41 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     this.wakeUp?.();
   }
 
-  /** One pass over every enabled endpoint; how many deliveries it wrote (tests call it to not wait for the poll). */
+  /** One pass over every enabled endpoint; how many events it read (tests call it to not wait for the poll). */
   async dispatchOnce(): Promise<number> {
+    let read = 0;
     let written = 0;
     for (const id of await this.webhooks.enabledIds()) {
       if (this.stopping) break;
-      written += await this.uow.run(async (tx) => {
+      const [seen, wrote] = await this.uow.run(async (tx): Promise<[number, number]> => {
         const endpoint = await this.webhooks.lockForDispatch(tx, id);
-        if (!endpoint) return 0;
+        if (!endpoint) return [0, 0];
         const page = await this.source.after(endpoint.organizationId, endpoint.cursor, PAGE);
-        if (page.next === endpoint.cursor) return 0;
+        if (page.next === endpoint.cursor) return [0, 0];
         const wanted = page.events.filter((event) => !endpoint.types.length || endpoint.types.includes(event.type));
         await this.deliveries.insertEvents(tx, endpoint.id, wanted.map((event) => ({ id: event.id, type: event.type, body: JSON.stringify(event) })), this.clock.now());
         await this.webhooks.moveCursor(tx, endpoint.id, page.next);
-        return wanted.length;
+        return [page.events.length, wanted.length];
       });
+      read += seen;
+      written += wrote;
     }
     if (written) this.sender.wake();
-    return written;
+    return read;
   }
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
       this.wokenMeanwhile = false;
-      let written = 0;
+      let read = 0;
       try {
-        written = await this.dispatchOnce();
+        // Events read: there may be more after them, so look again at once.
+        read = await this.dispatchOnce();
       } catch (err) {
         if (isDatabaseUnavailable(err)) this.availability.report(err);
         else this.logger.warn(`could not dispatch events to webhooks: ${(err as Error).message}`);
       }
-      if (!written) await this.nap();
+      if (!read) await this.nap();
     }
   }
 
