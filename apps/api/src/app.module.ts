@@ -22,6 +22,7 @@ import { WebModule } from './web/web.module.js';
 import { FederationModule } from './federation/federation.module.js';
 import { OrganizationsModule } from './organizations/organizations.module.js';
 import { EventsModule } from './events/events.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 export interface AppModuleOptions {
   /** The environment to configure from (validated by AppConfigModule): process.env, or a test's own. */
@@ -53,6 +54,7 @@ export class AppModule {
         AuthModule,
         OrganizationsModule,
         ServiceAccountsModule,
+        WebhooksModule,
         TokensModule,
         RefreshTokensModule,
         DeviceLoginModule,

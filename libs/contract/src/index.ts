@@ -7,3 +7,4 @@ export * from './identity-providers.js';
 export * from './organizations.js';
 export * from './events.js';
 export * from './service-accounts.js';
+export * from './webhooks.js';

@@ -228,6 +228,9 @@ export const OpenIdConfigurationSchema = z.object({
   claims_parameter_supported: z.boolean(),
   request_parameter_supported: z.boolean(),
   request_uri_parameter_supported: z.boolean(),
+  /** OpenID Connect Back-Channel Logout 1.0: logout tokens are sent, and whether they carry `sid`. */
+  backchannel_logout_supported: z.boolean(),
+  backchannel_logout_session_supported: z.boolean(),
 });
 export type OpenIdConfiguration = z.infer<typeof OpenIdConfigurationSchema>;
 

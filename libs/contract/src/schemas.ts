@@ -186,6 +186,10 @@ export const MAX_CLIENT_URIS = 10;
 
 const redirectUri = z.string().check(z.refine((uri) => redirectUriProblem(uri) === undefined, { error: (issue) => `${String(issue.input)} ${redirectUriProblem(String(issue.input))}` }));
 const allowedOrigin = z.string().check(z.refine((origin) => originProblem(origin) === undefined, { error: (issue) => `${String(issue.input)} ${originProblem(String(issue.input))}` }));
+const backchannelLogoutUri = z.string().check(
+  z.maxLength(2000),
+  z.refine((value) => URL.canParse(value) && ['https:', 'http:'].includes(new URL(value).protocol) && !new URL(value).hash, 'must be an https:// URL without a fragment'),
+);
 const redirectUris = () => z.array(redirectUri).check(z.maxLength(MAX_CLIENT_URIS));
 const allowedOrigins = () => z.array(allowedOrigin).check(z.maxLength(MAX_CLIENT_URIS));
 
@@ -204,6 +208,8 @@ export const AdminClientSchema = z.object({
   redirectUris: z.array(z.string()),
   /** The browser origins that may call the token, revocation and userinfo endpoints for it (CORS). */
   allowedOrigins: z.array(z.string()),
+  /** Where its back-channel logout tokens go (OpenID Connect Back-Channel Logout 1.0) when a grant of it ends; null: none. */
+  backchannelLogoutUri: z.optional(z.nullable(z.string())),
   /** A confidential client's secret: in the answer that made it (registration, a new secret), and never again. */
   clientSecret: z.optional(z.string()),
 });
@@ -220,6 +226,8 @@ export const RegisterClientRequestSchema = z.strictObject({
   type: z.optional(z.enum(CLIENT_TYPES)),
   redirectUris: z.optional(redirectUris()),
   allowedOrigins: z.optional(allowedOrigins()),
+  /** https (http on loopback with WEBHOOKS_ALLOW_INSECURE_URLS), no private address: the webhook URL rules. */
+  backchannelLogoutUri: z.optional(z.nullable(backchannelLogoutUri)),
 });
 export type RegisterClientRequest = z.infer<typeof RegisterClientRequestSchema>;
 
@@ -231,8 +239,10 @@ export const UpdateClientRequestSchema = z
     redirectUris: z.optional(redirectUris()),
     allowedOrigins: z.optional(allowedOrigins()),
     disabled: z.optional(z.boolean()),
+    /** null: no more logout tokens. */
+    backchannelLogoutUri: z.optional(z.nullable(backchannelLogoutUri)),
   })
-  .check(z.refine((body) => Object.keys(body).length > 0, 'must change something: name, allowedScopes, redirectUris, allowedOrigins or disabled'));
+  .check(z.refine((body) => Object.keys(body).length > 0, 'must change something: name, allowedScopes, redirectUris, allowedOrigins, backchannelLogoutUri or disabled'));
 export type UpdateClientRequest = z.infer<typeof UpdateClientRequestSchema>;
 
 /** POST /api/admin/clients/{id}/secret: a confidential client's new secret, returned once; the old one stops working. */

@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { EventsModule } from '../events/events.module.js';
+import { AdminEventsController } from './admin-events.controller.js';
 import { AccountsModule } from '../accounts/accounts.module.js';
 import { OAuthModule } from '../oauth/oauth.module.js';
 import { RateLimitsModule } from '../rate-limits/rate-limits.module.js';
@@ -15,8 +17,8 @@ import { IdentityProvidersController } from './identity-providers.controller.js'
 
 /** What administrators do: the JSON API (bearer token of an admin); the pages (web/) use the same services. */
 @Module({
-  imports: [UsersModule, OAuthModule, TokensModule, WebSessionsModule, AccountsModule, RateLimitsModule],
-  controllers: [SignInBlocksController, OAuthClientsController, AdminUsersController, AdminMailController, IdentityProvidersController],
+  imports: [EventsModule, UsersModule, OAuthModule, TokensModule, WebSessionsModule, AccountsModule, RateLimitsModule],
+  controllers: [SignInBlocksController, OAuthClientsController, AdminUsersController, AdminMailController, IdentityProvidersController, AdminEventsController],
   providers: [SignInBlocksService, AdminUsersService],
   exports: [AdminUsersService],
 })

@@ -30,6 +30,7 @@ const toAdminClient = (client: OAuthClient, clientSecret?: string): AdminClient 
   type: client.type,
   redirectUris: client.redirectUris,
   allowedOrigins: client.allowedOrigins,
+  backchannelLogoutUri: client.backchannelLogoutUri ?? null,
   ...(clientSecret ? { clientSecret } : {}),
 });
 

@@ -163,4 +163,11 @@ export const SETTINGS = {
    * comma-separated IP addresses with optional ports; unset, the system's (/etc/resolv.conf).
    */
   dnsServers: setting('DNS_SERVERS', dnsServers.optional()),
+  /** The first retry of a failed webhook or back-channel logout delivery, doubling (with jitter) at each failure, for up to 3 days (issue #46). */
+  webhookRetryBaseSeconds: setting('WEBHOOK_RETRY_BASE_SECONDS', seconds(30)),
+  /**
+   * Whether a webhook or back-channel logout URL may be `http:` on loopback (development and tests);
+   * off, only `https:` to a public address. Private and link-local addresses stay refused either way.
+   */
+  webhooksAllowInsecureUrls: setting('WEBHOOKS_ALLOW_INSECURE_URLS', booleanFlag.default(false)),
 };

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { OrganizationsModule } from '../organizations/organizations.module.js';
-import { AdminEventsController, OrganizationEventsController } from './events.controller.js';
+import { OrganizationEventsController } from './events.controller.js';
 import { EventsRepository } from './events.repository.js';
 import { EventsService } from './events.service.js';
 
@@ -13,7 +13,7 @@ import { EventsService } from './events.service.js';
  */
 @Module({
   imports: [OrganizationsModule],
-  controllers: [OrganizationEventsController, AdminEventsController],
+  controllers: [OrganizationEventsController],
   providers: [EventsService, EventsRepository],
   exports: [EventsService],
 })

@@ -58,4 +58,15 @@ export class EventsRepository {
       [after.xid.toString(), after.id.toString(), types, limit, organizationId],
     );
   }
+
+  /** The position of the organization's last settled event (the end of its stream now); undefined when it has none. */
+  async organizationHead(organizationId: string): Promise<StreamPosition | undefined> {
+    const [row] = await this.sql.rows<{ xid: string; id: string }>(
+      `SELECT e.writer_xid::text AS xid, e.id::text AS id FROM auth_events e
+        WHERE e.organization_id = $1 AND e.writer_xid < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY e.writer_xid DESC, e.id DESC LIMIT 1`,
+      [organizationId],
+    );
+    return row && { xid: BigInt(row.xid), id: BigInt(row.id) };
+  }
 }

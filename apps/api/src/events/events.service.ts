@@ -36,6 +36,11 @@ export class EventsService {
     return this.page(after, (types) => this.events.organizationPage(organizationId, after, types, limit), types);
   }
 
+  /** The cursor at the end of the organization's stream now: what follows it is what a webhook made now delivers. */
+  async organizationHead(organizationId: string): Promise<string> {
+    return eventId((await this.events.organizationHead(organizationId)) ?? STREAM_START);
+  }
+
   private async page(after: StreamPosition, read: (types: AuthEventType[] | null) => Promise<StreamRow[]>, types: EventType[] | null): Promise<EventPage> {
     const rows = await read(types && types.flatMap((type) => INTERNAL_TYPES_OF.get(type) ?? []));
     const events = rows.map(toEvent);

@@ -1,9 +1,10 @@
 import { lookup as systemLookup } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { Injectable } from '@nestjs/common';
 import type * as oidc from 'openid-client';
+import { addressKind } from '../common/outbound-address.js';
 import { AppConfig } from '../config/app-config.js';
 
 /**
@@ -28,36 +29,7 @@ import { AppConfig } from '../config/app-config.js';
 /** Why a provider's address was refused before any connection was made: a sentence for the administrator. */
 export class ProviderAddressRefused extends Error {}
 
-/** How an address is treated. */
-export type AddressKind = 'loopback' | 'private' | 'public';
-
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-
-const PRIVATE = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this network": 0.0.0.0 connects to the host itself
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT (RFC 6598)
-  ['169.254.0.0', 16], // link-local, the cloud metadata services among them
-  ['172.16.0.0', 12],
-  ['192.168.0.0', 16],
-] as const) {
-  PRIVATE.addSubnet(network, prefix, 'ipv4');
-}
-PRIVATE.addAddress('::', 'ipv6');
-PRIVATE.addSubnet('fc00::', 7, 'ipv6'); // unique local
-PRIVATE.addSubnet('fe80::', 10, 'ipv6'); // link-local
-
-/** Whether `address` (an IP literal, without brackets) is loopback, private or link-local, or public. */
-export function addressKind(address: string): AddressKind {
-  const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
-  // BlockList checks an IPv4-mapped IPv6 address (::ffff:10.0.0.1) against the IPv4 rules too.
-  if (LOOPBACK.check(address, family)) return 'loopback';
-  if (PRIVATE.check(address, family)) return 'private';
-  return 'public';
-}
+export { type AddressKind, addressKind } from '../common/outbound-address.js';
 
 /** Every address a host name resolves to (the system's resolver, as a connection would use it). */
 export type Resolve = (hostname: string) => Promise<Array<{ address: string; family: number }>>;

@@ -47,4 +47,8 @@ export class OAuthClient {
   /** Browser origins that may call the token, revocation and userinfo endpoints for it (CORS). */
   @Column({ name: 'allowed_origins', type: 'text', array: true, default: '{}' })
   allowedOrigins!: string[];
+
+  /** Where its back-channel logout tokens go when a grant of it ends (issue #46); null: none. */
+  @Column({ name: 'backchannel_logout_uri', type: 'text', nullable: true })
+  backchannelLogoutUri!: string | null;
 }

@@ -8,7 +8,7 @@ const isClientId = (id: string) => ClientIdSchema.safeParse(id).success;
 
 /** A client's columns as the OAuthClient entity names them, its secret's hash left out (selected only where it is checked). */
 const CLIENT_COLUMNS = `id, name, allowed_scopes AS "allowedScopes", built_in AS "builtIn", created_by_user_id AS "createdByUserId", created_at AS "createdAt",
-  disabled_at AS "disabledAt", type, redirect_uris AS "redirectUris", allowed_origins AS "allowedOrigins"`;
+  disabled_at AS "disabledAt", type, redirect_uris AS "redirectUris", allowed_origins AS "allowedOrigins", backchannel_logout_uri AS "backchannelLogoutUri"`;
 
 /** Every statement on `oauth_clients` (Sql). */
 @Injectable()
@@ -41,6 +41,10 @@ export class OAuthClientsRepository {
   }
 
   /** A client's name, scopes, redirect URIs and origins, in `tx`. */
+  async setBackchannelLogoutUri(tx: Tx, id: string, uri: string | null): Promise<void> {
+    await this.sql.rows(`UPDATE oauth_clients SET backchannel_logout_uri = $2 WHERE id = $1`, [id, uri], tx);
+  }
+
   async updateSettings(tx: Tx, id: string, settings: Pick<OAuthClient, 'name' | 'allowedScopes' | 'redirectUris' | 'allowedOrigins'>): Promise<void> {
     await this.sql.rows(
       `UPDATE oauth_clients SET name = $2, allowed_scopes = $3, redirect_uris = $4, allowed_origins = $5 WHERE id = $1`,

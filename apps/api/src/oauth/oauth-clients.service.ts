@@ -12,6 +12,7 @@ import type { OAuthClient } from './oauth-client.entity.js';
 import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { OutboundUrlRefused, OutboundUrls } from '../webhooks/outbound-url.js';
 
 /** What registering a client asks for: who it is, what it may ask for, and how it signs people in. */
 export interface NewClient {
@@ -21,6 +22,7 @@ export interface NewClient {
   type?: ClientType;
   redirectUris?: readonly string[];
   allowedOrigins?: readonly string[];
+  backchannelLogoutUri?: string | null;
 }
 
 /** What an admin may change of a client. */
@@ -30,6 +32,7 @@ export interface ClientChanges {
   redirectUris?: readonly string[];
   allowedOrigins?: readonly string[];
   disabled?: boolean;
+  backchannelLogoutUri?: string | null;
 }
 
 /**
@@ -56,7 +59,19 @@ export class OAuthClientsService {
     private readonly clock: Clock,
     private readonly audit: AuditService,
     private readonly codes: AuthorizationCodesRepository,
+    private readonly outboundUrls: OutboundUrls,
   ) {}
+
+  /** A back-channel logout URI under the webhook URL rules (issue #46): 400 naming what is wrong. */
+  private async vetLogoutUri(uri: string): Promise<string> {
+    try {
+      await this.outboundUrls.vet(uri);
+    } catch (err) {
+      if (err instanceof OutboundUrlRefused) throw badRequest(`backchannelLogoutUri: ${err.message}`);
+      throw err;
+    }
+    return uri;
+  }
 
   find(id: string): Promise<OAuthClient | null> {
     return this.clients.findById(id);
@@ -94,6 +109,7 @@ export class OAuthClientsService {
     const allowedScopes = input.allowedScopes.join(' ');
     const type = input.type ?? 'public';
     const clientSecret = type === 'confidential' ? generateSecret(CLIENT_SECRET_PREFIX) : undefined;
+    const backchannelLogoutUri = input.backchannelLogoutUri ? await this.vetLogoutUri(input.backchannelLogoutUri) : null;
     try {
       return await this.uow.run(async (tx) => {
         const client: OAuthClient = {
@@ -107,8 +123,10 @@ export class OAuthClientsService {
           type,
           redirectUris,
           allowedOrigins,
+          backchannelLogoutUri,
         };
         await this.clients.insert(tx, { ...client, secretHash: clientSecret ? sha256(clientSecret) : null });
+        if (backchannelLogoutUri) await this.clients.setBackchannelLogoutUri(tx, input.id, backchannelLogoutUri);
         await this.audit.record(
           'oauth.client_register',
           { userId: adminId, ip, detail: { clientId: input.id, allowedScopes, type, redirectUris: redirectUris.join(' '), allowedOrigins: allowedOrigins.join(' ') } },
@@ -147,9 +165,15 @@ export class OAuthClientsService {
    * @returns the client as it is now and how many access tokens were revoked.
    * @throws ApiException 404 for an unknown client, 400 for a change the built-in client does not take.
    */
-  change(id: string, changes: ClientChanges, adminId: string, ip: string | null): Promise<{ client: OAuthClient; revoked: number }> {
+  async change(id: string, changes: ClientChanges, adminId: string, ip: string | null): Promise<{ client: OAuthClient; revoked: number }> {
+    const logoutUri = changes.backchannelLogoutUri ? await this.vetLogoutUri(changes.backchannelLogoutUri) : changes.backchannelLogoutUri;
     return this.uow.run(async (tx) => {
       let client = await this.existing(tx, id);
+      if (logoutUri !== undefined && logoutUri !== client.backchannelLogoutUri) {
+        await this.clients.setBackchannelLogoutUri(tx, id, logoutUri);
+        await this.audit.record('oauth.client_update', { userId: adminId, ip, detail: { clientId: id, backchannelLogoutUri: logoutUri } }, tx);
+        client = { ...client, backchannelLogoutUri: logoutUri };
+      }
       const { name, allowedScopes, redirectUris, allowedOrigins } = changes;
       if (name !== undefined || allowedScopes !== undefined || redirectUris !== undefined || allowedOrigins !== undefined) {
         if (allowedScopes && client.builtIn) throw badRequest(`The scopes of ${id} are built in: it signs the CLI in, with everything the CLI does.`);

@@ -1,6 +1,7 @@
 import { ServiceAccountsModule } from '../service-accounts/service-accounts.module.js';
 import { Injectable, type MiddlewareConsumer, Module, type NestMiddleware, type NestModule, RequestMethod } from '@nestjs/common';
 import { ERROR_CODES } from '@prospect/contract';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { ApiException } from '../common/api-exception.js';
 import { BODY_LIMIT } from '../common/body-limit.js';
@@ -53,7 +54,7 @@ class OAuthFormMiddleware implements NestMiddleware {
  * (web/oauth/consent-page.controller.ts) and uses AuthorizationService.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule, UsersModule, OrganizationsModule, ServiceAccountsModule],
+  imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule, UsersModule, OrganizationsModule, ServiceAccountsModule, WebhooksModule],
   controllers: [OAuthController],
   providers: [
     OAuthService,

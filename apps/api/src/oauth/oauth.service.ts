@@ -136,6 +136,9 @@ export class OAuthService {
       claims_parameter_supported: false,
       request_parameter_supported: false,
       request_uri_parameter_supported: false,
+      // Back-Channel Logout 1.0 (issue #46): a grant carries no session id, so logout tokens name the person (`sub`) only.
+      backchannel_logout_supported: true,
+      backchannel_logout_session_supported: false,
     };
   }
 

@@ -1,4 +1,5 @@
 import { ServiceAccountsModule } from '../service-accounts/service-accounts.module.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
@@ -10,7 +11,7 @@ import { AccountsModule } from '../accounts/accounts.module.js';
 import { OrganizationsModule } from '../organizations/organizations.module.js';
 
 @Module({
-  imports: [ScheduleModule.forRoot(), TokensModule, RefreshTokensModule, DeviceLoginModule, WebSessionsModule, AccountsModule, OrganizationsModule, ServiceAccountsModule],
+  imports: [ScheduleModule.forRoot(), TokensModule, RefreshTokensModule, DeviceLoginModule, WebSessionsModule, AccountsModule, OrganizationsModule, ServiceAccountsModule, WebhooksModule],
   providers: [RetentionService],
 })
 export class RetentionModule {}

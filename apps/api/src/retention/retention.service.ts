@@ -11,6 +11,7 @@ import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../device-login/device
 import { Mailer } from '../mail/mailer.js';
 import { OrganizationDomainsService } from '../organizations/organization-domains.service.js';
 import { OrganizationInvitationsService } from '../organizations/organization-invitations.service.js';
+import { WebhooksService } from '../webhooks/webhooks.service.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { RefreshTokensService } from '../refresh-tokens/refresh-tokens.service.js';
 import { IDEMPOTENCY_WINDOW_HOURS, TokensService } from '../tokens/tokens.service.js';
@@ -29,6 +30,8 @@ export const GIVEN_UP_MAIL_RETENTION_DAYS = 30;
  * a link's page says why it ended, and the admins see the request as no longer valid.
  */
 export const ORG_INVITATION_RETENTION_DAYS = 30;
+/** Webhook and back-channel logout deliveries that ended (delivered or given up) longer ago than this are deleted: the delivery log shows the month. */
+export const WEBHOOK_DELIVERY_RETENTION_DAYS = 30;
 /** Key of the advisory lock that lets one replica at a time run the purge. */
 const PURGE_LOCK = 0x70726f73; // 'pros'
 /**
@@ -82,6 +85,7 @@ export class RetentionService {
     private readonly orgInvitations: OrganizationInvitationsService,
     private readonly orgDomains: OrganizationDomainsService,
     private readonly serviceAccounts: ServiceAccountsService,
+    private readonly webhooks: WebhooksService,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })
@@ -127,6 +131,7 @@ export class RetentionService {
       [null, (tx, limit) => this.rateLimits.purgeExpired(tx, now, limit)],
       [null, (tx, limit) => this.accountLinks.purgeExpired(tx, now, limit)],
       [null, (tx, limit) => this.mailer.purgeEndedBefore(tx, mailSentBefore, mailGivenUpBefore, limit)],
+      [null, (tx, limit) => this.webhooks.purgeEndedBefore(tx, new Date(now.getTime() - WEBHOOK_DELIVERY_RETENTION_DAYS * DAY_MS), limit)],
       // Answers kept for an Idempotency-Key, once its window is over.
       [null, (tx, limit) => this.tokens.purgeIdempotentRepliesBefore(tx, new Date(now.getTime() - IDEMPOTENCY_WINDOW_HOURS * 3600 * 1000), limit)],
       [null, (tx, limit) => this.orgInvitations.purgeEndedBefore(tx, orgInvitationsBefore, limit)],

@@ -16,6 +16,13 @@ export interface UncollectedApprovals {
 }
 
 /**
+ * Whoever must hear, in the revoking transaction, that grants (families) ended: webhooks/ writes a
+ * back-channel logout token for each grant's client that asked for one (issue #46), so it goes if
+ * and only if the revocation commits.
+ */
+export type GrantsEndedListener = (tx: Tx, deviceLoginIds: readonly string[], now: Date) => Promise<void>;
+
+/**
  * The rows a family's revocation ends beyond access tokens, written by the modules that own them:
  * refresh-tokens/ and device-login/ sit above tokens/ (they use it), so they attach their part here
  * when they are made, as auth/ subscribes to TokenRevocations, and tokens/ imports neither. A
@@ -25,6 +32,7 @@ export interface UncollectedApprovals {
 export class FamilyMembers {
   private refresh?: RefreshTokenRevoker;
   private approvals?: UncollectedApprovals;
+  private readonly grantsEndedListeners: GrantsEndedListener[] = [];
 
   attachRefreshTokens(revoker: RefreshTokenRevoker): void {
     this.refresh = revoker;
@@ -32,6 +40,16 @@ export class FamilyMembers {
 
   attachUncollectedApprovals(approvals: UncollectedApprovals): void {
     this.approvals = approvals;
+  }
+
+  onGrantsEnded(listener: GrantsEndedListener): void {
+    this.grantsEndedListeners.push(listener);
+  }
+
+  /** Tells every listener, in `tx`, that these grants ended. */
+  async grantsEnded(tx: Tx, deviceLoginIds: readonly string[], now: Date): Promise<void> {
+    if (!deviceLoginIds.length) return;
+    for (const listener of this.grantsEndedListeners) await listener(tx, deviceLoginIds, now);
   }
 
   get refreshTokens(): RefreshTokenRevoker {

@@ -67,6 +67,8 @@ export class TokenRevoker {
     const access = await this.trees.revokeFamilyAccess(tx, deviceLoginId, now, ip ?? null);
     const refreshTokens = await this.families.refreshTokens.revokeOfFamily(tx, deviceLoginId, now);
     if (!access) return 0; // no such family: nothing descends from it
+    // Only a grant that was still live ends now (a second revocation tells nobody again).
+    if (access.ids.length || refreshTokens) await this.families.grantsEnded(tx, [deviceLoginId], now);
     await this.audit.record(
       'token.revoke_family',
       {
@@ -122,6 +124,7 @@ export class TokenRevoker {
     const refreshed = await this.families.refreshTokens.revokeAllOfUser(tx, userId, now);
     await this.families.uncollectedApprovals.cancelApprovedBy(tx, userId);
     const sessions = [...new Set([...access.sessions, ...refreshed])];
+    await this.families.grantsEnded(tx, sessions, now);
     await this.audit.recordEach(
       'token.revoke_family',
       sessions.map((deviceLoginId) => ({ userId, ip, detail: { deviceLoginId, reason: 'signed out everywhere' }, at: now })),

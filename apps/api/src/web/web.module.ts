@@ -43,16 +43,18 @@ import { OrgPagesController } from './orgs/org-pages.controller.js';
 import { OrgDomainsPageController } from './orgs/org-domains-page.controller.js';
 import { OrgServiceAccountsPageController } from './orgs/org-service-accounts-page.controller.js';
 import { ServiceAccountsModule } from '../service-accounts/service-accounts.module.js';
+import { OrgWebhooksPageController } from './orgs/org-webhooks-page.controller.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
 
 /** Server-rendered pages: sign-up, sign-in, mailed links, device approval, CLI tokens, the account, people and OAuth clients (admins). */
 @Module({
-  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule, OrganizationsModule, ServiceAccountsModule],
+  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule, OrganizationsModule, ServiceAccountsModule, WebhooksModule],
   controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController,
     AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
     AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController,
-    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgDomainsPageController, OrgServiceAccountsPageController],
+    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgDomainsPageController, OrgServiceAccountsPageController, OrgWebhooksPageController],
   providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })

@@ -76,6 +76,8 @@ describe('/api/admin/clients', () => {
       type: 'public',
       redirectUris: [],
       allowedOrigins: [],
+      // Issue #46: no back-channel logout unless registered.
+      backchannelLogoutUri: null,
     });
     expect((await call('POST', CLIENTS, { id: 'acme-sync', name: 'Again', allowedScopes: ['profile'] })).status).toBe(409);
     for (const body of [

@@ -31,6 +31,8 @@ const EVERY_TABLE = [
   'totp_factors',
   'users',
   'web_sessions',
+  'webhook_deliveries',
+  'webhooks',
 ];
 
 describe('migrations', () => {

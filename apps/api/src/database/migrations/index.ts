@@ -35,6 +35,7 @@ import { Organizations1795400000038 } from './1795400000038-organizations.js';
 import { OrganizationJoinRequests1795400000040 } from './1795400000040-organization-join-requests.js';
 import { EventStream1795400000041 } from './1795400000041-event-stream.js';
 import { ServiceAccounts1795400000042 } from './1795400000042-service-accounts.js';
+import { Webhooks1795400000043 } from './1795400000043-webhooks.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -70,4 +71,5 @@ export const MIGRATIONS = [
   OrganizationJoinRequests1795400000040,
   EventStream1795400000041,
   ServiceAccounts1795400000042,
+  Webhooks1795400000043,
 ];

@@ -140,6 +140,7 @@ export class AdminClientPageController {
       scopeChoices: scopeChoices(notice.typed?.scopes ?? allowed),
       redirectUris: notice.typed?.redirectUris ?? client.redirectUris.join('\n'),
       allowedOrigins: notice.typed?.allowedOrigins ?? client.allowedOrigins.join('\n'),
+      backchannelLogoutUri: notice.typed?.backchannelLogoutUri ?? client.backchannelLogoutUri ?? '',
       confidential: client.type === 'confidential',
       clientSecret: notice.clientSecret,
       maxNameLength: MAX_CLIENT_NAME_LENGTH,

@@ -14,6 +14,8 @@ export interface ClientForm {
   /** One per line, as typed. */
   redirectUris: string;
   allowedOrigins: string;
+  /** Where logout tokens go (issue #46); empty: none. */
+  backchannelLogoutUri: string;
 }
 
 export function readClientForm(req: Request): ClientForm {
@@ -24,6 +26,7 @@ export function readClientForm(req: Request): ClientForm {
     type: field(req, 'type') || 'public',
     redirectUris: field(req, 'redirect_uris'),
     allowedOrigins: field(req, 'allowed_origins'),
+    backchannelLogoutUri: field(req, 'backchannel_logout_uri').trim(),
   };
 }
 
@@ -33,7 +36,10 @@ const lines = (text: string) => text.split(/\r?\n/).map((line) => line.trim()).f
  * The redirect URIs and allowed origins of a client form (one per line), checked as the admin API
  * checks them (the contract's rules): what to store, or the sentence that says what is wrong.
  */
-export function checkUrisAndOrigins(form: ClientForm, allowedScopes: readonly string[]): { redirectUris: string[]; allowedOrigins: string[] } | { error: string } {
+export function checkUrisAndOrigins(
+  form: ClientForm,
+  allowedScopes: readonly string[],
+): { redirectUris: string[]; allowedOrigins: string[]; backchannelLogoutUri: string | null } | { error: string } {
   const redirectUris = lines(form.redirectUris);
   const allowedOrigins = lines(form.allowedOrigins);
   if (redirectUris.length > MAX_CLIENT_URIS || allowedOrigins.length > MAX_CLIENT_URIS) return { error: `A client has at most ${MAX_CLIENT_URIS} redirect URIs and ${MAX_CLIENT_URIS} allowed origins.` };
@@ -48,7 +54,8 @@ export function checkUrisAndOrigins(form: ClientForm, allowedScopes: readonly st
   if (redirectUris.length && allowedScopes.includes('admin')) {
     return { error: 'A client with redirect URIs cannot be allowed “admin”: the authorization code flow never grants administration (a device login asks for it, approved in sudo mode).' };
   }
-  return { redirectUris, allowedOrigins };
+  // Its address rules (https, no private address) are the service's, which resolves the host.
+  return { redirectUris, allowedOrigins, backchannelLogoutUri: form.backchannelLogoutUri || null };
 }
 
 /** The type a registration form chose. */

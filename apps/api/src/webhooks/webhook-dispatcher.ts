@@ -1,0 +1,110 @@
+import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { Clock } from '../common/clock.js';
+import { DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { EventSource } from './event-source.js';
+import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import { WebhookSender } from './webhook-sender.js';
+import { WebhooksRepository } from './webhooks.repository.js';
+
+/** How often a replica looks for new events when nothing woke it. */
+export const DISPATCH_POLL_MS = 1_000;
+/** Events read per endpoint per turn. */
+const PAGE = 100;
+
+/**
+ * Turns an organization's events into deliveries of its endpoints, on every replica: for each
+ * enabled endpoint, under its row's lock (FOR UPDATE SKIP LOCKED: another replica dispatching it
+ * now is left to it), the events after its cursor are read from the EventSource, those of its
+ * types written as deliveries in order, and the cursor moved past them, in one transaction. A
+ * crash between reading and committing leaves the cursor where it was, and the unique (endpoint,
+ * event) index keeps a second dispatch from writing an event twice. WebhookSender sends them.
+ */
+@Injectable()
+export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Webhooks');
+  private running?: Promise<void>;
+  private stopping = false;
+  private wakeUp?: () => void;
+  private wokenMeanwhile = false;
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly webhooks: WebhooksRepository,
+    private readonly deliveries: WebhookDeliveriesRepository,
+    private readonly source: EventSource,
+    private readonly sender: WebhookSender,
+    private readonly clock: Clock,
+    private readonly availability: DatabaseAvailability,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    // Only the serving application dispatches (a one-off command builds the same modules without a server).
+    if (!this.adapterHost.httpAdapter) return;
+    this.running = this.loop();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    await this.running;
+  }
+
+  wake(): void {
+    this.wokenMeanwhile = true;
+    this.wakeUp?.();
+  }
+
+  /** One pass over every enabled endpoint; how many events it read (tests call it to not wait for the poll). */
+  async dispatchOnce(): Promise<number> {
+    let read = 0;
+    let written = 0;
+    for (const id of await this.webhooks.enabledIds()) {
+      if (this.stopping) break;
+      const [seen, wrote] = await this.uow.run(async (tx): Promise<[number, number]> => {
+        const endpoint = await this.webhooks.lockForDispatch(tx, id);
+        if (!endpoint) return [0, 0];
+        const page = await this.source.after(endpoint.organizationId, endpoint.cursor, PAGE);
+        if (page.next === endpoint.cursor) return [0, 0];
+        const wanted = page.events.filter((event) => !endpoint.types.length || endpoint.types.includes(event.type));
+        await this.deliveries.insertEvents(tx, endpoint.id, wanted.map((event) => ({ id: event.id, type: event.type, body: JSON.stringify(event) })), this.clock.now());
+        await this.webhooks.moveCursor(tx, endpoint.id, page.next);
+        return [page.events.length, wanted.length];
+      });
+      read += seen;
+      written += wrote;
+    }
+    if (written) this.sender.wake();
+    return read;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      this.wokenMeanwhile = false;
+      let read = 0;
+      try {
+        // Events read: there may be more after them, so look again at once.
+        read = await this.dispatchOnce();
+      } catch (err) {
+        if (isDatabaseUnavailable(err)) this.availability.report(err);
+        else this.logger.warn(`could not dispatch events to webhooks: ${(err as Error).message}`);
+      }
+      if (!read) await this.nap();
+    }
+  }
+
+  private nap(): Promise<void> {
+    if (this.wokenMeanwhile || this.stopping) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, DISPATCH_POLL_MS);
+      this.wakeUp = done;
+    });
+  }
+}
