@@ -39,6 +39,7 @@ import { OrganizationsModule } from '../organizations/organizations.module.js';
 import { OrgIdentityProvidersPageController } from './orgs/org-identity-providers-page.controller.js';
 import { OrgInvitationPageController } from './orgs/org-invitation-page.controller.js';
 import { OrgInvitationsPageController } from './orgs/org-invitations-page.controller.js';
+import { OrgAdminPages } from './orgs/org-admin-pages.js';
 import { OrgPagesController } from './orgs/org-pages.controller.js';
 import { OrgDomainsPageController } from './orgs/org-domains-page.controller.js';
 import { OrgServiceAccountsPageController } from './orgs/org-service-accounts-page.controller.js';
@@ -55,7 +56,7 @@ import { WebhooksModule } from '../webhooks/webhooks.module.js';
     ConsentPageController,
     AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController,
     OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgDomainsPageController, OrgServiceAccountsPageController, OrgWebhooksPageController],
-  providers: [LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
+  providers: [OrgAdminPages, LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })
 export class WebModule implements NestModule {

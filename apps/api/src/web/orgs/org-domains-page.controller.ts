@@ -1,14 +1,15 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { AddDomainRequestSchema, JOIN_POLICIES, type JoinPolicy, roleAtLeast, UpdateDomainRequestSchema, utcMinute } from '@prospect/contract';
+import { AddDomainRequestSchema, JOIN_POLICIES, type JoinPolicy, UpdateDomainRequestSchema, utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/public.decorator.js';
 import { ApiException } from '../../common/api-exception.js';
 import { OrganizationDomainsService } from '../../organizations/organization-domains.service.js';
-import { ORG_PAGE_PREFIX, type OrgActor, OrganizationsService } from '../../organizations/organizations.service.js';
+import { ORG_PAGE_PREFIX, type OrgActor } from '../../organizations/organizations.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+import { OrgAdminPages, orgTabs } from './org-admin-pages.js';
 
 const uuid = new ParseUUIDPipe();
 
@@ -40,21 +41,21 @@ const DONE: Record<string, string> = {
 @Controller(`${ORG_PAGE_PREFIX.slice(1)}/:slug/domains`)
 export class OrgDomainsPageController {
   constructor(
-    private readonly organizations: OrganizationsService,
+    private readonly adminPages: OrgAdminPages,
     private readonly domains: OrganizationDomainsService,
     private readonly csrf: CsrfService,
   ) {}
 
   @Get()
   async page(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its domains');
     if (actor) await this.render(req, res, actor, 200, undefined);
   }
 
   @Post()
   @UseGuards(CsrfGuard)
   async add(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its domains');
     if (!actor) return;
     const input = AddDomainRequestSchema.safeParse({ domain: field(req, 'domain') });
     if (!input.success) return this.render(req, res, actor, 400, 'The domain must be a domain such as example.com.');
@@ -64,14 +65,14 @@ export class OrgDomainsPageController {
   @Post(':domain/verify')
   @UseGuards(CsrfGuard)
   async verify(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('domain') domain: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its domains');
     if (actor) await this.act(req, res, actor, 'verified', domain, () => this.domains.verify(actor, domain));
   }
 
   @Post(':domain')
   @UseGuards(CsrfGuard)
   async update(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('domain') domain: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its domains');
     if (!actor) return;
     const input = UpdateDomainRequestSchema.safeParse({ joinPolicy: field(req, 'joinPolicy'), enforceSso: field(req, 'enforceSso') === 'on' });
     if (!input.success) return this.render(req, res, actor, 400, `Choose who may join through ${domain}.`);
@@ -81,40 +82,24 @@ export class OrgDomainsPageController {
   @Post(':domain/remove')
   @UseGuards(CsrfGuard)
   async remove(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('domain') domain: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its domains');
     if (actor) await this.act(req, res, actor, 'removed', '', () => this.domains.remove(actor, domain));
   }
 
   @Post('requests/:userId/approve')
   @UseGuards(CsrfGuard)
   async approve(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('userId', uuid) userId: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its domains');
     if (actor) await this.act(req, res, actor, 'approved', '', () => this.domains.approve(actor, userId));
   }
 
   @Post('requests/:userId/decline')
   @UseGuards(CsrfGuard)
   async decline(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('userId', uuid) userId: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its domains');
     if (actor) await this.act(req, res, actor, 'declined', '', () => this.domains.decline(actor, userId));
   }
 
-  /** The signed-in person as an admin or owner of the organization; otherwise the page that says why (404 alike for no such organization and not a member), and undefined. */
-  private async adminOf(req: Request, res: Response, slug: string): Promise<OrgActor | undefined> {
-    const organization = await this.organizations.membership(slug, req.webUser!.id);
-    const account = accountOf(req, this.csrf);
-    if (!organization) {
-      const heading = 'No such organization';
-      res.status(404).render('error', { title: heading, heading, message: `You are not a member of an organization “${slug}”.`, account });
-      return undefined;
-    }
-    if (!roleAtLeast(organization.role, 'admin')) {
-      const heading = 'Admins only';
-      res.status(403).render('error', { title: heading, heading, message: `Only an admin or an owner of “${organization.name}” may manage its domains; you are a member.`, account });
-      return undefined;
-    }
-    return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
-  }
 
   private async act(req: Request, res: Response, actor: OrgActor, done: string, domain: string, work: () => Promise<unknown>) {
     try {
@@ -134,6 +119,9 @@ export class OrgDomainsPageController {
     const org = actor.organization;
     res.status(status).render('org-domains', {
       title: `Domains of ${org.name}`,
+      wide: true,
+      onOrgs: true,
+      orgTab: orgTabs(org.slug, 'domains'),
       account: accountOf(req, this.csrf),
       org,
       orgPath: `${ORG_PAGE_PREFIX}/${encodeURIComponent(org.slug)}`,

@@ -20,6 +20,7 @@ import { OrganizationsService } from '../../organizations/organizations.service.
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
 import { accountOf, browserInSudoMode, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoRequired } from '../page-guards.js';
+import { orgTabs } from './org-admin-pages.js';
 
 /** What the register form held, to show it again after a refusal (never the secret). */
 interface ProviderForm {
@@ -230,6 +231,8 @@ export class OrgIdentityProvidersPageController {
     res.status(status).render('org-identity-providers', {
       title: `Identity providers · ${org.name}`,
       wide: true,
+      onOrgs: true,
+      orgTab: orgTabs(org.slug, 'identityProviders'),
       account: accountOf(req, this.csrf),
       org,
       base: pageOf(org),

@@ -1,14 +1,15 @@
 import { Controller, Get, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { CreateInvitationRequestSchema, ORG_INVITATION_DAYS, ORG_ROLES, type OrgRole, roleAtLeast, utcMinute } from '@prospect/contract';
+import { CreateInvitationRequestSchema, ORG_INVITATION_DAYS, ORG_ROLES, type OrgRole, utcMinute } from '@prospect/contract';
 import { ApiException } from '../../common/api-exception.js';
 import { Public } from '../../auth/public.decorator.js';
 import { OrganizationInvitationsService } from '../../organizations/organization-invitations.service.js';
-import { ORG_PAGE_PREFIX, type OrgActor, OrganizationsService } from '../../organizations/organizations.service.js';
+import { ORG_PAGE_PREFIX, type OrgActor } from '../../organizations/organizations.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+import { OrgAdminPages, orgTabs } from './org-admin-pages.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -25,14 +26,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 @Controller(`${ORG_PAGE_PREFIX.slice(1)}/:slug/invitations`)
 export class OrgInvitationsPageController {
   constructor(
-    private readonly organizations: OrganizationsService,
+    private readonly adminPages: OrgAdminPages,
     private readonly invitations: OrganizationInvitationsService,
     private readonly csrf: CsrfService,
   ) {}
 
   @Get()
   async list(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
-    const actor = await this.admin(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its invitations');
     if (!actor) return;
     const invited = queryParam(req, 'invited');
     const revoked = queryParam(req, 'revoked');
@@ -42,7 +43,7 @@ export class OrgInvitationsPageController {
   @Post()
   @UseGuards(CsrfGuard)
   async invite(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
-    const actor = await this.admin(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its invitations');
     if (!actor) return;
     const parsed = CreateInvitationRequestSchema.safeParse({ email: field(req, 'email'), role: field(req, 'role') });
     if (!parsed.success) return this.render(req, res, actor, 400, { error: 'Please enter an e-mail address and choose a role.' });
@@ -59,7 +60,7 @@ export class OrgInvitationsPageController {
   @Post(':id/revoke')
   @UseGuards(CsrfGuard)
   async revoke(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
-    const actor = await this.admin(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its invitations');
     if (!actor) return;
     if (!UUID.test(id)) return this.render(req, res, actor, 404, { error: 'No such open invitation.' });
     try {
@@ -71,27 +72,6 @@ export class OrgInvitationsPageController {
     }
   }
 
-  /** The signed-in person as an admin of `slug`; else the refusal page is sent and undefined returned. */
-  private async admin(req: Request, res: Response, slug: string): Promise<OrgActor | undefined> {
-    const organization = await this.organizations.membership(slug, req.webUser!.id);
-    const account = accountOf(req, this.csrf);
-    if (!organization) {
-      const heading = 'No such organization';
-      res.status(404).render('error', { title: heading, heading, message: `You are not a member of an organization “${slug}”.`, account });
-      return undefined;
-    }
-    if (!roleAtLeast(organization.role, 'admin')) {
-      const heading = 'Admins only';
-      res.status(403).render('error', {
-        title: heading,
-        heading,
-        message: `Only an admin or an owner of “${organization.name}” may manage its invitations; you are a member.`,
-        account,
-      });
-      return undefined;
-    }
-    return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
-  }
 
   private pathOf(actor: OrgActor) {
     return `${ORG_PAGE_PREFIX}/${actor.organization.slug}/invitations`;
@@ -104,6 +84,8 @@ export class OrgInvitationsPageController {
     res.status(status).render('org-invitations', {
       title: `Invitations · ${actor.organization.name}`,
       wide: true,
+      onOrgs: true,
+      orgTab: orgTabs(actor.organization.slug, 'invitations'),
       account: accountOf(req, this.csrf),
       organization: actor.organization,
       back: `${ORG_PAGE_PREFIX}/${actor.organization.slug}`,

@@ -1,14 +1,15 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { CreateServiceAccountRequestSchema, type CreatedServiceAccountSecret, roleAtLeast, SERVICE_ACCOUNT_SCOPES, type ServiceAccountScope, utcMinute } from '@prospect/contract';
+import { CreateServiceAccountRequestSchema, type CreatedServiceAccountSecret, SERVICE_ACCOUNT_SCOPES, type ServiceAccountScope, utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/public.decorator.js';
 import { ApiException } from '../../common/api-exception.js';
-import { ORG_PAGE_PREFIX, type OrgActor, OrganizationsService } from '../../organizations/organizations.service.js';
+import { ORG_PAGE_PREFIX, type OrgActor } from '../../organizations/organizations.service.js';
 import { ServiceAccountsService } from '../../service-accounts/service-accounts.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+import { OrgAdminPages, orgTabs } from './org-admin-pages.js';
 
 const uuid = new ParseUUIDPipe();
 
@@ -45,21 +46,21 @@ const checkedScopes = (req: Request) => {
 @Controller(`${ORG_PAGE_PREFIX.slice(1)}/:slug/service-accounts`)
 export class OrgServiceAccountsPageController {
   constructor(
-    private readonly organizations: OrganizationsService,
+    private readonly adminPages: OrgAdminPages,
     private readonly accounts: ServiceAccountsService,
     private readonly csrf: CsrfService,
   ) {}
 
   @Get()
   async page(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
     if (actor) await this.render(req, res, actor, 200, {});
   }
 
   @Post()
   @UseGuards(CsrfGuard)
   async create(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
     if (!actor) return;
     const input = CreateServiceAccountRequestSchema.safeParse({ name: field(req, 'name'), scopes: checkedScopes(req) });
     if (!input.success) return this.render(req, res, actor, 400, { error: 'Give it a name (up to 80 characters) and choose among the scopes shown.' });
@@ -69,7 +70,7 @@ export class OrgServiceAccountsPageController {
   @Post(':id/secrets')
   @UseGuards(CsrfGuard)
   async createSecret(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
     if (!actor) return;
     const days = field(req, 'expiresInDays');
     const expiresInDays = days ? Number(days) : undefined;
@@ -91,47 +92,31 @@ export class OrgServiceAccountsPageController {
   @Post(':id/secrets/:secretId/delete')
   @UseGuards(CsrfGuard)
   async deleteSecret(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string, @Param('secretId', uuid) secretId: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
     if (actor) await this.act(req, res, actor, 'secret-deleted', () => this.accounts.deleteSecret(actor, id, secretId));
   }
 
   @Post(':id/disable')
   @UseGuards(CsrfGuard)
   async disable(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
     if (actor) await this.act(req, res, actor, 'disabled', () => this.accounts.update(actor, id, { disabled: true }));
   }
 
   @Post(':id/enable')
   @UseGuards(CsrfGuard)
   async enable(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
     if (actor) await this.act(req, res, actor, 'enabled', () => this.accounts.update(actor, id, { disabled: false }));
   }
 
   @Post(':id/delete')
   @UseGuards(CsrfGuard)
   async delete(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
     if (actor) await this.act(req, res, actor, 'deleted', () => this.accounts.delete(actor, id));
   }
 
-  /** The signed-in person as an admin or owner of the organization; otherwise the page that says why (404 alike for no such organization and not a member), and undefined. */
-  private async adminOf(req: Request, res: Response, slug: string): Promise<OrgActor | undefined> {
-    const organization = await this.organizations.membership(slug, req.webUser!.id);
-    const account = accountOf(req, this.csrf);
-    if (!organization) {
-      const heading = 'No such organization';
-      res.status(404).render('error', { title: heading, heading, message: `You are not a member of an organization “${slug}”.`, account });
-      return undefined;
-    }
-    if (!roleAtLeast(organization.role, 'admin')) {
-      const heading = 'Admins only';
-      res.status(403).render('error', { title: heading, heading, message: `Only an admin or an owner of “${organization.name}” may manage its service accounts; you are a member.`, account });
-      return undefined;
-    }
-    return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
-  }
 
   private async act(req: Request, res: Response, actor: OrgActor, done: string, work: () => Promise<unknown>) {
     try {
@@ -152,7 +137,9 @@ export class OrgServiceAccountsPageController {
       account: accountOf(req, this.csrf),
       org,
       orgPath: `${ORG_PAGE_PREFIX}/${encodeURIComponent(org.slug)}`,
-      orgTab: { slug: org.slug, serviceAccounts: true, manages: true },
+      orgTab: orgTabs(org.slug, 'serviceAccounts'),
+      wide: true,
+      onOrgs: true,
       scopes: SERVICE_ACCOUNT_SCOPES.map((scope) => ({ scope, words: SCOPE_WORDS[scope] })),
       accounts: accounts.map((a) => ({
         ...a,

@@ -1,14 +1,15 @@
 import { Controller, Get, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { CreateWebhookRequestSchema, roleAtLeast, utcMinute, type WebhookSecretResponse } from '@prospect/contract';
+import { CreateWebhookRequestSchema, utcMinute, type WebhookSecretResponse } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/public.decorator.js';
 import { ApiException } from '../../common/api-exception.js';
-import { ORG_PAGE_PREFIX, type OrgActor, OrganizationsService } from '../../organizations/organizations.service.js';
+import { ORG_PAGE_PREFIX, type OrgActor } from '../../organizations/organizations.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { WebhooksService } from '../../webhooks/webhooks.service.js';
 import { field, queryParam } from '../form.js';
 import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+import { OrgAdminPages, orgTabs } from './org-admin-pages.js';
 
 const DONE: Record<string, string> = {
   disabled: 'Disabled: nothing is sent to it until it is enabled again.',
@@ -32,21 +33,21 @@ const LOG_SHOWN = 10;
 @Controller(`${ORG_PAGE_PREFIX.slice(1)}/:slug/webhooks`)
 export class OrgWebhooksPageController {
   constructor(
-    private readonly organizations: OrganizationsService,
+    private readonly adminPages: OrgAdminPages,
     private readonly webhooks: WebhooksService,
     private readonly csrf: CsrfService,
   ) {}
 
   @Get()
   async page(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its webhooks');
     if (actor) await this.render(req, res, actor, 200, {});
   }
 
   @Post()
   @UseGuards(CsrfGuard)
   async create(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its webhooks');
     if (!actor) return;
     const types = field(req, 'types').split(/[\s,]+/).filter(Boolean);
     const input = CreateWebhookRequestSchema.safeParse({ url: field(req, 'url').trim(), types });
@@ -57,54 +58,38 @@ export class OrgWebhooksPageController {
   @Post(':id/rotate-secret')
   @UseGuards(CsrfGuard)
   async rotate(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its webhooks');
     if (actor) await this.withSecret(req, res, actor, () => this.webhooks.rotateSecret(actor, id), 200);
   }
 
   @Post(':id/disable')
   @UseGuards(CsrfGuard)
   async disable(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its webhooks');
     if (actor) await this.act(req, res, actor, 'disabled', () => this.webhooks.update(actor, id, { disabled: true }));
   }
 
   @Post(':id/enable')
   @UseGuards(CsrfGuard)
   async enable(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its webhooks');
     if (actor) await this.act(req, res, actor, 'enabled', () => this.webhooks.update(actor, id, { disabled: false }));
   }
 
   @Post(':id/remove')
   @UseGuards(CsrfGuard)
   async remove(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its webhooks');
     if (actor) await this.act(req, res, actor, 'removed', () => this.webhooks.remove(actor, id));
   }
 
   @Post(':id/deliveries/:deliveryId/redeliver')
   @UseGuards(CsrfGuard)
   async redeliver(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string, @Param('deliveryId') deliveryId: string) {
-    const actor = await this.adminOf(req, res, slug);
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its webhooks');
     if (actor) await this.act(req, res, actor, 'redelivered', () => this.webhooks.redeliver(actor, id, deliveryId));
   }
 
-  /** The signed-in person as an admin or owner of the organization; otherwise the page that says why, and undefined. */
-  private async adminOf(req: Request, res: Response, slug: string): Promise<OrgActor | undefined> {
-    const organization = await this.organizations.membership(slug, req.webUser!.id);
-    const account = accountOf(req, this.csrf);
-    if (!organization) {
-      const heading = 'No such organization';
-      res.status(404).render('error', { title: heading, heading, message: `You are not a member of an organization “${slug}”.`, account });
-      return undefined;
-    }
-    if (!roleAtLeast(organization.role, 'admin')) {
-      const heading = 'Admins only';
-      res.status(403).render('error', { title: heading, heading, message: `Only an admin or an owner of “${organization.name}” may manage its webhooks; you are a member.`, account });
-      return undefined;
-    }
-    return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
-  }
 
   /** A secret is shown in the answer to the form that made it, and never again (no redirect: nothing keeps it). */
   private async withSecret(req: Request, res: Response, actor: OrgActor, work: () => Promise<WebhookSecretResponse>, status: number) {
@@ -149,7 +134,9 @@ export class OrgWebhooksPageController {
       account: accountOf(req, this.csrf),
       org,
       orgPath: `${ORG_PAGE_PREFIX}/${encodeURIComponent(org.slug)}`,
-      orgTab: { slug: org.slug, webhooks: true, manages: true },
+      orgTab: orgTabs(org.slug, 'webhooks'),
+      wide: true,
+      onOrgs: true,
       endpoints: withLogs,
       secret: shown.secret,
       done: shown.error || shown.secret ? undefined : DONE[queryParam(req, 'done')],

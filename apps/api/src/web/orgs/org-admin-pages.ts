@@ -1,0 +1,43 @@
+import { Injectable } from '@nestjs/common';
+import { roleAtLeast } from '@prospect/contract';
+import type { Request, Response } from 'express';
+import type { OrgActor } from '../../organizations/organizations.service.js';
+import { OrganizationsService } from '../../organizations/organizations.service.js';
+import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { accountOf } from '../page-guards.js';
+
+/** The tabs of an organization's admin pages (views/partials/org-tabs.hbs). */
+export type OrgTab = 'overview' | 'invitations' | 'domains' | 'identityProviders' | 'serviceAccounts' | 'webhooks';
+
+/**
+ * What every admin page of an organization (invitations, domains, identity providers, service
+ * accounts, webhooks) asks first: is the signed-in person an admin or owner of it, read now. The
+ * rule is OrgMembershipGuard's, worded as pages: 404 alike for no such organization and not a
+ * member, 403 naming who may for a member.
+ */
+@Injectable()
+export class OrgAdminPages {
+  constructor(
+    private readonly organizations: OrganizationsService,
+    private readonly csrf: CsrfService,
+  ) {}
+
+  /**
+   * The signed-in person as an admin or owner of the organization of `slug`; otherwise the page
+   * that says why is sent and undefined answered.
+   * @param what what the page manages, for the refusal ("its domains")
+   */
+  async adminOf(req: Request, res: Response, slug: string, what: string): Promise<OrgActor | undefined> {
+    const organization = await this.organizations.membership(slug, req.webUser!.id);
+    if (!organization || !roleAtLeast(organization.role, 'admin')) {
+      const heading = organization ? 'Admins only' : 'No such organization';
+      const message = organization ? `Only an admin or an owner of “${organization.name}” may manage ${what}; you are a member.` : `You are not a member of an organization “${slug}”.`;
+      res.status(organization ? 403 : 404).render('error', { title: heading, heading, message, account: accountOf(req, this.csrf) });
+      return undefined;
+    }
+    return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
+  }
+}
+
+/** The tabs partial's data for an admin's page of the organization `slug`, with `tab` current. */
+export const orgTabs = (slug: string, tab: OrgTab) => ({ slug, manages: true, [tab]: true });
