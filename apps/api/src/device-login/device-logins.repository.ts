@@ -91,7 +91,7 @@ export class DeviceLoginsRepository {
          INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at, user_agent, client_id, scope)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id
        )
-       ${auditInsert({ type: 'device.start', userId: 'NULL', ip: '$5', detail: "jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text, 'clientId', $9::text)", createdAt: '$6', from: 'login' })}`,
+       ${auditInsert({ type: 'device.start', userId: 'NULL', ip: '$5', userAgent: 'left($8::text, 300)', detail: "jsonb_build_object('deviceLoginId', login.id, 'clientName', $3::text, 'clientId', $9::text)", createdAt: '$6', from: 'login' })}`,
       [
         login.deviceCodeHash,
         login.userCode,

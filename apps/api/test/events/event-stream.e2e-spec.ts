@@ -169,15 +169,20 @@ describe('the event stream', () => {
     expect((await request(api, 'GET', `/api/orgs/${slug}/events`, { token: await orgsToken(api, owner.id, ['profile']) })).status).toBe(403);
   });
 
-  it('records the caller’s User-Agent on sign-in, sign-out, token creation and device approval', async () => {
+  it('records the caller’s User-Agent on sign-in, sign-out, token creation, device start and device approval', async () => {
     const UA = 'Mozilla/5.0 (X11; Linux x86_64) events-test/1.0';
+    // From the end of the stream now: the other tests' thousands of events come before.
+    const from = (await readAll()).at(-1) ?? STREAM_START_ID;
     const person = await createUser(api);
     const web = webClient(api);
     const loginPage = await web.send('GET', '/login');
     expect((await web.send('POST', '/login', { _csrf: csrfFrom(loginPage.text), email: person.email, password: 'correct horse battery' }, { 'user-agent': UA })).status).toBe(303);
     const token = await orgsToken(api, person.id, ['profile', 'tokens']);
     expect((await request(api, 'POST', ROUTES.issueToken, { json: { label: 'ci' }, token, headers: { 'user-agent': UA } })).status).toBe(201);
-    const login = await startDeviceLogin(api);
+    const clientName = `ua-test ${person.id}`;
+    const started = await request(api, 'POST', ROUTES.deviceStart, { json: { clientName, hostname: 'laptop' }, headers: { 'user-agent': 'prospect/0.1.0 (linux; node 20)' } });
+    expect(started.status).toBe(200);
+    const login = started.body as { userCode: string };
     const approver = { userId: person.id, ip: '127.0.0.1', userAgent: UA, credentialEpoch: person.credentialEpoch ?? 0, amr: ['pwd'], secondFactor: false };
     await api.app.get(DeviceApprovalService).decideFor(approver, login.userCode, 'approve');
     const account = await web.send('GET', '/settings/tokens');
@@ -187,7 +192,7 @@ describe('the event stream', () => {
     let events: EventPage['events'] = [];
     await waitFor(
       'the events to settle',
-      async () => (events = (await page(api, ADMIN_EVENTS, { types: types.join(','), limit: 1000 })).events.filter((e) => e.actor.id === person.id)).length >= 5,
+      async () => (events = (await page(api, ADMIN_EVENTS, { after: from, types: types.join(','), limit: 1000 })).events.filter((e) => e.actor.id === person.id)).length >= 5,
       30_000,
     );
     // The token made by the fixture (through the service, no request) has none; the one made over HTTP has it.
@@ -198,6 +203,13 @@ describe('the event stream', () => {
       ['grant.approved', UA],
       ['user.signed_out', UA],
     ]);
+    let starts: EventPage['events'] = [];
+    await waitFor(
+      'the device start to settle',
+      async () => (starts = (await page(api, ADMIN_EVENTS, { after: from, types: 'device_authorization.started', limit: 1000 })).events.filter((e) => e.data.clientName === clientName)).length === 1,
+      30_000,
+    );
+    expect(starts[0]!.userAgent).toBe('prospect/0.1.0 (linux; node 20)');
   });
 
   it('answers a bad cursor, type or limit with 400, and the instance’s stream to admins only', async () => {
