@@ -1,11 +1,7 @@
-import { OAUTH_ROUTES } from '@prospect/contract';
+import { JWT_TOKEN_TYPE, OAUTH_ROUTES, TOKEN_EXCHANGE_GRANT_TYPE } from '@prospect/contract';
 import type { ApiClient } from '../api-client/api-client.js';
 import { ApiHttpError } from '../api-client/api-errors.js';
 import { CliError, EXIT } from '../errors.js';
-
-/** RFC 8693 §2.1: the grant, and the type of the CI's token given as `subject_token`. */
-export const TOKEN_EXCHANGE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:token-exchange';
-export const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
 
 /** What the exchange answers (RFC 8693 §2.2.1), as the CLI keeps it. No refresh token: run the exchange again. */
 export interface ExchangedToken {
