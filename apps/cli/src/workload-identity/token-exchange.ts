@@ -49,7 +49,8 @@ export async function exchangeFederatedToken(
       if (err.code === 'unsupported_grant_type') {
         throw new CliError(`${api.baseUrl} does not offer token exchange for CI (unsupported_grant_type); nothing was saved.`, EXIT.failure, 'Use a client secret with the client credentials grant, or a newer server.');
       }
-      throw new CliError(`${api.baseUrl} refused the token exchange: ${err.message}${err.code ? ` (${err.code})` : ''}. Nothing was saved.`, EXIT.authRequired);
+      const said = err.message.trim().replace(/\.?$/, '.');
+      throw new CliError(`${api.baseUrl} refused the token exchange${err.code ? ` (${err.code})` : ''}: ${said} Nothing was saved.`, EXIT.authRequired);
     }
     throw err;
   }
