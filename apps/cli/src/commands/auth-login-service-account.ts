@@ -9,7 +9,7 @@ import type { KeptSession } from '../session/kept-secrets.js';
 import { serverClockOf } from '../session/session-context.js';
 import { parseFederatedTokenFlag, readFederatedToken } from '../workload-identity/federated-token.js';
 import { exchangeFederatedToken, serviceIssuer } from '../workload-identity/token-exchange.js';
-import { parseScopesFlag } from './auth-login.js';
+import { parseScopesFlag } from './scopes-flag.js';
 import { person } from './session-report.js';
 
 /** Flags of a person's login that mean nothing here; given with --service-account, a usage error. */

@@ -13,6 +13,7 @@ import { Accounts, allOf, sameAccount } from '../session/accounts.js';
 import { describeEntry, inKeychain, keptIn } from '../session/kept-secrets.js';
 import { KeychainError } from '../session/keychain.js';
 import { accountName, commandFor } from './account-choice.js';
+import { parseScopesFlag } from './scopes-flag.js';
 import { apiUrlFlag, type Command } from './command.js';
 import { chooseCredentialStore, CREDENTIAL_STORE_ENV, requestedCredentialStore, secureStorageFlag } from './credential-store-choice.js';
 import { person } from './session-report.js';
@@ -185,21 +186,6 @@ export function parseTimeout(value: unknown): number | undefined {
     throw usageError(`--timeout-seconds must be a whole number of seconds, got ${JSON.stringify(value)}.`);
   }
   return n;
-}
-
-/**
- * `--scopes profile,tokens,admin` (commas or spaces), each one the CLI may ask for, in the
- * registry's order; undefined without the flag, which leaves the server's default (CLI_DEFAULT_SCOPES).
- */
-export function parseScopesFlag<S extends string = Scope>(value: unknown, allowed: readonly S[] = CLI_SCOPES as readonly string[] as readonly S[]): S[] | undefined {
-  if (value === undefined) return undefined;
-  const names = typeof value === 'string' ? value.split(/[\s,]+/).filter(Boolean) : [];
-  const unknown = names.filter((name) => !allowed.includes(name as S));
-  if (!names.length || unknown.length) {
-    const what = names.length ? `unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => JSON.stringify(name)).join(', ')}` : 'no scope';
-    throw usageError(`--scopes takes a comma-separated list of ${allowed.join(', ')}; got ${what}.`, `For example: --scopes ${allowed.join(',')}`);
-  }
-  return allowed.filter((scope) => names.includes(scope));
 }
 
 /**

@@ -7,7 +7,8 @@ import { inKeychain, keptIn } from '../session/kept-secrets.js';
 import { revokeSession } from '../session/refresh.js';
 import { apiClientFor } from '../session/session-context.js';
 import { notLoggedIn, refuseOtherBackend } from './auth-guard.js';
-import { loginWithDevice, loginWithWeb, parseScopesFlag, parseTimeout } from './auth-login.js';
+import { loginWithDevice, loginWithWeb, parseTimeout } from './auth-login.js';
+import { parseScopesFlag } from './scopes-flag.js';
 import { apiUrlFlag, type Command } from './command.js';
 import { person, printJson } from './session-report.js';
 
