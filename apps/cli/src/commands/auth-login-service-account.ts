@@ -6,7 +6,8 @@ import { CliError, EXIT, FileSystemError, usageError } from '../errors.js';
 import { humanDuration } from '../format.js';
 import { Accounts } from '../session/accounts.js';
 import type { KeptSession } from '../session/kept-secrets.js';
-import { serverClockOf } from '../session/session-context.js';
+import { revokeSession } from '../session/refresh.js';
+import { apiClientFor, serverClockOf } from '../session/session-context.js';
 import { parseFederatedTokenFlag, readFederatedToken } from '../workload-identity/federated-token.js';
 import { exchangeFederatedToken, serviceIssuer } from '../workload-identity/token-exchange.js';
 import { parseScopesFlag } from './scopes-flag.js';
@@ -81,7 +82,11 @@ async function exchangeAndKeep(ctx: CommandContext, api: ApiClient): Promise<voi
     createdAt: new Date(obtainedAt).toISOString(),
   });
   const saved = await new Accounts(ctx.store).logIn(session);
-  for (const replaced of saved.replaced) writeLine(ctx.stderr, `Replaced the session of ${person(replaced.user)} on ${replaced.apiBaseUrl}.`);
+  for (const replaced of saved.replaced) {
+    // Ended on its server, best effort, as a person's replaced session is: a token nobody holds any more should not live on.
+    const ended = await revokeSession(apiClientFor(ctx, replaced.apiBaseUrl, 3_000), replaced);
+    writeLine(ctx.stderr, `Replaced the session of ${person(replaced.user)} on ${replaced.apiBaseUrl}${ended ? ' (ended on the server)' : ''}.`);
+  }
   if (saved.kept) writeLine(ctx.stderr, `Kept the session of ${person(saved.kept.user)} on ${saved.kept.apiBaseUrl}: \`prospect auth:switch\` goes back to it.`);
   writeLine(ctx.stdout, `Logged in as ${serviceAccountName(session)} on ${api.baseUrl}.`);
   writeLine(ctx.stderr, `Session saved to ${ctx.store.path} (expires in ${lifetime}, not renewed: run the exchange again then).`);

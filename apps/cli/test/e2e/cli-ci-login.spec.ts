@@ -151,6 +151,22 @@ describe('auth:login --service-account --federated-token', () => {
     expect(box.hasSession()).toBe(false);
   });
 
+  it('a new exchange replaces the session and ends its token; auth:logout ends the new one on the server', async () => {
+    const { account, audience } = await federatedAccount();
+    expect((await box.run(login(account.clientId, '--federated-token', '-'), { stdin: await ciToken(audience) })).code).toBe(0);
+    const first = (await box.readSession()).accessToken as string;
+    const again = await box.run(login(account.clientId, '--federated-token', '-'), { stdin: await ciToken(audience) });
+    expect(again.stderr).toMatch(/^Replaced the session of nightly sync on \S+ \(ended on the server\)\.\nSession saved to /);
+    const second = (await box.readSession()).accessToken as string;
+    expect((await request(api, 'GET', '/api/cli/auth/me', { token: first })).status).toBe(401);
+
+    const out = await box.run(['auth:logout']);
+    expect(out.stdout).toBe(`Logged out of ${api.baseUrl} and revoked the token on the server.\n`);
+    expect(out.code).toBe(0);
+    expect(box.hasSession()).toBe(false);
+    expect((await request(api, 'GET', '/api/cli/auth/me', { token: second })).status).toBe(401);
+  });
+
   it('once its token has expired, a command says to run the exchange again: there is no refresh', async () => {
     const { account, audience } = await federatedAccount();
     expect((await box.run(login(account.clientId, '--federated-token', '-'), { stdin: await ciToken(audience) })).code).toBe(0);
