@@ -7,6 +7,7 @@ import { ISSUER_KEYS_COOLDOWN_SECONDS } from '../../src/service-accounts/issuer-
 import { waitFor } from '../support/eventually.js';
 import { authEvents } from '../support/fixtures.js';
 import { request } from '../support/http.js';
+import { addMember, personWithToken } from '../support/organization-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { createServiceAccount, organizationWithOwner, ShiftedClock } from './support.js';
 
@@ -131,7 +132,11 @@ describe('token exchange (workload identity federation)', () => {
       expect(res.status).toBe(400);
       expect(JSON.stringify(res.body)).toContain(says);
     }
-    // A member who is no admin may not.
+    // A member who is no admin may not; nor may another organization's owner.
+    const member = await personWithToken(api);
+    await addMember(api, slug, owner.id, member, 'member');
+    expect((await federate(slug, member.token, account.id, { issuer: issuer.url, conditions: { sub: '*' } })).status).toBe(403);
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/service-accounts/${account.id}/federations/${federation.id}`, { token: member.token })).status).toBe(403);
     const other = await organizationWithOwner(api);
     const elsewhere = await federate(other.slug, other.owner.token, account.id, { issuer: issuer.url, conditions: { sub: '*' } });
     expect(elsewhere.status).toBe(404);
@@ -273,6 +278,11 @@ describe('token exchange (workload identity federation)', () => {
     const narrowed = (await exchange(account.clientId, await issuer.sign(claims))).body.access_token as string;
     expect((await request(api, 'PATCH', `/api/orgs/${slug}/service-accounts/${account.id}`, { json: { scopes: ['profile'] }, token: owner.token })).status).toBe(200);
     expect((await me(narrowed)).status).toBe(401);
+
+    const beforeDisable = (await exchange(account.clientId, await issuer.sign(claims))).body.access_token as string;
+    expect((await me(beforeDisable)).status).toBe(200);
+    expect((await request(api, 'PATCH', `/api/orgs/${slug}/service-accounts/${account.id}`, { json: { disabled: true }, token: owner.token })).status).toBe(200);
+    expect((await me(beforeDisable)).status).toBe(401);
   });
 
   it('refuses malformed requests with a clear invalid_request', async () => {
