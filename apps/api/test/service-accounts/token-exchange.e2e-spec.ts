@@ -6,9 +6,9 @@ import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from 'j
 import { ISSUER_KEYS_COOLDOWN_SECONDS } from '../../src/service-accounts/issuer-keys.js';
 import { waitFor } from '../support/eventually.js';
 import { authEvents } from '../support/fixtures.js';
-import { request } from '../support/http.js';
+import { request, type Target } from '../support/http.js';
 import { addMember, personWithToken } from '../support/organization-fixtures.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startReplica, startTestApp, type TestApp } from '../support/test-app.js';
 import { createServiceAccount, organizationWithOwner, ShiftedClock } from './support.js';
 
 /**
@@ -79,11 +79,12 @@ describe('token exchange (workload identity federation)', () => {
   });
 
   const me = (token: string) => request(api, 'GET', '/api/cli/auth/me', { token });
-  const exchange = (clientId: string, subjectToken: string, extra: Record<string, string> = {}) =>
-    request(api, 'POST', '/oauth/token', {
+  const exchangeAt = (target: Target, clientId: string, subjectToken: string, extra: Record<string, string> = {}) =>
+    request(target, 'POST', '/oauth/token', {
       body: new URLSearchParams({ grant_type: TOKEN_EXCHANGE_GRANT_TYPE, client_id: clientId, subject_token: subjectToken, subject_token_type: JWT_TOKEN_TYPE, ...extra }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
+  const exchange = (clientId: string, subjectToken: string, extra: Record<string, string> = {}) => exchangeAt(api, clientId, subjectToken, extra);
   const federate = (slug: string, token: string, accountId: string, body: Record<string, unknown>) =>
     request(api, 'POST', `/api/orgs/${slug}/service-accounts/${accountId}/federations`, { json: body, token });
 
@@ -209,6 +210,35 @@ describe('token exchange (workload identity federation)', () => {
     const answers = await Promise.all(Array.from({ length: 6 }, () => exchange(account.clientId, racing)));
     expect(answers.map((a) => a.status).sort()).toEqual([200, 400, 400, 400, 400, 400]);
     expect(await refusedConditions(account.id)).toEqual(Array(6).fill('jti_replayed'));
+  });
+
+  it('a jti is shared by the replicas: the same token on two at once, exactly one wins', async () => {
+    const { account } = await federatedAccount();
+    const replica = await startReplica(api);
+    try {
+      for (let round = 0; round < 3; round++) {
+        const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+        const answers = await Promise.all([api, replica.target, api, replica.target].map((target) => exchangeAt(target, account.clientId, subjectToken)));
+        expect(answers.map((a) => a.status).sort()).toEqual([200, 400, 400, 400]);
+      }
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('deleting the federation while exchanges run: every token it let through ends', async () => {
+    const { owner, slug, account, federation } = await federatedAccount();
+    const claims = { aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' };
+    const tokens = await Promise.all(Array.from({ length: 8 }, () => issuer.sign(claims)));
+    const [deleted, ...answers] = await Promise.all([
+      request(api, 'DELETE', `/api/orgs/${slug}/service-accounts/${account.id}/federations/${federation.id}`, { token: owner.token }),
+      ...tokens.map((t) => exchange(account.clientId, t)),
+    ]);
+    expect(deleted!.status).toBe(204);
+    for (const answer of answers) {
+      if (answer.status === 200) expect((await me(answer.body.access_token)).status).toBe(401);
+      else expectOpaqueRefusal(answer);
+    }
   });
 
   it('an unknown kid makes one JWKS refresh, no more than one per cooldown; a rotated key is taken once published', async () => {
