@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ACCESS_TOKEN_TOKEN_TYPE, ID_TOKEN_TOKEN_TYPE, JWT_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT_TYPE } from '@prospect/contract';
 import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { RetentionService } from '../../src/retention/retention.service.js';
 import { ISSUER_KEYS_COOLDOWN_SECONDS } from '../../src/service-accounts/issuer-keys.js';
 import { waitFor } from '../support/eventually.js';
 import { authEvents } from '../support/fixtures.js';
@@ -336,5 +337,18 @@ describe('token exchange (workload identity federation)', () => {
     expect(missing.body).toMatchObject({ error: 'invalid_request' });
     // None of these spent the token.
     expect((await exchange(account.clientId, subjectToken)).status).toBe(200);
+  });
+
+  // Last: it moves the clock past every token signed so far.
+  it('retention purges the recorded jtis once their tokens have expired', async () => {
+    const { account } = await federatedAccount();
+    const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+    expect((await exchange(account.clientId, subjectToken)).status).toBe(200);
+    // sql-on-purpose: what the replay table holds at rest is what retention is for.
+    const kept = async () => Number((await api.dataSource.query(`SELECT count(*) AS n FROM service_account_subject_tokens`))[0].n);
+    expect(await kept()).toBeGreaterThan(0);
+    clock.advanceSeconds(3 * 3600);
+    await api.app.get(RetentionService).purge();
+    expect(await kept()).toBe(0);
   });
 });
