@@ -1,9 +1,11 @@
 import { ACCESS_TOKEN_TOKEN_TYPE, ID_TOKEN_TOKEN_TYPE, JWT_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT_TYPE } from '@prospect/contract';
+import { RetentionService } from '../../src/retention/retention.service.js';
 import { ISSUER_KEYS_COOLDOWN_SECONDS } from '../../src/service-accounts/issuer-keys.js';
 import { waitFor } from '../support/eventually.js';
 import { authEvents } from '../support/fixtures.js';
-import { request } from '../support/http.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { request, type Target } from '../support/http.js';
+import { addMember, personWithToken } from '../support/organization-fixtures.js';
+import { startReplica, startTestApp, type TestApp } from '../support/test-app.js';
 import { TestIssuer } from '../support/test-issuer.js';
 import { createServiceAccount, organizationWithOwner, ShiftedClock } from './support.js';
 
@@ -24,11 +26,12 @@ describe('token exchange (workload identity federation)', () => {
   });
 
   const me = (token: string) => request(api, 'GET', '/api/cli/auth/me', { token });
-  const exchange = (clientId: string, subjectToken: string, extra: Record<string, string> = {}) =>
-    request(api, 'POST', '/oauth/token', {
+  const exchangeAt = (target: Target, clientId: string, subjectToken: string, extra: Record<string, string> = {}) =>
+    request(target, 'POST', '/oauth/token', {
       body: new URLSearchParams({ grant_type: TOKEN_EXCHANGE_GRANT_TYPE, client_id: clientId, subject_token: subjectToken, subject_token_type: JWT_TOKEN_TYPE, ...extra }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
+  const exchange = (clientId: string, subjectToken: string, extra: Record<string, string> = {}) => exchangeAt(api, clientId, subjectToken, extra);
   const federate = (slug: string, token: string, accountId: string, body: Record<string, unknown>) =>
     request(api, 'POST', `/api/orgs/${slug}/service-accounts/${accountId}/federations`, { json: body, token });
 
@@ -77,7 +80,11 @@ describe('token exchange (workload identity federation)', () => {
       expect(res.status).toBe(400);
       expect(JSON.stringify(res.body)).toContain(says);
     }
-    // A member who is no admin may not.
+    // A member who is no admin may not; nor may another organization's owner.
+    const member = await personWithToken(api);
+    await addMember(api, slug, owner.id, member, 'member');
+    expect((await federate(slug, member.token, account.id, { issuer: issuer.url, conditions: { sub: '*' } })).status).toBe(403);
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/service-accounts/${account.id}/federations/${federation.id}`, { token: member.token })).status).toBe(403);
     const other = await organizationWithOwner(api);
     const elsewhere = await federate(other.slug, other.owner.token, account.id, { issuer: issuer.url, conditions: { sub: '*' } });
     expect(elsewhere.status).toBe(404);
@@ -152,6 +159,35 @@ describe('token exchange (workload identity federation)', () => {
     expect(await refusedConditions(account.id)).toEqual(Array(6).fill('jti_replayed'));
   });
 
+  it('a jti is shared by the replicas: the same token on two at once, exactly one wins', async () => {
+    const { account } = await federatedAccount();
+    const replica = await startReplica(api);
+    try {
+      for (let round = 0; round < 3; round++) {
+        const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+        const answers = await Promise.all([api, replica.target, api, replica.target].map((target) => exchangeAt(target, account.clientId, subjectToken)));
+        expect(answers.map((a) => a.status).sort()).toEqual([200, 400, 400, 400]);
+      }
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('deleting the federation while exchanges run: every token it let through ends', async () => {
+    const { owner, slug, account, federation } = await federatedAccount();
+    const claims = { aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' };
+    const tokens = await Promise.all(Array.from({ length: 8 }, () => issuer.sign(claims)));
+    const [deleted, ...answers] = await Promise.all([
+      request(api, 'DELETE', `/api/orgs/${slug}/service-accounts/${account.id}/federations/${federation.id}`, { token: owner.token }),
+      ...tokens.map((t) => exchange(account.clientId, t)),
+    ]);
+    expect(deleted!.status).toBe(204);
+    for (const answer of answers) {
+      if (answer.status === 200) expect((await me(answer.body.access_token)).status).toBe(401);
+      else expectOpaqueRefusal(answer);
+    }
+  });
+
   it('an unknown kid makes one JWKS refresh, no more than one per cooldown; a rotated key is taken once published', async () => {
     const { account } = await federatedAccount();
     const claims = { aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' };
@@ -219,6 +255,11 @@ describe('token exchange (workload identity federation)', () => {
     const narrowed = (await exchange(account.clientId, await issuer.sign(claims))).body.access_token as string;
     expect((await request(api, 'PATCH', `/api/orgs/${slug}/service-accounts/${account.id}`, { json: { scopes: ['profile'] }, token: owner.token })).status).toBe(200);
     expect((await me(narrowed)).status).toBe(401);
+
+    const beforeDisable = (await exchange(account.clientId, await issuer.sign(claims))).body.access_token as string;
+    expect((await me(beforeDisable)).status).toBe(200);
+    expect((await request(api, 'PATCH', `/api/orgs/${slug}/service-accounts/${account.id}`, { json: { disabled: true }, token: owner.token })).status).toBe(200);
+    expect((await me(beforeDisable)).status).toBe(401);
   });
 
   it('refuses malformed requests with a clear invalid_request', async () => {
@@ -242,5 +283,18 @@ describe('token exchange (workload identity federation)', () => {
     expect(missing.body).toMatchObject({ error: 'invalid_request' });
     // None of these spent the token.
     expect((await exchange(account.clientId, subjectToken)).status).toBe(200);
+  });
+
+  // Last: it moves the clock past every token signed so far.
+  it('retention purges the recorded jtis once their tokens have expired', async () => {
+    const { account } = await federatedAccount();
+    const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+    expect((await exchange(account.clientId, subjectToken)).status).toBe(200);
+    // sql-on-purpose: what the replay table holds at rest is what retention is for.
+    const kept = async () => Number((await api.dataSource.query(`SELECT count(*) AS n FROM service_account_subject_tokens`))[0].n);
+    expect(await kept()).toBeGreaterThan(0);
+    clock.advanceSeconds(3 * 3600);
+    await api.app.get(RetentionService).purge();
+    expect(await kept()).toBe(0);
   });
 });
