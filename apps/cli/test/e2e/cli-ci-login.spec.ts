@@ -112,6 +112,18 @@ describe('auth:login --service-account --federated-token', () => {
     expect(again.stdout).toBe('');
   });
 
+  it('--scopes: a token without profile, which /me may not answer, is kept under its client ID', async () => {
+    const { account, audience } = await federatedAccount(['profile', 'orgs']);
+    const run = await box.run(login(account.clientId, '--federated-token', '-', '--scopes', 'orgs'), { stdin: await ciToken(audience) });
+    expect(run.stdout).toBe(`Logged in as service account ${account.clientId} on ${api.baseUrl}.\n`);
+    expect(run.code).toBe(0);
+    expect(await box.readSession()).toMatchObject({ user: { id: account.clientId, email: null, name: account.clientId }, serviceAccount: { clientId: account.clientId } });
+    expect((await box.run(['auth:whoami'])).stdout).toMatch(new RegExp(`^Service account ${account.clientId}, on ${api.baseUrl}\n`));
+    const refused = await box.run(login(account.clientId, '--federated-token', '-', '--scopes', 'admin'), { stdin: await ciToken(audience) });
+    expect(refused.stderr).toBe('Error: --scopes takes a comma-separated list of profile, orgs; got unknown scope "admin".\nFor example: --scopes profile,orgs\n');
+    expect(refused.code).toBe(2);
+  });
+
   it('github: asks GitHub Actions for a token with the service’s issuer as audience (or --audience), with the job’s request token', async () => {
     const { slug, orgName, account } = await federatedAccount();
     const run = await box.run(login(account.clientId, '--federated-token', 'github'), { env: github.env() });
