@@ -22,7 +22,23 @@ const signIn = { method: z.optional(z.enum(['password', 'passkey', 'identity_pro
 const token = { tokenId: str, deviceLoginId: str, grantId: str, clientId: str, scope: str, label: str, origin: str, revokedTokens: num };
 const grant = { deviceLoginId: str, grantId: str, clientId: str, clientName: str, scope: str, revokedTokens: num, tokens: num };
 const client = { clientId: str, cancelled: num, revoked: num, secret: str };
-const serviceAccount = { serviceAccountId: str, name: str, clientId: str, secretId: str, keyId: str, kid: str, expiresAt: str, reason: str };
+const serviceAccount = {
+  serviceAccountId: str,
+  name: str,
+  clientId: str,
+  secretId: str,
+  keyId: str,
+  kid: str,
+  expiresAt: str,
+  reason: str,
+  // Workload identity federation: the trusted issuer, and an exchange's external subject and the condition met or failed.
+  federationId: str,
+  issuer: str,
+  audience: str,
+  conditions: str,
+  sub: str,
+  condition: str,
+};
 const member = { memberId: str, role: str, from: str, to: str, via: str, left: bool };
 const invitation = { invitationId: str, email: str, role: str, replaced: num, added: bool };
 const domain = { domain: str, joinPolicy: str, enforceSso: bool, wasVerified: bool };
@@ -114,6 +130,10 @@ export const EVENT_DATA_SCHEMAS = {
   'service_account.key_added': data(serviceAccount),
   'service_account.key_deleted': data(serviceAccount),
   'service_account.used_from_new_address': data(serviceAccount),
+  'service_account.federation_added': data(serviceAccount),
+  'service_account.federation_deleted': data(serviceAccount),
+  'service_account.token_exchanged': data(serviceAccount),
+  'service_account.exchange_refused': data(serviceAccount),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA_SCHEMAS;

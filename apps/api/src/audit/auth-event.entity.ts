@@ -91,7 +91,11 @@ export type AuthEventType =
   | 'org.service_account_secret_delete'
   | 'org.service_account_key_add'
   | 'org.service_account_key_delete'
-  | 'org.service_account_new_address';
+  | 'org.service_account_new_address'
+  | 'org.service_account_federation_add'
+  | 'org.service_account_federation_delete'
+  | 'org.service_account_token_exchange'
+  | 'org.service_account_exchange_refused';
 
 /** The audit trail of sign-in: who did what from where. Never holds a secret. */
 @Entity({ name: 'auth_events' })
