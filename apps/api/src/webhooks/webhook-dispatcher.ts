@@ -3,10 +3,18 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { Clock } from '../common/clock.js';
 import { DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { EventSource } from './event-source.js';
+import { EventSource, type SourcedEvent } from './event-source.js';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { WebhookSender } from './webhook-sender.js';
 import { WebhooksRepository } from './webhooks.repository.js';
+
+/**
+ * Whether the event is about the endpoint itself (its creation, change, rotated secret): those go
+ * to the organization's stream and its other endpoints, not to the endpoint they describe. Its
+ * creation comes after the cursor it starts from (written in the same transaction), and an
+ * endpoint's first delivery should be the first event it asked for.
+ */
+const isAbout = (event: SourcedEvent, endpointId: string): boolean => event.subject?.type === 'webhook' && event.subject.id === endpointId;
 
 /** How often a replica looks for new events when nothing woke it. */
 export const DISPATCH_POLL_MS = 1_000;
@@ -68,7 +76,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         if (!endpoint) return [0, 0];
         const page = await this.source.after(endpoint.organizationId, endpoint.cursor, PAGE);
         if (page.next === endpoint.cursor) return [0, 0];
-        const wanted = page.events.filter((event) => !endpoint.types.length || endpoint.types.includes(event.type));
+        const wanted = page.events.filter((event) => (!endpoint.types.length || endpoint.types.includes(event.type)) && !isAbout(event, endpoint.id));
         await this.deliveries.insertEvents(tx, endpoint.id, wanted.map((event) => ({ id: event.id, type: event.type, body: JSON.stringify(event) })), this.clock.now());
         await this.webhooks.moveCursor(tx, endpoint.id, page.next);
         return [page.events.length, wanted.length];

@@ -2,6 +2,7 @@ import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationB
 import { HttpAdapterHost } from '@nestjs/core';
 import { roleAtLeast } from '@prospect/contract';
 import { SignJWT } from 'jose';
+import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
@@ -9,7 +10,7 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 import { Mailer } from '../mail/mailer.js';
 import { OrganizationsService } from '../organizations/organizations.service.js';
 import { SigningKeys } from '../server-secrets/signing-keys.js';
-import { type EndpointAnswer, OutboundUrls } from './outbound-url.js';
+import { type EndpointAnswer, originOf, OutboundUrls } from './outbound-url.js';
 import { type ClaimedDelivery, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { signature, WebhookSecrets } from './webhook-secrets.js';
 import { WebhooksRepository } from './webhooks.repository.js';
@@ -58,6 +59,7 @@ export class WebhookSender implements OnApplicationBootstrap, BeforeApplicationS
     private readonly signingKeys: SigningKeys,
     private readonly organizations: OrganizationsService,
     private readonly mailer: Mailer,
+    private readonly audit: AuditService,
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
     private readonly config: AppConfig,
@@ -207,6 +209,12 @@ export class WebhookSender implements OnApplicationBootstrap, BeforeApplicationS
     await this.uow.run(async (tx) => {
       if (!(await this.deliveries.giveUp(tx, delivery.id, delivery.claimedUntil, status, reason, now))) return;
       if (!webhook || !(await this.webhooks.disableFailing(tx, webhook.id, disabledReason, now))) return;
+      // In the organization's log, by the instance itself: no one signed in did it, no request is behind it.
+      await this.audit.record(
+        'org.webhook_disable_failing',
+        { userId: null, ip: null, organizationId: webhook.organizationId, detail: { webhookId: webhook.id, origin: originOf(webhook.url), reason }, at: now },
+        tx,
+      );
       for (const admin of admins) {
         const text = `The webhook ${webhook.url} of your organization failed for 3 days and was disabled.\n\nLast failure: ${reason}\n\nEnable it again on the organization's webhooks page once it answers; its undelivered events are sent then.`;
         await this.mailer.send({ to: admin.user.email, subject: 'A webhook of your organization was disabled', text, html: `<p>${escapeHtml(text).replace(/\n\n/g, '</p><p>')}</p>` }, tx);
