@@ -270,6 +270,36 @@ describe('the event stream', () => {
     expect(events.length).toBeGreaterThanOrEqual(expected.length);
   });
 
+  it('records the CLI’s User-Agent on a device login’s redemption and cancellation, and the caller’s on a password reset request', async () => {
+    const CLI = 'prospect/0.1.0 (linux; node 20)';
+    const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64) forgot/1.0';
+    const from = (await readAll()).at(-1) ?? STREAM_START_ID;
+    const person = await createUser(api);
+    const cli = { 'user-agent': CLI };
+    const start = async () => (await request(api, 'POST', ROUTES.deviceStart, { json: { clientName: 'prospect CLI 0.1.0', hostname: 'laptop' }, headers: cli })).body as { deviceCode: string; userCode: string };
+    const redeemed = await start();
+    await approve(api, redeemed.userCode, person);
+    expect((await request(api, 'POST', ROUTES.devicePoll, { json: { deviceCode: redeemed.deviceCode }, headers: cli })).status).toBe(200);
+    const cancelled = await start();
+    expect((await request(api, 'POST', ROUTES.deviceCancel, { json: { deviceCode: cancelled.deviceCode }, headers: cli })).status).toBeLessThan(300);
+    const web = webClient(api);
+    web.agent.set('user-agent', BROWSER);
+    expect((await postFrom(web, '/password/forgot', '/password/forgot', { email: person.email })).status).toBeLessThan(400);
+
+    const wanted = ['grant.redeemed', 'device_authorization.cancelled', 'password.reset_requested'];
+    let events: EventPage['events'] = [];
+    await waitFor(
+      'the events to settle',
+      async () => {
+        // This file's tests run one at a time: every event of these types after `from` is this test's.
+        events = (await page(api, ADMIN_EVENTS, { after: from, types: wanted.join(','), limit: 1000 })).events;
+        return wanted.every((type) => events.some((e) => e.type === type));
+      },
+      30_000,
+    );
+    expect(Object.fromEntries(events.map((e) => [e.type, e.userAgent]))).toEqual({ 'grant.redeemed': CLI, 'device_authorization.cancelled': CLI, 'password.reset_requested': BROWSER });
+  });
+
   it('records no User-Agent for work no request is behind', async () => {
     const from = (await readAll()).at(-1) ?? STREAM_START_ID;
     await api.app.get(AuditService).record('admin.api_action', { detail: { action: 'outside any request' } });
