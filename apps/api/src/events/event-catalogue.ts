@@ -117,6 +117,11 @@ export const EVENT_CATALOGUE: { readonly [T in AuthEventType]: CatalogueEntry } 
   'org.service_account_federation_delete': { type: 'service_account.federation_deleted', subject: ['service_account', 'serviceAccountId'] },
   'org.service_account_token_exchange': { type: 'service_account.token_exchanged', subject: ['service_account', 'serviceAccountId'] },
   'org.service_account_exchange_refused': { type: 'service_account.exchange_refused', subject: ['service_account', 'serviceAccountId'] },
+  'org.webhook_create': { type: 'webhook.created', subject: ['webhook', 'webhookId'] },
+  'org.webhook_update': { type: 'webhook.updated', subject: ['webhook', 'webhookId'] },
+  'org.webhook_secret_rotate': { type: 'webhook.secret_rotated', subject: ['webhook', 'webhookId'] },
+  'org.webhook_delete': { type: 'webhook.deleted', subject: ['webhook', 'webhookId'] },
+  'org.webhook_disable_failing': { type: 'webhook.disabled', subject: ['webhook', 'webhookId'] },
 };
 
 /** The internal types behind each public one (the stream's `types` filter runs on the stored column). */
