@@ -93,6 +93,10 @@ describe('auth:login --service-account --federated-token', () => {
     expect(me.code).toBe(0);
     expect(JSON.parse(me.stdout)).toMatchObject({ kind: 'service_account', user: { id: account.id, email: null } });
     expect((await box.run(['auth:status'])).stdout).toContain(`User:         Service account nightly sync of ${orgName} (${slug})`);
+    // No person approves a machine's scopes: auth:refresh says to ask at the exchange.
+    const refresh = await box.run(['auth:refresh', '--scopes', 'profile']);
+    expect(refresh.stderr).toMatch(new RegExp(`^Error: This session is the service account ${account.clientId}'s, whose scopes are asked for at the exchange: `));
+    expect(refresh.code).toBe(2);
   });
 
   it('a file, with --no-store: the token alone on stdout for PROSPECT_TOKEN, and nothing on disk', async () => {
