@@ -28,6 +28,7 @@ const invitation = { invitationId: str, email: str, role: str, replaced: num, ad
 const domain = { domain: str, joinPolicy: str, enforceSso: bool, wasVerified: bool };
 const provider = { providerId: str, label: str, sessions: num, disabled: bool, reason: str };
 const account = { accountId: str, role: str, cleared: bool };
+const scim = { scimUserId: str, memberId: str, userName: str, externalId: str, groupId: str, displayName: str, tokenId: str, label: str, role: str, linked: bool, accountDisabled: bool, accountEnabled: bool, added: num, removed: num, reason: str };
 
 /** Every public event type and the shape of its `data`, in the order docs/events.md lists them. */
 export const EVENT_DATA_SCHEMAS = {
@@ -114,6 +115,17 @@ export const EVENT_DATA_SCHEMAS = {
   'service_account.key_added': data(serviceAccount),
   'service_account.key_deleted': data(serviceAccount),
   'service_account.used_from_new_address': data(serviceAccount),
+  'scim.token_created': data(scim),
+  'scim.token_revoked': data(scim),
+  'scim.settings_updated': data({ deactivateDisablesAccount: bool, groupRoles: str }),
+  'scim.user_provisioned': data(scim),
+  'scim.user_updated': data(scim),
+  'scim.user_deactivated': data(scim),
+  'scim.user_reactivated': data(scim),
+  'scim.user_deleted': data(scim),
+  'scim.group_created': data(scim),
+  'scim.group_updated': data(scim),
+  'scim.group_deleted': data(scim),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA_SCHEMAS;

@@ -91,7 +91,19 @@ export type AuthEventType =
   | 'org.service_account_secret_delete'
   | 'org.service_account_key_add'
   | 'org.service_account_key_delete'
-  | 'org.service_account_new_address';
+  | 'org.service_account_new_address'
+  // SCIM provisioning (issue #47): each with its organization; by nobody when the directory did it.
+  | 'scim.token_create'
+  | 'scim.token_revoke'
+  | 'scim.settings_update'
+  | 'scim.user_provision'
+  | 'scim.user_update'
+  | 'scim.user_deactivate'
+  | 'scim.user_reactivate'
+  | 'scim.user_delete'
+  | 'scim.group_create'
+  | 'scim.group_update'
+  | 'scim.group_delete';
 
 /** The audit trail of sign-in: who did what from where. Never holds a secret. */
 @Entity({ name: 'auth_events' })

@@ -53,6 +53,8 @@ export const PROVIDER_DISCOVERIES_PER_HOUR = 20;
 export const CLIENT_AUTH_FAILURES = 30;
 /** Failed client authentications one address may make in an hour, whichever client_id it names. */
 export const CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR = 100;
+/** Failed SCIM bearer tokens (issue #47: a directory's token, wrong or ended) one address may send in an hour. */
+export const SCIM_TOKEN_FAILURES_PER_IP_PER_HOUR = 30;
 /** Failed passkey sign-ins with one credential id before it waits, as an account's failed sign-ins. */
 export const PASSKEY_FAILURES = LOGIN_FAILURES;
 
@@ -121,6 +123,7 @@ export class RateLimits {
       providerDiscoveriesPerHour: PROVIDER_DISCOVERIES_PER_HOUR,
       clientAuthFailures: CLIENT_AUTH_FAILURES,
       clientAuthFailuresPerIp: CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR,
+      scimTokenFailuresPerIp: SCIM_TOKEN_FAILURES_PER_IP_PER_HOUR,
     });
   }
 
@@ -337,6 +340,21 @@ export class RateLimits {
   /** The authentication counted by attemptClientAuthentication succeeded: no guess, its points go back. */
   async clientAuthenticationSucceeded(clientId: string, ip: string): Promise<void> {
     await Promise.all([this.limiters.clientAuthByClient.reward(clientId, 1), this.limiters.clientAuthByIp.reward(ip, 1)]);
+  }
+
+  /**
+   * Counts a SCIM request's bearer token (issue #47) against the address before the token is looked
+   * up; a token that works gives the point back (scimTokenSucceeded), so the limit counts failures.
+   * Per address only: a counter per organization would let anyone lock an organization's directory
+   * out by sending it wrong tokens, and a token of 256 random bits is not guessed anyway.
+   */
+  async attemptScimToken(ip: string): Promise<void> {
+    return this.consume(this.limiters.scimTokensByIp, ip, 'Too many failed SCIM tokens from your address. Please wait before trying again.');
+  }
+
+  /** The token counted by attemptScimToken worked: its point goes back. */
+  async scimTokenSucceeded(ip: string): Promise<void> {
+    await this.limiters.scimTokensByIp.reward(ip, 1);
   }
 
   /** At most `limit` counters past their window, in `tx` (retention); how many. */
