@@ -137,11 +137,13 @@ export class ScimDirectoryRepository {
 
   /**
    * The highest role the organization's mapping gives the person through their groups (`admin`
-   * over `member`); `member` when none of their groups is mapped.
+   * over `member`); `member` when none of their groups is mapped; undefined when the organization
+   * maps no group at all (the directory then leaves roles to the admins).
    */
-  async mappedRole(tx: Tx, organizationId: string, scimUserId: string): Promise<ScimGroupRole> {
-    const [row] = await this.sql.rows<{ admin: boolean }>(
-      `SELECT EXISTS (
+  async mappedRole(tx: Tx, organizationId: string, scimUserId: string): Promise<ScimGroupRole | undefined> {
+    const [row] = await this.sql.rows<{ mapped: boolean; admin: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM scim_group_roles WHERE organization_id = $1) AS mapped,
+              EXISTS (
          SELECT 1 FROM scim_group_members gm
            JOIN scim_groups g ON g.id = gm.group_id
            JOIN scim_group_roles r ON r.organization_id = g.organization_id AND lower(r.display_name) = lower(g.display_name)
@@ -149,7 +151,7 @@ export class ScimDirectoryRepository {
       [organizationId, scimUserId],
       tx,
     );
-    return row!.admin ? 'admin' : 'member';
+    return !row!.mapped ? undefined : row!.admin ? 'admin' : 'member';
   }
 
   /** The group names and roles of the organization's mapping, by name. */

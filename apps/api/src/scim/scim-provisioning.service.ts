@@ -172,13 +172,15 @@ export class ScimProvisioningService {
     }
   }
 
-  /** Makes an active person a member with their mapped role (a member already keeps theirs but follows the mapping); the role. */
+  /**
+   * Makes an active person a member with their mapped role, `member` when the organization maps no
+   * group; a member already keeps their role unless the mapping gives one (an owner stays an owner). The role.
+   */
   private async join(tx: Tx, ctx: ScimContext, row: ScimUserRow): Promise<string> {
     const mapped = await this.directory.mappedRole(tx, ctx.organizationId, row.id);
-    if (!(await this.organizations.addMember(tx, ctx.organizationId, row.userId, mapped, VIA, null))) {
-      await this.organizations.setRoleFor(tx, ctx.organizationId, row.userId, mapped, VIA);
-    }
-    return (await this.organizations.roleIn(tx, ctx.organizationId, row.userId)) ?? mapped;
+    const added = await this.organizations.addMember(tx, ctx.organizationId, row.userId, mapped ?? 'member', VIA, null);
+    if (!added && mapped) await this.organizations.setRoleFor(tx, ctx.organizationId, row.userId, mapped, VIA);
+    return (await this.organizations.roleIn(tx, ctx.organizationId, row.userId)) ?? mapped ?? 'member';
   }
 
   /** Reactivation: the membership back, and the account enabled again when a deactivation of this organization disabled it. */
@@ -291,12 +293,17 @@ export class ScimProvisioningService {
 
   /**
    * Gives every active provisioned person of the organization the role the mapping gives them now,
-   * in `tx` after the organization's lock (the admins changed the mapping).
+   * in `tx` after the organization's lock (the admins changed the mapping). An empty mapping changes
+   * nobody's role: the roles stay as they are, the admins' to change from now on.
    */
   async applyMapping(tx: Tx, organizationId: string): Promise<void> {
-    for (const row of await this.directory.usersOf(tx, organizationId)) {
-      await this.organizations.setRoleFor(tx, organizationId, row.userId, await this.directory.mappedRole(tx, organizationId, row.id), VIA);
-    }
+    for (const row of await this.directory.usersOf(tx, organizationId)) await this.followMapping(tx, organizationId, row);
+  }
+
+  /** The person's role as the mapping says now (nothing when the organization maps no group). */
+  private async followMapping(tx: Tx, organizationId: string, row: ScimUserRow): Promise<void> {
+    const mapped = await this.directory.mappedRole(tx, organizationId, row.id);
+    if (mapped) await this.organizations.setRoleFor(tx, organizationId, row.userId, mapped, VIA);
   }
 
   private async changeGroup(ctx: ScimContext, id: string, next: (current: ScimGroupResource) => { displayName: string; externalId: string | null; members: string[] }): Promise<ScimGroupResource> {
@@ -334,7 +341,7 @@ export class ScimProvisioningService {
     const removed = await this.directory.removeMembers(tx, group.id, toRemove);
     for (const scimUserId of [...toAdd, ...toRemove]) {
       const person = known.find((k) => k.id === scimUserId) ?? (await this.directory.findUser(ctx.organizationId, scimUserId, tx));
-      if (person?.active) await this.organizations.setRoleFor(tx, ctx.organizationId, person.userId, await this.directory.mappedRole(tx, ctx.organizationId, person.id), VIA);
+      if (person?.active) await this.followMapping(tx, ctx.organizationId, person);
     }
     return { added, removed };
   }
@@ -356,13 +363,17 @@ function listResponse<T>(resources: T[], total: number, query: ListQuery) {
 
 /** A PatchOp body's operations, checked by scim-patch. @throws ScimError 400 */
 function patchOperations(body: unknown): ScimPatchOperation[] {
+  // Okta and Entra write ops in any case ("Replace", "Add"); scim-patch reads a few of them only.
+  const operations = (body as { Operations?: unknown } | null)?.Operations;
+  const normalized = Array.isArray(operations)
+    ? { ...(body as object), Operations: operations.map((op: unknown) => (op && typeof op === 'object' && typeof (op as { op?: unknown }).op === 'string' ? { ...op, op: (op as { op: string }).op.toLowerCase() } : op)) }
+    : body;
   try {
-    patchBodyValidation(body as Parameters<typeof patchBodyValidation>[0]);
+    patchBodyValidation(normalized as Parameters<typeof patchBodyValidation>[0]);
   } catch (err) {
     throw invalidSyntax(`The body must be a SCIM PatchOp (${SCHEMAS.patch}) with its Operations: ${(err as Error).message}`);
   }
-  // Okta and Entra write ops in any case ("Replace", "Add"); scim-patch reads a few of them only.
-  return (body as { Operations: ScimPatchOperation[] }).Operations.map((op) => ({ ...op, op: String(op.op).toLowerCase() }) as ScimPatchOperation);
+  return (normalized as { Operations: ScimPatchOperation[] }).Operations;
 }
 
 /** The resource as the operations leave it (scim-patch). @throws ScimError 400 with scim-patch's scimType */

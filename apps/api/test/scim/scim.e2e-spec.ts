@@ -182,6 +182,11 @@ describe('SCIM provisioning', () => {
 
   it('groups map to roles as the admins set, and follow adds and removes', async () => {
     const { owner, slug, domain, token, base } = await provisionedOrganization();
+    // No mapping yet: an admin made by hand and then provisioned stays an admin.
+    const admin = await createUser(api, { email: `hand@${domain}` });
+    await addMember(api, slug, owner.id, admin, 'admin');
+    expect((await scim('POST', `${base}/Users`, token, userBody(admin.email))).status).toBe(201);
+    expect(await roleOf(slug, owner, admin.id)).toBe('admin');
     const ada = (await scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))).body;
     const bob = (await scim('POST', `${base}/Users`, token, userBody(`bob@${domain}`))).body;
     const accountOf = async (userName: string) => ((await get(api, `/api/orgs/${slug}/members`, owner.token)).body as Array<{ user: { id: string; email: string } }>).find((m) => m.user.email === userName)!.user.id;
@@ -196,6 +201,8 @@ describe('SCIM provisioning', () => {
     expect(group.status).toBe(201);
     expect(group.body).toMatchObject({ displayName: 'Prospect Admins', members: [{ value: ada.id, display: `ada@${domain}` }] });
     expect(await roleOf(slug, owner, adaId)).toBe('admin');
+    // The mapping now decides for every provisioned person: the hand-made admin is in no mapped group.
+    expect(await roleOf(slug, owner, admin.id)).toBe('member');
     expect((await scim('GET', `${base}/Groups?filter=${encodeURIComponent('displayName eq "prospect admins"')}&excludedAttributes=members`, token)).body)
       .toMatchObject({ totalResults: 1, Resources: [{ id: group.body.id, displayName: 'Prospect Admins' }] });
 
@@ -211,11 +218,14 @@ describe('SCIM provisioning', () => {
     const stranger = await scim('PATCH', `${base}/Groups/${group.body.id}`, token, { schemas: [PATCH], Operations: [{ op: 'add', path: 'members', value: [{ value: '00000000-0000-4000-8000-000000000000' }] }] });
     expect(stranger.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidValue' });
 
-    // Unmapping demotes; deleting the group too.
-    await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { groupRoles: [] }, token: owner.token });
+    // A mapping without the group demotes its members; an empty one leaves roles to the admins.
+    await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { groupRoles: [{ group: 'Sales', role: 'admin' }] }, token: owner.token });
     expect(await roleOf(slug, owner, bobId)).toBe('member');
     await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { groupRoles: [{ group: 'prospect admins', role: 'admin' }] }, token: owner.token });
     expect(await roleOf(slug, owner, bobId)).toBe('admin');
+    await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { groupRoles: [] }, token: owner.token });
+    expect(await roleOf(slug, owner, bobId)).toBe('admin');
+    await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { groupRoles: [{ group: 'Prospect Admins', role: 'admin' }] }, token: owner.token });
     expect((await scim('DELETE', `${base}/Groups/${group.body.id}`, token)).status).toBe(204);
     expect(await roleOf(slug, owner, bobId)).toBe('member');
     expect((await scim('GET', `${base}/Groups/${group.body.id}`, token)).status).toBe(404);
