@@ -85,6 +85,8 @@ export const PASSKEY_FAILURES = LOGIN_FAILURES;
  *   point of the recipient's MAILS_PER_RECIPIENT_PER_HOUR (refused, not dropped: the inviter is told).
  *   Domain verifications: DOMAIN_VERIFICATIONS_PER_HOUR per organization; discoveries of its
  *   identity providers (Test connection, registration): PROVIDER_DISCOVERIES_PER_HOUR per organization.
+ * - SCIM bearer tokens (issue #47): SCIM_TOKEN_FAILURES_PER_IP_PER_HOUR failed ones per address, counted
+ *   before the lookup (a working token gives its point back).
  * - Second-factor codes (TOTP or recovery) without a recognised browser, per account: 5 failures in
  *   15 minutes block it for 15 minutes (a million six-digit codes: guessing one takes years); a
  *   right code gives them back. The first code of an app being set up: 5 failures per account

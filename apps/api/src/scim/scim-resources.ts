@@ -1,6 +1,7 @@
 import { hasUnsafeText } from '@prospect/contract';
 import type { GroupMemberRow, ScimGroupRow, ScimUserFields, ScimUserRow } from './scim-directory.repository.js';
 import { invalidSyntax, invalidValue } from './scim-error.js';
+import { MAX_PAGE } from './scim-filter.js';
 
 /** The schema URNs of RFC 7643 and 7644 this service speaks. */
 export const SCHEMAS = {
@@ -146,19 +147,18 @@ export const accountName = (input: ScimUserInput) =>
   (input.displayName ?? [input.givenName, input.familyName].filter(Boolean).join(' ')) || input.userName.split('@')[0]!;
 
 /** RFC 7643 §5: what this service supports, for the directory's discovery. */
-export const serviceProviderConfig = (docs: string) => ({
+export const serviceProviderConfig = (base: string) => ({
   schemas: [SCHEMAS.serviceProviderConfig],
-  documentationUri: docs,
   patch: { supported: true },
   bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
-  filter: { supported: true, maxResults: 200 },
+  filter: { supported: true, maxResults: MAX_PAGE },
   changePassword: { supported: false },
   sort: { supported: false },
   etag: { supported: false },
   authenticationSchemes: [
-    { type: 'oauthbearertoken', name: 'OAuth Bearer Token', description: 'A SCIM token of the organization (prscim_…), made on its page.', primary: true },
+    { type: 'oauthbearertoken', name: 'OAuth Bearer Token', description: 'A SCIM token of the organization (prscim_…), made on its SCIM page.', primary: true },
   ],
-  meta: { resourceType: 'ServiceProviderConfig', location: '/ServiceProviderConfig' },
+  meta: { resourceType: 'ServiceProviderConfig', location: `${base}/ServiceProviderConfig` },
 });
 
 export const resourceTypes = (base: string) => [

@@ -33,7 +33,7 @@ export class ScimController {
 
   @Get('ServiceProviderConfig')
   serviceProviderConfig(@Scim() scim: ScimContext) {
-    return { ...serviceProviderConfig(`${scim.base.replace(/\/scim\/v2\/.*$/, '')}/api/docs`), meta: { resourceType: 'ServiceProviderConfig', location: `${scim.base}/ServiceProviderConfig` } };
+    return serviceProviderConfig(scim.base);
   }
 
   @Get('ResourceTypes')

@@ -260,6 +260,8 @@ describe('SCIM provisioning', () => {
     expect((await scim('GET', `${base}/Users/not-a-uuid`, token)).body).toMatchObject({ status: '404' });
     expect((await scim('GET', `${base}/Users`, undefined)).body).toMatchObject({ status: '401' });
     expect((await scim('GET', `${base}/Users`, 'prscim_nope')).status).toBe(401);
+    // A person's token is no SCIM token.
+    expect((await scim('GET', `${base}/Users`, (await personWithToken(api)).token)).status).toBe(401);
     expect((await get(api, `/api/orgs/${slug}`, token)).status).toBe(401);
   });
 
@@ -332,9 +334,12 @@ describe('SCIM provisioning', () => {
     expect((await scim('GET', `${base}/Users/${ownerResource.id}`, token)).body.active).toBe(true);
   });
 
-  it('two deactivations at once are fine: both answered, one membership removed once', async () => {
+  it('two deactivations at once are fine: both answered, one membership removed once; one of two creates wins', async () => {
     const { owner, slug, domain, token, base } = await provisionedOrganization();
-    const ada = (await scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))).body;
+    const creates = await Promise.all([1, 2, 3].map(() => scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))));
+    expect(creates.map((c) => c.status).sort()).toEqual([201, 409, 409]);
+    expect(creates.filter((c) => c.status === 409).map((c) => c.body.scimType)).toEqual(['uniqueness', 'uniqueness']);
+    const ada = creates.find((c) => c.status === 201)!.body;
     const answers = await Promise.all([1, 2, 3, 4].map(() => scim('PATCH', `${base}/Users/${ada.id}`, token, deactivation)));
     expect(answers.map((a) => [a.status, a.body.active])).toEqual([[200, false], [200, false], [200, false], [200, false]]);
     const events = await settledEvents(slug, owner, '&types=scim.user_deactivated,member.removed', ['scim.user_deactivated', 'member.removed']);
