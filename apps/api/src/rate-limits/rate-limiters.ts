@@ -104,7 +104,7 @@ export class RateLimiters {
     this.providerDiscoveries = store('org:idp-discover', sizes.providerDiscoveriesPerHour, HOUR);
     this.clientAuthByClient = store('client-auth:client', sizes.clientAuthFailures, LOGIN_BLOCK_SECONDS);
     this.clientAuthByIp = store('client-auth:ip', sizes.clientAuthFailuresPerIp, HOUR);
-    this.scimTokensByIp = store('scim-token:ip', sizes.scimTokenFailuresPerIp, HOUR);
+    this.scimTokensByIp = store('scim-token:org-ip', sizes.scimTokenFailuresPerIp, HOUR);
   }
 
   /**

@@ -108,15 +108,15 @@ export class ScimAdminService {
 
   /**
    * The organization of `slug` when `authorization` carries one of its working tokens. Counted
-   * against the address before the token is looked up (a working one gives its point back).
+   * against the address at this organization before the token is looked up (a working one gives its point back).
    * @throws 429 past the limit; 401 (SCIM's error body) for anything else, the same for every reason.
    */
   async authenticate(slug: string, authorization: string | undefined, ip: string): Promise<ScimTokenOwner> {
-    await this.limits.attemptScimToken(ip);
+    await this.limits.attemptScimToken(slug, ip);
     const token = /^Bearer +(\S+)$/i.exec(authorization ?? '')?.[1] ?? '';
     const owner = looksLikeSecret(token, SCIM_TOKEN_PREFIX) ? await this.tokens.use(sha256(token), slug, this.clock.now()) : undefined;
     if (!owner) throw new ScimError(401, undefined, 'A valid SCIM token of this organization is required (Authorization: Bearer prscim_…), made on the organization’s SCIM page.', UNAUTHORIZED);
-    await this.limits.scimTokenSucceeded(ip);
+    await this.limits.scimTokenSucceeded(slug, ip);
     return owner;
   }
 
