@@ -138,6 +138,8 @@ export class RetentionService {
       [null, (tx, limit) => this.orgDomains.purgeStaleJoinRequests(tx, orgInvitationsBefore, limit)],
       // Service accounts' client assertion ids, once past their exp (a replay is refused as expired then).
       [null, (tx, limit) => this.serviceAccounts.purgeExpiredAssertions(tx, now, limit)],
+      // Subject tokens exchanged for service accounts' tokens, once past their exp (likewise).
+      [null, (tx, limit) => this.serviceAccounts.purgeExpiredSubjectTokens(tx, now, limit)],
     ];
     const counts: PurgeCounts = { tokens: 0, refreshTokens: 0, deviceLogins: 0, webSessions: 0, auditEvents: 0 };
     let batches = 0;
