@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { installPassportRequestMethods } from './auth/passport-request.js';
 import { ApiException } from './common/api-exception.js';
-import { API_PREFIX, hasBody } from './common/http-body.js';
+import { API_PREFIX, hasBody, SCIM_MEDIA_TYPE } from './common/http-body.js';
 import { BODY_LIMIT } from './common/body-limit.js';
 import { ErrorBodyFilter } from './common/error-body.filter.js';
 import { refuseMalformedQueries, refuseUnreadableBodies } from './common/well-formed-text.js';
@@ -66,7 +66,8 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
       // JSON bodies for the API; the pages read forms (web.module.ts). Not mounted on a path:
       // a mounted middleware makes Express rewrite req.url for every request under it. So every
       // path parses JSON, and every parsed body is checked at once (depth, text), known route or not.
-      express.json({ limit: BODY_LIMIT }),
+      // SCIM clients send `application/scim+json` (RFC 7644 §3.1): the same JSON, read the same way.
+      express.json({ limit: BODY_LIMIT, type: ['application/json', SCIM_MEDIA_TYPE] }),
       refuseNonJsonBodies,
       refuseUnreadableBodies,
     ),
