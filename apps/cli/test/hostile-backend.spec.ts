@@ -6,6 +6,7 @@ import { MAX_ANSWER_BYTES } from '../src/api-client/network.js';
 import { stripControls } from '../src/api-client/untrusted-text.js';
 import { DeviceLoginClient, type WaitEvent } from '../src/device-login/device-login-client.js';
 import { CliError } from '../src/errors.js';
+import { exchangeFederatedToken } from '../src/workload-identity/token-exchange.js';
 import { refreshSession } from '../src/session/refresh.js';
 import { SessionStore } from '../src/session/session-store.js';
 import { fakeBackend, inAnHour, json, user } from './support/fake-backend.js';
@@ -187,5 +188,34 @@ describe('a hostile server', () => {
         await rm(dir, { recursive: true, force: true });
       }
     });
+  });
+});
+
+describe('a hostile token endpoint answering the token exchange', () => {
+  const exchange = async (answer: (res: import('node:http').ServerResponse) => void) => {
+    const backend = await fakeBackend({ 'POST /oauth/token': (_req, _b, res) => answer(res) });
+    try {
+      return await exchangeFederatedToken(new ApiClient({ baseUrl: backend.url }), { clientId: 'psa_x', subjectToken: 'a.b.c' }, new AbortController().signal).then(
+        () => 'accepted',
+        (err: unknown) => err,
+      );
+    } finally {
+      await backend.close();
+    }
+  };
+
+  it.each([
+    ['wrong JSON', (res: import('node:http').ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"access_token": '), /answered|JSON|not/i],
+    ['no lifetime', (res: import('node:http').ServerResponse) => json(res, 200, { access_token: 'prs_x', token_type: 'Bearer' }), /without an access token and its lifetime/],
+    ['a token_type not Bearer', (res: import('node:http').ServerResponse) => json(res, 200, { access_token: 'prs_x', token_type: 'DPoP', expires_in: 3600 }), /issued a DPoP token/],
+    // Printed bare with --no-store (controls are stripped from every answer already): what no Authorization header can carry is no token.
+    ['a token no header can carry', (res: import('node:http').ServerResponse) => json(res, 200, { access_token: `prs_x ' $(id) "`, token_type: 'Bearer', expires_in: 3600 }), /not a token/],
+    ['a huge body', (res: import('node:http').ServerResponse) => json(res, 200, { access_token: 'x'.repeat(MAX_ANSWER_BYTES + 10), token_type: 'Bearer', expires_in: 3600 }), /./],
+  ])('%s: one line, nothing accepted', async (_, answer, says) => {
+    const err = await exchange(answer);
+    expect(err).toBeInstanceOf(CliError);
+    expect((err as CliError).message).toMatch(says);
+    expect((err as CliError).message).not.toContain('\n');
+    expect((err as CliError).message).not.toContain(ESC);
   });
 });

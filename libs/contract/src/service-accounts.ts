@@ -92,6 +92,11 @@ export const CreateServiceAccountFederationRequestSchema = z.strictObject({
       'iss, aud, exp, nbf, iat and jti are checked by the exchange itself: give the issuer as `issuer` and the audience as `audience`',
     ),
     z.refine((c) => Object.keys(c).length > 0, 'needs at least one condition (`sub`, or a named claim such as `repository`): a federation without one would trust every token of the issuer'),
+    // `{"sub": "*"}` is a condition in name only: it too would trust every token of the issuer.
+    z.refine(
+      (c) => Object.keys(c).length === 0 || Object.values(c).some((pattern) => !/^\*+$/.test(pattern)),
+      'needs at least one condition that pins a value (not only `*`): a federation whose every pattern is `*` would trust every token of the issuer',
+    ),
     z.refine((c) => Object.keys(c).length <= FEDERATION_MAX_CONDITIONS, `at most ${FEDERATION_MAX_CONDITIONS} conditions`),
   ),
 });

@@ -12,6 +12,7 @@ import { decodeJwt, errors as joseErrors, type JWTPayload, jwtVerify } from 'jos
 import { AuditService } from '../audit/audit.service.js';
 import { ApiException } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
+import { findUnreadableInput } from '../common/well-formed-text.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import { failedCondition } from './claim-conditions.js';
@@ -45,8 +46,8 @@ interface Accepted {
   federation: FederationRow;
 }
 
-/** Text from a token for the log: clipped, so a claim cannot fill it. */
-const clip = (value: unknown) => (typeof value === 'string' ? value.slice(0, 300) : undefined);
+/** Text from a token for the log: clipped, so a claim cannot fill it (and kept well formed: a cut through an emoji's surrogate pair is no text Postgres stores). */
+const clip = (value: unknown) => (typeof value === 'string' ? value.slice(0, 300).toWellFormed() : undefined);
 
 /**
  * Workload identity federation (issue #45): the token exchange grant (RFC 8693) for service
@@ -153,6 +154,8 @@ export class TokenExchangeGrant {
     } catch {
       throw new ExchangeRefused('not_a_jwt');
     }
+    // A NUL or an unpaired surrogate in a claim (a JSON escape away) cannot be stored as text: refused here, not a 500 from the log's insert.
+    if (findUnreadableInput(unverified)) throw new ExchangeRefused('malformed');
     const issuer = unverified.iss;
     if (typeof issuer !== 'string' || !issuer || issuer.length > 500) throw new ExchangeRefused('issuer');
     // Only an issuer this account trusts is ever asked for its keys.

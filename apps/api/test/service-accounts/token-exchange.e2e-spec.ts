@@ -1,4 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ACCESS_TOKEN_TOKEN_TYPE, ID_TOKEN_TOKEN_TYPE, JWT_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT_TYPE } from '@prospect/contract';
+import { SignJWT } from 'jose';
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { ISSUER_KEYS_COOLDOWN_SECONDS } from '../../src/service-accounts/issuer-keys.js';
 import { waitFor } from '../support/eventually.js';
@@ -69,6 +73,9 @@ describe('token exchange (workload identity federation)', () => {
 
     for (const [body, says] of [
       [{ issuer: issuer.url, conditions: {} }, 'at least one condition'],
+      // A condition in name only: `*` alone would trust every token of the issuer (any repository on github.com).
+      [{ issuer: issuer.url, conditions: { sub: '*' } }, 'pins a value'],
+      [{ issuer: issuer.url, conditions: { sub: '**', repository: '*' } }, 'pins a value'],
       [{ issuer: issuer.url }, 'conditions'],
       [{ issuer: 'http://ci.example.com', conditions: { sub: 'x' } }, 'https://'],
       [{ issuer: 'https://10.1.2.3', conditions: { sub: 'x' } }, 'private'],
@@ -83,10 +90,10 @@ describe('token exchange (workload identity federation)', () => {
     // A member who is no admin may not; nor may another organization's owner.
     const member = await personWithToken(api);
     await addMember(api, slug, owner.id, member, 'member');
-    expect((await federate(slug, member.token, account.id, { issuer: issuer.url, conditions: { sub: '*' } })).status).toBe(403);
+    expect((await federate(slug, member.token, account.id, { issuer: issuer.url, conditions: { sub: 'repo:acme/*' } })).status).toBe(403);
     expect((await request(api, 'DELETE', `/api/orgs/${slug}/service-accounts/${account.id}/federations/${federation.id}`, { token: member.token })).status).toBe(403);
     const other = await organizationWithOwner(api);
-    const elsewhere = await federate(other.slug, other.owner.token, account.id, { issuer: issuer.url, conditions: { sub: '*' } });
+    const elsewhere = await federate(other.slug, other.owner.token, account.id, { issuer: issuer.url, conditions: { sub: 'repo:acme/*' } });
     expect(elsewhere.status).toBe(404);
     const logged = await authEvents(api, { type: 'org.service_account_federation_add', detail: { serviceAccountId: account.id } });
     expect(logged).toHaveLength(1);
@@ -145,6 +152,100 @@ describe('token exchange (workload identity federation)', () => {
     expectOpaqueRefusal(await exchange(account.clientId, `${header}.${payload}.${forgedSignature}`));
     expectOpaqueRefusal(await exchange(account.clientId, 'not-a-jwt'));
     expect(await refusedConditions(account.id)).toEqual([...cases.map(([condition]) => condition), 'signature', 'not_a_jwt']);
+  });
+
+  it('an attacker’s tokens: alg none, HS256 keyed with the JWKS, another issuer’s key under the same kid, no exp, nbf ahead, claims that are arrays, objects or another case', async () => {
+    const { account } = await federatedAccount();
+    const sub = 'repo:acme/api:ref:refs/heads/main';
+    const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const nowSeconds = Math.floor(clock.now().getTime() / 1000);
+    const claims = { iss: issuer.url, aud: api.baseUrl, sub, repository: 'acme/api', iat: nowSeconds, exp: nowSeconds + 300 };
+    // Another issuer with a key of the same kid, signing a token that names ours.
+    const impostor = new TestIssuer();
+    await impostor.addKey('k1', false);
+    const published = JSON.stringify(issuer.keys.get('k1')!.jwk);
+    const cases: Array<[string, string]> = [
+      ['algorithm', `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, jti: randomUUID() })}.`],
+      ['algorithm', await new SignJWT({ ...claims, jti: randomUUID() }).setProtectedHeader({ alg: 'HS256', kid: 'k1' }).sign(new TextEncoder().encode(published))],
+      ['signature', await new SignJWT({ ...claims, jti: randomUUID() }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(impostor.keys.get('k1')!.privateKey)],
+      ['missing_claim:exp', await new SignJWT({ ...claims, exp: undefined, jti: randomUUID() }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(issuer.keys.get('k1')!.privateKey)],
+      ['missing_claim:jti', await new SignJWT({ ...claims }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(issuer.keys.get('k1')!.privateKey)],
+      ['not_yet_valid', await issuer.sign({ aud: api.baseUrl, sub, nbf: nowSeconds + 600 })],
+      ['audience', await issuer.sign({ aud: ['https://someone-else.example', `${api.baseUrl}/`], sub })],
+      ['claim:sub', await issuer.sign({ aud: api.baseUrl, sub: [sub] })],
+      ['claim:sub', await issuer.sign({ aud: api.baseUrl, sub: { toString: sub } })],
+      ['claim:repository', await issuer.sign({ aud: api.baseUrl, sub, repository: ['acme/api', 'evil/x'] })],
+      ['claim:repository', await issuer.sign({ aud: api.baseUrl, sub, repository: 'ACME/api' })],
+      // A lookalike: Cyrillic а in acme.
+      ['claim:repository', await issuer.sign({ aud: api.baseUrl, sub, repository: '\u0430cme/api' })],
+      // Text Postgres cannot store (a NUL, an unpaired surrogate), in a claim or the issuer: refused, never a 500.
+      ['malformed', await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api\u0000:ref:refs/heads/main' })],
+      ['malformed', await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/\ud800' })],
+      // A long sub, clipped for the log through an emoji's surrogate pair.
+      ['claim:sub', await issuer.sign({ aud: api.baseUrl, sub: `${'x'.repeat(299)}😀` })],
+      ['malformed', `${b64({ alg: 'ES256', kid: 'k1' })}.${b64({ ...claims, iss: `${issuer.url}\u0000`, jti: randomUUID() })}.c2ln`],
+    ];
+    const answers = [];
+    for (const [condition, token] of cases) answers.push([condition, (await exchange(account.clientId, token)).body]);
+    // Each refused as any other: invalid_grant, never a 500.
+    expect(answers).toEqual(cases.map(([condition]) => [condition, expect.objectContaining({ error: 'invalid_grant', error_description: 'The subject_token is not accepted for this service account.' })]));
+    expect(await refusedConditions(account.id)).toEqual(cases.map(([condition]) => condition));
+    // The real thing still goes through.
+    expect((await exchange(account.clientId, await issuer.sign({ aud: api.baseUrl, sub }))).status).toBe(200);
+  });
+
+  it('a hostile issuer: a redirect is not followed, a JWKS over a megabyte and a discovery that never ends are refused, and a failure is not fetched again within the cooldown', async () => {
+    let redirectTargetHits = 0;
+    const hits = new Map<string, number>();
+    const hostile = createServer((req, res) => {
+      const path = req.url ?? '';
+      hits.set(path.split('/')[1]!, (hits.get(path.split('/')[1]!) ?? 0) + 1);
+      const base = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
+      if (path === '/target') {
+        redirectTargetHits++;
+        res.end('{}');
+      } else if (path === '/redirect/.well-known/openid-configuration') {
+        res.writeHead(302, { location: `${base}/target` }).end();
+      } else if (path === '/huge/.well-known/openid-configuration') {
+        res.end(JSON.stringify({ issuer: `${base}/huge`, jwks_uri: `${base}/huge/jwks` }));
+      } else if (path === '/huge/jwks') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(`{"keys":[],"pad":"${'x'.repeat(2 * 1024 * 1024)}"}`);
+      } else if (path === '/slow/.well-known/openid-configuration') {
+        // Headers at once, then a byte now and then, forever.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{');
+        const drip = setInterval(() => res.write(' '), 500);
+        res.on('close', () => clearInterval(drip));
+      } else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
+    try {
+      for (const name of ['redirect', 'huge', 'slow']) {
+        const { account, slug, owner } = await federatedAccount();
+        expect((await federate(slug, owner.token, account.id, { issuer: `${base}/${name}`, conditions: { sub: 'x' } })).status).toBe(201);
+        // Signed by the test issuer's key, naming the hostile one: the keys are asked for before the signature is looked at.
+        const nowSeconds = Math.floor(clock.now().getTime() / 1000);
+        const token = () =>
+          new SignJWT({ iss: `${base}/${name}`, aud: api.baseUrl, sub: 'x', jti: randomUUID(), iat: nowSeconds, exp: nowSeconds + 300 })
+            .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+            .sign(issuer.keys.get('k1')!.privateKey);
+        const started = Date.now();
+        expectOpaqueRefusal(await exchange(account.clientId, await token()));
+        // The fetch gives up (5 s) well before the test would.
+        expect(Date.now() - started).toBeLessThan(15_000);
+        const fetched = hits.get(name);
+        // Within the cooldown a failed issuer is not asked again, however many tokens name it.
+        for (let i = 0; i < 3; i++) expectOpaqueRefusal(await exchange(account.clientId, await token()));
+        expect(hits.get(name)).toBe(fetched);
+        expect(await refusedConditions(account.id)).toEqual(Array(4).fill('issuer_unavailable'));
+      }
+      expect(redirectTargetHits).toBe(0);
+    } finally {
+      hostile.closeAllConnections();
+      await new Promise((resolve) => hostile.close(resolve));
+    }
   });
 
   it('a jti is exchanged once: a replay is refused, and of two at once exactly one wins', async () => {

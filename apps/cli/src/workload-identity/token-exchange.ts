@@ -58,6 +58,10 @@ export async function exchangeFederatedToken(
   if (typeof answer?.access_token !== 'string' || !answer.access_token || typeof answer.expires_in !== 'number' || !(answer.expires_in > 0)) {
     throw new CliError(`${api.baseUrl}${OAUTH_ROUTES.token} answered the token exchange without an access token and its lifetime.`, EXIT.failure, 'Is --api-url pointing at a Prospect server?');
   }
+  // RFC 6750 §2.1's b64token: what an Authorization header can carry. With --no-store it is printed bare, so a newline or an escape would be the server's words in the CI's log.
+  if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(answer.access_token)) {
+    throw new CliError(`${api.baseUrl}${OAUTH_ROUTES.token} answered the token exchange with something that is not a token (characters a bearer token cannot hold); nothing was saved.`);
+  }
   if (typeof answer.token_type === 'string' && answer.token_type.toLowerCase() !== 'bearer') {
     throw new CliError(`${api.baseUrl} issued a ${answer.token_type} token, which prospect cannot use (it sends bearer tokens).`);
   }
