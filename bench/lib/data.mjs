@@ -41,9 +41,8 @@ export async function seed(db, { tokens: tokenCount, deviceCodes: codeCount, dev
 /**
  * `count` service accounts of one organization (issue #45), each with one client secret (only its
  * SHA-256 stored, as the API stores it; the secrets are returned) and the scopes `profile orgs`:
- * the client credentials load rotates over them, so that no one client ID has more requests in
- * flight than the API's per-client count of authentications allows (CLIENT_AUTH_FAILURES: every
- * authentication is counted before it is checked, and given back when it succeeds).
+ * the client credentials load rotates over them, as a team's jobs would (every authentication is
+ * counted per address before it is checked, and given back when it succeeds).
  */
 export async function seedServiceAccounts(db, { count }) {
   const [{ id: organizationId }] = (await db.query(`INSERT INTO organizations (slug, name, created_at) VALUES ('bench-org', 'Bench Org', now()) RETURNING id`)).rows;

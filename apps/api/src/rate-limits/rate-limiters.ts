@@ -26,7 +26,6 @@ export interface ExportedSizes {
   startPrefetch: number;
   domainVerificationsPerHour: number;
   providerDiscoveriesPerHour: number;
-  clientAuthFailures: number;
   clientAuthFailuresPerIp: number;
   scimTokenFailuresPerIp: number;
 }
@@ -56,7 +55,6 @@ export class RateLimiters {
   readonly invitationsByOrganization: RateLimiterPostgres;
   readonly domainVerifications: RateLimiterPostgres;
   readonly providerDiscoveries: RateLimiterPostgres;
-  readonly clientAuthByClient: RateLimiterPostgres;
   readonly clientAuthByIp: RateLimiterPostgres;
   readonly scimTokensByIp: RateLimiterPostgres;
 
@@ -102,7 +100,6 @@ export class RateLimiters {
     this.invitationsByOrganization = store('org:invitations', sizes.invitationsPerOrganizationPerHour, HOUR);
     this.domainVerifications = store('domain:verify', sizes.domainVerificationsPerHour, HOUR);
     this.providerDiscoveries = store('org:idp-discover', sizes.providerDiscoveriesPerHour, HOUR);
-    this.clientAuthByClient = store('client-auth:client', sizes.clientAuthFailures, LOGIN_BLOCK_SECONDS);
     this.clientAuthByIp = store('client-auth:ip', sizes.clientAuthFailuresPerIp, HOUR);
     this.scimTokensByIp = store('scim-token:org-ip', sizes.scimTokenFailuresPerIp, HOUR);
   }

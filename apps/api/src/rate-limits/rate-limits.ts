@@ -49,9 +49,7 @@ export const INVITATIONS_PER_ORGANIZATION_PER_HOUR = 30;
 export const DOMAIN_VERIFICATIONS_PER_HOUR = 20;
 /** Discoveries of an organization's identity provider ("Test connection", registration: requests to the issuer it names) one organization may ask for in an hour. */
 export const PROVIDER_DISCOVERIES_PER_HOUR = 20;
-/** Failed client authentications (issue #45: a service account's secret or assertion) one client_id may see in 15 minutes. */
-export const CLIENT_AUTH_FAILURES = 30;
-/** Failed client authentications one address may make in an hour, whichever client_id it names. */
+/** Failed client authentications (issue #45: a service account's secret, assertion or CI token) one address may make in an hour, whichever client_id it names. */
 export const CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR = 100;
 /** Failed SCIM bearer tokens (issue #47: a directory's token, wrong or ended) one address may send to one organization's endpoint in an hour. */
 export const SCIM_TOKEN_FAILURES_PER_IP_PER_HOUR = 30;
@@ -123,7 +121,6 @@ export class RateLimits {
       startPrefetch: startPrefetch(config.deviceStartPerIpPerMinute),
       domainVerificationsPerHour: DOMAIN_VERIFICATIONS_PER_HOUR,
       providerDiscoveriesPerHour: PROVIDER_DISCOVERIES_PER_HOUR,
-      clientAuthFailures: CLIENT_AUTH_FAILURES,
       clientAuthFailuresPerIp: CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR,
       scimTokenFailuresPerIp: SCIM_TOKEN_FAILURES_PER_IP_PER_HOUR,
     });
@@ -326,22 +323,21 @@ export class RateLimits {
   }
 
   /**
-   * Counts a client authentication at the token endpoint (issue #45: a service account's secret or
-   * signed assertion) before it is checked, against the address first, then the client_id (an
-   * address already refused spends no client's tries). A success gives both points back
-   * (clientAuthenticationSucceeded), so the limits count failures.
+   * Counts a client authentication at the token endpoint (issue #45: a service account's secret,
+   * signed assertion or CI token to exchange) against its address before it is checked; a success
+   * gives the point back (clientAuthenticationSucceeded), so the limit counts failures. Not per
+   * client_id: a secret of 256 random bits, a private key's signature or an issuer's signature is
+   * not guessed by any number of tries, and client IDs are public (they sit in CI workflow files),
+   * so a counter per client would only let anyone lock a team's CI out. Per address, it stops the
+   * hammering.
    */
-  async attemptClientAuthentication(clientId: string, ip: string): Promise<void> {
-    const { refused } = await this.limiters.takeInTurn([
-      [this.limiters.clientAuthByIp, ip],
-      [this.limiters.clientAuthByClient, clientId],
-    ]);
-    if (refused) throw tooMany('Too many failed client authentications. Please wait before trying again.', refused);
+  async attemptClientAuthentication(ip: string): Promise<void> {
+    return this.consume(this.limiters.clientAuthByIp, ip, 'Too many failed client authentications from your address. Please wait before trying again.');
   }
 
-  /** The authentication counted by attemptClientAuthentication succeeded: no guess, its points go back. */
-  async clientAuthenticationSucceeded(clientId: string, ip: string): Promise<void> {
-    await Promise.all([this.limiters.clientAuthByClient.reward(clientId, 1), this.limiters.clientAuthByIp.reward(ip, 1)]);
+  /** The authentication counted by attemptClientAuthentication succeeded: its point goes back. */
+  async clientAuthenticationSucceeded(ip: string): Promise<void> {
+    await this.limiters.clientAuthByIp.reward(ip, 1);
   }
 
   /**

@@ -69,7 +69,7 @@ export class ClientCredentialsGrant {
 
   async grant(presented: PresentedClientCredentials, requestedScope: string | undefined, ip: string): Promise<ClientCredentialsTokenResponse> {
     const clientId = presented.method === 'private_key_jwt' ? assertionClientId(presented) : presented.clientId;
-    await this.limits.attemptClientAuthentication(clientId, ip);
+    await this.limits.attemptClientAuthentication(ip);
     const now = this.clock.now();
     // Past the credential check, a refusal (a disabled account, a scope it lacks) is no guess: its point goes back.
     let authenticated = false;
@@ -90,10 +90,10 @@ export class ClientCredentialsGrant {
       }
       return this.issueIn(tx, account, scope, ip, credential.endsBy);
     }).catch(async (err: unknown) => {
-      if (authenticated) await this.limits.clientAuthenticationSucceeded(clientId, ip);
+      if (authenticated) await this.limits.clientAuthenticationSucceeded(ip);
       throw err;
     });
-    await this.limits.clientAuthenticationSucceeded(clientId, ip);
+    await this.limits.clientAuthenticationSucceeded(ip);
     return answer;
   }
 

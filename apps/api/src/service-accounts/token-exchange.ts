@@ -81,7 +81,7 @@ export class TokenExchangeGrant {
   async exchange(request: TokenExchangeTokenRequest, ip: string): Promise<TokenExchangeResponse> {
     checkRequestShape(request);
     const clientId = request.client_id;
-    await this.limits.attemptClientAuthentication(clientId, ip);
+    await this.limits.attemptClientAuthentication(ip);
     const account = await this.accounts.findByClientId(clientId);
     if (!account) throw oauthError(ERROR_CODES.invalidClient, `Unknown client_id: ${clientId}.`);
     const now = this.clock.now();
@@ -126,10 +126,10 @@ export class TokenExchangeGrant {
         const issued = await this.clientCredentials.issueIn(tx, locked, scope, ip, null);
         return { access_token: issued.access_token, issued_token_type: ACCESS_TOKEN_TOKEN_TYPE, token_type: issued.token_type, expires_in: issued.expires_in, scope: issued.scope } as const;
       });
-      await this.limits.clientAuthenticationSucceeded(clientId, ip);
+      await this.limits.clientAuthenticationSucceeded(ip);
       return answer;
     } catch (err) {
-      if (authenticated) await this.limits.clientAuthenticationSucceeded(clientId, ip);
+      if (authenticated) await this.limits.clientAuthenticationSucceeded(ip);
       if (!(err instanceof ExchangeRefused)) throw err;
       await this.audit.record('org.service_account_exchange_refused', {
         userId: account.id,

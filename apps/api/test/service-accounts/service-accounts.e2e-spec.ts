@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { MeResponseSchema } from '@prospect/contract';
 import { type CryptoKey, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import * as oidc from 'openid-client';
-import { CLIENT_AUTH_FAILURES } from '../../src/rate-limits/rate-limits.js';
+import { CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR } from '../../src/rate-limits/rate-limits.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { authEvents, createUser } from '../support/fixtures.js';
 import { request } from '../support/http.js';
@@ -188,14 +188,22 @@ describe('service accounts', () => {
     expect(res.body).toEqual({ active: true, sub: account.id, client_id: account.clientId, token_type: 'Bearer', iat: expect.any(Number), exp: expect.any(Number), scope: 'profile' });
   });
 
-  it('failed client authentications are counted before the check: past the limit even the right secret waits', async () => {
+  it('failed client authentications are counted per address before the check: the hammering address waits, the CI elsewhere does not', async () => {
     const { owner, slug } = await organizationWithOwner(api);
     const account = await createServiceAccount(api, slug, owner.token, ['profile']);
     const secret = await createSecret(api, slug, owner.token, account.id);
-    for (let i = 0; i < CLIENT_AUTH_FAILURES; i++) expect((await secretPost(api, account.clientId, 'prsa_' + 'y'.repeat(43))).status).toBe(400);
-    const limited = await secretPost(api, account.clientId, secret.clientSecret);
+    // The client ID is public (it sits in CI workflow files): an attacker who knows it hammers from one address.
+    const attacker = { 'x-forwarded-for': '203.0.113.66' };
+    const wrong = 'prsa_' + 'y'.repeat(43);
+    const answers = await Promise.all(Array.from({ length: CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR + 10 }, () => secretPost(api, account.clientId, wrong, {}, attacker)));
+    expect(answers.filter((r) => r.status === 400)).toHaveLength(CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR);
+    expect(answers.filter((r) => r.status === 429)).toHaveLength(10);
+    const limited = await secretPost(api, account.clientId, secret.clientSecret, {}, attacker);
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The service account's own CI, from its own address, is not the one locked out.
+    const ci = await secretPost(api, account.clientId, secret.clientSecret, {}, { 'x-forwarded-for': '198.51.100.7' });
+    expect(ci.status).toBe(200);
   });
 
   it('an expired secret is refused', async () => {

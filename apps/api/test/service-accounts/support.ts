@@ -40,8 +40,8 @@ export async function createSecret(api: TestApp, slug: string, ownerToken: strin
 }
 
 /** The client credentials grant with client_secret_post, as a form; the raw answer. */
-export const secretPost = (api: TestApp, clientId: string, clientSecret: string, extra: Record<string, string> = {}) =>
+export const secretPost = (api: TestApp, clientId: string, clientSecret: string, extra: Record<string, string> = {}, headers: Record<string, string> = {}) =>
   request(api, 'POST', '/oauth/token', {
     body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, ...extra }).toString(),
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
   });
