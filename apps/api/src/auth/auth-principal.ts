@@ -8,9 +8,9 @@ export interface AuthPrincipal {
   /** The access token used, when the caller presented one. */
   tokenId?: string;
   /** Its device login (session), for a device login's token: with tokenId, the grant the caller acts with. */
-  deviceLoginId?: string | null;
+  grantId?: string | null;
   /** The grant a token made with a bearer token was made with (a token, or a session); null for any other. */
-  mintedBy?: { tokenId: string | null; deviceLoginId: string | null } | null;
+  mintedBy?: { tokenId: string | null; grantId: string | null } | null;
   /** When the credential stops being valid. */
   expiresAt: Date;
   /** What it may do (SCOPES): a token's granted scopes; a signed-in browser may do everything (in sudo mode where it matters). */

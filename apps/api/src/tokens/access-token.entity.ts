@@ -27,8 +27,8 @@ export class AccessToken {
   origin!: TokenOrigin;
 
   /** For device-origin tokens: the device login that produced it (client name, hostname). */
-  @Column({ name: 'device_login_id', type: 'uuid', nullable: true })
-  deviceLoginId!: string | null;
+  @Column({ name: 'grant_id', type: 'uuid', nullable: true })
+  grantId!: string | null;
 
   /**
    * The scope it was granted, space-separated (SCOPES). Null for a token made before scopes were
@@ -42,8 +42,8 @@ export class AccessToken {
   mintedByTokenId!: string | null;
 
   /** The device login (session) whose token made it, if one did: the family it lives and dies with. */
-  @Column({ name: 'minted_by_device_login_id', type: 'uuid', nullable: true })
-  mintedByDeviceLoginId!: string | null;
+  @Column({ name: 'minted_by_grant_id', type: 'uuid', nullable: true })
+  mintedByGrantId!: string | null;
 
   @Column({ name: 'created_ip', type: 'text', nullable: true })
   createdIp!: string | null;
