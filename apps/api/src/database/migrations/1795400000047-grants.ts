@@ -55,6 +55,8 @@ export class Grants1795400000047 implements MigrationInterface {
 
     await db.query(`ALTER TABLE device_logins ADD COLUMN grant_id uuid REFERENCES grants (id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED`);
     await db.query(`UPDATE device_logins d SET grant_id = d.id WHERE d.grant_type = 'device_code' AND EXISTS (SELECT 1 FROM grants g WHERE g.id = d.id)`);
+    // The key is checked at commit for an approval (which writes the login before its grant); here, at once, so the table can be altered after.
+    await db.query(`SET CONSTRAINTS device_logins_grant_id_fkey IMMEDIATE`);
     await db.query(`CREATE INDEX device_logins_grant_id ON device_logins (grant_id) WHERE grant_id IS NOT NULL`);
 
     await db.query(`ALTER TABLE refresh_tokens DROP CONSTRAINT refresh_tokens_device_login_id_fkey`);
@@ -83,6 +85,7 @@ export class Grants1795400000047 implements MigrationInterface {
   }
 
   async down(db: QueryRunner): Promise<void> {
+    await db.query(`SET CONSTRAINTS device_logins_grant_id_fkey IMMEDIATE`);
     await db.query(`
       ALTER TABLE device_logins
         ADD COLUMN grant_type text NOT NULL DEFAULT 'device_code' CHECK (grant_type IN ('device_code', 'authorization_code')),
