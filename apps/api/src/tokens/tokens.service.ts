@@ -199,7 +199,7 @@ export class TokensService {
       origin: input.origin,
       ...(input.issuedBy ? { issuedBy: input.issuedBy } : {}),
       // The grant that did it: the token presented, and its session for a device login's token.
-      ...(minter ? { mintedByTokenId: minter.tokenId, ...(minter.grantId ? { mintedByGrantId: minter.grantId } : {}) } : {}),
+      ...(minter ? { mintedByTokenId: minter.tokenId, ...(minter.grantId ? { mintedByDeviceLoginId: minter.grantId } : {}) } : {}),
     };
     await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, userAgent: input.userAgent, detail }, tx);
     this.metrics.token('issued');
