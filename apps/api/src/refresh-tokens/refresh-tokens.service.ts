@@ -205,8 +205,9 @@ export class RefreshTokensService {
       // The grant's own rules first, whatever revocation ran or did not: an account disabled or
       // changed, a client disabled or a policy the approval no longer meets ends the family here and now.
       const refusal = refusalToIssue(grant, this.config);
-      // A revoked grant revoked its refresh tokens with it: the token is answered as revoked, as before the grant had a row.
-      if (refusal === 'grant_revoked') return this.presentedAgain(tx, rawToken, hash, clientId, ip);
+      // A revoked grant revoked its refresh tokens with it: such a token is answered as any revoked
+      // one is; a token of it that is still live (issued past a revocation) is ended below with the rest.
+      if (refusal === 'grant_revoked' && (await this.refreshTokens.findPresented(tx, hash))?.revoked_at) return this.presentedAgain(tx, rawToken, hash, clientId, ip);
       if (refusal) return this.endedGrant(tx, hash, refusal, ip);
       // A statement of its own after the lock: it sees what a revocation or rotation that held it committed.
       const claimed = await this.refreshTokens.claim(tx, hash, this.clock.now(), clientId);
