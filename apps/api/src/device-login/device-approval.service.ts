@@ -154,6 +154,8 @@ export class DeviceApprovalService {
           credentialEpoch: proof.credentialEpoch,
           amr: proof.amr,
           secondFactor: proof.secondFactor,
+          authTime: proof.authTime ?? null,
+          webSession: proof.webSession ?? null,
           createdAt: now,
         });
       }

@@ -13,6 +13,10 @@ export interface GrantProof {
   amr: string[];
   /** The approving session had shown a second factor. */
   secondFactor: boolean;
+  /** When the approving session last proved its person (its sign-in or a re-confirmation). */
+  authTime?: Date;
+  /** The approving browser session's key, as `web_sessions.sid` holds it. */
+  webSession?: string;
 }
 
 /** What the next token of a grant depends on, read under the grant's lock. */

@@ -1,7 +1,7 @@
 import { ROUTES } from '@prospect/contract';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { deviceLogins } from '../support/device-login-fixtures.js';
-import { approve, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
+import { approve, approveInBrowser, createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
 import { grants } from '../support/grant-fixtures.js';
 import { post } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -49,6 +49,18 @@ describe('a grant, the record of one approval', () => {
     expect((await poll(api, start.deviceCode)).body.status).toBe('authorized');
     expect(await accessTokens(api, { grantId })).toHaveLength(1);
     expect(await refreshTokens(api, { grantId })).toHaveLength(1);
+  });
+
+  it('approved on the device page, it keeps the approving session and when it proved its person', async () => {
+    const start = await startDeviceLogin(api);
+    const before = Date.now();
+    const email = await approveInBrowser(api, start.userCode);
+    const [login] = await deviceLogins(api, { userCode: start.userCode });
+    const [grant] = await grants(api, { id: login!.grant_id! });
+    expect(grant).toMatchObject({ user_id: (await userByEmail(api, email))!.id, amr: ['pwd'], web_session: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    // Signed up (and so signed in) just now, in this test.
+    expect(grant!.auth_time!.getTime()).toBeGreaterThanOrEqual(before - 1000);
+    expect(grant!.auth_time!.getTime()).toBeLessThanOrEqual(grant!.created_at.getTime());
   });
 
   it('revoking the grant ends every token of it and marks it revoked', async () => {
