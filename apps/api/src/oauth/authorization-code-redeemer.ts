@@ -65,7 +65,7 @@ export class AuthorizationCodeRedeemer {
       const grant = account && { revoked: false, account, approvedUnderEpoch: code.credential_epoch, clientDisabled: false, secondFactor: code.second_factor };
       if (!grant || refusalToIssue(grant, this.config) || !account.sessionLive) return { refused: 'account' };
       // The grant first, then the code used with its event, then its first pair.
-      const familyId = await this.grants.create(tx, {
+      const grantId = await this.grants.create(tx, {
         userId: code.user_id,
         clientId: code.client_id,
         grantType: 'authorization_code',
@@ -78,8 +78,8 @@ export class AuthorizationCodeRedeemer {
         webSession: code.web_session,
         createdAt: now,
       });
-      await this.codes.redeem(tx, { id: code.id, clientId: code.client_id, userId: code.user_id, scope: code.scope }, familyId, now, ip);
-      const pair = await this.refreshTokens.issueFirstPair(tx, { userId: code.user_id, label: current.name, ip, grantId: familyId, scope: code.scope, adminUntil: null });
+      await this.codes.redeem(tx, { id: code.id, clientId: code.client_id, userId: code.user_id, scope: code.scope }, grantId, now, ip);
+      const pair = await this.refreshTokens.issueFirstPair(tx, { userId: code.user_id, label: current.name, ip, grantId, scope: code.scope, adminUntil: null });
       return { pair, code, account };
     });
   }
