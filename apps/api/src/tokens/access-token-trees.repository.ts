@@ -158,11 +158,6 @@ export class AccessTokenTreesRepository {
     return row;
   }
 
-  /**
-   * Locks, in a fixed order (families, then tokens, each by id), every family and minting tree
-   * the user's live tokens belong to, and every family of theirs with a live refresh token or a
-   * live token made with it: what revokeAllOfUser ends, so no rotation or token being made slips past.
-   */
   /** The grants this person approved that still have a live token, by id. */
   async liveGrantsOfUser(tx: Tx, userId: string, now: Date): Promise<string[]> {
     const rows = await this.sql.rows<{ id: string }>(
@@ -177,6 +172,11 @@ export class AccessTokenTreesRepository {
     return rows.map((row) => row.id);
   }
 
+  /**
+   * Locks, in a fixed order (families, then tokens, each by id), every family and minting tree
+   * the user's live tokens belong to, and every family of theirs with a live refresh token or a
+   * live token made with it: what revokeAllOfUser ends, so no rotation or token being made slips past.
+   */
   async lockFamiliesOfUser(tx: Tx, userId: string, now: Date): Promise<void> {
     const roots = `WITH RECURSIVE up AS (
          SELECT id, minted_by_token_id, COALESCE(grant_id, minted_by_grant_id) AS family
@@ -194,10 +194,7 @@ export class AccessTokenTreesRepository {
       [userId, now],
       tx,
     );
-    await this.grants.lockAll(
-      tx,
-      families.map((family) => family.id),
-    );
+    await this.grants.lockAll(tx, families.map((family) => family.id));
     await this.sql.rows(`${roots} SELECT id FROM access_tokens WHERE id IN (SELECT id FROM roots WHERE family IS NULL) ORDER BY id FOR UPDATE`, [userId, now], tx);
   }
 
