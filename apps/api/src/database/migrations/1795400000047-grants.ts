@@ -14,6 +14,10 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * code grant's stand-in device login (its empty user code) becomes a grant and is deleted; the
  * token columns are renamed and their foreign keys point to `grants`. `device_logins` keeps only
  * the device flow's own state (the codes, polling, the sealed reply, who decided).
+ *
+ * `organization_id` is written by none yet (the organizations' doors will): it has no cascade, so an
+ * organization's teardown must revoke its grants (their tokens, their back-channel logouts) before
+ * the row goes, rather than a DELETE silently taking sessions with it.
  */
 export class Grants1795400000047 implements MigrationInterface {
   name = 'Grants1795400000047';
@@ -33,7 +37,7 @@ export class Grants1795400000047 implements MigrationInterface {
         auth_time        timestamptz,
         second_factor    boolean NOT NULL DEFAULT false,
         web_session      text,
-        organization_id  uuid REFERENCES organizations (id) ON DELETE CASCADE,
+        organization_id  uuid REFERENCES organizations (id),
         created_at       timestamptz NOT NULL,
         revoked_at       timestamptz
       )`);
