@@ -22,7 +22,7 @@ import { type AdminGrant, AdminUsersService } from './admin-users.service.js';
 
 /** The grant the caller acts with, for the audit trail: the bearer token (and its session). */
 const grantOf = (caller: AuthPrincipal): AdminGrant | undefined =>
-  caller.tokenId ? { tokenId: caller.tokenId, deviceLoginId: caller.deviceLoginId ?? null } : undefined;
+  caller.tokenId ? { tokenId: caller.tokenId, grantId: caller.grantId ?? null } : undefined;
 
 
 /** A page number from the query: 1 when absent; a 400 for anything but a whole number from 1 to 10,000. */

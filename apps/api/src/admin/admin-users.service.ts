@@ -23,7 +23,7 @@ import { UnitOfWork } from '../database/unit-of-work.js';
  */
 export interface AdminGrant {
   tokenId: string;
-  deviceLoginId: string | null;
+  grantId: string | null;
 }
 
 /** People per page of the admin list. */
@@ -123,7 +123,7 @@ export class AdminUsersService {
   /** What an administrator did through the API, with the grant they did it with (in `tx` when given, so both or neither). */
   private async recordGrant(action: string, accountId: string, adminId: string, ip: string | null, grant: AdminGrant | undefined, tx?: Tx): Promise<void> {
     if (!grant) return;
-    const detail = { action, accountId, tokenId: grant.tokenId, ...(grant.deviceLoginId ? { deviceLoginId: grant.deviceLoginId } : {}) };
+    const detail = { action, accountId, tokenId: grant.tokenId, ...(grant.grantId ? { deviceLoginId: grant.grantId } : {}) };
     await this.audit.record('admin.api_action', { userId: adminId, ip, detail }, tx);
   }
 

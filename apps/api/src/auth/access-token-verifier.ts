@@ -82,7 +82,7 @@ export class AccessTokenVerifier {
     const principal: AuthPrincipal = {
       user: token.user,
       tokenId: token.tokenId,
-      deviceLoginId: token.deviceLoginId,
+      grantId: token.grantId,
       mintedBy: token.mintedBy,
       expiresAt: token.expiresAt,
       via: 'bearer',

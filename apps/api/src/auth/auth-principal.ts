@@ -7,10 +7,10 @@ export interface AuthPrincipal {
   user: { id: string; email: string; name: string; role: UserRole; emailVerified?: boolean };
   /** The access token used, when the caller presented one. */
   tokenId?: string;
-  /** Its device login (session), for a device login's token: with tokenId, the grant the caller acts with. */
-  deviceLoginId?: string | null;
+  /** Its grant (a device login's or a code's session), for a grant's token: with tokenId, the grant the caller acts with. */
+  grantId?: string | null;
   /** The grant a token made with a bearer token was made with (a token, or a session); null for any other. */
-  mintedBy?: { tokenId: string | null; deviceLoginId: string | null } | null;
+  mintedBy?: { tokenId: string | null; grantId: string | null } | null;
   /** When the credential stops being valid. */
   expiresAt: Date;
   /** What it may do (SCOPES): a token's granted scopes; a signed-in browser may do everything (in sudo mode where it matters). */

@@ -82,7 +82,7 @@ export class TokenIssuanceService {
       // Capped, not refused: the request names no scopes, so it asks for a token like the one it
       // is made with, and gets at most that (the answer's expiresAt says how long it lives).
       scope: byBearer || forOther ? mintedTokenScope(caller.scopes, forOther, caller.user.role) : siteTokenScope(caller.user.role),
-      minter: byBearer ? { tokenId: caller.tokenId!, deviceLoginId: caller.deviceLoginId ?? null } : undefined,
+      minter: byBearer ? { tokenId: caller.tokenId!, grantId: caller.grantId ?? null } : undefined,
     };
     const answer = (issued: IssuedToken): IssuedTokenResponse => ({ accessToken: issued.accessToken, expiresAt: issued.expiresAt.toISOString(), user: toPublicUser(target) });
     try {

@@ -6,6 +6,8 @@ import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { RateLimits } from '../rate-limits/rate-limits.js';
 import type { GrantProof } from '../grants/grant-rules.js';
+import { GrantsService } from '../grants/grants.service.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 import { DeviceLoginsRepository } from './device-logins.repository.js';
 
 /** Why a person cannot decide a device login; each gets its own page. */
@@ -77,6 +79,8 @@ export class DeviceApprovalService {
     private readonly config: AppConfig,
     private readonly limits: RateLimits,
     private readonly audit: AuditService,
+    private readonly uow: UnitOfWork,
+    private readonly grants: GrantsService,
   ) {}
 
   /**
@@ -132,10 +136,31 @@ export class DeviceApprovalService {
   private async decide(userCodeInput: string, decision: 'approved' | 'denied', { userId, ip, userAgent, ...proof }: Approver): Promise<DeviceDecision> {
     const userCode = normalizeUserCode(userCodeInput);
     if (!userCode) throw new UndecidableDeviceLoginError('unknown');
-    // The decision and its audit event in one statement.
     const now = this.clock.now();
     const adminUntil = new Date(now.getTime() + this.config.adminGrantSeconds * 1000);
-    const decided = await this.deviceLogins.decideWithAudit(userCode, decision, userId, now, ip, adminUntil, proof, clipUserAgent(userAgent));
+    // The decision and its audit event in one statement; an approval's grant, the record of what
+    // was approved and how the approving session proved its person, in the same transaction.
+    const decided = await this.uow.run(async (tx) => {
+      const login = await this.deviceLogins.decideWithAudit(tx, userCode, decision, userId, now, ip, adminUntil, clipUserAgent(userAgent));
+      if (login && decision === 'approved') {
+        await this.grants.create(tx, {
+          // A device login's grant takes its id: the events that name the login name its grant.
+          id: login.id,
+          userId,
+          clientId: login.clientId,
+          grantType: 'device_code',
+          scope: login.scope,
+          adminUntil: login.adminUntil,
+          credentialEpoch: proof.credentialEpoch,
+          amr: proof.amr,
+          secondFactor: proof.secondFactor,
+          authTime: proof.authTime ?? null,
+          webSession: proof.webSession ?? null,
+          createdAt: now,
+        });
+      }
+      return login;
+    });
     if (!decided) return this.decidedBefore(userCode, decision, userId);
     this.metrics.deviceLogin(decision);
     return { id: decided.clientId, displayName: decided.clientDisplayName, madeBefore: false };

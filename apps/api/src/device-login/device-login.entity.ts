@@ -41,31 +41,13 @@ export class DeviceLogin {
   @Column({ name: 'client_id', type: 'text', default: 'prospect-cli' })
   clientId!: string;
 
-  /** The scope its tokens are granted (space-separated, from SCOPES): what the client asked for and may have. */
+  /** The scope asked for (space-separated, from SCOPES): what the client asked for and may have; its grant keeps what was granted. */
   @Column({ type: 'text', default: '' })
   scope!: string;
 
-  /**
-   * When the `admin` scope of this login ends: ADMIN_GRANT_SECONDS after its approval, for a login
-   * that asked for `admin`; null otherwise. Its tokens carry `admin` only until then.
-   */
-  @Column({ name: 'admin_until', type: 'timestamptz', nullable: true })
-  adminUntil!: Date | null;
-
-  /**
-   * The account's credential epoch when the grant was approved (or its code signed in for): its
-   * tokens, refreshes included, end when the account's moves on (grants/grant-rules.ts). Null until decided.
-   */
-  @Column({ name: 'credential_epoch', type: 'integer', nullable: true })
-  credentialEpoch!: number | null;
-
-  /** How the approving session last proved its person (RFC 8176); null until approved, or for an approval older than this record. */
-  @Column({ type: 'text', array: true, nullable: true })
-  amr!: string[] | null;
-
-  /** The approving session had shown a second factor: with REQUIRE_SECOND_FACTOR, a grant without one issues nothing more. */
-  @Column({ name: 'second_factor', type: 'boolean', default: false })
-  secondFactor!: boolean;
+  /** Its grant (grants/), once approved: what the approval granted, and the family its tokens hang off. */
+  @Column({ name: 'grant_id', type: 'uuid', nullable: true })
+  grantId!: string | null;
 
   @Column({ name: 'requested_ip', type: 'text', nullable: true })
   requestedIp!: string | null;

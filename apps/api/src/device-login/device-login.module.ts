@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuthModule } from '../auth/auth.module.js';
 import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js';
+import { GrantsModule } from '../grants/grants.module.js';
 import { TokensModule } from '../tokens/tokens.module.js';
 import { DeviceApprovalService } from './device-approval.service.js';
 import { DeviceLogin } from './device-login.entity.js';
@@ -14,7 +15,7 @@ import { DeviceLoginsRepository } from './device-logins.repository.js';
  * rate-limits/), on one table. No HTTP here: cli-auth/, oauth/ and web/ word the outcomes for their callers.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([DeviceLogin]), AuthModule, TokensModule, RefreshTokensModule],
+  imports: [TypeOrmModule.forFeature([DeviceLogin]), AuthModule, GrantsModule, TokensModule, RefreshTokensModule],
   providers: [DeviceLoginService, DeviceApprovalService, DeviceLoginsRepository],
   exports: [DeviceLoginService, DeviceApprovalService],
 })

@@ -19,7 +19,8 @@ import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { DatabaseDeadline } from '../database/database-deadline.js';
 import { isUniqueViolation } from '../database/sql.js';
-import { type GrantProof, refusalToIssue } from '../grants/grant-rules.js';
+import { refusalToIssue } from '../grants/grant-rules.js';
+import { GrantsService } from '../grants/grants.service.js';
 import { RefreshTokensService, sessionLabel } from '../refresh-tokens/refresh-tokens.service.js';
 import { FamilyMembers } from '../tokens/family-members.js';
 import { TokensService } from '../tokens/tokens.service.js';
@@ -74,6 +75,7 @@ export class DeviceLoginService {
     private readonly refreshTokens: RefreshTokensService,
     private readonly audit: AuditService,
     private readonly metrics: Metrics,
+    private readonly grants: GrantsService,
     families: FamilyMembers,
   ) {
     // "Sign out everywhere" (TokensService, below this module) cancels the uncollected approvals through us.
@@ -183,10 +185,12 @@ export class DeviceLoginService {
     const now = this.clock.now();
     const result = await this.uow.run(async (tx) => {
       const won = await this.deviceLogins.lockForRedemption(tx, login.id, now);
-      if (!won) return null;
-      // The grant's rules at its first tokens: an account disabled or changed since the approval,
-      // or a client disabled meanwhile, and the login is as good as cancelled.
-      if (refusalToIssue(won.grant, this.config)) {
+      // The grant's lock after the login's, the order a client's disable and a replay take them in
+      // too ("sign out everywhere" holds only grants with tokens before it takes logins), and its rules at its first tokens: an account disabled or changed since the approval, a client
+      // disabled meanwhile, a grant revoked, and the login is as good as cancelled.
+      const grant = won && (await this.grants.lockForIssue(tx, won.grantId));
+      if (!won || !grant) return null;
+      if (refusalToIssue(grant, this.config)) {
         await this.deviceLogins.setRedeemedOrCancelled(tx, login.id, 'cancelled', now);
         return null;
       }
@@ -197,9 +201,9 @@ export class DeviceLoginService {
         // An OAuth client says nothing of itself: its registered name stands for it.
         label: sessionLabel(login.client_name ?? won.clientDisplayName, login.hostname),
         ip,
-        deviceLoginId: login.id,
-        scope: login.scope,
-        adminUntil: login.admin_until,
+        grantId: won.grantId,
+        scope: won.scope,
+        adminUntil: won.adminUntil,
       });
       await this.audit.record('device.redeem', { userId: user.id, ip, detail: { deviceLoginId: login.id, tokenId: issued.accessTokenId } }, tx);
       const reply: PollReply = { accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresAt: issued.expiresAt.toISOString() };
@@ -240,35 +244,23 @@ export class DeviceLoginService {
         return { kind: 'denied' };
       }
     }
-    await this.onReplay(login.id, ip);
+    await this.onReplay(login.id, login.grant_id, ip);
     return { kind: 'replayed' };
   }
 
   /** Revokes the family the login issued (access and refresh tokens) and forgets its sealed reply, with the audit events. */
-  private async onReplay(deviceLoginId: string, ip: string | null): Promise<void> {
+  private async onReplay(deviceLoginId: string, grantId: string | null, ip: string | null): Promise<void> {
     await this.uow.run(async (tx) => {
       await this.deviceLogins.setSealedReply(tx, deviceLoginId, null);
-      const revoked = await this.tokens.revokeFamily(deviceLoginId, 'device code replayed', ip, tx);
+      const revoked = grantId ? await this.tokens.revokeFamily(grantId, 'device code replayed', ip, tx) : 0;
       await this.audit.record('device.replay', { ip, detail: { deviceLoginId, revokedTokens: revoked } }, tx);
     });
   }
 
-  /**
-   * The family of an authorization code's tokens (oauth/'s exchange), in `tx`: a redeemed login of
-   * the client decided by the person; its id.
-   */
-  insertCodeGrantFamily(tx: Tx, grant: { userId: string; clientId: string; scope: string; ip: string | null } & GrantProof, familyKeyHash: Buffer, now: Date): Promise<string> {
-    return this.deviceLogins.insertCodeGrantFamily(tx, grant, familyKeyHash, now);
-  }
 
   /** Cancels, in `tx`, every login of a client not redeemed yet (its admin disables it); how many. */
   cancelUnredeemedOfClient(tx: Tx, clientId: string): Promise<number> {
     return this.deviceLogins.cancelUnredeemedOfClient(tx, clientId);
-  }
-
-  /** The logins of a client with a live token, or a live token made with one of theirs: the families to revoke when it is disabled. */
-  familiesWithLiveTokens(tx: Tx, clientId: string): Promise<string[]> {
-    return this.deviceLogins.familiesWithLiveTokens(tx, clientId);
   }
 
   /** Deletes, in `tx`, every login of a client that is being deleted (DeviceLoginsRepository.deleteAllOfClient); how many. */
@@ -276,7 +268,7 @@ export class DeviceLoginService {
     return this.deviceLogins.deleteAllOfClient(tx, clientId);
   }
 
-  /** At most `limit` logins expired before `now` that no kept token descends from, in `tx` (retention); how many. */
+  /** At most `limit` logins expired before `now` whose grant no kept token descends from, in `tx` (retention); how many. */
   purgeExpiredWithoutTokens(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.deviceLogins.deleteExpiredWithoutTokens(tx, now, limit);
   }

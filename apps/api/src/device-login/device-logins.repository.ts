@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import type { User } from '@prospect/contract';
 import { auditInsert, requestUserAgent } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
-import type { GrantProof, GrantState } from '../grants/grant-rules.js';
 import type { DeviceLogin, DeviceLoginStatus } from './device-login.entity.js';
 import type { Tx } from '../database/tx.js';
 
@@ -16,9 +15,8 @@ export interface PollRow {
   client_name: string | null;
   hostname: string | null;
   client_id: string;
-  scope: string;
-  /** When its grant's `admin` ends (set at approval, for a login that asked for `admin`). */
-  admin_until: Date | null;
+  /** Its grant, once approved. */
+  grant_id: string | null;
   accepted: boolean;
 }
 
@@ -51,30 +49,26 @@ const DECIDE = Object.fromEntries(
     decision,
     `WITH decided AS (
        UPDATE device_logins
-          SET status = $2, decided_by_user_id = $3, decided_at = $4,
-              admin_until = CASE WHEN $2 = 'approved' AND 'admin' = ANY (string_to_array(scope, ' ')) THEN $6::timestamptz END,
-              credential_epoch = CASE WHEN $2 = 'approved' THEN $7::integer END,
-              amr = CASE WHEN $2 = 'approved' THEN $8::text[] END,
-              second_factor = ($2 = 'approved' AND $9::boolean)
+          SET status = $2, decided_by_user_id = $3, decided_at = $4, grant_id = CASE WHEN $2 = 'approved' THEN id END
         WHERE user_code = $1 AND status = 'pending' AND expires_at > $4
-        RETURNING id, client_id, admin_until
+        RETURNING id, client_id, scope, CASE WHEN $2 = 'approved' AND 'admin' = ANY (string_to_array(scope, ' ')) THEN $6::timestamptz END AS admin_until
      ), audited AS (
        ${auditInsert({
          type: decision === 'approved' ? 'device.approve' : 'device.deny',
          userId: '$3',
          ip: '$5',
-         userAgent: '$10::text',
+         userAgent: '$7::text',
          detail: "jsonb_build_object('deviceLoginId', decided.id) || CASE WHEN decided.admin_until IS NULL THEN '{}' ELSE jsonb_build_object('adminUntil', decided.admin_until) END",
          createdAt: '$4',
          from: 'decided',
        })}
      )
-     SELECT decided.id, decided.client_id AS "clientId", c.name AS "clientDisplayName"
+     SELECT decided.id, decided.client_id AS "clientId", decided.scope, decided.admin_until AS "adminUntil", c.name AS "clientDisplayName"
        FROM decided JOIN oauth_clients c ON c.id = decided.client_id`,
   ]),
 ) as Record<'approved' | 'denied', string>;
 
-const POLL_COLUMNS = 'id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, client_id, scope, admin_until';
+const POLL_COLUMNS = 'id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, client_id, grant_id';
 
 /**
  * Every statement on `device_logins`. Start and poll are the hot path of a login: named prepared
@@ -129,7 +123,7 @@ export class DeviceLoginsRepository {
           SET last_polled_at = CASE WHEN t.last_polled_at IS NULL OR t.last_polled_at <= $2 THEN $3 ELSE d.last_polled_at END
          FROM target t, no_flush
         WHERE d.id = t.id
-       RETURNING d.id, d.status, d.expires_at, d.redeemed_at, d.reply_sealed, d.client_name, d.hostname, d.client_id, d.scope, d.admin_until,
+       RETURNING d.id, d.status, d.expires_at, d.redeemed_at, d.reply_sealed, d.client_name, d.hostname, d.client_id, d.grant_id,
                  (t.last_polled_at IS NULL OR t.last_polled_at <= $2) AS accepted`,
       [deviceCodeHash, earliestPrevious, now, clientId],
     );
@@ -142,17 +136,18 @@ export class DeviceLoginsRepository {
   }
 
   /**
-   * Locks an approved, unexpired login for its redemption, with what its grant's first tokens
-   * depend on (grants/grant-rules.ts) and who approved it; undefined when it is not one any more
-   * (another poll redeemed it, or it expired or was cancelled meanwhile).
+   * Locks an approved, unexpired login for its redemption, with its grant, what its first tokens
+   * carry and who approved it; undefined when it is not one any more (another poll redeemed it, or
+   * it expired or was cancelled meanwhile). The grant's own lock and rules are grants/'s.
    */
-  async lockForRedemption(tx: Tx, id: string, now: Date): Promise<{ grant: GrantState; user: User; clientDisplayName: string } | undefined> {
-    const [row] = await this.sql.rows<
-      User & { client_display_name: string; disabled: boolean; account_epoch: number; grant_epoch: number | null; client_disabled: boolean; second_factor: boolean }
-    >(
-      `SELECT u.id, u.email, u.name, c.name AS client_display_name, u.disabled_at IS NOT NULL AS disabled, u.credential_epoch AS account_epoch,
-              d.credential_epoch AS grant_epoch, c.disabled_at IS NOT NULL AS client_disabled, d.second_factor
-         FROM device_logins d JOIN users u ON u.id = d.decided_by_user_id JOIN oauth_clients c ON c.id = d.client_id
+  async lockForRedemption(
+    tx: Tx,
+    id: string,
+    now: Date,
+  ): Promise<{ grantId: string; scope: string; adminUntil: Date | null; user: User; clientDisplayName: string } | undefined> {
+    const [row] = await this.sql.rows<User & { grant_id: string; scope: string; admin_until: Date | null; client_display_name: string }>(
+      `SELECT d.grant_id, g.scope, g.admin_until, u.id, u.email, u.name, c.name AS client_display_name
+         FROM device_logins d JOIN grants g ON g.id = d.grant_id JOIN users u ON u.id = g.user_id JOIN oauth_clients c ON c.id = g.client_id
         WHERE d.id = $1 AND d.status = 'approved' AND d.expires_at > $2
           FOR UPDATE OF d`,
       [id, now],
@@ -160,12 +155,9 @@ export class DeviceLoginsRepository {
     );
     return (
       row && {
-        grant: {
-          account: { disabled: row.disabled, credentialEpoch: row.account_epoch },
-          approvedUnderEpoch: row.grant_epoch,
-          clientDisabled: row.client_disabled,
-          secondFactor: row.second_factor,
-        },
+        grantId: row.grant_id,
+        scope: row.scope,
+        adminUntil: row.admin_until,
         user: { id: row.id, email: row.email, name: row.name },
         clientDisplayName: row.client_display_name,
       }
@@ -213,32 +205,25 @@ export class DeviceLoginsRepository {
 
   /**
    * Decides a pending, unexpired login for `userId`, with its audit event, in one conditional
-   * statement: only once. An approved login that asked for `admin` has it until `adminUntil`, and
-   * records the account's credential epoch the approving session was signed in under.
-   * The login's id, or undefined when it could not be decided.
+   * statement in `tx`: only once. An approval points the login to its grant (the same id; the
+   * caller records the grant in `tx`), which has `admin`, if the login asked for it, until
+   * `adminUntil`. The login, or undefined when it could not be decided.
    */
   async decideWithAudit(
+    tx: Tx,
     userCode: string,
     decision: 'approved' | 'denied',
     userId: string,
     now: Date,
     ip: string | null,
     adminUntil: Date,
-    proof: GrantProof,
     userAgent: string | null = null,
-  ): Promise<{ id: string; clientId: string; clientDisplayName: string } | undefined> {
-    const [decided] = await this.sql.rows<{ id: string; clientId: string; clientDisplayName: string }>(DECIDE[decision], [
-      userCode,
-      decision,
-      userId,
-      now,
-      ip,
-      adminUntil,
-      proof.credentialEpoch,
-      proof.amr,
-      proof.secondFactor,
-      userAgent ?? requestUserAgent(),
-    ]);
+  ): Promise<{ id: string; clientId: string; scope: string; adminUntil: Date | null; clientDisplayName: string } | undefined> {
+    const [decided] = await this.sql.rows<{ id: string; clientId: string; scope: string; adminUntil: Date | null; clientDisplayName: string }>(
+      DECIDE[decision],
+      [userCode, decision, userId, now, ip, adminUntil, userAgent ?? requestUserAgent()],
+      tx,
+    );
     return decided;
   }
 
@@ -250,70 +235,28 @@ export class DeviceLoginsRepository {
     await this.sql.rows(`UPDATE device_logins SET status = 'cancelled' WHERE decided_by_user_id = $1 AND status = 'approved'`, [userId], tx);
   }
 
-  /**
-   * The family of an authorization code's tokens, in `tx`: a redeemed login of the client, decided
-   * by the person (what every family rule reads). Its id.
-   * @param familyKeyHash stands in the family row's device code hash: a random value nobody holds.
-   */
-  async insertCodeGrantFamily(
-    tx: Tx,
-    grant: { userId: string; clientId: string; scope: string; ip: string | null } & GrantProof,
-    familyKeyHash: Buffer,
-    now: Date,
-  ): Promise<string> {
-    const [row] = await this.sql.rows<{ id: string }>(
-      `INSERT INTO device_logins (device_code_hash, user_code, status, decided_by_user_id, decided_at, client_id, scope, requested_ip, created_at, expires_at, redeemed_at, grant_type,
-                                  credential_epoch, amr, second_factor)
-       VALUES ($1, '', 'redeemed', $2, $3, $4, $5, $6, $3, $3, $3, 'authorization_code', $7, $8, $9)
-       RETURNING id`,
-      [familyKeyHash, grant.userId, now, grant.clientId, grant.scope, grant.ip, grant.credentialEpoch, grant.amr, grant.secondFactor],
-      tx,
-    );
-    return row!.id;
-  }
-
   /** Cancels every login of a client not redeemed yet (its admin disabled it); how many. */
   cancelUnredeemedOfClient(tx: Tx, clientId: string): Promise<number> {
     return this.sql.count(`UPDATE device_logins SET status = 'cancelled' WHERE client_id = $1 AND status IN ('pending', 'approved')`, [clientId], tx);
   }
 
-  /**
-   * The logins of a client that still have a live token, or a live token made with one of theirs:
-   * the families to revoke when it is disabled. (A token made with a token made with theirs ends
-   * no later than that one, and is revoked with it.)
-   */
-  async familiesWithLiveTokens(tx: Tx, clientId: string): Promise<string[]> {
-    const rows = await this.sql.rows<{ id: string }>(
-      `SELECT d.id FROM device_logins d
-        WHERE d.client_id = $1
-          AND (EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id AND t.revoked_at IS NULL)
-               OR EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id AND r.revoked_at IS NULL)
-               OR EXISTS (SELECT 1 FROM access_tokens m WHERE m.minted_by_device_login_id = d.id AND m.revoked_at IS NULL))`,
-      [clientId],
-      tx,
-    );
-    return rows.map((row) => row.id);
-  }
-
-  /**
-   * Every login of a client (its refresh tokens go with them; its access tokens, revoked, stay
-   * unlinked; the tokens made with them, revoked, go with them).
-   */
+  /** Every login of a client being deleted (its grants are deleted next, by grants/). */
   deleteAllOfClient(tx: Tx, clientId: string): Promise<number> {
     return this.sql.count(`DELETE FROM device_logins WHERE client_id = $1`, [clientId], tx);
   }
 
   /**
-   * Logins expired before `now` that no token still descends from nor was made with: a login is its
-   * tokens' family, kept while any of them is (deleting it would delete the tokens made with it).
+   * Logins expired before `now` whose grant no token still descends from nor was made with: the
+   * login is kept while its grant's tokens are, since the sessions list shows its program and host.
    */
   deleteExpiredWithoutTokens(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.sql.count(
       `DELETE FROM device_logins WHERE id IN (
          SELECT d.id FROM device_logins d WHERE d.expires_at < $1
-            AND NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id)
-            AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id)
-            AND NOT EXISTS (SELECT 1 FROM access_tokens m WHERE m.minted_by_device_login_id = d.id)
+            AND (d.grant_id IS NULL
+                 OR (NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.grant_id = d.grant_id)
+                     AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = d.grant_id)
+                     AND NOT EXISTS (SELECT 1 FROM access_tokens m WHERE m.minted_by_grant_id = d.grant_id)))
           LIMIT $2)`,
       [now, limit],
       tx,

@@ -1,9 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { constantTimeEqual, sha256 } from '../common/secrets.js';
-import { DeviceLoginService } from '../device-login/device-login.service.js';
 import { refusalToIssue } from '../grants/grant-rules.js';
+import { GrantsService } from '../grants/grants.service.js';
 import { RefreshTokensService, type TokenPair } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { AuthorizationCodesRepository, type CodeRow } from './authorization-codes.repository.js';
@@ -25,8 +25,8 @@ const s256 = (verifier: string) => createHash('sha256').update(verifier).digest(
 
 /**
  * The transaction of a code exchange (AuthorizationService.exchange, RFC 6749 §4.1.3 with RFC 7636
- * §4.6): the code checked under its lock and used once, for a new token family of the device grant's
- * kind; a code presented again revokes every token it gave. The service words the outcome and signs
+ * §4.6): the code checked under its lock and used once, for a new grant (grants/) its tokens hang
+ * off; a code presented again revokes every token it gave. The service words the outcome and signs
  * the ID token after the commit.
  */
 @Injectable()
@@ -38,7 +38,7 @@ export class AuthorizationCodeRedeemer {
     private readonly codes: AuthorizationCodesRepository,
     private readonly tokens: TokensService,
     private readonly refreshTokens: RefreshTokensService,
-    private readonly deviceLogins: DeviceLoginService,
+    private readonly grants: GrantsService,
     private readonly config: AppConfig,
   ) {}
 
@@ -62,17 +62,24 @@ export class AuthorizationCodeRedeemer {
       if (!constantTimeEqual(Buffer.from(s256(input.codeVerifier)), Buffer.from(code.code_challenge))) return { refused: 'pkce' };
       const account = await this.codes.lockAccount(tx, code.user_id, code.web_session);
       // The grant's rules (the client was checked live above, under its lock), and the browser session that signed in for the code still live.
-      const grant = account && { account, approvedUnderEpoch: code.credential_epoch, clientDisabled: false, secondFactor: code.second_factor };
+      const grant = account && { revoked: false, account, approvedUnderEpoch: code.credential_epoch, clientDisabled: false, secondFactor: code.second_factor };
       if (!grant || refusalToIssue(grant, this.config) || !account.sessionLive) return { refused: 'account' };
-      // The family first, then the code used with its event: the order the one statement of before wrote them in.
-      const familyId = await this.deviceLogins.insertCodeGrantFamily(
-        tx,
-        { userId: code.user_id, clientId: code.client_id, scope: code.scope, ip, credentialEpoch: code.credential_epoch, amr: code.amr, secondFactor: code.second_factor },
-        sha256(randomBytes(32).toString('base64url')), // the family row's device code hash: a random value nobody holds
-        now,
-      );
-      await this.codes.redeem(tx, { id: code.id, clientId: code.client_id, userId: code.user_id, scope: code.scope }, familyId, now, ip);
-      const pair = await this.refreshTokens.issueFirstPair(tx, { userId: code.user_id, label: current.name, ip, deviceLoginId: familyId, scope: code.scope, adminUntil: null });
+      // The grant first, then the code used with its event, then its first pair.
+      const grantId = await this.grants.create(tx, {
+        userId: code.user_id,
+        clientId: code.client_id,
+        grantType: 'authorization_code',
+        scope: code.scope,
+        adminUntil: null,
+        credentialEpoch: code.credential_epoch,
+        amr: code.amr,
+        authTime: code.auth_time,
+        secondFactor: code.second_factor,
+        webSession: code.web_session,
+        createdAt: now,
+      });
+      await this.codes.redeem(tx, { id: code.id, clientId: code.client_id, userId: code.user_id, scope: code.scope }, grantId, now, ip);
+      const pair = await this.refreshTokens.issueFirstPair(tx, { userId: code.user_id, label: current.name, ip, grantId, scope: code.scope, adminUntil: null });
       return { pair, code, account };
     });
   }

@@ -56,10 +56,8 @@ export interface AccountForExchange {
 const PURGE_BATCH = 100;
 
 /**
- * Every statement on `authorization_codes`, and the root of a code grant's token family: a
- * `device_logins` row (`grant_type = 'authorization_code'`, already redeemed), the table every
- * family rule reads (refresh rotation, revocation, a client's disable, "sign out everywhere").
- * The device-login module owns that table; this one statement writes it for the other door.
+ * Every statement on `authorization_codes`. A code's exchange records its grant (grants/'s
+ * GrantsService.create), which its tokens hang off; `grant_id` names it, revoked if the code comes back.
  */
 @Injectable()
 export class AuthorizationCodesRepository {
@@ -109,17 +107,16 @@ export class AuthorizationCodesRepository {
   }
 
   /**
-   * The exchange, in `tx`, after the family its tokens descend from was made (device-login/'s
-   * DeviceLoginService.insertCodeGrantFamily: what every family rule reads): the code used, with
-   * the `oauth.code_exchange` event, in one statement.
+   * The exchange, in `tx`, after the grant its tokens descend from was recorded (grants/'s
+   * GrantsService.create): the code used, with the `oauth.code_exchange` event, in one statement.
    */
-  async redeem(tx: Tx, code: { id: string; clientId: string; userId: string; scope: string }, familyId: string, now: Date, ip: string | null): Promise<void> {
+  async redeem(tx: Tx, code: { id: string; clientId: string; userId: string; scope: string }, grantId: string, now: Date, ip: string | null): Promise<void> {
     await this.sql.rows(
       `WITH used AS (
          UPDATE authorization_codes SET used_at = $5, grant_id = $2::uuid WHERE id = $1 RETURNING id
        )
        ${auditInsert({ type: 'oauth.code_exchange', userId: '$3', ip: '$7', userAgent: '$8', detail: "jsonb_build_object('clientId', $4::text, 'grantId', $2::text, 'scope', $6::text)", createdAt: '$5' })}`,
-      [code.id, familyId, code.userId, code.clientId, now, code.scope, ip, requestUserAgent()],
+      [code.id, grantId, code.userId, code.clientId, now, code.scope, ip, requestUserAgent()],
       tx,
     );
   }

@@ -1,3 +1,4 @@
+import { GrantsService } from '../grants/grants.service.js';
 import { stepBeforeApproving } from '../grants/approval-rules.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { AUTHORIZATION_CODE_PREFIX, ERROR_CODES, type ErrorCode, OAUTH_ROUTES, parseScopes, type TokenResponse } from '@prospect/contract';
@@ -64,6 +65,7 @@ export class AuthorizationService {
     private readonly tokens: TokensService,
     private readonly redeemer: AuthorizationCodeRedeemer,
     private readonly idTokens: IdTokens,
+    private readonly grants: GrantsService,
   ) {}
 
   /** The issuer every response names (RFC 9207 `iss`, the ID token's `iss`, the metadata's `issuer`). */
@@ -275,7 +277,7 @@ export class AuthorizationService {
       if (!(await this.consents.forget(tx, userId, clientId, now, ip))) return false;
       // Codes first: an exchange under way holds its code, and its grant is then committed before the families are read.
       await this.codes.burnUnused(tx, clientId, userId, now);
-      for (const family of await this.consents.codeGrantsOf(tx, userId, clientId)) await this.tokens.revokeFamily(family, 'connected app revoked', ip, tx);
+      for (const family of await this.grants.codeGrantsOf(tx, userId, clientId)) await this.tokens.revokeFamily(family, 'connected app revoked', ip, tx);
       return true;
     });
   }

@@ -68,27 +68,17 @@ export class ConsentsRepository {
     return rows.length > 0;
   }
 
-  /** The person's code grants of a client, in `tx`: the families a revoked consent ends. */
-  async codeGrantsOf(tx: Tx, userId: string, clientId: string): Promise<string[]> {
-    const rows = await this.sql.rows<{ id: string }>(
-      `SELECT id FROM device_logins WHERE decided_by_user_id = $1 AND client_id = $2 AND grant_type = 'authorization_code' ORDER BY id`,
-      [userId, clientId],
-      tx,
-    );
-    return rows.map((row) => row.id);
-  }
-
   /** The person's consents under the account's state now, newest first, with their clients' names and the grants they hold now. */
   listForUser(userId: string, now: Date): Promise<ConsentRow[]> {
     return this.sql.rows<ConsentRow>(
       `SELECT c.client_id AS "clientId", o.name AS "clientName", c.scope, c.created_at AS "createdAt", c.updated_at AS "updatedAt",
-              (SELECT count(*)::int FROM device_logins d
-                WHERE d.decided_by_user_id = c.user_id AND d.client_id = c.client_id AND d.grant_type = 'authorization_code'
-                  AND (EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id AND r.revoked_at IS NULL AND r.expires_at > $2)
-                       OR EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id AND t.revoked_at IS NULL AND t.expires_at > $2))) AS "liveGrants",
-              ARRAY(SELECT DISTINCT ON (t.device_login_id) t.id FROM access_tokens t JOIN device_logins d ON d.id = t.device_login_id
-                     WHERE d.decided_by_user_id = c.user_id AND d.client_id = c.client_id AND d.grant_type = 'authorization_code'
-                     ORDER BY t.device_login_id, t.created_at DESC) AS "accessTokenIds"
+              (SELECT count(*)::int FROM grants g
+                WHERE g.user_id = c.user_id AND g.client_id = c.client_id AND g.grant_type = 'authorization_code'
+                  AND (EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = g.id AND r.revoked_at IS NULL AND r.expires_at > $2)
+                       OR EXISTS (SELECT 1 FROM access_tokens t WHERE t.grant_id = g.id AND t.revoked_at IS NULL AND t.expires_at > $2))) AS "liveGrants",
+              ARRAY(SELECT DISTINCT ON (t.grant_id) t.id FROM access_tokens t JOIN grants g ON g.id = t.grant_id
+                     WHERE g.user_id = c.user_id AND g.client_id = c.client_id AND g.grant_type = 'authorization_code'
+                     ORDER BY t.grant_id, t.created_at DESC) AS "accessTokenIds"
          FROM oauth_consents c JOIN oauth_clients o ON o.id = c.client_id JOIN users u ON u.id = c.user_id
         WHERE c.user_id = $1 AND c.credential_epoch = u.credential_epoch
         ORDER BY c.updated_at DESC, c.client_id`,

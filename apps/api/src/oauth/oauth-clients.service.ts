@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { CLIENT_SECRET_PREFIX, type ClientType, type Scope } from '@prospect/contract';
+import { GrantsService } from '../grants/grants.service.js';
 import { AuditService } from '../audit/audit.service.js';
 import { badRequest, conflict, notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
@@ -60,6 +61,7 @@ export class OAuthClientsService {
     private readonly audit: AuditService,
     private readonly codes: AuthorizationCodesRepository,
     private readonly outboundUrls: OutboundUrls,
+    private readonly grants: GrantsService,
   ) {}
 
   /** A back-channel logout URI under the webhook URL rules (issue #46): 400 naming what is wrong. */
@@ -217,19 +219,20 @@ export class OAuthClientsService {
     const cancelled = await this.deviceLogins.cancelUnredeemedOfClient(tx, client.id);
     await this.codes.burnUnused(tx, client.id, null, disabledAt);
     let revoked = 0;
-    for (const family of await this.deviceLogins.familiesWithLiveTokens(tx, client.id)) revoked += await this.tokens.revokeFamily(family, 'client disabled', ip, tx);
+    for (const family of await this.grants.withLiveTokensOfClient(tx, client.id)) revoked += await this.tokens.revokeFamily(family, 'client disabled', ip, tx);
     await this.audit.record('oauth.client_disable', { userId: adminId, ip, detail: { clientId: client.id, cancelled, revoked } }, tx);
     return { client: { ...client, disabledAt }, revoked };
   }
 
   /**
-   * Deletes a client: disabled first (its tokens revoked), then its device logins and itself. The
+   * Deletes a client: disabled first (its tokens revoked), then its device logins, its grants and itself. The
    * audit events keep its id. The id may be registered again, as a new client.
    */
   async remove(id: string, adminId: string, ip: string | null): Promise<void> {
     await this.uow.run(async (tx) => {
       await this.disableIn(tx, await this.existing(tx, id), adminId, ip);
       await this.deviceLogins.deleteAllOfClient(tx, id);
+      await this.grants.deleteAllOfClient(tx, id);
       await this.clients.delete(tx, id);
       await this.audit.record('oauth.client_delete', { userId: adminId, ip, detail: { clientId: id } }, tx);
     });

@@ -9,6 +9,7 @@ import { hasBody } from '../common/http-body.js';
 import { refuseMalformedForms } from '../common/well-formed-text.js';
 import { DeviceLoginModule } from '../device-login/device-login.module.js';
 import { RefreshTokensModule } from '../refresh-tokens/refresh-tokens.module.js';
+import { GrantsModule } from '../grants/grants.module.js';
 import { TokensModule } from '../tokens/tokens.module.js';
 import { OrganizationsModule } from '../organizations/organizations.module.js';
 import { UsersModule } from '../users/users.module.js';
@@ -54,7 +55,7 @@ class OAuthFormMiddleware implements NestMiddleware {
  * (web/oauth/consent-page.controller.ts) and uses AuthorizationService.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([OAuthClient]), TokensModule, RefreshTokensModule, DeviceLoginModule, UsersModule, OrganizationsModule, ServiceAccountsModule, WebhooksModule],
+  imports: [TypeOrmModule.forFeature([OAuthClient]), GrantsModule, TokensModule, RefreshTokensModule, DeviceLoginModule, UsersModule, OrganizationsModule, ServiceAccountsModule, WebhooksModule],
   controllers: [OAuthController],
   providers: [
     OAuthService,

@@ -231,7 +231,7 @@ export class OAuthService {
     const access = await this.tokens.describe(request.token);
     if (!access) return;
     if (refusesClient(access.clientId)) throw otherClient();
-    if (access.deviceLoginId) await this.tokens.revokeFamily(access.deviceLoginId, 'revoked by the client', ip);
+    if (access.grantId) await this.tokens.revokeFamily(access.grantId, 'revoked by the client', ip);
     else await this.tokens.revokeForUser(access.userId, access.id, ip);
   }
 

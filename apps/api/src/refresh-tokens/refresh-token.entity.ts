@@ -2,7 +2,7 @@ import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 
 /**
  * A refresh token (`prsr_…`): used once, then rotated. Only its SHA-256 is stored. Its family is
- * every access and refresh token descended from one device login (`deviceLoginId`).
+ * every access and refresh token descended from one grant (`grantId`).
  */
 @Entity({ name: 'refresh_tokens' })
 export class RefreshToken {
@@ -12,9 +12,9 @@ export class RefreshToken {
   @Column({ name: 'token_hash', type: 'bytea', unique: true, select: false })
   tokenHash!: Buffer;
 
-  /** The family: the device login the first pair came from. */
-  @Column({ name: 'device_login_id', type: 'uuid' })
-  deviceLoginId!: string;
+  /** The family: the grant the first pair came from. */
+  @Column({ name: 'grant_id', type: 'uuid' })
+  grantId!: string;
 
   @Column({ name: 'user_id', type: 'uuid' })
   userId!: string;
@@ -26,7 +26,7 @@ export class RefreshToken {
   @Column({ name: 'expires_at', type: 'timestamptz' })
   expiresAt!: Date;
 
-  /** The absolute cap of the family: REFRESH_TOKEN_MAX_LIFETIME_SECONDS after the device login. */
+  /** The absolute cap of the family: REFRESH_TOKEN_MAX_LIFETIME_SECONDS after the first pair. */
   @Column({ name: 'family_expires_at', type: 'timestamptz' })
   familyExpiresAt!: Date;
 

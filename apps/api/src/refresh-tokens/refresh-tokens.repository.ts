@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { Sql } from '../database/sql.js';
-import type { GrantState } from '../grants/grant-rules.js';
 import type { RefreshToken } from './refresh-token.entity.js';
 import type { Tx } from '../database/tx.js';
 
@@ -8,7 +7,7 @@ import type { Tx } from '../database/tx.js';
 export interface FamilyRow {
   id: string;
   parent_id: string | null;
-  device_login_id: string;
+  grant_id: string;
   user_id: string;
   family_expires_at: Date;
   client_id: string;
@@ -43,10 +42,10 @@ export interface RefreshTokenDescription {
   active: boolean;
 }
 
-export type NewRefreshToken = Pick<RefreshToken, 'tokenHash' | 'deviceLoginId' | 'userId' | 'createdAt' | 'expiresAt' | 'familyExpiresAt' | 'parentId'>;
+export type NewRefreshToken = Pick<RefreshToken, 'tokenHash' | 'grantId' | 'userId' | 'createdAt' | 'expiresAt' | 'familyExpiresAt' | 'parentId'>;
 
 /** The columns both the claim and the second look read: the token, its family, client and user. */
-const FAMILY_COLUMNS = `r.id, r.parent_id, r.device_login_id, r.user_id, r.family_expires_at, d.client_id, d.scope, d.admin_until,
+const FAMILY_COLUMNS = `r.id, r.parent_id, r.grant_id, r.user_id, r.family_expires_at, g.client_id, g.scope, g.admin_until,
   COALESCE(d.client_name, c.name) AS client_name, d.hostname, u.email, u.name`;
 
 /** Every statement on `refresh_tokens`. A rotation runs them in one transaction under the family's lock. */
@@ -56,43 +55,25 @@ export class RefreshTokensRepository {
 
   async insert(tx: Tx, token: NewRefreshToken): Promise<void> {
     await this.sql.rows(
-      `INSERT INTO refresh_tokens (token_hash, device_login_id, user_id, created_at, expires_at, family_expires_at, parent_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [token.tokenHash, token.deviceLoginId, token.userId, token.createdAt, token.expiresAt, token.familyExpiresAt, token.parentId],
+      `INSERT INTO refresh_tokens (token_hash, grant_id, user_id, created_at, expires_at, family_expires_at, parent_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [token.tokenHash, token.grantId, token.userId, token.createdAt, token.expiresAt, token.familyExpiresAt, token.parentId],
       tx,
     );
   }
 
-  /**
-   * Locks the family (its device login row: the grant) of the token with this hash, and reads what
-   * its next token depends on (grants/grant-rules.ts); undefined for an unknown token.
-   */
-  async lockFamilyOf(tx: Tx, hash: Buffer): Promise<GrantState | undefined> {
-    const [row] = await this.sql.rows<{ disabled: boolean; account_epoch: number; grant_epoch: number | null; client_disabled: boolean; second_factor: boolean }>(
-      `SELECT u.disabled_at IS NOT NULL AS disabled, u.credential_epoch AS account_epoch, d.credential_epoch AS grant_epoch,
-              c.disabled_at IS NOT NULL AS client_disabled, d.second_factor
-         FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id
-         JOIN users u ON u.id = r.user_id JOIN oauth_clients c ON c.id = d.client_id
-        WHERE r.token_hash = $1 FOR UPDATE OF d`,
-      [hash],
-      tx,
-    );
-    return (
-      row && {
-        account: { disabled: row.disabled, credentialEpoch: row.account_epoch },
-        approvedUnderEpoch: row.grant_epoch,
-        clientDisabled: row.client_disabled,
-        secondFactor: row.second_factor,
-      }
-    );
+  /** The grant (the family) of the token with this hash; undefined for an unknown token. */
+  async grantOf(tx: Tx, hash: Buffer): Promise<string | undefined> {
+    const [row] = await this.sql.rows<{ grantId: string }>(`SELECT grant_id AS "grantId" FROM refresh_tokens WHERE token_hash = $1`, [hash], tx);
+    return row?.grantId;
   }
 
   /** Marks a live, unrotated token of this client as rotated, in one conditional statement; undefined if it is not one. */
   async claim(tx: Tx, hash: Buffer, now: Date, clientId: string): Promise<FamilyRow | undefined> {
     const [claimed] = await this.sql.rows<FamilyRow>(
       `UPDATE refresh_tokens r SET rotated_at = $2
-         FROM device_logins d, oauth_clients c, users u
+         FROM grants g JOIN oauth_clients c ON c.id = g.client_id LEFT JOIN device_logins d ON d.grant_id = g.id, users u
         WHERE r.token_hash = $1 AND r.rotated_at IS NULL AND r.revoked_at IS NULL AND r.expires_at > $2
-          AND d.id = r.device_login_id AND d.client_id = $3 AND c.id = d.client_id AND u.id = r.user_id
+          AND g.id = r.grant_id AND g.client_id = $3 AND u.id = r.user_id
         RETURNING ${FAMILY_COLUMNS}`,
       [hash, now, clientId],
       tx,
@@ -106,7 +87,8 @@ export class RefreshTokensRepository {
       `SELECT ${FAMILY_COLUMNS}, r.expires_at, r.rotated_at, r.revoked_at, r.successor_sealed,
               s.id AS successor_id, s.rotated_at AS successor_rotated_at, s.expires_at AS successor_expires_at
          FROM refresh_tokens r
-         JOIN device_logins d ON d.id = r.device_login_id JOIN oauth_clients c ON c.id = d.client_id JOIN users u ON u.id = r.user_id
+         JOIN grants g ON g.id = r.grant_id JOIN oauth_clients c ON c.id = g.client_id LEFT JOIN device_logins d ON d.grant_id = g.id
+         JOIN users u ON u.id = r.user_id
          LEFT JOIN refresh_tokens s ON s.parent_id = r.id
         WHERE r.token_hash = $1`,
       [hash],
@@ -131,11 +113,11 @@ export class RefreshTokensRepository {
   /** A refresh token's family, with the scope its next access token would carry (`admin` only while its grant's lasts). */
   async describe(hash: Buffer, now: Date): Promise<RefreshTokenDescription | undefined> {
     const [row] = await this.sql.rows<RefreshTokenDescription>(
-      `SELECT r.device_login_id AS "familyId", r.user_id AS "userId", u.email, d.client_id AS "clientId",
-              array_to_string(array_remove(string_to_array(d.scope, ' '), CASE WHEN d.admin_until > $2 THEN NULL ELSE 'admin' END), ' ') AS scope,
+      `SELECT r.grant_id AS "familyId", r.user_id AS "userId", u.email, g.client_id AS "clientId",
+              array_to_string(array_remove(string_to_array(g.scope, ' '), CASE WHEN g.admin_until > $2 THEN NULL ELSE 'admin' END), ' ') AS scope,
               r.created_at AS "createdAt", r.expires_at AS "expiresAt",
               (r.revoked_at IS NULL AND r.rotated_at IS NULL AND r.expires_at > $2) AS active
-         FROM refresh_tokens r JOIN device_logins d ON d.id = r.device_login_id JOIN users u ON u.id = r.user_id
+         FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id JOIN users u ON u.id = r.user_id
         WHERE r.token_hash = $1`,
       [hash, now],
     );
@@ -143,18 +125,18 @@ export class RefreshTokensRepository {
   }
 
   /** Revokes, in `tx`, the live refresh tokens of a family (its successor answer forgotten); how many. */
-  revokeOfFamily(tx: Tx, deviceLoginId: string, now: Date): Promise<number> {
-    return this.sql.count(`UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE device_login_id = $1 AND revoked_at IS NULL`, [deviceLoginId, now], tx);
+  revokeOfFamily(tx: Tx, grantId: string, now: Date): Promise<number> {
+    return this.sql.count(`UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE grant_id = $1 AND revoked_at IS NULL`, [grantId, now], tx);
   }
 
   /** Revokes, in `tx`, every live refresh token of the person; the family of each. */
   async revokeAllOfUser(tx: Tx, userId: string, now: Date): Promise<string[]> {
-    const rows = await this.sql.rows<{ deviceLoginId: string }>(
-      `UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE user_id = $1 AND revoked_at IS NULL RETURNING device_login_id AS "deviceLoginId"`,
+    const rows = await this.sql.rows<{ grantId: string }>(
+      `UPDATE refresh_tokens SET revoked_at = $2, successor_sealed = NULL WHERE user_id = $1 AND revoked_at IS NULL RETURNING grant_id AS "grantId"`,
       [userId, now],
       tx,
     );
-    return rows.map((row) => row.deviceLoginId);
+    return rows.map((row) => row.grantId);
   }
 
   /** At most `limit` tokens expired or revoked before `before` (retention); how many. */

@@ -9,6 +9,7 @@ import { Metrics } from '../metrics/metrics.js';
 import { scopeOfGrantAt } from '../tokens/granted-scope.js';
 import { FamilyMembers } from '../tokens/family-members.js';
 import { type IssueRefusal, refusalToIssue } from '../grants/grant-rules.js';
+import { GrantsService } from '../grants/grants.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { type FamilyRow, type PresentedRow, type RefreshTokenDescription, RefreshTokensRepository } from './refresh-tokens.repository.js';
 import type { Tx } from '../database/tx.js';
@@ -40,7 +41,7 @@ export interface TokenPair {
   accessTokenId: string;
   expiresAt: Date;
   refreshToken: string;
-  /** The device login both descend from: their family. */
+  /** The grant both descend from: their family. */
   familyId: string;
   /** What the access token carries: the grant's scope, `admin` only while the grant's lasts. */
   scope: string;
@@ -65,12 +66,12 @@ const SUCCESSOR = 'refresh-successor';
 
 /** What a new pair of a family is issued from. */
 interface Family {
-  deviceLoginId: string;
+  grantId: string;
   userId: string;
   label: string | null;
   ip: string | null;
   familyExpiresAt: Date;
-  /** What its device login was approved for (space-separated). */
+  /** What its grant was approved for (space-separated). */
   scope: string;
   /** When that grant's `admin` ends; null if it has none. */
   adminUntil: Date | null;
@@ -84,7 +85,7 @@ export const sessionLabel = (clientName: string | null, hostname: string | null)
   [clientName, hostname].filter(Boolean).join(' on ') || null;
 
 const familyOf = (row: FamilyRow, ip: string | null): Family => ({
-  deviceLoginId: row.device_login_id,
+  grantId: row.grant_id,
   userId: row.user_id,
   label: sessionLabel(row.client_name, row.hostname),
   ip,
@@ -119,16 +120,17 @@ export class RefreshTokensService {
     private readonly clock: Clock,
     private readonly audit: AuditService,
     private readonly metrics: Metrics,
+    private readonly grants: GrantsService,
     families: FamilyMembers,
   ) {
     // A family's revocation (TokensService, below this module) ends its refresh tokens through us.
     families.attachRefreshTokens({
-      revokeOfFamily: (tx, deviceLoginId, now) => this.refreshTokens.revokeOfFamily(tx, deviceLoginId, now),
+      revokeOfFamily: (tx, grantId, now) => this.refreshTokens.revokeOfFamily(tx, grantId, now),
       revokeAllOfUser: (tx, userId, now) => this.refreshTokens.revokeAllOfUser(tx, userId, now),
     });
   }
 
-  /** The first pair of a family, in the transaction that redeems its device login. */
+  /** The first pair of a family, in the transaction that redeems its device login or its code. */
   async issueFirstPair(tx: Tx, family: Omit<Family, 'familyExpiresAt'>): Promise<TokenPair> {
     const familyExpiresAt = new Date(this.clock.now().getTime() + this.config.refreshTokenMaxLifetimeSeconds * 1000);
     return this.issuePair(tx, { ...family, familyExpiresAt }, null);
@@ -141,7 +143,7 @@ export class RefreshTokensService {
     const expiresAt = new Date(Math.min(now + this.config.refreshTokenTtlSeconds * 1000, family.familyExpiresAt.getTime()));
     await this.refreshTokens.insert(tx, {
       tokenHash: sha256(refreshToken),
-      deviceLoginId: family.deviceLoginId,
+      grantId: family.grantId,
       userId: family.userId,
       createdAt: new Date(now),
       expiresAt,
@@ -153,7 +155,7 @@ export class RefreshTokensService {
       accessTokenId: issued.id,
       expiresAt: issued.expiresAt,
       refreshToken,
-      familyId: family.deviceLoginId,
+      familyId: family.grantId,
       scope: issued.scope,
     };
   }
@@ -172,7 +174,7 @@ export class RefreshTokensService {
         origin: 'device',
         label: family.label,
         ip: family.ip,
-        deviceLoginId: family.deviceLoginId,
+        grantId: family.grantId,
         // An access token never outlives its family.
         ttlSeconds: Math.max(1, Math.min(this.config.accessTokenTtlSeconds, capSeconds)),
         scope,
@@ -185,7 +187,7 @@ export class RefreshTokensService {
 
   /**
    * Exchanges a refresh token for a new pair, or answers the pair it was already exchanged for.
-   * Everything happens in one transaction that first locks the family's device login row (as
+   * Everything happens in one transaction that first locks the family's grant row (as
    * TokensService.revokeFamily does): rotations, second presentations and revocations of one
    * family run one at a time, so a revocation never misses a pair being written and a second
    * presentation reads a successor that cannot be used under it. Then one conditional UPDATE
@@ -196,11 +198,16 @@ export class RefreshTokensService {
     if (!looksLikeSecret(rawToken, REFRESH_TOKEN_PREFIX)) throw new InvalidGrantError('unknown');
     const hash = sha256(rawToken);
     const outcome = await this.uow.run(async (tx): Promise<RefreshOutcome> => {
-      const grant = await this.refreshTokens.lockFamilyOf(tx, hash);
+      // The family's lock: its grant's row, read with what its next token depends on.
+      const grantId = await this.refreshTokens.grantOf(tx, hash);
+      const grant = grantId && (await this.grants.lockForIssue(tx, grantId));
       if (!grant) return { refused: 'unknown' };
       // The grant's own rules first, whatever revocation ran or did not: an account disabled or
       // changed, a client disabled or a policy the approval no longer meets ends the family here and now.
       const refusal = refusalToIssue(grant, this.config);
+      // A revoked grant revoked its refresh tokens with it: such a token is answered as any revoked
+      // one is; a token of it that is still live (issued past a revocation) is ended below with the rest.
+      if (refusal === 'grant_revoked' && (await this.refreshTokens.findPresented(tx, hash))?.revoked_at) return this.presentedAgain(tx, rawToken, hash, clientId, ip);
       if (refusal) return this.endedGrant(tx, hash, refusal, ip);
       // A statement of its own after the lock: it sees what a revocation or rotation that held it committed.
       const claimed = await this.refreshTokens.claim(tx, hash, this.clock.now(), clientId);
@@ -211,15 +218,15 @@ export class RefreshTokensService {
       return outcome.session;
     }
     if (outcome.refused === 'reused') this.metrics.token('reuse_detected');
-    if (outcome.refused === 'reused') this.logger.warn(`refresh token reused: revoked the family of device login ${outcome.familyId}`);
+    if (outcome.refused === 'reused') this.logger.warn(`refresh token reused: revoked the family of grant ${outcome.familyId}`);
     throw new InvalidGrantError(outcome.refused);
   }
 
   /** A grant that may issue nothing more: its family revoked in this transaction, so its access tokens end too. */
   private async endedGrant(tx: Tx, hash: Buffer, refusal: IssueRefusal, ip: string | null): Promise<RefreshOutcome> {
     const row = await this.refreshTokens.findPresented(tx, hash);
-    if (row) await this.tokens.revokeFamily(row.device_login_id, `grant ended: ${refusal.replaceAll('_', ' ')}`, ip, tx);
-    return { refused: 'grant_ended', familyId: row?.device_login_id };
+    if (row) await this.tokens.revokeFamily(row.grant_id, `grant ended: ${refusal.replaceAll('_', ' ')}`, ip, tx);
+    return { refused: 'grant_ended', familyId: row?.grant_id };
   }
 
   private async rotate(tx: Tx, claimed: FamilyRow, rawToken: string, ip: string | null): Promise<RefreshedSession> {
@@ -228,7 +235,7 @@ export class RefreshTokensService {
     if (claimed.parent_id) await this.refreshTokens.setSealedSuccessor(tx, claimed.parent_id, null);
     const pair = await this.issuePair(tx, familyOf(claimed, ip), claimed.id);
     await this.refreshTokens.setSealedSuccessor(tx, claimed.id, this.sealSuccessor(rawToken, claimed.id, pair));
-    await this.audit.record('token.refresh', { userId: claimed.user_id, ip, detail: { deviceLoginId: claimed.device_login_id, tokenId: pair.accessTokenId } }, tx);
+    await this.audit.record('token.refresh', { userId: claimed.user_id, ip, detail: { deviceLoginId: claimed.grant_id, tokenId: pair.accessTokenId } }, tx);
     return sessionOf(claimed, pair);
   }
 
@@ -259,16 +266,16 @@ export class RefreshTokensService {
     // would be answered beside the owner for the family's whole life.
     const replayEnds = row.rotated_at.getTime() + this.replaySeconds() * 1000;
     if (!row.successor_id || row.successor_rotated_at || now >= replayEnds) {
-      await this.tokens.revokeFamily(row.device_login_id, 'refresh token reused', ip, tx);
-      await this.audit.record('token.reuse', { userId: row.user_id, ip, detail: { deviceLoginId: row.device_login_id } }, tx);
-      return { refused: 'reused', familyId: row.device_login_id };
+      await this.tokens.revokeFamily(row.grant_id, 'refresh token reused', ip, tx);
+      await this.audit.record('token.reuse', { userId: row.user_id, ip, detail: { deviceLoginId: row.grant_id } }, tx);
+      return { refused: 'reused', familyId: row.grant_id };
     }
     const successor = row.successor_sealed && open<SealedSuccessor>(rawToken, row.id, SUCCESSOR, row.successor_sealed);
     // The window is at most the access token's lifetime (replaySeconds), so the pair is live unless the family ended.
     if (!successor || row.expires_at.getTime() <= now || row.successor_expires_at!.getTime() <= now || new Date(successor.expiresAt).getTime() <= now) return { refused: 'expired' };
     // The sealed token carries `admin` only if the grant's still lasts, since it expires by then.
     const scope = scopeOfGrantAt(row.scope, row.admin_until, new Date(now)).scope;
-    const pair: TokenPair = { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.device_login_id, scope };
+    const pair: TokenPair = { ...successor, expiresAt: new Date(successor.expiresAt), familyId: row.grant_id, scope };
     return { session: sessionOf(row, pair) };
   }
 

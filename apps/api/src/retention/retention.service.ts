@@ -7,6 +7,7 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { GrantsService } from '../grants/grants.service.js';
 import { DeviceLoginService, REPLY_WINDOW_SECONDS } from '../device-login/device-login.service.js';
 import { Mailer } from '../mail/mailer.js';
 import { OrganizationDomainsService } from '../organizations/organization-domains.service.js';
@@ -77,6 +78,7 @@ export class RetentionService {
     private readonly tokens: TokensService,
     private readonly refreshTokens: RefreshTokensService,
     private readonly deviceLogins: DeviceLoginService,
+    private readonly grants: GrantsService,
     private readonly webSessions: WebSessions,
     private readonly audit: AuditService,
     private readonly rateLimits: RateLimits,
@@ -126,6 +128,8 @@ export class RetentionService {
       ['refreshTokens', (tx, limit) => this.refreshTokens.purgeEndedBefore(tx, tokensBefore, limit)],
       // After the tokens: a login is kept while a token of its family is.
       ['deviceLogins', (tx, limit) => this.deviceLogins.purgeExpiredWithoutTokens(tx, now, limit)],
+      // After the logins: a grant is kept while a token of it is, or a login not collected yet points to it.
+      [null, (tx, limit) => this.grants.purgeUnusedBefore(tx, now, limit)],
       ['webSessions', (tx, limit) => this.webSessions.purgeExpired(tx, now, limit)],
       ['auditEvents', (tx, limit) => this.audit.purgeOlderThan(tx, auditBefore, limit)],
       [null, (tx, limit) => this.rateLimits.purgeExpired(tx, now, limit)],

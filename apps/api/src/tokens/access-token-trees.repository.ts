@@ -2,29 +2,33 @@ import { Injectable } from '@nestjs/common';
 import { auditInsert, requestUserAgent } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
+import { GrantsService } from '../grants/grants.service.js';
 
 /** A minter as it stands under its tree's lock: what the token it makes may have at most. */
 export interface MinterState {
   live: boolean;
   expiresAt: Date;
-  /** A device login's token: the absolute end of its family while a refresh token of it lives, else null. */
+  /** A grant's token: the absolute end of its family while a refresh token of it lives, else null. */
   familyExpiresAt: Date | null;
-  /** A device login's token: the end of its grant's `admin`. */
+  /** A grant's token: the end of its grant's `admin`. */
   adminUntil: Date | null;
 }
 
 /**
- * The trees access tokens form and their revocations: a device login's family (its access and
+ * The trees access tokens form and their revocations: a grant's family (its access and
  * refresh tokens) and the tokens made with a token, each locked at its root before a token is made
  * in it or any of it is revoked. A revocation is one statement with its audit events, in the
  * caller's transaction under that lock.
  */
 @Injectable()
 export class AccessTokenTreesRepository {
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly grants: GrantsService,
+  ) {}
 
   /**
-   * The lock of the minting tree a token belongs to: its root, which is a device login (the
+   * The lock of the minting tree a token belongs to: its root, which is a grant (the
    * family's row, which rotations and family revocations take too) or a token made on the site.
    * Everything that makes a token with a token, or revokes one, takes it first, so a token being
    * made is either committed before a revocation looks (and revoked with the rest) or made after
@@ -33,9 +37,9 @@ export class AccessTokenTreesRepository {
   async lockTreeOf(tx: Tx, tokenId: string): Promise<boolean> {
     const [root] = await this.sql.rows<{ family: string | null; token_id: string | null }>(
       `WITH RECURSIVE up AS (
-         SELECT id, minted_by_token_id, COALESCE(device_login_id, minted_by_device_login_id) AS family FROM access_tokens WHERE id = $1
+         SELECT id, minted_by_token_id, COALESCE(grant_id, minted_by_grant_id) AS family FROM access_tokens WHERE id = $1
          UNION ALL
-         SELECT t.id, t.minted_by_token_id, COALESCE(t.device_login_id, t.minted_by_device_login_id) FROM access_tokens t JOIN up ON t.id = up.minted_by_token_id
+         SELECT t.id, t.minted_by_token_id, COALESCE(t.grant_id, t.minted_by_grant_id) FROM access_tokens t JOIN up ON t.id = up.minted_by_token_id
        )
        SELECT family, CASE WHEN family IS NULL THEN id END AS token_id FROM up WHERE minted_by_token_id IS NULL`,
       [tokenId],
@@ -50,10 +54,10 @@ export class AccessTokenTreesRepository {
   /** A minter as it is now (read under its tree's lock, lockTreeOf); undefined for none. */
   async minterState(tx: Tx, tokenId: string, now: Date): Promise<MinterState | undefined> {
     const [row] = await this.sql.rows<{ live: boolean; expires_at: Date; family_expires_at: Date | null; admin_until: Date | null }>(
-      `SELECT t.revoked_at IS NULL AND t.expires_at > $2 AS live, t.expires_at, d.admin_until,
+      `SELECT t.revoked_at IS NULL AND t.expires_at > $2 AS live, t.expires_at, g.admin_until,
               (SELECT max(r.family_expires_at) FROM refresh_tokens r
-                WHERE r.device_login_id = t.device_login_id AND r.revoked_at IS NULL AND r.expires_at > $2) AS family_expires_at
-         FROM access_tokens t LEFT JOIN device_logins d ON d.id = t.device_login_id
+                WHERE r.grant_id = t.grant_id AND r.revoked_at IS NULL AND r.expires_at > $2) AS family_expires_at
+         FROM access_tokens t LEFT JOIN grants g ON g.id = t.grant_id
         WHERE t.id = $1`,
       [tokenId, now],
       tx,
@@ -107,12 +111,12 @@ export class AccessTokenTreesRepository {
   }
 
   /**
-   * The family's lock: its device login row. A rotation (RefreshTokensRepository), a token made
-   * with one of its tokens, and every revocation take it first, so a pair or a token being written
-   * is committed before a revocation looks.
+   * The family's lock: its grant's row (grants/'s GrantsService.lockForIssue, which rotations and
+   * redemptions take too). A token made with one of its tokens and every revocation take it first,
+   * so a pair or a token being written is committed before a revocation looks.
    */
-  async lockFamily(tx: Tx, deviceLoginId: string): Promise<void> {
-    await this.sql.rows(`SELECT id FROM device_logins WHERE id = $1 FOR UPDATE`, [deviceLoginId], tx);
+  async lockFamily(tx: Tx, grantId: string): Promise<void> {
+    await this.grants.lockAll(tx, [grantId]);
   }
 
   /**
@@ -124,17 +128,17 @@ export class AccessTokenTreesRepository {
    */
   async revokeFamilyAccess(
     tx: Tx,
-    deviceLoginId: string,
+    grantId: string,
     now: Date,
     ip: string | null,
   ): Promise<{ ids: string[]; own: number; minted: number; decidedBy: string | null } | undefined> {
     const [row] = await this.sql.rows<{ ids: string[]; own: number; minted: number; decidedBy: string | null }>(
       `WITH RECURSIVE minted AS (
-         SELECT id FROM access_tokens WHERE minted_by_device_login_id = $1
+         SELECT id FROM access_tokens WHERE minted_by_grant_id = $1
          UNION
          SELECT t.id FROM access_tokens t JOIN minted ON t.minted_by_token_id = minted.id
        ), a AS (
-         UPDATE access_tokens SET revoked_at = $2 WHERE device_login_id = $1 AND revoked_at IS NULL RETURNING id
+         UPDATE access_tokens SET revoked_at = $2 WHERE grant_id = $1 AND revoked_at IS NULL RETURNING id
        ), m AS (
          UPDATE access_tokens SET revoked_at = $2 WHERE id IN (SELECT id FROM minted) AND revoked_at IS NULL RETURNING id, user_id
        ), minted_events AS (
@@ -149,12 +153,26 @@ export class AccessTokenTreesRepository {
          })}
        )
        SELECT ARRAY(SELECT id FROM a UNION ALL SELECT id FROM m) AS ids, (SELECT count(*)::int FROM a) AS own, (SELECT count(*)::int FROM m) AS minted,
-              d.decided_by_user_id AS "decidedBy"
-         FROM device_logins d WHERE d.id = $1`,
-      [deviceLoginId, now, ip, requestUserAgent()],
+              g.user_id AS "decidedBy"
+         FROM grants g WHERE g.id = $1`,
+      [grantId, now, ip, requestUserAgent()],
       tx,
     );
     return row;
+  }
+
+  /** The grants this person approved that still have a live token, by id. */
+  async liveGrantsOfUser(tx: Tx, userId: string, now: Date): Promise<string[]> {
+    const rows = await this.sql.rows<{ id: string }>(
+      `SELECT g.id FROM grants g
+        WHERE g.user_id = $1
+          AND (EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = g.id AND r.revoked_at IS NULL AND r.expires_at > $2)
+               OR EXISTS (SELECT 1 FROM access_tokens t WHERE t.grant_id = g.id AND t.revoked_at IS NULL AND t.expires_at > $2))
+        ORDER BY g.id`,
+      [userId, now],
+      tx,
+    );
+    return rows.map((row) => row.id);
   }
 
   /**
@@ -162,39 +180,24 @@ export class AccessTokenTreesRepository {
    * the user's live tokens belong to, and every family of theirs with a live refresh token or a
    * live token made with it: what revokeAllOfUser ends, so no rotation or token being made slips past.
    */
-  /** The grants (device logins and code grants) this person approved that still have a live token, by id. */
-  async liveGrantsOfUser(tx: Tx, userId: string, now: Date): Promise<string[]> {
-    const rows = await this.sql.rows<{ id: string }>(
-      `SELECT d.id FROM device_logins d
-        WHERE d.decided_by_user_id = $1
-          AND (EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.device_login_id = d.id AND r.revoked_at IS NULL AND r.expires_at > $2)
-               OR EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = d.id AND t.revoked_at IS NULL AND t.expires_at > $2))
-        ORDER BY d.id`,
-      [userId, now],
-      tx,
-    );
-    return rows.map((row) => row.id);
-  }
-
   async lockFamiliesOfUser(tx: Tx, userId: string, now: Date): Promise<void> {
     const roots = `WITH RECURSIVE up AS (
-         SELECT id, minted_by_token_id, COALESCE(device_login_id, minted_by_device_login_id) AS family
+         SELECT id, minted_by_token_id, COALESCE(grant_id, minted_by_grant_id) AS family
            FROM access_tokens WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2
          UNION
-         SELECT t.id, t.minted_by_token_id, COALESCE(t.device_login_id, t.minted_by_device_login_id)
+         SELECT t.id, t.minted_by_token_id, COALESCE(t.grant_id, t.minted_by_grant_id)
            FROM access_tokens t JOIN up ON t.id = up.minted_by_token_id
        ), roots AS (SELECT id, family FROM up WHERE minted_by_token_id IS NULL)`;
-    await this.sql.rows(
+    const families = await this.sql.rows<{ id: string }>(
       `${roots}
-       SELECT id FROM device_logins WHERE id IN (
-         SELECT family FROM roots WHERE family IS NOT NULL
-         UNION SELECT device_login_id FROM refresh_tokens WHERE user_id = $1 AND revoked_at IS NULL
-         UNION SELECT m.minted_by_device_login_id FROM access_tokens m JOIN device_logins d ON d.id = m.minted_by_device_login_id
-                WHERE d.decided_by_user_id = $1 AND m.revoked_at IS NULL AND m.expires_at > $2
-       ) ORDER BY id FOR UPDATE`,
+       SELECT family AS id FROM roots WHERE family IS NOT NULL
+       UNION SELECT grant_id FROM refresh_tokens WHERE user_id = $1 AND revoked_at IS NULL
+       UNION SELECT m.minted_by_grant_id FROM access_tokens m JOIN grants g ON g.id = m.minted_by_grant_id
+              WHERE g.user_id = $1 AND m.revoked_at IS NULL AND m.expires_at > $2`,
       [userId, now],
       tx,
     );
+    await this.grants.lockAll(tx, families.map((family) => family.id));
     await this.sql.rows(`${roots} SELECT id FROM access_tokens WHERE id IN (SELECT id FROM roots WHERE family IS NULL) ORDER BY id FOR UPDATE`, [userId, now], tx);
   }
 
@@ -204,7 +207,7 @@ export class AccessTokenTreesRepository {
    * per long-lived token of theirs and one per made token of someone else, in one statement (their
    * refresh tokens, uncollected approvals and the sessions' events are the caller's next
    * statements: TokenRevoker.revokeEverythingOfUserIn). How many events it recorded of the user's
-   * own, the sessions (device logins) of the tokens it revoked, and the ids of the other people's
+   * own, the sessions (grants) of the tokens it revoked, and the ids of the other people's
    * tokens it revoked (their owners' caches are not the user's).
    */
   async revokeAllAccessOfUser(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; sessions: string[]; othersTokens: string[] }> {
@@ -212,11 +215,11 @@ export class AccessTokenTreesRepository {
       `WITH RECURSIVE minted AS (
          SELECT m.id FROM access_tokens p JOIN access_tokens m ON m.minted_by_token_id = p.id WHERE p.user_id = $1
          UNION
-         SELECT m.id FROM access_tokens m JOIN device_logins d ON d.id = m.minted_by_device_login_id WHERE d.decided_by_user_id = $1
+         SELECT m.id FROM access_tokens m JOIN grants g ON g.id = m.minted_by_grant_id WHERE g.user_id = $1
          UNION
          SELECT t.id FROM access_tokens t JOIN minted ON t.minted_by_token_id = minted.id
        ), a AS (
-         UPDATE access_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id, device_login_id
+         UPDATE access_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id, grant_id
        ), o AS (
          UPDATE access_tokens SET revoked_at = $2
           WHERE id IN (SELECT id FROM minted) AND user_id <> $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id, user_id
@@ -229,7 +232,7 @@ export class AccessTokenTreesRepository {
              userAgent: '$4',
              detail: "jsonb_build_object('tokenId', a.id, 'reason', 'signed out everywhere')",
              createdAt: '$2',
-             from: 'a WHERE a.device_login_id IS NULL',
+             from: 'a WHERE a.grant_id IS NULL',
            },
            '1',
          )}
@@ -245,7 +248,7 @@ export class AccessTokenTreesRepository {
          })}
        )
        SELECT (SELECT count(*)::int FROM events) AS ended,
-              ARRAY(SELECT DISTINCT device_login_id FROM a WHERE device_login_id IS NOT NULL) AS sessions,
+              ARRAY(SELECT DISTINCT grant_id FROM a WHERE grant_id IS NOT NULL) AS sessions,
               ARRAY(SELECT id FROM o) AS others`,
       [userId, now, ip, requestUserAgent()],
       tx,

@@ -26,13 +26,13 @@ export class AccessToken {
   @Column({ type: 'text' })
   origin!: TokenOrigin;
 
-  /** For device-origin tokens: the device login that produced it (client name, hostname). */
-  @Column({ name: 'device_login_id', type: 'uuid', nullable: true })
-  deviceLoginId!: string | null;
+  /** For a grant's tokens (device logins, code grants): the grant it hangs off, its family. */
+  @Column({ name: 'grant_id', type: 'uuid', nullable: true })
+  grantId!: string | null;
 
   /**
    * The scope it was granted, space-separated (SCOPES). Null for a token made before scopes were
-   * stored on tokens: its device login's scope, or the CLI's for one made directly.
+   * stored on tokens: its grant's scope, or the CLI's for one made directly.
    */
   @Column({ type: 'text', nullable: true })
   scope!: string | null;
@@ -41,9 +41,9 @@ export class AccessToken {
   @Column({ name: 'minted_by_token_id', type: 'uuid', nullable: true })
   mintedByTokenId!: string | null;
 
-  /** The device login (session) whose token made it, if one did: the family it lives and dies with. */
-  @Column({ name: 'minted_by_device_login_id', type: 'uuid', nullable: true })
-  mintedByDeviceLoginId!: string | null;
+  /** The grant (session) whose token made it, if one did: the family it lives and dies with. */
+  @Column({ name: 'minted_by_grant_id', type: 'uuid', nullable: true })
+  mintedByGrantId!: string | null;
 
   @Column({ name: 'created_ip', type: 'text', nullable: true })
   createdIp!: string | null;

@@ -11,10 +11,10 @@ export interface TokenForVerification {
   revokedAt: Date | null;
   lastUsedAt: Date | null;
   user: { id: string; email: string; name: string; role: UserRole };
-  /** The scope it was granted (or, made before scopes were stored on tokens, its device login's); null for such a token made directly, which has the CLI's. */
+  /** The scope it was granted (or, made before scopes were stored on tokens, its grant's); null for such a token made directly, which has the CLI's. */
   scope: string | null;
-  /** Its family, for a device login's token. */
-  deviceLoginId: string | null;
+  /** Its family, for a grant's token. */
+  grantId: string | null;
   /** The grant that made it, for a token made with a bearer token. */
   mintedBy: Minter | null;
   /** An administrator disabled its user. */
@@ -29,9 +29,9 @@ export interface AccessTokenDescription {
   userId: string;
   /** Null for a service account's token (issue #45). */
   email: string | null;
-  /** Its family, for a token of a device login. */
-  deviceLoginId: string | null;
-  /** The OAuth client of its device login; null for a token created directly. */
+  /** Its family, for a token of a grant. */
+  grantId: string | null;
+  /** The OAuth client of its grant; null for a token created directly. */
   clientId: string | null;
   scope: string | null;
   createdAt: Date;
@@ -42,7 +42,7 @@ export interface AccessTokenDescription {
 /** The grant a token was made with: a token (made on the site or with a token), or a device login's session. */
 export interface Minter {
   tokenId: string | null;
-  deviceLoginId: string | null;
+  grantId: string | null;
 }
 
 /** What the tokens page and /me say of the grant that made a token. */
@@ -77,9 +77,9 @@ export interface NewAccessToken {
   origin: TokenOrigin;
   label: string | null;
   scope: string | null;
-  deviceLoginId: string | null;
+  grantId: string | null;
   mintedByTokenId: string | null;
-  mintedByDeviceLoginId: string | null;
+  mintedByGrantId: string | null;
   createdIp: string | null;
   createdAt: Date;
   expiresAt: Date;
@@ -98,7 +98,7 @@ export class AccessTokensRepository {
   /** The new token's id. */
   async insert(tx: Tx, token: NewAccessToken): Promise<string> {
     const [row] = await this.sql.rows<{ id: string }>(
-      `INSERT INTO access_tokens (token_hash, user_id, origin, label, scope, device_login_id, minted_by_token_id, minted_by_device_login_id, created_ip, created_at, expires_at)
+      `INSERT INTO access_tokens (token_hash, user_id, origin, label, scope, grant_id, minted_by_token_id, minted_by_grant_id, created_ip, created_at, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
       [
         token.tokenHash,
@@ -106,9 +106,9 @@ export class AccessTokensRepository {
         token.origin,
         token.label,
         token.scope,
-        token.deviceLoginId,
+        token.grantId,
         token.mintedByTokenId,
-        token.mintedByDeviceLoginId,
+        token.mintedByGrantId,
         token.createdIp,
         token.createdAt,
         token.expiresAt,
@@ -129,18 +129,18 @@ export class AccessTokensRepository {
       name: string;
       role: UserRole;
       scope: string | null;
-      device_login_id: string | null;
+      grant_id: string | null;
       minted_by_token_id: string | null;
-      minted_by_device_login_id: string | null;
+      minted_by_grant_id: string | null;
       disabled: boolean;
       kind: string;
     }>(
-      // The token's own scope first; only a token made before it had one reads its device login's.
+      // The token's own scope first; only a token made before it had one reads its grant's.
       `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
-              u.id AS user_id, u.email, u.name, u.role, COALESCE(t.scope, d.scope) AS scope, u.disabled_at IS NOT NULL AS disabled, u.kind,
-              t.device_login_id, t.minted_by_token_id, t.minted_by_device_login_id
+              u.id AS user_id, u.email, u.name, u.role, COALESCE(t.scope, g.scope) AS scope, u.disabled_at IS NOT NULL AS disabled, u.kind,
+              t.grant_id, t.minted_by_token_id, t.minted_by_grant_id
          FROM access_tokens t JOIN users u ON u.id = t.user_id
-         LEFT JOIN device_logins d ON d.id = t.device_login_id AND t.scope IS NULL
+         LEFT JOIN grants g ON g.id = t.grant_id AND t.scope IS NULL
         WHERE t.token_hash = $1`,
       [hash],
     );
@@ -153,8 +153,8 @@ export class AccessTokensRepository {
       // A service account's email is null; the principal says so with `kind` (auth/auth-principal.ts).
       user: { id: row.user_id, email: row.email ?? '', name: row.name, role: row.role },
       scope: row.scope,
-      deviceLoginId: row.device_login_id,
-      mintedBy: row.minted_by_token_id || row.minted_by_device_login_id ? { tokenId: row.minted_by_token_id, deviceLoginId: row.minted_by_device_login_id } : null,
+      grantId: row.grant_id,
+      mintedBy: row.minted_by_token_id || row.minted_by_grant_id ? { tokenId: row.minted_by_token_id, grantId: row.minted_by_grant_id } : null,
       userDisabled: row.disabled,
       serviceAccount: row.kind === 'service_account',
     };
@@ -171,9 +171,9 @@ export class AccessTokensRepository {
 
   async describe(hash: Buffer, now: Date): Promise<AccessTokenDescription | undefined> {
     const [row] = await this.sql.rows<AccessTokenDescription>(
-      `SELECT t.id, t.user_id AS "userId", u.email, t.device_login_id AS "deviceLoginId", d.client_id AS "clientId", COALESCE(t.scope, d.scope) AS scope,
+      `SELECT t.id, t.user_id AS "userId", u.email, t.grant_id AS "grantId", g.client_id AS "clientId", COALESCE(t.scope, g.scope) AS scope,
               t.created_at AS "createdAt", t.expires_at AS "expiresAt", (t.revoked_at IS NULL AND t.expires_at > $2) AS active
-         FROM access_tokens t JOIN users u ON u.id = t.user_id LEFT JOIN device_logins d ON d.id = t.device_login_id
+         FROM access_tokens t JOIN users u ON u.id = t.user_id LEFT JOIN grants g ON g.id = t.grant_id
         WHERE t.token_hash = $1`,
       [hash, now],
     );
@@ -181,9 +181,9 @@ export class AccessTokensRepository {
   }
 
   /** The token of this user, with its family if it has one; undefined for another's or none. */
-  async findOwned(tokenId: string, userId: string): Promise<{ deviceLoginId: string | null } | undefined> {
-    const [owned] = await this.sql.rows<{ deviceLoginId: string | null }>(
-      `SELECT device_login_id AS "deviceLoginId" FROM access_tokens WHERE id = $1 AND user_id = $2`,
+  async findOwned(tokenId: string, userId: string): Promise<{ grantId: string | null } | undefined> {
+    const [owned] = await this.sql.rows<{ grantId: string | null }>(
+      `SELECT grant_id AS "grantId" FROM access_tokens WHERE id = $1 AND user_id = $2`,
       [tokenId, userId],
     );
     return owned;
@@ -191,10 +191,12 @@ export class AccessTokensRepository {
 
   /** The grant that made a token, described for a person (/me); undefined when it is gone. */
   async describeMinter(minter: Minter): Promise<MinterDescription | undefined> {
-    if (minter.deviceLoginId) {
+    if (minter.grantId) {
       const [row] = await this.sql.rows<{ clientName: string; hostname: string | null }>(
-        `SELECT c.name AS "clientName", d.hostname FROM device_logins d JOIN oauth_clients c ON c.id = d.client_id WHERE d.id = $1`,
-        [minter.deviceLoginId],
+        `SELECT c.name AS "clientName", d.hostname
+           FROM grants g JOIN oauth_clients c ON c.id = g.client_id LEFT JOIN device_logins d ON d.grant_id = g.id
+          WHERE g.id = $1`,
+        [minter.grantId],
       );
       return row;
     }
@@ -210,25 +212,27 @@ export class AccessTokensRepository {
   async listForUser(userId: string): Promise<TokenListing[]> {
     const rows = await this.sql.rows<Omit<TokenListing, 'mintedBy'> & { mintedByLabel: string | null; mintedByClient: string | null; mintedByHostname: string | null; minted: boolean }>(
       `SELECT * FROM (
-         SELECT DISTINCT ON (COALESCE(t.device_login_id, t.id))
+         SELECT DISTINCT ON (COALESCE(t.grant_id, t.id))
                 t.id, t.label, t.origin, d.client_name AS "clientName", d.hostname, d.user_agent AS "userAgent", t.created_ip AS "createdIp",
-                COALESCE(d.redeemed_at, t.created_at) AS "createdAt",
+                COALESCE(d.redeemed_at, g.created_at, t.created_at) AS "createdAt",
                 GREATEST(t.expires_at, r.expires_at) AS "expiresAt",
-                GREATEST(t.last_used_at, CASE WHEN t.created_at > d.redeemed_at THEN t.created_at END) AS "lastUsedAt",
+                GREATEST(t.last_used_at, CASE WHEN t.created_at > COALESCE(d.redeemed_at, g.created_at) THEN t.created_at END) AS "lastUsedAt",
                 t.revoked_at AS "revokedAt",
-                (t.minted_by_token_id IS NOT NULL OR t.minted_by_device_login_id IS NOT NULL) AS minted,
+                (t.minted_by_token_id IS NOT NULL OR t.minted_by_grant_id IS NOT NULL) AS minted,
                 mt.label AS "mintedByLabel", mc.name AS "mintedByClient", md.hostname AS "mintedByHostname"
            FROM access_tokens t
-           LEFT JOIN device_logins d ON d.id = t.device_login_id
+           LEFT JOIN grants g ON g.id = t.grant_id
+           LEFT JOIN device_logins d ON d.grant_id = g.id
            LEFT JOIN access_tokens mt ON mt.id = t.minted_by_token_id
-           LEFT JOIN device_logins md ON md.id = t.minted_by_device_login_id
-           LEFT JOIN oauth_clients mc ON mc.id = md.client_id
+           LEFT JOIN grants mg ON mg.id = t.minted_by_grant_id
+           LEFT JOIN device_logins md ON md.grant_id = mg.id
+           LEFT JOIN oauth_clients mc ON mc.id = mg.client_id
            LEFT JOIN LATERAL (
              SELECT max(expires_at) AS expires_at FROM refresh_tokens
-              WHERE device_login_id = t.device_login_id AND revoked_at IS NULL AND rotated_at IS NULL
+              WHERE grant_id = t.grant_id AND revoked_at IS NULL AND rotated_at IS NULL
            ) r ON true
           WHERE t.user_id = $1
-          ORDER BY COALESCE(t.device_login_id, t.id), t.created_at DESC
+          ORDER BY COALESCE(t.grant_id, t.id), t.created_at DESC
        ) latest ORDER BY "createdAt" DESC, id`,
       [userId],
     );

@@ -4,7 +4,7 @@ import type { Tx } from '../database/tx.js';
 /** refresh-tokens/'s part of a revocation (it owns `refresh_tokens`), each in the revoker's `tx`. */
 export interface RefreshTokenRevoker {
   /** Revokes the live refresh tokens of a family; how many. */
-  revokeOfFamily(tx: Tx, deviceLoginId: string, now: Date): Promise<number>;
+  revokeOfFamily(tx: Tx, grantId: string, now: Date): Promise<number>;
   /** Revokes every live refresh token of the person; the families they were of (one id per token). */
   revokeAllOfUser(tx: Tx, userId: string, now: Date): Promise<string[]>;
 }
@@ -20,7 +20,7 @@ export interface UncollectedApprovals {
  * back-channel logout token for each grant's client that asked for one (issue #46), so it goes if
  * and only if the revocation commits.
  */
-export type GrantsEndedListener = (tx: Tx, deviceLoginIds: readonly string[], now: Date) => Promise<void>;
+export type GrantsEndedListener = (tx: Tx, grantIds: readonly string[], now: Date) => Promise<void>;
 
 /**
  * The rows a family's revocation ends beyond access tokens, written by the modules that own them:
@@ -47,9 +47,9 @@ export class FamilyMembers {
   }
 
   /** Tells every listener, in `tx`, that these grants ended. */
-  async grantsEnded(tx: Tx, deviceLoginIds: readonly string[], now: Date): Promise<void> {
-    if (!deviceLoginIds.length) return;
-    for (const listener of this.grantsEndedListeners) await listener(tx, deviceLoginIds, now);
+  async grantsEnded(tx: Tx, grantIds: readonly string[], now: Date): Promise<void> {
+    if (!grantIds.length) return;
+    for (const listener of this.grantsEndedListeners) await listener(tx, grantIds, now);
   }
 
   get refreshTokens(): RefreshTokenRevoker {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service.js';
 import { notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
+import { GrantsService } from '../grants/grants.service.js';
 import { Metrics } from '../metrics/metrics.js';
 import { AccessTokensRepository } from './access-tokens.repository.js';
 import { AccessTokenTreesRepository } from './access-token-trees.repository.js';
@@ -26,18 +27,19 @@ export class TokenRevoker {
     private readonly revocations: TokenRevocations,
     private readonly metrics: Metrics,
     private readonly families: FamilyMembers,
+    private readonly grants: GrantsService,
   ) {}
 
   /**
-   * Revokes one token of this user; revoking twice is harmless. A token of a device login
-   * takes its whole family with it (every access and refresh token of that login), so a
+   * Revokes one token of this user; revoking twice is harmless. A token of a grant
+   * takes its whole family with it (every access and refresh token of that grant), so a
    * revoked session cannot come back through its refresh token.
    */
   async revokeForUser(userId: string, tokenId: string, ip?: string | null): Promise<void> {
     const token = await this.accessTokens.findOwned(tokenId, userId);
     if (!token) throw notFound('No such token.');
-    if (token.deviceLoginId) {
-      await this.revokeFamily(token.deviceLoginId, 'revoked', ip);
+    if (token.grantId) {
+      await this.revokeFamily(token.grantId, 'revoked', ip);
       return;
     }
     // Under its minting tree's lock, as a token being made with it takes it: what it made goes too.
@@ -50,31 +52,32 @@ export class TokenRevoker {
   }
 
   /**
-   * Revokes a family: every access and refresh token descended from one device login, and every
+   * Revokes a grant: every access and refresh token descended from it, and every
    * token made with them (recursively, whoever they belong to), with its audit events, in one
    * transaction under the family's lock. For a logout, a revoked session on the tokens page, a
    * replayed device code, a reused refresh token and a disabled client. Returns how many access
    * tokens it revoked.
    */
-  async revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, tx?: Tx): Promise<number> {
-    if (!tx) return this.uow.run((tx) => this.revokeFamily(deviceLoginId, reason, ip, tx));
+  async revokeFamily(grantId: string, reason: string, ip?: string | null, tx?: Tx): Promise<number> {
+    if (!tx) return this.uow.run((tx) => this.revokeFamily(grantId, reason, ip, tx));
     // The family's lock, as a rotation takes it (RefreshTokensService.refresh): a pair being
     // written now is committed before the statements below look, and so revoked with the rest.
-    await this.trees.lockFamily(tx, deviceLoginId);
+    await this.trees.lockFamily(tx, grantId);
     const now = this.clock.now();
     // Access tokens (with the tokens made with them), then refresh tokens, then the family's
     // event: the order the one statement of before wrote them in, so no new lock order appears.
-    const access = await this.trees.revokeFamilyAccess(tx, deviceLoginId, now, ip ?? null);
-    const refreshTokens = await this.families.refreshTokens.revokeOfFamily(tx, deviceLoginId, now);
+    const access = await this.trees.revokeFamilyAccess(tx, grantId, now, ip ?? null);
+    const refreshTokens = await this.families.refreshTokens.revokeOfFamily(tx, grantId, now);
+    await this.grants.revoke(tx, [grantId], now);
     if (!access) return 0; // no such family: nothing descends from it
     // Only a grant that was still live ends now (a second revocation tells nobody again).
-    if (access.ids.length || refreshTokens) await this.families.grantsEnded(tx, [deviceLoginId], now);
+    if (access.ids.length || refreshTokens) await this.families.grantsEnded(tx, [grantId], now);
     await this.audit.record(
       'token.revoke_family',
       {
         userId: access.decidedBy,
         ip: ip ?? null,
-        detail: { deviceLoginId, reason, accessTokens: access.own, refreshTokens, ...(access.minted ? { mintedTokens: access.minted } : {}) },
+        detail: { deviceLoginId: grantId, reason, accessTokens: access.own, refreshTokens, ...(access.minted ? { mintedTokens: access.minted } : {}) },
         at: now,
       },
       tx,
@@ -85,7 +88,7 @@ export class TokenRevoker {
   }
 
   /**
-   * Every grant of this person (device logins and code grants, each a family with the tokens made
+   * Every grant of this person (device and code grants, each a family with the tokens made
    * with it), for a change of who controls the account (a new password or address): what was
    * approved under the old state ends at once, as the grant rules would refuse its next refresh
    * anyway (grants/grant-rules.ts). Tokens made directly on the tokens page are not grants and stay.
@@ -123,11 +126,12 @@ export class TokenRevoker {
     const access = await this.trees.revokeAllAccessOfUser(tx, userId, now, ip);
     const refreshed = await this.families.refreshTokens.revokeAllOfUser(tx, userId, now);
     await this.families.uncollectedApprovals.cancelApprovedBy(tx, userId);
+    await this.grants.revokeAllOfUser(tx, userId, now);
     const sessions = [...new Set([...access.sessions, ...refreshed])];
     await this.families.grantsEnded(tx, sessions, now);
     await this.audit.recordEach(
       'token.revoke_family',
-      sessions.map((deviceLoginId) => ({ userId, ip, detail: { deviceLoginId, reason: 'signed out everywhere' }, at: now })),
+      sessions.map((grantId) => ({ userId, ip, detail: { deviceLoginId: grantId, reason: 'signed out everywhere' }, at: now })),
       tx,
     );
     return { ended: access.ended + sessions.length, othersTokens: access.othersTokens };

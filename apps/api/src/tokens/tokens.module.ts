@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { GrantsModule } from '../grants/grants.module.js';
 import { AccessToken } from './access-token.entity.js';
 import { AccessTokensRepository } from './access-tokens.repository.js';
 import { AccessTokenTreesRepository } from './access-token-trees.repository.js';
@@ -11,7 +12,7 @@ import { TokensService } from './tokens.service.js';
 
 /** Access tokens: issuing, listing and revoking them (verifying them is auth/'s). */
 @Module({
-  imports: [TypeOrmModule.forFeature([AccessToken])],
+  imports: [TypeOrmModule.forFeature([AccessToken]), GrantsModule],
   providers: [TokensService, AccessTokensRepository, AccessTokenTreesRepository, TokenRevoker, TokenRevocations, IdempotencyKeysRepository, FamilyMembers],
   // Services only: the repositories stay inside (issue #37).
   exports: [TokensService, TokenRevocations, FamilyMembers],

@@ -80,7 +80,7 @@ export interface IssueTokenInput {
   ip?: string | null;
   /** The caller's User-Agent, for the event (issue #46). */
   userAgent?: string | null;
-  deviceLoginId?: string | null;
+  grantId?: string | null;
   /** An admin issuing for someone else: recorded in the audit event. */
   issuedBy?: string;
   /**
@@ -96,7 +96,7 @@ export interface IssueTokenInput {
    * one carries `admin`), and is revoked with it.
    * @throws MinterEndedError when it is no longer live.
    */
-  minter?: { tokenId: string; deviceLoginId: string | null };
+  minter?: { tokenId: string; grantId: string | null };
 }
 
 export interface IssuedToken {
@@ -186,10 +186,10 @@ export class TokensService {
       origin: input.origin,
       label: input.label ?? null,
       scope: input.scope ?? null,
-      deviceLoginId: input.deviceLoginId ?? null,
+      grantId: input.grantId ?? null,
       // A device login's token is one of many (one an hour): the session, its family, made it.
-      mintedByTokenId: minter && !minter.deviceLoginId ? minter.tokenId : null,
-      mintedByDeviceLoginId: minter?.deviceLoginId ?? null,
+      mintedByTokenId: minter && !minter.grantId ? minter.tokenId : null,
+      mintedByGrantId: minter?.grantId ?? null,
       createdIp: input.ip ?? null,
       createdAt: now,
       expiresAt,
@@ -199,7 +199,7 @@ export class TokensService {
       origin: input.origin,
       ...(input.issuedBy ? { issuedBy: input.issuedBy } : {}),
       // The grant that did it: the token presented, and its session for a device login's token.
-      ...(minter ? { mintedByTokenId: minter.tokenId, ...(minter.deviceLoginId ? { mintedByDeviceLoginId: minter.deviceLoginId } : {}) } : {}),
+      ...(minter ? { mintedByTokenId: minter.tokenId, ...(minter.grantId ? { mintedByDeviceLoginId: minter.grantId } : {}) } : {}),
     };
     await this.audit.record('token.issue', { userId: input.userId, ip: input.ip, userAgent: input.userAgent, detail }, tx);
     this.metrics.token('issued');
@@ -240,8 +240,8 @@ export class TokensService {
   }
 
   /** Revokes a family, in `tx` or in one of its own; how many access tokens (TokenRevoker). */
-  revokeFamily(deviceLoginId: string, reason: string, ip?: string | null, tx?: Tx): Promise<number> {
-    return this.revoker.revokeFamily(deviceLoginId, reason, ip, tx);
+  revokeFamily(grantId: string, reason: string, ip?: string | null, tx?: Tx): Promise<number> {
+    return this.revoker.revokeFamily(grantId, reason, ip, tx);
   }
 
   /** Every grant of the person (device and code grants), not the tokens made on the tokens page (TokenRevoker). */

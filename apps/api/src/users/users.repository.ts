@@ -196,11 +196,11 @@ export class UsersRepository {
               u.password_hash IS NULL AND NOT EXISTS (SELECT 1 FROM federated_identities l WHERE l.user_id = u.id) AS invited,
               u.created_at AS "createdAt", u.last_sign_in_at AS "lastSignInAt",
               EXISTS (SELECT 1 FROM totp_factors f WHERE f.user_id = u.id) AS "secondFactor",
-              (SELECT count(DISTINCT COALESCE(t.device_login_id, t.id))::int FROM access_tokens t
+              (SELECT count(DISTINCT COALESCE(t.grant_id, t.id))::int FROM access_tokens t
                  WHERE t.user_id = u.id AND t.revoked_at IS NULL AND t.expires_at > $4)
-              + (SELECT count(DISTINCT r.device_login_id)::int FROM refresh_tokens r
+              + (SELECT count(DISTINCT r.grant_id)::int FROM refresh_tokens r
                  WHERE r.user_id = u.id AND r.revoked_at IS NULL AND r.expires_at > $4
-                   AND NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.device_login_id = r.device_login_id AND t.revoked_at IS NULL AND t.expires_at > $4)
+                   AND NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.grant_id = r.grant_id AND t.revoked_at IS NULL AND t.expires_at > $4)
                 ) AS "activeCliSessions",
               count(*) OVER ()::int AS total
          FROM users u

@@ -38,3 +38,11 @@ export function recordReconfirmation(req: Request, amr: string[]): void {
 export function recordEnrolledFactor(req: Request): void {
   req.session.secondFactorShown = true;
 }
+
+/**
+ * When the session last proved its person (a re-confirmation, else its sign-in), in ms; `now` for
+ * a session from before that record. The `auth_time` a grant approved in it keeps.
+ */
+export function provenAt(req: Request, now: number): number {
+  return req.session.sudoAt ?? req.session.signedInAt ?? now;
+}

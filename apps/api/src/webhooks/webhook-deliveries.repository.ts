@@ -67,15 +67,15 @@ export class WebhookDeliveriesRepository {
    * the revoking transaction (so it goes if and only if the revocation commits). The payload is the
    * token's claims; it is signed at each try.
    */
-  async insertLogouts(tx: Tx, deviceLoginIds: readonly string[], now: Date): Promise<number> {
-    if (!deviceLoginIds.length) return 0;
+  async insertLogouts(tx: Tx, grantIds: readonly string[], now: Date): Promise<number> {
+    if (!grantIds.length) return 0;
     return this.sql.count(
       `INSERT INTO webhook_deliveries (kind, client_id, target_url, message_id, payload, next_attempt_at, created_at)
        SELECT 'logout', c.id, c.backchannel_logout_uri, gen_random_uuid()::text,
-              json_build_object('aud', c.id, 'sub', d.decided_by_user_id::text, 'grant', d.id::text)::text, $2, $2
-         FROM device_logins d JOIN oauth_clients c ON c.id = d.client_id
-        WHERE d.id = ANY ($1::uuid[]) AND c.backchannel_logout_uri IS NOT NULL AND d.decided_by_user_id IS NOT NULL`,
-      [deviceLoginIds, now],
+              json_build_object('aud', c.id, 'sub', g.user_id::text, 'grant', g.id::text)::text, $2, $2
+         FROM grants g JOIN oauth_clients c ON c.id = g.client_id
+        WHERE g.id = ANY ($1::uuid[]) AND c.backchannel_logout_uri IS NOT NULL`,
+      [grantIds, now],
       tx,
     );
   }

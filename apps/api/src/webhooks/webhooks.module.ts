@@ -44,6 +44,6 @@ export class WebhooksModule implements OnModuleInit {
 
   onModuleInit(): void {
     // In the revoking transaction; the sender's poll (a second) finds it once committed.
-    this.families.onGrantsEnded(async (tx, deviceLoginIds, now) => void (await this.deliveries.insertLogouts(tx, deviceLoginIds, now)));
+    this.families.onGrantsEnded(async (tx, grantIds, now) => void (await this.deliveries.insertLogouts(tx, grantIds, now)));
   }
 }

@@ -170,8 +170,8 @@ describe('the admin grant', () => {
     const login = await start(ADMIN_SCOPES);
     await approve(api, login.userCode, admin);
     const session = (await poll(api, login.deviceCode)).body;
-    const { id: tokenId, deviceLoginId } = (await api.app.get(TokensService).describe(session.accessToken))!;
-    const grant = { tokenId, deviceLoginId };
+    const { id: tokenId, grantId } = (await api.app.get(TokensService).describe(session.accessToken))!;
+    const grant = { tokenId, deviceLoginId: grantId };
     const carol = await createUser(api);
     await enrolTotp(await signInAs(api, carol.email, PASSWORD), clock);
 

@@ -9,6 +9,7 @@ const EVERY_TABLE = [
   'authorization_codes',
   'device_logins',
   'federated_identities',
+  'grants',
   'idempotency_keys',
   'identity_providers',
   'mail_outbox',
@@ -105,5 +106,111 @@ describe('migrations', () => {
       // …and Organizations (038), run after it, allows the CLI `orgs` too.
       { id: 'prospect-cli', allowed_scopes: 'profile tokens admin orgs' },
     ]);
+  });
+
+  it('Grants (047) makes every approval a grant of its own, in one transaction: the tokens hang off it, the code grants lose their stand-in device logins', async () => {
+    // sql-on-purpose: the migrations table
+    const applied = async () => ((await db.query(`SELECT name FROM migrations`)) as Array<{ name: string }>).map((m) => m.name);
+    while ((await applied()).includes('Grants1795400000047')) await db.undoLastMigration({ transaction: 'each' });
+    // sql-on-purpose: rows written before the migration, by the schema of then: a person, a client,
+    // device logins in every state, a code grant's stand-in login, their tokens and the code.
+    const [person] = (await db.query(`INSERT INTO users (email, name, credential_epoch) VALUES ('ada@example.com', 'Ada', 3) RETURNING id`)) as Array<{ id: string }>;
+    // sql-on-purpose: rows written before the migration, by the schema of then
+    await db.query(`INSERT INTO oauth_clients (id, name, created_at) VALUES ('tool', 'Tool', now()) ON CONFLICT DO NOTHING`);
+    // sql-on-purpose: rows written before the migration, by the schema of then
+    const login = async (userCode: string, fields: { status: string; decided?: boolean; grantType?: string; adminUntil?: string | null; clientId?: string }) =>
+      (
+        (await db.query(
+          `INSERT INTO device_logins (device_code_hash, user_code, status, decided_by_user_id, decided_at, client_id, scope, created_at, expires_at, grant_type,
+                                      admin_until, credential_epoch, amr, second_factor, hostname)
+           VALUES (sha256(convert_to($1::text, 'UTF8')), $2, $3, CASE WHEN $4 THEN $5::uuid END, CASE WHEN $4 THEN timestamptz '2026-01-02T10:00:00Z' END, $6,
+                   'profile tokens admin', timestamptz '2026-01-02T09:59:00Z', timestamptz '2026-01-02T10:09:00Z', $7, $8::timestamptz,
+                   CASE WHEN $4 THEN 3 END, CASE WHEN $4 THEN ARRAY['pwd', 'otp', 'mfa'] END, $4, 'ada-laptop')
+           RETURNING id`,
+          [userCode + fields.status, userCode, fields.status, fields.decided ?? false, person!.id, fields.clientId ?? 'prospect-cli', fields.grantType ?? 'device_code', fields.adminUntil ?? null],
+        )) as Array<{ id: string }>
+      )[0]!.id;
+    const redeemed = await login('GRNTBCDF', { status: 'redeemed', decided: true, adminUntil: '2026-01-02T22:00:00Z' });
+    const uncollected = await login('GRNTBCDG', { status: 'approved', decided: true });
+    const pending = await login('GRNTBCDH', { status: 'pending' });
+    const denied = await login('GRNTBCDJ', { status: 'denied', decided: true });
+    const codeGrant = await login('', { status: 'redeemed', decided: true, grantType: 'authorization_code', clientId: 'tool' });
+    // sql-on-purpose: rows written before the migration, by the schema of then
+    const token = async (name: string, family: string | null, mintedBy: string | null) =>
+      db.query(
+        `INSERT INTO access_tokens (token_hash, user_id, origin, label, device_login_id, minted_by_device_login_id, created_at, expires_at)
+         VALUES (sha256(convert_to($1::text, 'UTF8')), $2, CASE WHEN $3::uuid IS NULL THEN 'direct' ELSE 'device' END, $1, $3, $4, now(), now() + interval '1 hour')`,
+        [name, person!.id, family, mintedBy],
+      );
+    await token('session', redeemed, null);
+    await token('made-with-the-session', null, redeemed);
+    await token('app', codeGrant, null);
+    // sql-on-purpose: rows written before the migration, by the schema of then
+    await db.query(
+      `INSERT INTO refresh_tokens (token_hash, device_login_id, user_id, created_at, expires_at, family_expires_at)
+       SELECT sha256(convert_to(f::text, 'UTF8')), f, $1, now(), now() + interval '1 day', now() + interval '30 days' FROM unnest($2::uuid[]) AS f`,
+      [person!.id, [redeemed, codeGrant]],
+    );
+    // sql-on-purpose: rows written before the migration, by the schema of then
+    await db.query(
+      `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, auth_time, amr, credential_epoch, web_session, created_at, expires_at, used_at, grant_id, second_factor)
+       VALUES (sha256('\\x01'::bytea), 'tool', $1, 'https://tool.example/cb', 'c', 'profile tokens admin', timestamptz '2026-01-02T09:30:00Z', ARRAY['pwd', 'otp', 'mfa'], 3, 'sid-1',
+               now(), now() + interval '1 minute', now(), $2, true)`,
+      [person!.id, codeGrant],
+    );
+
+    await db.runMigrations({ transaction: 'each' });
+
+    // sql-on-purpose: what the migration made of those rows
+    const grantRows = (await db.query(
+      `SELECT id, user_id, client_id, grant_type, scope, admin_until, credential_epoch, amr, auth_time, second_factor, web_session, created_at, revoked_at FROM grants ORDER BY created_at, grant_type DESC, id`,
+    )) as Array<Record<string, unknown>>;
+    const proof = { user_id: person!.id, scope: 'profile tokens admin', credential_epoch: 3, amr: ['pwd', 'otp', 'mfa'], second_factor: true, revoked_at: null };
+    expect(new Map(grantRows.map((row) => [row.id, row]))).toEqual(
+      new Map([
+        [redeemed, { id: redeemed, ...proof, client_id: 'prospect-cli', grant_type: 'device_code', admin_until: new Date('2026-01-02T22:00:00Z'), auth_time: null, web_session: null, created_at: new Date('2026-01-02T10:00:00Z') }],
+        [uncollected, { id: uncollected, ...proof, client_id: 'prospect-cli', grant_type: 'device_code', admin_until: null, auth_time: null, web_session: null, created_at: new Date('2026-01-02T10:00:00Z') }],
+        [codeGrant, { id: codeGrant, ...proof, client_id: 'tool', grant_type: 'authorization_code', admin_until: null, auth_time: new Date('2026-01-02T09:30:00Z'), web_session: 'sid-1', created_at: new Date('2026-01-02T10:00:00Z') }],
+      ]),
+    );
+    // sql-on-purpose: what the migration made of those rows
+    const logins = (await db.query(`SELECT id, status, grant_id FROM device_logins WHERE user_code LIKE 'GRNT%' OR user_code = '' ORDER BY user_code`)) as Array<{ id: string; status: string; grant_id: string | null }>;
+    expect(logins).toEqual([
+      { id: redeemed, status: 'redeemed', grant_id: redeemed },
+      { id: uncollected, status: 'approved', grant_id: uncollected },
+      { id: pending, status: 'pending', grant_id: null },
+      { id: denied, status: 'denied', grant_id: null },
+    ]);
+    // sql-on-purpose: what the migration made of those rows
+    expect(await db.query(`SELECT label, grant_id, minted_by_grant_id FROM access_tokens ORDER BY label`)).toEqual([
+      { label: 'app', grant_id: codeGrant, minted_by_grant_id: null },
+      { label: 'made-with-the-session', grant_id: null, minted_by_grant_id: redeemed },
+      { label: 'session', grant_id: redeemed, minted_by_grant_id: null },
+    ]);
+    // sql-on-purpose: what the migration made of those rows
+    expect(((await db.query(`SELECT grant_id FROM refresh_tokens ORDER BY grant_id`)) as Array<{ grant_id: string }>).map((r) => r.grant_id)).toEqual([redeemed, codeGrant].sort());
+    // sql-on-purpose: what the migration made of those rows
+    expect(await db.query(`SELECT grant_id FROM authorization_codes`)).toEqual([{ grant_id: codeGrant }]);
+    // sql-on-purpose: the schema: what the device flow no longer keeps
+    const loginColumns = ((await db.query(`SELECT column_name FROM information_schema.columns WHERE table_name = 'device_logins'`)) as Array<{ column_name: string }>).map((c) => c.column_name);
+    expect(loginColumns).toEqual(expect.arrayContaining(['grant_id', 'user_code', 'reply_sealed', 'last_polled_at']));
+    expect(loginColumns).not.toEqual(expect.arrayContaining(['grant_type']));
+    for (const moved of ['admin_until', 'credential_epoch', 'amr', 'second_factor', 'grant_type']) expect(loginColumns).not.toContain(moved);
+    // sql-on-purpose: a grant deleted takes its refresh tokens and the tokens made with it; its own access tokens stay, unlinked
+    await db.query(`DELETE FROM grants WHERE id = $1`, [redeemed]);
+    expect(await db.query(`SELECT label, grant_id FROM access_tokens ORDER BY label`)).toEqual([
+      { label: 'app', grant_id: codeGrant },
+      { label: 'session', grant_id: null },
+    ]);
+
+    // Reverted, the code grant gets its stand-in device login back and the tokens their old columns.
+    await db.undoLastMigration({ transaction: 'each' });
+    // sql-on-purpose: what the revert made of those rows
+    expect(await db.query(`SELECT id, user_code, status, grant_type, credential_epoch, amr FROM device_logins WHERE id = $1`, [codeGrant])).toEqual([
+      { id: codeGrant, user_code: '', status: 'redeemed', grant_type: 'authorization_code', credential_epoch: 3, amr: ['pwd', 'otp', 'mfa'] },
+    ]);
+    // sql-on-purpose: what the revert made of those rows
+    expect(await db.query(`SELECT device_login_id FROM refresh_tokens`)).toEqual([{ device_login_id: codeGrant }]);
+    await db.runMigrations({ transaction: 'each' });
   });
 });

@@ -174,7 +174,7 @@ describe('device login (seed §3.1)', () => {
       expect(new Set(results.map((r) => r.body.accessToken)).size).toBe(1);
       expect(results.every((r) => r.body.status === 'authorized')).toBe(true);
       const [login] = await deviceLogins(api, { userCode: start.userCode });
-      expect(await accessTokens(api, { deviceLoginId: login.id })).toHaveLength(1);
+      expect(await accessTokens(api, { grantId: login.id })).toHaveLength(1);
     });
 
     it('answers slow_down (429, Retry-After) to polls faster than the interval, forgiving 1 s of jitter', async () => {

@@ -2,6 +2,7 @@ import { OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import { decodeJwt } from 'jose';
 import { FakeClock } from '../support/fake-clock.js';
 import { deviceLogins } from '../support/device-login-fixtures.js';
+import { grants } from '../support/grant-fixtures.js';
 import { authEvents, createUser, registerClient } from '../support/fixtures.js';
 import { get, request, type JsonResponse } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -269,8 +270,11 @@ describe('the authorization code grant', () => {
       });
       expect(decodeJwt(res.body.id_token)).toMatchObject({ sub: person.id, aud: 'tool', nonce: 'n-0S6_WzA2Mj', iss: api.baseUrl });
       const [issued] = await accessTokens(api, { secret: res.body.access_token });
-      const [grant] = await deviceLogins(api, { id: issued.device_login_id! });
+      const [grant] = await grants(api, { id: issued.grant_id! });
       expect({ scope: issued.scope, grant_type: grant.grant_type, client_id: grant.client_id }).toEqual({ scope: 'profile openid email', grant_type: 'authorization_code', client_id: 'tool' });
+      // The grant is a record of its own: who, how the sign-in proved them and when, in which session; no stand-in device login.
+      expect(grant).toMatchObject({ user_id: person.id, amr: ['pwd'], auth_time: expect.any(Date), web_session: expect.any(String), revoked_at: null });
+      expect(await deviceLogins(api, { id: grant.id })).toEqual([]);
       const renewed = await refresh(res.body.refresh_token);
       expect(renewed.status).toBe(200);
       expect(renewed.body.scope).toBe('profile openid email');

@@ -292,7 +292,7 @@ describe('state transitions under concurrency', () => {
     expect([['device.cancel'], ['device.approve', 'device.cancel']]).toContainEqual(events);
     expect((await poll(api, login.deviceCode)).body).toEqual({ status: 'denied' });
     const [cancelled] = await deviceLogins(api, { userCode: login.userCode });
-    expect(await accessTokens(api, { deviceLoginId: cancelled.id })).toHaveLength(0);
+    expect(await accessTokens(api, { grantId: cancelled.id })).toHaveLength(0);
   });
 
   it('token issuance: 50 at once are 50 distinct tokens, each with its audit event; 50 logouts of one token revoke it once', async () => {

@@ -55,12 +55,12 @@ describe('a lost refresh answer is never a reuse within REFRESH_REPLAY_SECONDS (
   const signIn = async () => {
     const user = await createUser(api);
     const { body } = await authorizedPoll(api, user);
-    const family = (await api.app.get(TokensService).describe(body.accessToken))!.deviceLoginId!;
+    const family = (await api.app.get(TokensService).describe(body.accessToken))!.grantId!;
     return { user, family, accessToken: body.accessToken as string, refreshToken: body.refreshToken as string };
   };
   const reuses = (family: string) => countAuthEvents(api, { type: 'token.reuse', detail: { deviceLoginId: family } });
-  const refreshTokensOf = async (family: string) => (await refreshTokens(api, { deviceLoginId: family })).length;
-  const liveRefreshTokensOf = async (family: string) => (await refreshTokens(api, { deviceLoginId: family })).filter((token) => !token.rotated_at && !token.revoked_at).length;
+  const refreshTokensOf = async (family: string) => (await refreshTokens(api, { grantId: family })).length;
+  const liveRefreshTokensOf = async (family: string) => (await refreshTokens(api, { grantId: family })).filter((token) => !token.rotated_at && !token.revoked_at).length;
   /** The rotation happens, its answer never reaches the client. */
   const refreshWithAnswerLost = async (refreshToken: string) => {
     const proxy = await answerDroppingProxy(Number(new URL(api.baseUrl).port));

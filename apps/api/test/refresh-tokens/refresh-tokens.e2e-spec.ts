@@ -36,7 +36,7 @@ describe('refresh tokens with rotation (issue #14)', () => {
     return { user, accessToken: body.accessToken as string, refreshToken: body.refreshToken as string };
   };
   const events = (type: string, deviceLoginId?: string) => authEvents(api, { type, detail: deviceLoginId ? { deviceLoginId } : {} });
-  const familyOf = async (accessToken: string) => (await api.app.get(TokensService).describe(accessToken))!.deviceLoginId!;
+  const familyOf = async (accessToken: string) => (await api.app.get(TokensService).describe(accessToken))!.grantId!;
 
   it('a device login answers an access token of an hour and a refresh token (prsr_, 256 bits)', async () => {
     const { accessToken, refreshToken } = await signIn();

@@ -4,6 +4,7 @@ import { PURGE_BATCH, RetentionService } from '../../src/retention/retention.ser
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { deviceLogins } from '../support/device-login-fixtures.js';
+import { grants } from '../support/grant-fixtures.js';
 import { authEvents, authorizedPoll, createUser, startDeviceLogin } from '../support/fixtures.js';
 import { post } from '../support/http.js';
 import { runApiProcess } from '../support/api-process.js';
@@ -25,7 +26,7 @@ describe('retention', () => {
   });
   afterAll(() => api.close());
 
-  it('deletes old tokens, expired device logins without a token, expired sessions and audit events past their retention', async () => {
+  it('deletes old tokens, expired device logins and grants without a token, expired sessions and audit events past their retention', async () => {
     const user = await createUser(api);
     const tokens = api.app.get(TokensService);
     const expiring = await tokens.issue({ userId: user.id, origin: 'direct', ttlSeconds: DAY });
@@ -48,6 +49,9 @@ describe('retention', () => {
     expect((await accessTokens(api)).map((token) => token.id).sort()).toEqual([live.id, recent.id].sort());
     expect(await refreshTokens(api)).toHaveLength(1);
     expect(await deviceLogins(api)).toHaveLength(1); // the one whose session still lives
+    // …and of the grants, the living session's: the logged-out one's went with its last token and its login.
+    const [kept] = await deviceLogins(api);
+    expect((await grants(api)).map((grant) => grant.id)).toEqual([kept!.grant_id]);
     const events = (await authEvents(api, {})).map((event) => event.id);
     for (const id of oldEvents) expect(events).not.toContain(id);
     expect(events.length).toBeGreaterThan(0); // the recent issue's event stays

@@ -68,7 +68,7 @@ export const accessTokensOfDeviceCode = (url: string, deviceCode: string): Promi
     async (client) =>
       (
         await client.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM access_tokens t JOIN device_logins d ON d.id = t.device_login_id WHERE d.device_code_hash = $1`,
+          `SELECT count(*)::int AS n FROM access_tokens t JOIN device_logins d ON d.grant_id = t.grant_id WHERE d.device_code_hash = $1`,
           [createHash('sha256').update(deviceCode).digest()],
         )
       ).rows[0]!.n,

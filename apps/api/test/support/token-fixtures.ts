@@ -15,35 +15,35 @@ export interface StoredAccessToken {
   origin: string;
   label: string | null;
   scope: string | null;
-  device_login_id: string | null;
+  grant_id: string | null;
   minted_by_token_id: string | null;
-  minted_by_device_login_id: string | null;
+  minted_by_grant_id: string | null;
   created_at: Date;
   expires_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
 }
 
-/** The access tokens of `userId`, of a device login's family, with `label`, whose secret is `secret`, or issued through a device login of `clientId` (all of them when no filter is given), oldest first. */
+/** The access tokens of `userId`, of a grant's family, with `label`, whose secret is `secret`, or of a grant of `clientId` (all of them when no filter is given), oldest first. */
 export function accessTokens(
   api: TestApp,
-  filter: { userId?: string; deviceLoginId?: string; label?: string; secret?: string; clientId?: string } = {},
+  filter: { userId?: string; grantId?: string; label?: string; secret?: string; clientId?: string } = {},
 ): Promise<StoredAccessToken[]> {
   return api.dataSource.query(
-    `SELECT id, user_id, origin, label, scope, device_login_id, minted_by_token_id, minted_by_device_login_id, created_at, expires_at, last_used_at, revoked_at
+    `SELECT id, user_id, origin, label, scope, grant_id, minted_by_token_id, minted_by_grant_id, created_at, expires_at, last_used_at, revoked_at
        FROM access_tokens
-      WHERE ($1::uuid IS NULL OR user_id = $1) AND ($2::uuid IS NULL OR device_login_id = $2) AND ($3::text IS NULL OR label = $3)
+      WHERE ($1::uuid IS NULL OR user_id = $1) AND ($2::uuid IS NULL OR grant_id = $2) AND ($3::text IS NULL OR label = $3)
         AND ($4::bytea IS NULL OR token_hash = $4)
-        AND ($5::text IS NULL OR device_login_id IN (SELECT id FROM device_logins WHERE client_id = $5))
+        AND ($5::text IS NULL OR grant_id IN (SELECT id FROM grants WHERE client_id = $5))
       ORDER BY created_at, id`,
-    [filter.userId ?? null, filter.deviceLoginId ?? null, filter.label ?? null, filter.secret === undefined ? null : sha256(filter.secret), filter.clientId ?? null],
+    [filter.userId ?? null, filter.grantId ?? null, filter.label ?? null, filter.secret === undefined ? null : sha256(filter.secret), filter.clientId ?? null],
   );
 }
 
 /** A refresh token's row as stored, without its hash and its sealed successor. */
 export interface StoredRefreshToken {
   id: string;
-  device_login_id: string;
+  grant_id: string;
   user_id: string;
   created_at: Date;
   expires_at: Date;
@@ -52,19 +52,19 @@ export interface StoredRefreshToken {
   revoked_at: Date | null;
 }
 
-/** The refresh tokens of a device login's family, rotated and revoked ones included (every one when no family is given), oldest first. */
-export function refreshTokens(api: TestApp, filter: { deviceLoginId?: string } = {}): Promise<StoredRefreshToken[]> {
+/** The refresh tokens of a grant's family, rotated and revoked ones included (every one when no family is given), oldest first. */
+export function refreshTokens(api: TestApp, filter: { grantId?: string } = {}): Promise<StoredRefreshToken[]> {
   return api.dataSource.query(
-    `SELECT id, device_login_id, user_id, created_at, expires_at, family_expires_at, rotated_at, revoked_at
-       FROM refresh_tokens WHERE ($1::uuid IS NULL OR device_login_id = $1) ORDER BY created_at, id`,
-    [filter.deviceLoginId ?? null],
+    `SELECT id, grant_id, user_id, created_at, expires_at, family_expires_at, rotated_at, revoked_at
+       FROM refresh_tokens WHERE ($1::uuid IS NULL OR grant_id = $1) ORDER BY created_at, id`,
+    [filter.grantId ?? null],
   );
 }
 
-/** The access and refresh tokens of a device login's family that are not revoked, expired or not. */
-export async function unrevokedFamilyTokens(api: TestApp, deviceLoginId: string): Promise<Array<{ kind: 'access' | 'refresh'; id: string }>> {
-  const access = (await accessTokens(api, { deviceLoginId })).filter((token) => token.revoked_at === null);
-  const refresh = (await refreshTokens(api, { deviceLoginId })).filter((token) => token.revoked_at === null);
+/** The access and refresh tokens of a grant's family that are not revoked, expired or not. */
+export async function unrevokedFamilyTokens(api: TestApp, grantId: string): Promise<Array<{ kind: 'access' | 'refresh'; id: string }>> {
+  const access = (await accessTokens(api, { grantId })).filter((token) => token.revoked_at === null);
+  const refresh = (await refreshTokens(api, { grantId })).filter((token) => token.revoked_at === null);
   return [...access.map(({ id }) => ({ kind: 'access' as const, id })), ...refresh.map(({ id }) => ({ kind: 'refresh' as const, id }))];
 }
 

@@ -63,8 +63,8 @@ describe('tokens made with tokens', () => {
 
   /** The absolute end of the session (refresh family) that `accessToken` belongs to. */
   const familyEndOf = async (accessToken: string) => {
-    const { deviceLoginId } = (await api.app.get(TokensService).describe(accessToken))!;
-    const ends = (await refreshTokens(api, { deviceLoginId: deviceLoginId! })).map((token) => token.family_expires_at.getTime());
+    const { grantId } = (await api.app.get(TokensService).describe(accessToken))!;
+    const ends = (await refreshTokens(api, { grantId: grantId! })).map((token) => token.family_expires_at.getTime());
     return new Date(Math.max(...ends)).toISOString();
   };
 
@@ -83,7 +83,7 @@ describe('tokens made with tokens', () => {
     // No longer than the session it was made with can live: its refresh family's absolute end (90 days), not a year.
     expect(made.body.expiresAt).toBe(await familyEndOf(narrow));
     const [row] = await accessTokens(api, { label: 'wider?' });
-    expect(row).toMatchObject({ scope: 'tokens', minted_by_token_id: null, minted_by_device_login_id: expect.any(String) });
+    expect(row).toMatchObject({ scope: 'tokens', minted_by_token_id: null, minted_by_grant_id: expect.any(String) });
 
     const forBob = await mint(narrow, { userEmail: bob.email, expiresInSeconds: 365 * DAY });
     expect(forBob.status).toBe(403);
@@ -187,8 +187,8 @@ describe('tokens made with tokens', () => {
     expect(made.body.user.id).toBe(grace.id);
     expect(await scopesOf(made.body.accessToken)).toBe('profile, tokens');
     const [row] = await accessTokens(api, { userId: grace.id });
-    const sessionId = (await api.app.get(TokensService).describe(session.accessToken))!.deviceLoginId;
-    expect(row).toMatchObject({ origin: 'admin', minted_by_device_login_id: sessionId });
+    const sessionId = (await api.app.get(TokensService).describe(session.accessToken))!.grantId;
+    expect(row).toMatchObject({ origin: 'admin', minted_by_grant_id: sessionId });
     const [issued] = await authEvents(api, { type: 'token.issue', detail: { tokenId: row.id } });
     expect(issued.detail).toEqual({ tokenId: row.id, origin: 'admin', issuedBy: admin.id, mintedByTokenId: expect.any(String), mintedByDeviceLoginId: sessionId });
 
@@ -255,7 +255,7 @@ describe('tokens made with tokens', () => {
       expect(made.status).toBe(201);
       expect(await scopesOf(made.body.accessToken)).toBe(scopes);
       const [row] = await accessTokens(api, { userId: person.id, label: 'from the browser' });
-      expect(row).toMatchObject({ minted_by_token_id: null, minted_by_device_login_id: null });
+      expect(row).toMatchObject({ minted_by_token_id: null, minted_by_grant_id: null });
     }
   });
 

@@ -16,6 +16,8 @@ import {
 } from '../../device-login/device-approval.service.js';
 import { TooManyRequests } from '../../rate-limits/rate-limits.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
+import { hashSessionId } from '../../web-sessions/hashed-session-store.js';
+import { provenAt } from '../../web-sessions/session-proof.js';
 import { field, queryParam } from '../form.js';
 import { scopeLines } from '../scope-words.js';
 import { accountOf, browserInSudoMode, CsrfGuard, MayApproveGuard, PageRefusalFilter, SignedInGuard, SudoRequired, VerifiedEmailGuard } from '../page-guards.js';
@@ -110,7 +112,13 @@ export class DevicePageController {
     const code = field(req, 'user_code');
     let client: DeviceDecision;
     try {
-      const proof = { credentialEpoch: req.webUser!.credentialEpoch, amr: req.session.proofAmr ?? [], secondFactor: req.session.secondFactorShown === true };
+      const proof = {
+        credentialEpoch: req.webUser!.credentialEpoch,
+        amr: req.session.proofAmr ?? [],
+        secondFactor: req.session.secondFactorShown === true,
+        authTime: new Date(provenAt(req, this.clock.now().getTime())),
+        webSession: hashSessionId(req.sessionID),
+      };
       client = await this.deviceLogins.decideFor({ ...holderOf(req), ...proof }, code, decision);
     } catch (err) {
       return this.renderRefusal(req, res, err, code);

@@ -10,6 +10,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { type AuthorizationRequest, AuthorizationService, type BrowserState, type CheckedAuthorization, type Proof } from '../../oauth/authorization.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { hashSessionId } from '../../web-sessions/hashed-session-store.js';
+import { provenAt } from '../../web-sessions/session-proof.js';
 import { field } from '../form.js';
 import { allowFormTarget } from '../page-headers.js';
 import {
@@ -156,7 +157,7 @@ export class ConsentPageController {
   }
 
   private provenAt(req: Request): number {
-    return req.session.sudoAt ?? req.session.signedInAt ?? this.clock.now().getTime();
+    return provenAt(req, this.clock.now().getTime());
   }
 
   private browserOf(req: Request): BrowserState {

@@ -1,0 +1,104 @@
+import { ROUTES } from '@prospect/contract';
+import { TokensService } from '../../src/tokens/tokens.service.js';
+import { deviceLogins } from '../support/device-login-fixtures.js';
+import { approve, approveInBrowser, createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
+import { grants } from '../support/grant-fixtures.js';
+import { post } from '../support/http.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { accessTokens, refreshTokens } from '../support/token-fixtures.js';
+
+/**
+ * Issue #43 item 1: a grant is a thing of its own (`grants`, grants/'s). A device login's approval
+ * records one and the login points to it; the tokens hang off it; revoking it ends them all, and a
+ * revoked grant issues nothing more, whatever became of its tokens.
+ */
+describe('a grant, the record of one approval', () => {
+  let api: TestApp;
+  beforeAll(async () => (api = await startTestApp()));
+  afterAll(() => api?.close());
+
+  const refresh = (refreshToken: string) => post(api, ROUTES.refresh, { refreshToken });
+
+  /** A device login approved by a new person, not collected yet: the person, the login's codes and its grant's id. */
+  async function approved() {
+    const person = await createUser(api);
+    const start = await startDeviceLogin(api);
+    await approve(api, start.userCode, person);
+    const [login] = await deviceLogins(api, { userCode: start.userCode });
+    return { person, start, grantId: login!.grant_id! };
+  }
+
+  it('an approval records who approved what and how they proved it; the login points to it and its tokens hang off it', async () => {
+    const { person, start, grantId } = await approved();
+    const [grant] = await grants(api, { id: grantId });
+    expect(grant).toEqual({
+      id: grantId,
+      user_id: person.id,
+      client_id: 'prospect-cli',
+      grant_type: 'device_code',
+      scope: 'profile tokens orgs',
+      admin_until: null,
+      credential_epoch: 0,
+      amr: ['pwd'],
+      auth_time: null,
+      second_factor: false,
+      web_session: null,
+      created_at: expect.any(Date),
+      revoked_at: null,
+    });
+    expect((await poll(api, start.deviceCode)).body.status).toBe('authorized');
+    expect(await accessTokens(api, { grantId })).toHaveLength(1);
+    expect(await refreshTokens(api, { grantId })).toHaveLength(1);
+  });
+
+  it('approved on the device page, it keeps the approving session and when it proved its person', async () => {
+    const start = await startDeviceLogin(api);
+    const before = Date.now();
+    const email = await approveInBrowser(api, start.userCode);
+    const [login] = await deviceLogins(api, { userCode: start.userCode });
+    const [grant] = await grants(api, { id: login!.grant_id! });
+    expect(grant).toMatchObject({ user_id: (await userByEmail(api, email))!.id, amr: ['pwd'], web_session: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    // Signed up (and so signed in) just now, in this test.
+    expect(grant!.auth_time!.getTime()).toBeGreaterThanOrEqual(before - 1000);
+    expect(grant!.auth_time!.getTime()).toBeLessThanOrEqual(grant!.created_at.getTime());
+  });
+
+  it('revoking the grant ends every token of it and marks it revoked', async () => {
+    const { start, grantId } = await approved();
+    const session = (await poll(api, start.deviceCode)).body;
+    const renewed = (await refresh(session.refreshToken)).body;
+    expect((await post(api, ROUTES.logout, undefined, renewed.accessToken)).status).toBe(204);
+    expect((await grants(api, { id: grantId }))[0]!.revoked_at).toEqual(expect.any(Date));
+    expect((await accessTokens(api, { grantId })).filter((token) => !token.revoked_at)).toEqual([]);
+    expect((await refreshTokens(api, { grantId })).filter((token) => !token.revoked_at)).toEqual([]);
+    const refused = await refresh(renewed.refreshToken);
+    expect(refused.status).toBe(401);
+    expect(refused.body.message).toMatch(/revoked/);
+  });
+
+  it('a revoked grant issues nothing more, even where a token of it was left live: no refresh, no redemption', async () => {
+    const live = await approved();
+    const session = (await poll(api, live.start.deviceCode)).body;
+    const uncollected = await approved();
+    // sql-on-purpose: a fault injected: the grants revoked without the token revocation that goes with it
+    await api.dataSource.query(`UPDATE grants SET revoked_at = now() WHERE id = ANY ($1::uuid[])`, [[live.grantId, uncollected.grantId]]);
+    expect((await refresh(session.refreshToken)).status).toBe(401);
+    // …and the tokens left live end with it.
+    expect((await refreshTokens(api, { grantId: live.grantId })).filter((token) => !token.revoked_at)).toEqual([]);
+    expect((await accessTokens(api, { grantId: live.grantId })).filter((token) => !token.revoked_at)).toEqual([]);
+    expect((await poll(api, uncollected.start.deviceCode)).body.status).not.toBe('authorized');
+    expect(await accessTokens(api, { grantId: uncollected.grantId })).toEqual([]);
+  });
+
+  it('"sign out everywhere" revokes every grant of the person, an approval not collected yet included', async () => {
+    const first = await approved();
+    expect((await poll(api, first.start.deviceCode)).body.status).toBe('authorized');
+    const second = await startDeviceLogin(api);
+    await approve(api, second.userCode, first.person);
+    await api.app.get(TokensService).revokeAllForUser(first.person.id);
+    const mine = await grants(api, { userId: first.person.id });
+    expect(mine).toHaveLength(2);
+    expect(mine.map((grant) => grant.revoked_at)).toEqual([expect.any(Date), expect.any(Date)]);
+    expect((await poll(api, second.deviceCode)).body.status).not.toBe('authorized');
+  });
+});
