@@ -8,3 +8,4 @@ export * from './organizations.js';
 export * from './events.js';
 export * from './service-accounts.js';
 export * from './webhooks.js';
+export * from './saml.js';

@@ -175,7 +175,7 @@ export class FederatedIdentitiesRepository {
   providersOf(userId: string): Promise<Array<{ id: string; displayName: string }>> {
     return this.sql.rows(
       `SELECT p.id, p.display_name AS "displayName" FROM federated_identities l JOIN identity_providers p ON p.id = l.provider_id
-        WHERE l.user_id = $1 AND l.refused_at IS NULL AND p.disabled_at IS NULL ORDER BY l.created_at`,
+        WHERE l.user_id = $1 AND l.refused_at IS NULL AND p.disabled_at IS NULL AND p.protocol = 'openid' ORDER BY l.created_at`,
       [userId],
     );
   }

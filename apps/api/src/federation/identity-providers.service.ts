@@ -96,7 +96,7 @@ export class IdentityProvidersService {
    */
   async testConnection(id: string, owner: ProviderOwner = INSTANCE): Promise<ConnectionTest> {
     const provider = await this.providers.findById(id);
-    if (!provider || !ownedBy(provider, owner)) throw notFound(`No identity provider with the id ${id}.`);
+    if (!provider || !ownedBy(provider, owner) || provider.protocol !== 'openid') throw notFound(`No identity provider with the id ${id}.`);
     if (owner.organizationId) await this.limits.attemptProviderDiscovery(owner.organizationId);
     try {
       const { metadata } = await this.relyingParty.discover(provider.issuer, provider.clientId, 'unused: the document alone is read');
@@ -145,7 +145,7 @@ export class IdentityProvidersService {
     const now = this.clock.now();
     // As its document writes it (which discovery checked is the one asked for): the id_tokens' `iss`.
     const discoveredIssuer = String(discovered.metadata.issuer);
-    const row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt'> = {
+    const row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt' | 'protocol'> = {
       id: input.id,
       displayName: input.displayName,
       issuer: discoveredIssuer,
@@ -173,7 +173,7 @@ export class IdentityProvidersService {
       if (isUniqueViolation(err)) throw conflict(`An identity provider with the id ${input.id} or the issuer ${discoveredIssuer} exists already.`);
       throw err;
     }
-    return this.toAdmin({ ...row, disabledAt: null, updatedAt: now }, 0, await this.organizations.namesOf(owner.organizationId ? [owner.organizationId] : []));
+    return this.toAdmin({ ...row, protocol: 'openid', disabledAt: null, updatedAt: now }, 0, await this.organizations.namesOf(owner.organizationId ? [owner.organizationId] : []));
   }
 
   /**
@@ -318,7 +318,8 @@ export class IdentityProvidersService {
 
   private async existing(tx: Tx, id: string, owner: ProviderOwner): Promise<IdentityProviderRow> {
     const provider = await this.providers.lockedById(tx, id);
-    if (!provider || !ownedBy(provider, owner) || (owner.organizationId === null && provider.organizationId)) throw notFound(`No identity provider with the id ${id}.`);
+    // An organization's SAML connection is changed by its own API (federation/saml/).
+    if (!provider || !ownedBy(provider, owner) || (owner.organizationId === null && provider.organizationId) || provider.protocol !== 'openid') throw notFound(`No identity provider with the id ${id}.`);
     return provider;
   }
 

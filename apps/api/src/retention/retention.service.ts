@@ -1,3 +1,4 @@
+import { SamlConnectionsService } from '../federation/saml/saml-connections.service.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { Cron, CronExpression, Interval } from '@nestjs/schedule';
 import { AccountLinks } from '../accounts/account-links.js';
@@ -61,7 +62,8 @@ const PURGE_STATEMENT_TIMEOUT_MS = 60_000;
  * still kept, expired web sessions and rate-limit counters, mails sent more than 3 days ago
  * (given up: 30 days), answers kept for an Idempotency-Key past their day, audit events older
  * than PROSPECT_AUDIT_RETENTION_DAYS, organization invitations ended more than 30 days ago and
- * requests to join made as long ago that can no longer be approved. Every 30 s it erases sealed answers kept for a lost reply
+ * requests to join made as long ago that can no longer be approved, and the SAML assertions used
+ * whose NotOnOrAfter (and the skew) has passed. Every 30 s it erases sealed answers kept for a lost reply
  * (a device login's poll reply after its window, a refresh token's successor once it expired).
  * A database that is away is reported to DatabaseAvailability (BackgroundWrites), which says so once.
  */
@@ -86,6 +88,7 @@ export class RetentionService {
     private readonly orgDomains: OrganizationDomainsService,
     private readonly serviceAccounts: ServiceAccountsService,
     private readonly webhooks: WebhooksService,
+    private readonly saml: SamlConnectionsService,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })
@@ -138,6 +141,7 @@ export class RetentionService {
       [null, (tx, limit) => this.orgDomains.purgeStaleJoinRequests(tx, orgInvitationsBefore, limit)],
       // Service accounts' client assertion ids, once past their exp (a replay is refused as expired then).
       [null, (tx, limit) => this.serviceAccounts.purgeExpiredAssertions(tx, now, limit)],
+      [null, (tx, limit) => this.saml.purgeExpiredAssertionUses(tx, now, limit)],
     ];
     const counts: PurgeCounts = { tokens: 0, refreshTokens: 0, deviceLogins: 0, webSessions: 0, auditEvents: 0 };
     let batches = 0;

@@ -36,6 +36,7 @@ import { OrganizationJoinRequests1795400000040 } from './1795400000040-organizat
 import { EventStream1795400000041 } from './1795400000041-event-stream.js';
 import { ServiceAccounts1795400000042 } from './1795400000042-service-accounts.js';
 import { Webhooks1795400000043 } from './1795400000043-webhooks.js';
+import { SamlConnections1795400000045 } from './1795400000045-saml-connections.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -72,4 +73,5 @@ export const MIGRATIONS = [
   EventStream1795400000041,
   ServiceAccounts1795400000042,
   Webhooks1795400000043,
+  SamlConnections1795400000045,
 ];
