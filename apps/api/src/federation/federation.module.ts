@@ -59,6 +59,6 @@ import { SamlSignIn } from './saml/saml-sign-in.service.js';
     SamlFlights,
     SamlSignIn,
   ],
-  exports: [AccountCredentials, FederationPolicy, FederationSignIn, IdentityProvidersService, SignInFlights, AnonymousRefusals, SamlConnectionsService, SamlSignIn],
+  exports: [AccountCredentials, FederationPolicy, FederationSignIn, IdentityProvidersService, SignInFlights, AnonymousRefusals, SamlConnectionsService, SamlSignIn, SamlFlights],
 })
 export class FederationModule {}
