@@ -107,7 +107,8 @@ export class SamlConnectionsService {
       if (isUniqueViolation(err)) throw conflict(`The IdP ${idp.entityId} is registered already on this Prospect (by another organization, or as an OpenID provider).`);
       throw err;
     }
-    return serviceProviderOf(this.config.publicUrl, organization.slug);
+    const { spEntityId, acsUrl, metadataUrl } = serviceProviderOf(this.config.publicUrl, organization.slug);
+    return { spEntityId, acsUrl, metadataUrl };
   }
 
   /** @throws ApiException 404 when the organization has no connection. */
