@@ -5,7 +5,7 @@ import { request } from '../support/http.js';
 import { addMember, personWithToken } from '../support/organization-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { csrfFrom, signInAs, webClient, type WebClient } from '../support/web-client.js';
-import { answerFor, postToAcs, refusalsOf, samlTeam, startSignIn } from './support/saml-fixtures.js';
+import { answerFor, assertionUses, expireAssertionUses, hasConnectionRow, linkedSessions as linkedSessionsOf, orgLog, postToAcs, refusalsOf, samlTeam, startSignIn } from './support/saml-fixtures.js';
 import { newSigningKey, SamlIdp } from './support/saml-idp.js';
 
 /**
@@ -24,11 +24,7 @@ describe('SAML connections', () => {
     await api?.close();
   });
 
-  /** The browser sessions started through the provider's links. */
-  const linkedSessions = async (providerId: string): Promise<number> =>
-    (
-      await api.dataSource.query(`SELECT count(*)::int AS n FROM web_sessions s JOIN federated_identities l ON l.id = s.federated_link_id WHERE l.provider_id = $1`, [providerId])
-    )[0].n;
+  const linkedSessions = (providerId: string) => linkedSessionsOf(api, providerId);
 
   async function newIdp(): Promise<SamlIdp> {
     const idp = await SamlIdp.start();
@@ -62,10 +58,7 @@ describe('SAML connections', () => {
     const stranger = await personWithToken(api);
     expect((await t.call('GET', undefined, stranger.token)).status).toBe(404);
     // Recorded in the organization's log.
-    const rows: Array<{ type: string; protocol: string }> = await api.dataSource.query(
-      `SELECT type, detail ->> 'protocol' AS protocol FROM auth_events WHERE organization_id = $1 AND type LIKE 'org.identity_provider_%' ORDER BY id`,
-      [t.orgId],
-    );
+    const rows = (await orgLog(api, t.orgId)).filter((e) => e.type.startsWith('org.identity_provider_')).map((e) => ({ type: e.type, protocol: e.detail.protocol }));
     expect(rows).toEqual([{ type: 'org.identity_provider_create', protocol: 'saml' }]);
   });
 
@@ -179,11 +172,11 @@ describe('SAML connections', () => {
     const web = webClient(api);
     const { request: started } = await startSignIn(web, t.slug);
     expect((await postToAcs(web, t.slug, idp.response(answerFor(t, t.address('vic'), started.id)))).status).toBe(303);
-    const uses = () => api.dataSource.query(`SELECT count(*)::int AS n FROM saml_assertion_uses WHERE issuer = $1`, [idp.entityId]).then((r: Array<{ n: number }>) => r[0]!.n);
+    const uses = () => assertionUses(api, idp.entityId);
     expect(await uses()).toBe(1);
     await api.app.get(RetentionService).purge();
     expect(await uses()).toBe(1);
-    await api.dataSource.query(`UPDATE saml_assertion_uses SET expires_at = now() - interval '1 second' WHERE issuer = $1`, [idp.entityId]);
+    await expireAssertionUses(api, idp.entityId);
     await api.app.get(RetentionService).purge();
     expect(await uses()).toBe(0);
   });
@@ -197,7 +190,7 @@ describe('SAML connections', () => {
     const web = await signInAs(api, t.owner.email, 'correct horse battery');
     const csrf = csrfFrom((await web.send('GET', ROUTES.tokensPage)).text);
     expect((await web.agent.delete(`/api/orgs/${t.slug}`).set('x-csrf-token', csrf)).status).toBe(204);
-    expect(await api.dataSource.query(`SELECT 1 FROM saml_connections WHERE organization_id = $1`, [t.orgId])).toEqual([]);
+    expect(await hasConnectionRow(api, t.orgId)).toBe(false);
     expect(await federatedLinksOf(api, { providerId: `saml-${t.orgId}` })).toEqual([]);
     expect((await insider.send('GET', '/settings/account')).status).toBe(303);
   });

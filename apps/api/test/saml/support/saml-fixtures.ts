@@ -1,4 +1,5 @@
 import { AnonymousRefusals } from '../../../src/federation/anonymous-refusals.js';
+import { OrganizationsService } from '../../../src/organizations/organizations.service.js';
 import { request } from '../../support/http.js';
 import { addMember, createOrganization, personWithToken } from '../../support/organization-fixtures.js';
 import type { TestApp } from '../../support/test-app.js';
@@ -50,12 +51,45 @@ export const answerFor = (team: SamlTeam, nameId: string, inResponseTo?: string,
   ...more,
 });
 
-/** The organization's refused sign-ins (counted ones written now), newest last: their reasons. */
-export async function refusalsOf(api: TestApp, orgId: string): Promise<string[]> {
+/** The organization's log (counted refusals written first), oldest first. */
+export async function orgLog(api: TestApp, orgId: string) {
   await api.app.get(AnonymousRefusals).flush();
-  const rows: Array<{ reason: string }> = await api.dataSource.query(
-    `SELECT detail ->> 'reason' AS reason FROM auth_events WHERE organization_id = $1 AND type = 'federation.login_refused' ORDER BY id`,
-    [orgId],
+  return (await api.app.get(OrganizationsService).log(orgId, 500, 0)).reverse();
+}
+
+/** The organization's refused sign-ins, oldest first: their reasons. */
+export async function refusalsOf(api: TestApp, orgId: string): Promise<string[]> {
+  return (await orgLog(api, orgId)).filter((e) => e.type === 'federation.login_refused').map((e) => String(e.detail.reason));
+}
+
+/*
+ * SQL: what only the database shows of SAML's own tables and of a connection's sessions: the
+ * browser sessions started through a provider's links (ended in the transaction that disables or
+ * removes it), the replay cache's rows (which retention purges when their assertion expired,
+ * moved into the past here instead of waiting for it), and whether a connection's row is gone.
+ */
+
+/** The browser sessions started through the provider's links. */
+export async function linkedSessions(api: TestApp, providerId: string): Promise<number> {
+  const [row] = await api.dataSource.query(
+    `SELECT count(*)::int AS n FROM web_sessions s JOIN federated_identities l ON l.id = s.federated_link_id WHERE l.provider_id = $1`,
+    [providerId],
   );
-  return rows.map((r) => r.reason);
+  return row.n;
+}
+
+/** How many uses of the IdP's assertions the replay cache holds. */
+export async function assertionUses(api: TestApp, issuer: string): Promise<number> {
+  const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM saml_assertion_uses WHERE issuer = $1`, [issuer]);
+  return row.n;
+}
+
+/** Moves the expiry of the IdP's assertion uses into the past, as time passing would. */
+export async function expireAssertionUses(api: TestApp, issuer: string): Promise<void> {
+  await api.dataSource.query(`UPDATE saml_assertion_uses SET expires_at = now() - interval '1 second' WHERE issuer = $1`, [issuer]);
+}
+
+/** Whether the organization has a saml_connections row. */
+export async function hasConnectionRow(api: TestApp, orgId: string): Promise<boolean> {
+  return (await api.dataSource.query(`SELECT 1 FROM saml_connections WHERE organization_id = $1`, [orgId])).length > 0;
 }
