@@ -1,6 +1,7 @@
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { ROUTES } from '@prospect/contract';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
+import { userByEmail } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { addMember, personWithToken } from '../support/organization-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -193,5 +194,43 @@ describe('SAML connections', () => {
     expect(await hasConnectionRow(api, t.orgId)).toBe(false);
     expect(await federatedLinksOf(api, { providerId: `saml-${t.orgId}` })).toEqual([]);
     expect((await insider.send('GET', '/settings/account')).status).toBe(303);
+  });
+
+  it('the page: admins only, forms with the CSRF token; Test sign-in shows the admin why an answer was refused', async () => {
+    const idp = await newIdp();
+    const t = await samlTeam(api, idp, {});
+    const member = await personWithToken(api);
+    await addMember(api, t.slug, t.owner.id, member, 'member');
+    expect((await (await signInAs(api, member.email, 'correct horse battery')).send('GET', `/orgs/${t.slug}/saml`)).status).toBe(403);
+    expect((await (await signInAs(api, member.email, 'correct horse battery')).send('GET', `/orgs/${t.slug}/saml/test`)).status).toBe(403);
+
+    const web = await signInAs(api, t.admin.email, 'correct horse battery');
+    const page = await web.send('GET', `/orgs/${t.slug}/saml`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(idp.entityId);
+    // A form without its CSRF token changes nothing.
+    expect((await web.send('POST', `/orgs/${t.slug}/saml/policy`, { allowSignUp: 'on' })).status).toBe(403);
+    expect((await t.call('GET')).body.allowSignUp).toBe(false);
+    const saved = await web.send('POST', `/orgs/${t.slug}/saml/policy`, { _csrf: csrfFrom(page.text), allowSignUp: 'on', secondFactorContexts: 'urn:a urn:b' });
+    expect(saved.status).toBe(303);
+    expect((await t.call('GET')).body).toMatchObject({ allowSignUp: true, enforce: false, secondFactorContexts: ['urn:a', 'urn:b'] });
+    const bad = await web.send('POST', `/orgs/${t.slug}/saml`, { _csrf: csrfFrom(page.text), idpMetadataXml: '<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"/>' });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain('no IDPSSODescriptor');
+
+    // Test sign-in: the IdP's unsigned answer comes back; the admin reads the reason, nobody is signed in.
+    const started = await web.send('GET', `/orgs/${t.slug}/saml/test`);
+    expect(started.status).toBe(303);
+    const { id } = SamlIdp.authnRequestOf(started.location!);
+    const refused = await postToAcs(web, t.slug, idp.response(answerFor(t, t.address('tess'), id, { sign: 'none' })));
+    expect(refused.status).toBe(200);
+    expect(refused.text).toContain('Test sign-in refused');
+    expect(refused.text).toContain('Invalid signature');
+    // And a good one: what it held.
+    const again = SamlIdp.authnRequestOf((await web.send('GET', `/orgs/${t.slug}/saml/test`)).location!);
+    const worked = await postToAcs(web, t.slug, idp.response(answerFor(t, t.address('tess'), again.id, { authnContextClassRef: 'urn:a' })));
+    expect(worked.text).toContain('Test sign-in worked');
+    expect(worked.text).toContain(t.address('tess'));
+    expect(await userByEmail(api, t.address('tess'))).toBeNull();
   });
 });
