@@ -134,6 +134,7 @@ async function main(): Promise<void> {
       `  Prospect API is running on ${publicUrl}`,
       `  Listening on:       ${listeningOn(address, config.host, port)}`,
       `  Create an account:  ${publicUrl}/signup`,
+      `  Organizations:      ${publicUrl}/orgs  (your teams: members, domains, SSO)`,
       `  Sign in the CLI:    prospect auth:login --api-url ${publicUrl}   (no prospect yet? npm run cli:install)`,
       `  API docs:           ${publicUrl}/api/docs`,
       ...(setupCode ? [`  First admin:        ${publicUrl}/signup?setup_code=${setupCode}  (no administrator yet; the code works once)`] : []),

@@ -22,12 +22,30 @@ const signIn = { method: z.optional(z.enum(['password', 'passkey', 'identity_pro
 const token = { tokenId: str, deviceLoginId: str, grantId: str, clientId: str, scope: str, label: str, origin: str, revokedTokens: num };
 const grant = { deviceLoginId: str, grantId: str, clientId: str, clientName: str, scope: str, revokedTokens: num, tokens: num };
 const client = { clientId: str, cancelled: num, revoked: num, secret: str };
-const serviceAccount = { serviceAccountId: str, name: str, clientId: str, secretId: str, keyId: str, kid: str, expiresAt: str, reason: str };
+const serviceAccount = {
+  serviceAccountId: str,
+  name: str,
+  clientId: str,
+  secretId: str,
+  keyId: str,
+  kid: str,
+  expiresAt: str,
+  reason: str,
+  // Workload identity federation: the trusted issuer, and an exchange's external subject and the condition met or failed.
+  federationId: str,
+  issuer: str,
+  audience: str,
+  conditions: str,
+  sub: str,
+  condition: str,
+};
 const member = { memberId: str, role: str, from: str, to: str, via: str, left: bool };
 const invitation = { invitationId: str, email: str, role: str, replaced: num, added: bool };
 const domain = { domain: str, joinPolicy: str, enforceSso: bool, wasVerified: bool };
 const provider = { providerId: str, label: str, sessions: num, disabled: bool, reason: str };
 const account = { accountId: str, role: str, cleared: bool };
+/** `origin`: the URL's scheme, host and port only (its path or query may hold a receiver's token); `changed`: the fields an update set (`url,types,disabled`); `types`: comma-separated, `*` for every type. */
+const webhook = { webhookId: str, origin: str, changed: str, types: str, disabled: bool, previousSecretValidUntil: str, reason: str };
 
 /** Every public event type and the shape of its `data`, in the order docs/events.md lists them. */
 export const EVENT_DATA_SCHEMAS = {
@@ -114,6 +132,15 @@ export const EVENT_DATA_SCHEMAS = {
   'service_account.key_added': data(serviceAccount),
   'service_account.key_deleted': data(serviceAccount),
   'service_account.used_from_new_address': data(serviceAccount),
+  'service_account.federation_added': data(serviceAccount),
+  'service_account.federation_deleted': data(serviceAccount),
+  'service_account.token_exchanged': data(serviceAccount),
+  'service_account.exchange_refused': data(serviceAccount),
+  'webhook.created': data(webhook),
+  'webhook.updated': data(webhook),
+  'webhook.secret_rotated': data(webhook),
+  'webhook.deleted': data(webhook),
+  'webhook.disabled': data(webhook),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA_SCHEMAS;
@@ -131,7 +158,7 @@ export const EventActorSchema = z.union([
 export type EventActor = z.infer<typeof EventActorSchema>;
 
 /** What it was done to, where that is not the actor (a member, a token, a client…). */
-export const EVENT_SUBJECT_TYPES = ['user', 'token', 'grant', 'client', 'device_authorization', 'organization', 'invitation', 'domain', 'identity_provider', 'federated_identity', 'service_account'] as const;
+export const EVENT_SUBJECT_TYPES = ['user', 'token', 'grant', 'client', 'device_authorization', 'organization', 'invitation', 'domain', 'identity_provider', 'federated_identity', 'service_account', 'webhook'] as const;
 export const EventSubjectSchema = z.object({ type: z.enum(EVENT_SUBJECT_TYPES), id: z.string() });
 export type EventSubject = z.infer<typeof EventSubjectSchema>;
 

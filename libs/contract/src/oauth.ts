@@ -2,6 +2,7 @@
 import * as z from 'zod/mini';
 import { OrganizationSchema } from './organizations.js';
 import { DEVICE_CODE_GRANT_TYPE } from './constants.js';
+import { ACCESS_TOKEN_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT_TYPE } from './service-accounts.js';
 
 /**
  * The OAuth 2.0 surface's wire shapes (RFC 8414, 8628, 6749 §5, 7009, 7662), in the RFCs'
@@ -131,6 +132,39 @@ export const ClientCredentialsTokenResponseSchema = z.object({
   scope: z.string(),
 });
 export type ClientCredentialsTokenResponse = z.infer<typeof ClientCredentialsTokenResponseSchema>;
+
+/**
+ * RFC 8693 §2.1, for service accounts (issue #45): a CI's signed OIDC token (`subject_token`, of
+ * type `…:token-type:jwt` or `…:id_token`) for an access token of the service account `client_id`
+ * names. No client secret: the subject token, checked against the account's trusted issuers, is
+ * the credential. `subject_token_type` and `requested_token_type` are checked by the grant, so that
+ * an unsupported one is an RFC 6749 §5.2 `invalid_request` naming the supported ones.
+ */
+export const TokenExchangeTokenRequestSchema = z.object({
+  grant_type: z.literal(TOKEN_EXCHANGE_GRANT_TYPE),
+  client_id: param(200),
+  subject_token: param(8000),
+  subject_token_type: param(200),
+  requested_token_type: z.optional(param(200)),
+  scope: z.optional(scope()),
+  actor_token: z.optional(param(8000)),
+  actor_token_type: z.optional(param(200)),
+  client_secret: clientSecret(),
+  client_assertion: z.optional(param(8000)),
+  resource: z.optional(param(500)),
+  audience: z.optional(param(500)),
+});
+export type TokenExchangeTokenRequest = z.infer<typeof TokenExchangeTokenRequestSchema>;
+
+/** RFC 8693 §2.2.1: the issued token is an access token; no refresh token. */
+export const TokenExchangeResponseSchema = z.object({
+  access_token: param(200),
+  issued_token_type: z.literal(ACCESS_TOKEN_TOKEN_TYPE),
+  token_type: z.literal('Bearer'),
+  expires_in: z.int(),
+  scope: z.string(),
+});
+export type TokenExchangeResponse = z.infer<typeof TokenExchangeResponseSchema>;
 
 /**
  * RFC 7636 §4.1: 43 to 128 characters of [A-Z] / [a-z] / [0-9] / "-" / "." / "_" / "~"; and

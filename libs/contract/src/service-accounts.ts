@@ -53,6 +53,60 @@ export type CreateServiceAccountSecretRequest = z.infer<typeof CreateServiceAcco
 export const AddServiceAccountKeyRequestSchema = z.strictObject({ jwk: z.record(z.string(), z.unknown()) });
 export type AddServiceAccountKeyRequest = z.infer<typeof AddServiceAccountKeyRequestSchema>;
 
+/**
+ * Workload identity federation (issue #45): an organization's admins trust an external OIDC
+ * issuer (a CI's: GitHub Actions, GitLab CI) for a service account, under conditions on its
+ * token's claims; the CI then exchanges its own signed token for the account's short-lived access
+ * token at `/oauth/token` (RFC 8693 token exchange), with no secret stored anywhere.
+ */
+export const TOKEN_EXCHANGE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+/** RFC 8693 §3: token type identifiers. A subject token is a JWT (or an ID token, which is one). */
+export const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
+export const ID_TOKEN_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:id_token';
+export const ACCESS_TOKEN_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+export const SUBJECT_TOKEN_TYPES = [JWT_TOKEN_TYPE, ID_TOKEN_TOKEN_TYPE] as const;
+
+/** The oldest a subject token may be (from its `iat`): a CI mints one per job, minutes before it is exchanged. */
+export const SUBJECT_TOKEN_MAX_AGE_SECONDS = 3600;
+
+/** The most conditions a federation may have, and the longest claim name and pattern. */
+export const FEDERATION_MAX_CONDITIONS = 10;
+const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,99}$/;
+/** Checked by the exchange itself: a condition on them would say nothing or be ignored. */
+const RESERVED_CLAIMS = ['iss', 'aud', 'exp', 'nbf', 'iat', 'jti'];
+const claimPattern = z.string().check(z.minLength(1), z.maxLength(500), z.refine((text) => !hasUnsafeText(text), UNSAFE_TEXT_MESSAGE));
+
+/**
+ * POST /api/orgs/{slug}/service-accounts/{id}/federations. `conditions`: claim name → exact value
+ * or a pattern where `*` matches any run of characters (`/` included); at least one (`sub` or a
+ * named claim), so that no federation trusts every token of an issuer. `audience` defaults to this
+ * service's issuer (its PUBLIC_URL).
+ */
+export const CreateServiceAccountFederationRequestSchema = z.strictObject({
+  issuer: z.string().check(z.trim(), z.minLength(1), z.maxLength(500)),
+  audience: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(500))),
+  conditions: z.record(z.string(), claimPattern).check(
+    z.refine((c) => Object.keys(c).every((name) => CLAIM_NAME.test(name)), 'each key must be a claim name (letters, digits, "_", ".", ":", "-"; at most 100)'),
+    z.refine(
+      (c) => !Object.keys(c).some((name) => RESERVED_CLAIMS.includes(name)),
+      'iss, aud, exp, nbf, iat and jti are checked by the exchange itself: give the issuer as `issuer` and the audience as `audience`',
+    ),
+    z.refine((c) => Object.keys(c).length > 0, 'needs at least one condition (`sub`, or a named claim such as `repository`): a federation without one would trust every token of the issuer'),
+    z.refine((c) => Object.keys(c).length <= FEDERATION_MAX_CONDITIONS, `at most ${FEDERATION_MAX_CONDITIONS} conditions`),
+  ),
+});
+export type CreateServiceAccountFederationRequest = z.infer<typeof CreateServiceAccountFederationRequestSchema>;
+
+/** A trusted issuer of a service account, as its admins see it. */
+export const ServiceAccountFederationSchema = z.object({
+  id: z.string(),
+  issuer: z.string(),
+  audience: z.string(),
+  conditions: z.record(z.string(), z.string()),
+  createdAt: isoTimestamp,
+});
+export type ServiceAccountFederation = z.infer<typeof ServiceAccountFederationSchema>;
+
 const lastUse = { lastUsedAt: z.nullable(isoTimestamp), lastUsedIp: z.nullable(z.string()) };
 
 export const ServiceAccountSecretSchema = z.object({ id: z.string(), createdAt: isoTimestamp, expiresAt: z.nullable(isoTimestamp), ...lastUse });
@@ -71,6 +125,7 @@ export const ServiceAccountSchema = z.object({
   createdAt: isoTimestamp,
   secrets: z.array(ServiceAccountSecretSchema),
   keys: z.array(ServiceAccountKeySchema),
+  federations: z.array(ServiceAccountFederationSchema),
 });
 export type ServiceAccount = z.infer<typeof ServiceAccountSchema>;
 
@@ -85,3 +140,4 @@ export type CreatedServiceAccountSecret = z.infer<typeof CreatedServiceAccountSe
 /** 201 of POST …/keys. */
 export const AddedServiceAccountKeySchema = z.object({ id: z.string(), kid: z.string() });
 export type AddedServiceAccountKey = z.infer<typeof AddedServiceAccountKeySchema>;
+

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
+import { auditInsert, requestUserAgent } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 
@@ -49,10 +49,10 @@ export class AccountTokensRepository {
          SELECT id, 'password_reset', $2, $3, $4, credential_epoch, email FROM users WHERE email = $1 AND disabled_at IS NULL
          RETURNING user_id
        ), audited AS (
-         ${auditInsert({ type: 'password.reset_request', userId: 'user_id', ip: '$5', detail: "'{}'::jsonb", createdAt: '$3', from: 'issued' })}
+         ${auditInsert({ type: 'password.reset_request', userId: 'user_id', ip: '$5', userAgent: '$6', detail: "'{}'::jsonb", createdAt: '$3', from: 'issued' })}
        )
        SELECT u.id AS "userId", u.email, u.name FROM issued JOIN users u ON u.id = issued.user_id`,
-      [email, tokenHash, now, expiresAt, ip],
+      [email, tokenHash, now, expiresAt, ip, requestUserAgent()],
       tx,
     );
     return row;

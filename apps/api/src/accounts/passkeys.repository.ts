@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
+import { auditInsert, requestUserAgent } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 
 export interface PasskeyRow {
@@ -42,8 +42,8 @@ export class PasskeysRepository {
          INSERT INTO passkeys (user_id, credential_id, public_key, counter, transports, name, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (credential_id) DO NOTHING RETURNING user_id
        )
-       ${auditInsert({ type: 'factor.passkey_add', userId: 'user_id', ip: '$8', detail: "jsonb_build_object('label', $6::text)", createdAt: '$7', from: 'added' }, 'id')}`,
-      [p.userId, p.credentialId, p.publicKey, p.counter, p.transports, p.name, p.createdAt, ip],
+       ${auditInsert({ type: 'factor.passkey_add', userId: 'user_id', ip: '$8', userAgent: '$9', detail: "jsonb_build_object('label', $6::text)", createdAt: '$7', from: 'added' }, 'id')}`,
+      [p.userId, p.credentialId, p.publicKey, p.counter, p.transports, p.name, p.createdAt, ip, requestUserAgent()],
     );
     return rows.length > 0;
   }
@@ -80,8 +80,8 @@ export class PasskeysRepository {
   async remove(userId: string, id: string, now: Date, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH gone AS (DELETE FROM passkeys WHERE id = $2 AND user_id = $1 RETURNING user_id, name)
-       ${auditInsert({ type: 'factor.passkey_remove', userId: 'user_id', ip: '$4', detail: "jsonb_build_object('label', name)", createdAt: '$3', from: 'gone' }, 'id')}`,
-      [userId, id, now, ip],
+       ${auditInsert({ type: 'factor.passkey_remove', userId: 'user_id', ip: '$4', userAgent: '$5', detail: "jsonb_build_object('label', name)", createdAt: '$3', from: 'gone' }, 'id')}`,
+      [userId, id, now, ip, requestUserAgent()],
     );
     return rows.length > 0;
   }

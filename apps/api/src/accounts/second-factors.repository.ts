@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
+import { auditInsert, requestUserAgent } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 
@@ -59,8 +59,8 @@ export class SecondFactorsRepository {
   async useRecoveryCode(userId: string, codeHash: Buffer, now: Date, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH used AS (UPDATE recovery_codes SET used_at = $3 WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL RETURNING id)
-       ${auditInsert({ type: 'factor.recovery_code_used', userId: '$1', ip: '$4', detail: "'{}'::jsonb", createdAt: '$3', from: 'used' }, 'id')}`,
-      [userId, codeHash, now, ip],
+       ${auditInsert({ type: 'factor.recovery_code_used', userId: '$1', ip: '$4', userAgent: '$5', detail: "'{}'::jsonb", createdAt: '$3', from: 'used' }, 'id')}`,
+      [userId, codeHash, now, ip, requestUserAgent()],
     );
     return rows.length > 0;
   }
@@ -69,8 +69,8 @@ export class SecondFactorsRepository {
   async remove(userId: string, now: Date, ip: string | null, by: string = userId): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH gone AS (DELETE FROM totp_factors WHERE user_id = $1 RETURNING user_id), codes AS (DELETE FROM recovery_codes WHERE user_id = $1)
-       ${auditInsert({ type: 'factor.totp_remove', userId: '$4', ip: '$3', detail: "jsonb_build_object('accountId', $1::text)", createdAt: '$2', from: 'gone' }, 'id')}`,
-      [userId, now, ip, by],
+       ${auditInsert({ type: 'factor.totp_remove', userId: '$4', ip: '$3', userAgent: '$5', detail: "jsonb_build_object('accountId', $1::text)", createdAt: '$2', from: 'gone' }, 'id')}`,
+      [userId, now, ip, by, requestUserAgent()],
     );
     return rows.length > 0;
   }

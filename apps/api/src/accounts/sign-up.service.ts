@@ -13,7 +13,7 @@ export interface SignUpInput {
 }
 
 /**
- * Sign-up's rules. Every new account is sent a verification link. With REQUIRE_EMAIL_VERIFICATION
+ * Sign-up's rules. Every new account is sent a verification link (but the first administrator's, made with the setup code). With REQUIRE_EMAIL_VERIFICATION
  * the answer is the same whether or not the address has an account ("check your e-mail"): a
  * new one gets its link, an existing owner a mail saying someone tried. Without it (no mail to
  * answer through) the new person is signed in at once, and a taken address is said so.
@@ -33,7 +33,8 @@ export class SignUpService {
    * @throws ApiException 409 for a taken address without verification; InvalidSetupCodeError.
    */
   async signUp(input: SignUpInput, options: { next: string; setupCode?: string; ip: string | null }): Promise<User | 'check-email'> {
-    if (options.setupCode) return this.created(await this.users.createFirstAdmin(input, options.setupCode), options);
+    // The first administrator's address is verified by the setup code (UsersService.createFirstAdmin): no mail to confirm it.
+    if (options.setupCode) return this.created(await this.users.createFirstAdmin(input, options.setupCode), options, { verified: true });
     if (!this.config.requireEmailVerification) return this.created(await this.users.create(input), options);
     try {
       await this.created(await this.users.create(input), options);
@@ -45,9 +46,9 @@ export class SignUpService {
     return 'check-email';
   }
 
-  private async created(user: User, options: { next: string; ip: string | null }): Promise<User> {
+  private async created(user: User, options: { next: string; ip: string | null }, { verified = false } = {}): Promise<User> {
     await this.audit.record('web.signup', { userId: user.id, ip: options.ip });
-    await this.verification.send(user.id, options.next, { resend: false });
+    if (!verified) await this.verification.send(user.id, options.next, { resend: false });
     return user;
   }
 }

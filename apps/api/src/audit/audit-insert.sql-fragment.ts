@@ -1,3 +1,5 @@
+import { currentRequest } from '../common/request-context.js';
+import { clipUserAgent } from './audit.service.js';
 import type { AuthEventType } from './auth-event.entity.js';
 
 /**
@@ -10,7 +12,7 @@ export interface AuditRowSql {
   ip: string;
   detail: string;
   createdAt: string;
-  /** The caller's User-Agent (clipped by the caller), where the statement has it; none: NULL. */
+  /** The caller's User-Agent (clipped: requestUserAgent()), a parameter of the statement; none: NULL (no request behind it). */
   userAgent?: string;
   /** What the row is selected from, with its condition (`changed`, `redeemed WHERE unproven`); none for one row of parameters. */
   from?: string;
@@ -36,3 +38,9 @@ export function auditInsert(rows: AuditRowSql | readonly AuditRowSql[], returnin
   });
   return `INSERT INTO auth_events (type, user_id, ip, detail, created_at, user_agent)\n       ${selects.join('\n       UNION ALL ')}${returning ? `\n       RETURNING ${returning}` : ''}`;
 }
+
+/**
+ * The parameter a statement passes as its audit row's `userAgent`: the User-Agent of the request
+ * being handled (common/request-context.ts), clipped as the log keeps it; null outside a request.
+ */
+export const requestUserAgent = (): string | null => clipUserAgent(currentRequest()?.userAgent);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { currentRequest } from '../common/request-context.js';
 import type { AuthEvent, AuthEventType } from './auth-event.entity.js';
 import { AuditEventsRepository } from './audit-events.repository.js';
 import type { Tx } from '../database/tx.js';
@@ -7,7 +8,10 @@ import type { Tx } from '../database/tx.js';
 export interface AuditEntry {
   userId?: string | null;
   ip?: string | null;
-  /** The caller's User-Agent header where the request is at hand (clipped to USER_AGENT_MAX). */
+  /**
+   * The caller's User-Agent header (clipped to USER_AGENT_MAX). None: the User-Agent of the request
+   * being handled, if any (common/request-context.ts), so every event a request is behind has it.
+   */
   userAgent?: string | null;
   detail?: AuthEvent['detail'];
   /** When the change it records happened (the caller's clock reading), if not now. */
@@ -22,6 +26,9 @@ export const USER_AGENT_MAX = 300;
 /** The header as kept: clipped, and none for an empty one. */
 export const clipUserAgent = (userAgent: string | null | undefined): string | null => userAgent?.slice(0, USER_AGENT_MAX) || null;
 
+/** The entry's User-Agent, or else the request's being handled, clipped; null for background work. */
+const userAgentOf = (entry: AuditEntry): string | null => clipUserAgent(entry.userAgent ?? currentRequest()?.userAgent);
+
 @Injectable()
 export class AuditService {
   constructor(
@@ -32,7 +39,7 @@ export class AuditService {
   /** Records an event; pass the caller's Tx to commit it with the change it describes. */
   record(type: AuthEventType, entry: AuditEntry = {}, tx?: Tx): Promise<void> {
     return this.events.insert(
-      { type, userId: entry.userId ?? null, ip: entry.ip ?? null, userAgent: clipUserAgent(entry.userAgent), detail: entry.detail ?? {}, createdAt: entry.at ?? this.clock.now(), organizationId: entry.organizationId ?? null },
+      { type, userId: entry.userId ?? null, ip: entry.ip ?? null, userAgent: userAgentOf(entry), detail: entry.detail ?? {}, createdAt: entry.at ?? this.clock.now(), organizationId: entry.organizationId ?? null },
       tx,
     );
   }
@@ -41,7 +48,7 @@ export class AuditService {
   async recordEach(type: AuthEventType, entries: readonly AuditEntry[], tx?: Tx): Promise<void> {
     if (!entries.length) return;
     const now = this.clock.now();
-    await this.events.insertEach(type, entries.map((e) => ({ userId: e.userId ?? null, ip: e.ip ?? null, userAgent: clipUserAgent(e.userAgent), detail: e.detail ?? {}, createdAt: e.at ?? now })), tx);
+    await this.events.insertEach(type, entries.map((e) => ({ userId: e.userId ?? null, ip: e.ip ?? null, userAgent: userAgentOf(e), detail: e.detail ?? {}, createdAt: e.at ?? now })), tx);
   }
 
   /** Forgets, in `tx`, the address and details of the person's events (their account is being deleted; the events stay). */

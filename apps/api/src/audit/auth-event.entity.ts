@@ -91,7 +91,16 @@ export type AuthEventType =
   | 'org.service_account_secret_delete'
   | 'org.service_account_key_add'
   | 'org.service_account_key_delete'
-  | 'org.service_account_new_address';
+  | 'org.service_account_new_address'
+  | 'org.service_account_federation_add'
+  | 'org.service_account_federation_delete'
+  | 'org.service_account_token_exchange'
+  | 'org.service_account_exchange_refused'
+  | 'org.webhook_create'
+  | 'org.webhook_update'
+  | 'org.webhook_secret_rotate'
+  | 'org.webhook_delete'
+  | 'org.webhook_disable_failing';
 
 /** The audit trail of sign-in: who did what from where. Never holds a secret. */
 @Entity({ name: 'auth_events' })

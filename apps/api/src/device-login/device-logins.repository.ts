@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { User } from '@prospect/contract';
-import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
+import { auditInsert, requestUserAgent } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { GrantProof, GrantState } from '../grants/grant-rules.js';
 import type { DeviceLogin, DeviceLoginStatus } from './device-login.entity.js';
@@ -206,8 +206,8 @@ export class DeviceLoginsRepository {
       `WITH cancelled AS (
          UPDATE device_logins SET status = 'cancelled' WHERE device_code_hash = $1 AND status IN ('pending', 'approved') RETURNING id
        )
-       ${auditInsert({ type: 'device.cancel', userId: 'NULL', ip: '$2', detail: "jsonb_build_object('deviceLoginId', cancelled.id)", createdAt: '$3', from: 'cancelled' })}`,
-      [deviceCodeHash, ip, now],
+       ${auditInsert({ type: 'device.cancel', userId: 'NULL', ip: '$2', userAgent: '$4', detail: "jsonb_build_object('deviceLoginId', cancelled.id)", createdAt: '$3', from: 'cancelled' })}`,
+      [deviceCodeHash, ip, now, requestUserAgent()],
     );
   }
 
@@ -237,7 +237,7 @@ export class DeviceLoginsRepository {
       proof.credentialEpoch,
       proof.amr,
       proof.secondFactor,
-      userAgent,
+      userAgent ?? requestUserAgent(),
     ]);
     return decided;
   }

@@ -113,6 +113,15 @@ export const EVENT_CATALOGUE: { readonly [T in AuthEventType]: CatalogueEntry } 
   'org.service_account_key_add': { type: 'service_account.key_added', subject: ['service_account', 'serviceAccountId'] },
   'org.service_account_key_delete': { type: 'service_account.key_deleted', subject: ['service_account', 'serviceAccountId'] },
   'org.service_account_new_address': { type: 'service_account.used_from_new_address', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_federation_add': { type: 'service_account.federation_added', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_federation_delete': { type: 'service_account.federation_deleted', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_token_exchange': { type: 'service_account.token_exchanged', subject: ['service_account', 'serviceAccountId'] },
+  'org.service_account_exchange_refused': { type: 'service_account.exchange_refused', subject: ['service_account', 'serviceAccountId'] },
+  'org.webhook_create': { type: 'webhook.created', subject: ['webhook', 'webhookId'] },
+  'org.webhook_update': { type: 'webhook.updated', subject: ['webhook', 'webhookId'] },
+  'org.webhook_secret_rotate': { type: 'webhook.secret_rotated', subject: ['webhook', 'webhookId'] },
+  'org.webhook_delete': { type: 'webhook.deleted', subject: ['webhook', 'webhookId'] },
+  'org.webhook_disable_failing': { type: 'webhook.disabled', subject: ['webhook', 'webhookId'] },
 };
 
 /** The internal types behind each public one (the stream's `types` filter runs on the stored column). */

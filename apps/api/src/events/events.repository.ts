@@ -59,14 +59,14 @@ export class EventsRepository {
     );
   }
 
-  /** The position of the organization's last settled event (the end of its stream now); undefined when it has none. */
-  async organizationHead(organizationId: string): Promise<StreamPosition | undefined> {
-    const [row] = await this.sql.rows<{ xid: string; id: string }>(
-      `SELECT e.writer_xid::text AS xid, e.id::text AS id FROM auth_events e
-        WHERE e.organization_id = $1 AND e.writer_xid < pg_snapshot_xmin(pg_current_snapshot())
-        ORDER BY e.writer_xid DESC, e.id DESC LIMIT 1`,
-      [organizationId],
-    );
-    return row && { xid: BigInt(row.xid), id: BigInt(row.id) };
+  /**
+   * The position of now: before every transaction id not handed out yet (the snapshot's xmax), so
+   * after every event committed or being written at this moment, in any organization. The last
+   * settled event would not do: an event committed a moment ago may not be settled yet (a
+   * transaction anywhere on the server holds the stream back), and would come after it.
+   */
+  async now(): Promise<StreamPosition> {
+    const [row] = await this.sql.rows<{ xid: string }>(`SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xid`, []);
+    return { xid: BigInt(row!.xid), id: 0n };
   }
 }

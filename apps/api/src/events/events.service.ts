@@ -36,9 +36,12 @@ export class EventsService {
     return this.page(after, (types) => this.events.organizationPage(organizationId, after, types, limit), types);
   }
 
-  /** The cursor at the end of the organization's stream now: what follows it is what a webhook made now delivers. */
-  async organizationHead(organizationId: string): Promise<string> {
-    return eventId((await this.events.organizationHead(organizationId)) ?? STREAM_START);
+  /**
+   * The cursor of now, for any stream: what follows it is what happens from now on (a webhook made
+   * now delivers that). Events committed or under way at this moment, settled or not, come before.
+   */
+  async head(): Promise<string> {
+    return eventId(await this.events.now());
   }
 
   private async page(after: StreamPosition, read: (types: AuthEventType[] | null) => Promise<StreamRow[]>, types: EventType[] | null): Promise<EventPage> {

@@ -181,7 +181,9 @@ export class IdentityProvidersService {
    * from now and ends every browser session started through it (the serializer refuses any
    * written back by a request in flight); enabling lets it sign people in again. `enforce` takes
    * effect at once: password sign-in, reset mail and passwords set by invitation stop for its
-   * domains (existing sessions stay; CLI and extension grants end by their own rules).
+   * domains (existing sessions stay; CLI and extension grants end by their own rules). An
+   * organization's provider whose `emailDomains` lose a domain ends the browser sessions it started
+   * for addresses of that domain, as the domain's removal does (its `sessions` in the update's event).
    * @returns the provider as it is now, and how many sessions ended.
    * @throws ApiException 404, 409 (a domain of another provider; an organization's provider, to the instance's administrators)
    */
@@ -220,13 +222,26 @@ export class IdentityProvidersService {
       if (changes.disabled === false) disabledAt = null;
       await this.providers.update(tx, id, { ...settings, disabledAt }, now);
       const label = settings.displayName ?? current.displayName;
+      // An organization's provider narrowed: the sessions it started for a domain it no longer
+      // lists end, as a verified domain's removal ends them (its sign-in would be refused now).
+      const dropped = emailDomains && current.organizationId ? current.emailDomains.filter((d) => !emailDomains.includes(d)) : [];
+      for (const domain of dropped) sessionsEnded += await this.webSessions.endForProviderDomain(tx, id, domain);
       if (changed.length) {
-        const detail = { providerId: id, label, changed: changed.join(' '), ...(settings.enforce !== undefined ? { enforce: settings.enforce } : {}), ...(settings.allowSignUp !== undefined ? { allowSignUp: settings.allowSignUp } : {}), ...(emailDomains ? { emailDomains: emailDomains.join(' ') } : {}) };
+        const detail = {
+          providerId: id,
+          label,
+          changed: changed.join(' '),
+          ...(settings.enforce !== undefined ? { enforce: settings.enforce } : {}),
+          ...(settings.allowSignUp !== undefined ? { allowSignUp: settings.allowSignUp } : {}),
+          ...(emailDomains ? { emailDomains: emailDomains.join(' ') } : {}),
+          ...(dropped.length ? { sessions: sessionsEnded } : {}),
+        };
         await this.record(tx, owner, 'update', adminId, ip, detail);
       }
       if (changes.disabled === true) {
-        sessionsEnded = await this.webSessions.endForProvider(tx, id);
-        await this.record(tx, owner, 'disable', adminId, ip, { providerId: id, label, sessions: sessionsEnded });
+        const sessions = await this.webSessions.endForProvider(tx, id);
+        sessionsEnded += sessions;
+        await this.record(tx, owner, 'disable', adminId, ip, { providerId: id, label, sessions });
       } else if (changes.disabled === false && current.disabledAt) {
         await this.record(tx, owner, 'enable', adminId, ip, { providerId: id, label });
       }

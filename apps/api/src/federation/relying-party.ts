@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import * as oidc from 'openid-client';
+import { isLoopbackHost } from '../common/pinned-fetch.js';
 import { open, seal } from '../common/sealed.js';
 import { ServerSecrets } from '../server-secrets/server-secrets.js';
 import type { IdentityProviderRow, TokenEndpointAuthMethod } from './identity-providers.repository.js';
@@ -43,20 +44,7 @@ export class ProviderAnswerRefused extends Error {
 /** The provider could not be reached, or answered something that is not OAuth. */
 export class ProviderUnreachable extends Error {}
 
-/** http:// is accepted for these hosts only (development and tests); everything else is https://. */
-export function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
-}
-
-/** Why `issuer` cannot be an issuer, or null. */
-export function issuerProblem(issuer: string): string | null {
-  if (!URL.canParse(issuer)) return 'must be a URL';
-  const url = new URL(issuer);
-  if (url.username || url.password || url.search || url.hash) return 'must be a plain URL (no credentials, query or fragment)';
-  if (url.protocol === 'https:') return null;
-  if (url.protocol === 'http:' && isLoopbackHost(url.hostname)) return null;
-  return 'must be an https:// URL (http:// only for localhost, in development and tests)';
-}
+export { isLoopbackHost, issuerProblem } from '../common/pinned-fetch.js';
 
 /**
  * Prospect as an OpenID Connect relying party, through openid-client: discovery, the

@@ -1,9 +1,9 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
 import { ROUTES } from '@prospect/contract';
 import type { NextFunction, Request, Response } from 'express';
 import { type DestinationStream, pino, type Logger } from 'pino';
+import { requestContext } from '../common/request-context.js';
 
 /**
  * Secrets never reach a log line: credentials travel in headers and cookies,
@@ -89,7 +89,7 @@ export function requestLogger(logger: Logger, observe?: (req: Request, status: n
         'request completed',
       );
     });
-    requestContext.run({ id }, next);
+    requestContext.run({ id, userAgent: req.headers['user-agent'] ?? null }, next);
   };
 }
 
@@ -102,12 +102,6 @@ function requestIdOf(req: Request): string {
   const given = req.headers['x-request-id'];
   return typeof given === 'string' && WELL_FORMED_REQUEST_ID.test(given) ? given : randomUUID();
 }
-
-/**
- * The request being handled, for every log line written while it is (pino's mixin above): Node's
- * own AsyncLocalStorage follows it through awaits and callbacks, with no request-scoped providers.
- */
-const requestContext = new AsyncLocalStorage<{ id: string }>();
 
 const NEST_STARTUP_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
 

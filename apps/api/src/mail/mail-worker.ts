@@ -3,6 +3,7 @@ import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationB
 import { HttpAdapterHost } from '@nestjs/core';
 import { AppConfig } from '../config/app-config.js';
 import { DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
+import { OutboxWorker, retryDelaySeconds } from '../database/outbox-worker.js';
 import { Metrics } from '../metrics/metrics.js';
 import { type ClaimedMail, MailOutboxRepository } from './mail-outbox.repository.js';
 import { MailDeliveryError, MailTransport } from './mail-transport.js';
@@ -21,10 +22,6 @@ const SEND_DEADLINE_MS = 30_000;
 const CLAIM_SECONDS = 2 * (SEND_DEADLINE_MS / 1000);
 /** The longest wait between two tries. */
 const MAX_RETRY_SECONDS = 30 * 60;
-/** How long giving claims back at shutdown may take: past it, they expire by themselves. */
-const RELEASE_WAIT_MS = 500;
-/** What the admin sees on a mail whose send was cut short by a shutdown. */
-const ABANDONED = 'not answered before the replica stopped; sent again by the next one';
 /** A reason is kept to this length. */
 const MAX_REASON = 500;
 /** How often a replica tries again to record a sent mail while the database is unavailable. */
@@ -36,7 +33,8 @@ const RECORD_RETRY_MS = 500;
  * marks it sent; a failed try is due again after MAIL_RETRY_BASE_SECONDS, doubling to at most 30
  * minutes, until MAIL_GIVE_UP_HOURS after it was queued, when it is given up with the reason kept
  * (at once when the server refused it for good). It wakes when a mail of this replica commits
- * (Mailer) and polls every POLL_MS for the rest.
+ * (Mailer) and polls every POLL_MS for the rest. The loop, its claims and its shutdown are
+ * database/outbox-worker.ts's, as the webhook sender's are.
  *
  * Delivery is at least once: a replica that dies after the server accepted a mail and before
  * marking it sent leaves a claim that expires (CLAIM_SECONDS), and the next replica sends it again.
@@ -51,16 +49,7 @@ const RECORD_RETRY_MS = 500;
 @Injectable()
 export class MailWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('MailOutbox');
-  private readonly inFlight = new Map<string, { mail: ClaimedMail; done: Promise<void> }>();
-  /** Sends cut short at shutdown: their outcome, whenever it comes, is not recorded (their claim was given back). */
-  private readonly abandoned = new Set<string>();
-  private running?: Promise<void>;
-  private stopping = false;
-  /** After the shutdown hook returned: the pool is closing, nothing more is started or written. */
-  private closed = false;
-  private abandonAt = Infinity;
-  private wakeUp?: () => void;
-  private wokenMeanwhile = false;
+  private readonly worker: OutboxWorker<ClaimedMail>;
 
   constructor(
     private readonly outbox: MailOutboxRepository,
@@ -69,19 +58,29 @@ export class MailWorker implements OnApplicationBootstrap, BeforeApplicationShut
     private readonly config: AppConfig,
     private readonly availability: DatabaseAvailability,
     private readonly adapterHost: HttpAdapterHost,
-  ) {}
+  ) {
+    this.worker = new OutboxWorker<ClaimedMail>({
+      name: 'MailOutbox',
+      rows: 'mail(s)',
+      pollMs: POLL_MS,
+      concurrency: CONCURRENT_SENDS,
+      claim: (limit) => this.outbox.claimDue(limit, CLAIM_SECONDS),
+      work: (mail) => this.send(mail),
+      release: (ids, claimedUntil, reason) => this.outbox.release(ids, claimedUntil, reason),
+      availability,
+    });
+  }
 
   onApplicationBootstrap(): void {
     // Only the serving application sends: a one-off command (main.js purge) builds the same
     // modules without an HTTP server, and must neither send nor write mail to its log.
     if (!this.adapterHost.httpAdapter) return;
-    this.running = this.loop();
+    this.worker.start();
   }
 
   /** Looks for due mail now (a mail was just committed) instead of at the next poll. */
   wake(): void {
-    this.wokenMeanwhile = true;
-    this.wakeUp?.();
+    this.worker.wake();
   }
 
   /**
@@ -89,77 +88,13 @@ export class MailWorker implements OnApplicationBootstrap, BeforeApplicationShut
    * Date.now() value), when the shutdown hook abandons them.
    */
   stop(exitBy: number): void {
-    if (this.stopping) return;
-    this.stopping = true;
-    // The margin leaves the rest of the shutdown (the pool, the log) its time before exitBy.
-    this.abandonAt = exitBy - Math.min(1_000, Math.max(0, exitBy - Date.now()) / 2);
-    this.wake();
+    this.worker.stop(exitBy);
   }
 
-  /** Before the pool closes: waits for the sends under way until abandonAt, then gives back the claims of the rest. */
+  /** Before the pool closes: waits for the sends under way until shortly before the grace ends, then gives back the claims of the rest. */
   async beforeApplicationShutdown(): Promise<void> {
-    this.stop(Date.now() + this.config.shutdownGraceSeconds * 1000);
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, this.abandonAt - Date.now()))));
-    await Promise.race([this.finished(), deadline]);
-    clearTimeout(timer);
-    const unfinished = [...this.inFlight.values()].map((send) => send.mail);
-    if (unfinished.length) {
-      this.logger.warn(`${unfinished.length} mail(s) still being sent at shutdown: left to the next replica (${unfinished.map((m) => m.id).join(', ')})`);
-      for (const mail of unfinished) this.abandoned.add(mail.id);
-      await withTimeout(this.releaseClaims(unfinished), RELEASE_WAIT_MS);
-    }
-    this.closed = true;
+    await this.worker.shutdown(Date.now() + this.config.shutdownGraceSeconds * 1000);
     this.transport.close();
-  }
-
-  /** Resolves when the loop has ended and no send is under way. */
-  private async finished(): Promise<void> {
-    await this.running;
-    while (this.inFlight.size) await Promise.allSettled([...this.inFlight.values()].map((send) => send.done));
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopping) {
-      // A wake-up from now on is for this turn's claim or the nap after it.
-      this.wokenMeanwhile = false;
-      const free = CONCURRENT_SENDS - this.inFlight.size;
-      let claimed: ClaimedMail[] = [];
-      if (free > 0) {
-        try {
-          claimed = await this.outbox.claimDue(free, CLAIM_SECONDS);
-        } catch (err) {
-          this.report('claim due mail', err);
-        }
-        for (const mail of claimed) this.start(mail);
-      }
-      // As many due as free places: there may be more. Otherwise wait for a commit, a free place or the poll.
-      if (free > 0 && claimed.length === free) continue;
-      await this.nap();
-    }
-  }
-
-  private nap(): Promise<void> {
-    if (this.wokenMeanwhile || this.stopping) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, POLL_MS);
-      this.wakeUp = done;
-    });
-  }
-
-  private start(mail: ClaimedMail): void {
-    if (this.closed) return; // claimed as the pool closed: the claim expires, and another replica sends it
-    const done = this.send(mail).finally(() => {
-      const wasFull = this.inFlight.size === CONCURRENT_SENDS;
-      this.inFlight.delete(mail.id);
-      if (wasFull) this.wake();
-    });
-    this.inFlight.set(mail.id, { mail, done });
   }
 
   /** One try of one claimed mail, and its outcome recorded (unless it was abandoned meanwhile). */
@@ -171,7 +106,7 @@ export class MailWorker implements OnApplicationBootstrap, BeforeApplicationShut
     } catch (err) {
       failure = err instanceof MailDeliveryError ? err : new MailDeliveryError((err as Error).message, false);
     }
-    if (this.abandoned.has(mail.id)) return;
+    if (this.worker.isAbandoned(mail.id)) return;
     try {
       if (!failure) {
         await this.recordSent(mail, started);
@@ -183,7 +118,8 @@ export class MailWorker implements OnApplicationBootstrap, BeforeApplicationShut
       // On the database's clock: the claim's time plus what this try took.
       const failedAt = mail.claimedAt.getTime() + (performance.now() - started);
       const untilGiveUp = (mail.createdAt.getTime() + this.config.mailGiveUpHours * 3_600_000 - failedAt) / 1000;
-      const wait = Math.min(retryDelaySeconds(this.config.mailRetryBaseSeconds, mail.attempts), untilGiveUp);
+      // No jitter: a mail server back up takes the few mails of one replica at once.
+      const wait = Math.min(retryDelaySeconds(this.config.mailRetryBaseSeconds, mail.attempts, MAX_RETRY_SECONDS), untilGiveUp);
       if (failure.permanent || wait <= 0) {
         await this.outbox.giveUp(mail.id, mail.claimedUntil, reason);
         this.metrics.mail('failed');
@@ -195,7 +131,7 @@ export class MailWorker implements OnApplicationBootstrap, BeforeApplicationShut
       }
     } catch (err) {
       // Its claim expires and another try follows: a mail that went out may go out twice (at least once).
-      this.report(`record the outcome of mail ${mail.id}`, err);
+      this.worker.report(`record the outcome of mail ${mail.id}`, err);
     }
   }
 
@@ -213,32 +149,12 @@ export class MailWorker implements OnApplicationBootstrap, BeforeApplicationShut
         await this.outbox.markSent(mail.id);
         return;
       } catch (err) {
-        if (!isDatabaseUnavailable(err) || this.closed || this.abandoned.has(mail.id) || performance.now() + RECORD_RETRY_MS >= claimEnds) throw err;
+        if (!isDatabaseUnavailable(err) || this.worker.closed || this.worker.isAbandoned(mail.id) || performance.now() + RECORD_RETRY_MS >= claimEnds) throw err;
         this.availability.report(err);
         await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS));
       }
     }
   }
-
-  private async releaseClaims(mails: ClaimedMail[]): Promise<void> {
-    const byClaim = new Map<number, ClaimedMail[]>();
-    for (const mail of mails) byClaim.set(mail.claimedUntil.getTime(), [...(byClaim.get(mail.claimedUntil.getTime()) ?? []), mail]);
-    try {
-      for (const [claimedUntil, claim] of byClaim) await this.outbox.release(claim.map((m) => m.id), new Date(claimedUntil), ABANDONED);
-    } catch (err) {
-      this.report('give back the claims of unfinished mail (they expire by themselves)', err);
-    }
-  }
-
-  private report(what: string, err: unknown): void {
-    if (isDatabaseUnavailable(err)) this.availability.report(err);
-    else this.logger.warn(`could not ${what}: ${(err as Error).message}`);
-  }
-}
-
-/** MAIL_RETRY_BASE_SECONDS after the first failure, doubling with each one, at most MAX_RETRY_SECONDS. */
-export function retryDelaySeconds(baseSeconds: number, failures: number): number {
-  return Math.min(MAX_RETRY_SECONDS, baseSeconds * 2 ** Math.min(Math.max(0, failures - 1), 20));
 }
 
 /** The promise, or a failed try once `ms` passed (the send itself is left to its own timeouts). */
@@ -248,11 +164,4 @@ function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(new MailDeliveryError(`no answer from the mail server within ${ms / 1000} s`, false)), ms);
   });
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
-/** Waits for `promise` at most `ms`. */
-async function withTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
+import { auditInsert, requestUserAgent } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 
@@ -118,8 +118,8 @@ export class AuthorizationCodesRepository {
       `WITH used AS (
          UPDATE authorization_codes SET used_at = $5, grant_id = $2::uuid WHERE id = $1 RETURNING id
        )
-       ${auditInsert({ type: 'oauth.code_exchange', userId: '$3', ip: '$7', detail: "jsonb_build_object('clientId', $4::text, 'grantId', $2::text, 'scope', $6::text)", createdAt: '$5' })}`,
-      [code.id, familyId, code.userId, code.clientId, now, code.scope, ip],
+       ${auditInsert({ type: 'oauth.code_exchange', userId: '$3', ip: '$7', userAgent: '$8', detail: "jsonb_build_object('clientId', $4::text, 'grantId', $2::text, 'scope', $6::text)", createdAt: '$5' })}`,
+      [code.id, familyId, code.userId, code.clientId, now, code.scope, ip, requestUserAgent()],
       tx,
     );
   }
@@ -143,8 +143,8 @@ export class AuthorizationCodesRepository {
   /** A used code came back: recorded (`oauth.code_replay`), in `tx`, with how many tokens it revoked. */
   async recordReplay(tx: Tx, code: { id: string; userId: string; clientId: string; grantId: string | null }, revokedTokens: number, now: Date, ip: string | null): Promise<void> {
     await this.sql.rows(
-      auditInsert({ type: 'oauth.code_replay', userId: '$1', ip: '$2', detail: "jsonb_build_object('clientId', $3::text, 'grantId', $4::text, 'revokedTokens', $5::int)", createdAt: '$6' }),
-      [code.userId, ip, code.clientId, code.grantId, revokedTokens, now],
+      auditInsert({ type: 'oauth.code_replay', userId: '$1', ip: '$2', userAgent: '$7', detail: "jsonb_build_object('clientId', $3::text, 'grantId', $4::text, 'revokedTokens', $5::int)", createdAt: '$6' }),
+      [code.userId, ip, code.clientId, code.grantId, revokedTokens, now, requestUserAgent()],
       tx,
     );
   }

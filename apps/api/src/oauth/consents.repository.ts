@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
+import { auditInsert, requestUserAgent } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 
@@ -49,8 +49,8 @@ export class ConsentsRepository {
                updated_at = EXCLUDED.updated_at
          RETURNING client_id
        )
-       ${auditInsert({ type: 'oauth.consent', userId: '$1', ip: '$5', detail: "jsonb_build_object('clientId', client_id, 'scope', $3::text)", createdAt: '$4', from: 'remembered' })}`,
-      [userId, clientId, scope, now, ip, epoch],
+       ${auditInsert({ type: 'oauth.consent', userId: '$1', ip: '$5', userAgent: '$7', detail: "jsonb_build_object('clientId', client_id, 'scope', $3::text)", createdAt: '$4', from: 'remembered' })}`,
+      [userId, clientId, scope, now, ip, epoch, requestUserAgent()],
       tx,
     );
   }
@@ -61,8 +61,8 @@ export class ConsentsRepository {
       `WITH forgotten AS (
          DELETE FROM oauth_consents WHERE user_id = $1 AND client_id = $2 RETURNING client_id, scope
        )
-       ${auditInsert({ type: 'oauth.consent_revoke', userId: '$1', ip: '$3', detail: "jsonb_build_object('clientId', client_id, 'scope', scope)", createdAt: '$4', from: 'forgotten' }, 'id')}`,
-      [userId, clientId, ip, now],
+       ${auditInsert({ type: 'oauth.consent_revoke', userId: '$1', ip: '$3', userAgent: '$5', detail: "jsonb_build_object('clientId', client_id, 'scope', scope)", createdAt: '$4', from: 'forgotten' }, 'id')}`,
+      [userId, clientId, ip, now, requestUserAgent()],
       tx,
     );
     return rows.length > 0;

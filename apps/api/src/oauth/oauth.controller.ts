@@ -26,6 +26,9 @@ import {
   type RevocationRequest,
   RevocationRequestSchema,
   SERVICE_NAME,
+  TOKEN_EXCHANGE_GRANT_TYPE,
+  type TokenExchangeResponse,
+  TokenExchangeTokenRequestSchema,
   type TokenResponse,
   TokenResponseSchema,
   type UserInfoResponse,
@@ -43,6 +46,7 @@ import { RequireScope } from '../auth/require-scope.decorator.js';
 import { AuthorizationService } from './authorization.service.js';
 import { basicCredentials, ClientAuthentication } from './client-authentication.js';
 import { ClientCredentialsGrant, type PresentedClientCredentials } from '../service-accounts/client-credentials.js';
+import { TokenExchangeGrant } from '../service-accounts/token-exchange.js';
 import { OAuthCors } from './oauth-cors.js';
 import { SigningKeys } from '../server-secrets/signing-keys.js';
 import { AppConfig } from '../config/app-config.js';
@@ -61,6 +65,7 @@ export class OAuthController {
     private readonly limits: RateLimits,
     private readonly config: AppConfig,
     private readonly clientCredentials: ClientCredentialsGrant,
+    private readonly tokenExchange: TokenExchangeGrant,
   ) {}
 
   @Get(OAUTH_ROUTES.metadata)
@@ -152,14 +157,19 @@ export class OAuthController {
   @Header('Pragma', 'no-cache')
   @ApiOperation({
     summary:
-      'RFC 6749 token endpoint: grant_type authorization_code (with the PKCE code_verifier), urn:ietf:params:oauth:grant-type:device_code (RFC 8628), refresh_token (rotated), or client_credentials (RFC 6749 §4.4, for service accounts: client_secret_basic, client_secret_post or private_key_jwt per RFC 7523; an access token of at most an hour, no refresh token).',
+      'RFC 6749 token endpoint: grant_type authorization_code (with the PKCE code_verifier), urn:ietf:params:oauth:grant-type:device_code (RFC 8628), refresh_token (rotated), client_credentials (RFC 6749 §4.4, for service accounts: client_secret_basic, client_secret_post or private_key_jwt per RFC 7523; an access token of at most an hour, no refresh token), or urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693, for service accounts: a trusted issuer’s JWT as subject_token with the account’s client_id and no secret; the same short-lived token, with issued_token_type).',
     description:
       'A public client names itself with `client_id`; a confidential one authenticates with client_secret_basic or client_secret_post. Errors are RFC 6749 §5.2 bodies (400, or 401 for a failed Basic authentication; `error` and `error_description`): authorization_pending, slow_down, access_denied, expired_token, invalid_grant, invalid_client, unsupported_grant_type, invalid_request, invalid_scope.',
   })
   @ApiFormBody(AuthorizationCodeTokenRequestSchema)
   @ApiJsonResponse(200, 'An access token, the refresh token that renews it (used once), and an ID token for a grant of `openid`.', TokenResponseSchema)
   @ApiErrors([400, 'An RFC 6749 §5.2 error.'], [401, 'invalid_client: Basic authentication failed.'])
-  async token(@Body() body: unknown, @Ip() ip: string, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<TokenResponse | ClientCredentialsTokenResponse> {
+  async token(
+    @Body() body: unknown,
+    @Ip() ip: string,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<TokenResponse | ClientCredentialsTokenResponse | TokenExchangeResponse> {
     const grantType = (body as Record<string, unknown> | undefined)?.grant_type;
     if (grantType === DEVICE_CODE_GRANT_TYPE) {
       // The poll stays one statement: device logins are started by public clients only, which name themselves.
@@ -185,8 +195,17 @@ export class OAuthController {
       const request = validBody(ClientCredentialsTokenRequestSchema, body);
       return this.clientCredentials.grant(presentedClientCredentials(req.get('authorization'), request), request.scope, ip);
     }
+    if (grantType === TOKEN_EXCHANGE_GRANT_TYPE) {
+      // Workload identity federation (issue #45): a CI's token for a service account's; never a browser's.
+      if (req.get('origin')) throw oauthError(ERROR_CODES.unauthorizedClient, 'The token exchange grant is not for browsers.');
+      if (req.get('authorization')) throw oauthError(ERROR_CODES.invalidRequest, 'A token exchange takes no client authentication: the subject_token is the credential.');
+      return this.tokenExchange.exchange(validBody(TokenExchangeTokenRequestSchema, body), ip);
+    }
     if (typeof grantType !== 'string' || !grantType) throw oauthError(ERROR_CODES.invalidRequest, 'Missing field: grant_type.');
-    throw oauthError(ERROR_CODES.unsupportedGrantType, `Unsupported grant_type: use authorization_code, ${DEVICE_CODE_GRANT_TYPE}, refresh_token or ${CLIENT_CREDENTIALS_GRANT_TYPE}.`);
+    throw oauthError(
+      ERROR_CODES.unsupportedGrantType,
+      `Unsupported grant_type: use authorization_code, ${DEVICE_CODE_GRANT_TYPE}, refresh_token, ${CLIENT_CREDENTIALS_GRANT_TYPE} or ${TOKEN_EXCHANGE_GRANT_TYPE}.`,
+    );
   }
 
   @Post(OAUTH_ROUTES.revoke)

@@ -5,6 +5,7 @@ import {
   type UserInfoResponse,
   CLI_CLIENT_ID,
   CLIENT_CREDENTIALS_GRANT_TYPE,
+  TOKEN_EXCHANGE_GRANT_TYPE,
   CLI_SCOPES,
   DEVICE_CODE_GRANT_TYPE,
   type DeviceAuthorizationRequest,
@@ -111,7 +112,7 @@ export class OAuthService {
       introspection_endpoint: base + OAUTH_ROUTES.introspect,
       userinfo_endpoint: base + OAUTH_ROUTES.userinfo,
       jwks_uri: base + OAUTH_ROUTES.jwks,
-      grant_types_supported: ['authorization_code', DEVICE_CODE_GRANT_TYPE, 'refresh_token', CLIENT_CREDENTIALS_GRANT_TYPE],
+      grant_types_supported: ['authorization_code', DEVICE_CODE_GRANT_TYPE, 'refresh_token', CLIENT_CREDENTIALS_GRANT_TYPE, TOKEN_EXCHANGE_GRANT_TYPE],
       // OAuth 2.1: the code flow only, with PKCE S256 for every client.
       response_types_supported: ['code'],
       response_modes_supported: ['query'],

@@ -141,6 +141,9 @@ export class RetentionService {
       [null, (tx, limit) => this.orgDomains.purgeStaleJoinRequests(tx, orgInvitationsBefore, limit)],
       // Service accounts' client assertion ids, once past their exp (a replay is refused as expired then).
       [null, (tx, limit) => this.serviceAccounts.purgeExpiredAssertions(tx, now, limit)],
+      // Subject tokens exchanged for service accounts' tokens, once past their exp (likewise).
+      [null, (tx, limit) => this.serviceAccounts.purgeExpiredSubjectTokens(tx, now, limit)],
+      // SAML assertions used, once past their NotOnOrAfter and the skew (an expired one is refused anyway).
       [null, (tx, limit) => this.saml.purgeExpiredAssertionUses(tx, now, limit)],
     ];
     const counts: PurgeCounts = { tokens: 0, refreshTokens: 0, deviceLogins: 0, webSessions: 0, auditEvents: 0 };

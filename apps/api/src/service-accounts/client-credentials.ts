@@ -35,7 +35,7 @@ export interface ClientCredentialsTokenResponse {
 }
 
 /** Leeway for the clocks of the machine that signed an assertion and ours (`exp`, `iat`, `nbf`). */
-const CLOCK_SKEW_SECONDS = 30;
+export const CLOCK_SKEW_SECONDS = 30;
 
 const BASIC_CHALLENGE = { 'WWW-Authenticate': `Basic realm="${SERVICE_NAME}"` };
 
@@ -177,7 +177,7 @@ function assertionClientId(presented: PresentedClientCredentials & { method: 'pr
  * RFC 6749 §3.3: the scopes asked for, each the account's; none asked for: all of its scopes.
  * @throws invalid_scope naming the ones it does not have.
  */
-function grantedScope(requested: string | undefined, account: ServiceAccountRow): string {
+export function grantedScope(requested: string | undefined, account: ServiceAccountRow): string {
   const held = account.scopes.split(' ').filter(Boolean);
   if (requested === undefined || requested.trim() === '') return held.join(' ');
   const asked = [...new Set(requested.split(' ').filter(Boolean))];

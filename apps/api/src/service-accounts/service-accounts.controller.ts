@@ -9,11 +9,15 @@ import {
   CreatedServiceAccountSchema,
   type CreatedServiceAccountSecret,
   CreatedServiceAccountSecretSchema,
+  type CreateServiceAccountFederationRequest,
+  CreateServiceAccountFederationRequestSchema,
   type CreateServiceAccountRequest,
   CreateServiceAccountRequestSchema,
   type CreateServiceAccountSecretRequest,
   CreateServiceAccountSecretRequestSchema,
   type ServiceAccount,
+  type ServiceAccountFederation,
+  ServiceAccountFederationSchema,
   ServiceAccountSchema,
   type UpdateServiceAccountRequest,
   UpdateServiceAccountRequestSchema,
@@ -136,5 +140,43 @@ export class ServiceAccountsController {
   @ApiErrors([403, 'Your role may not.'], [404, 'No such key.'])
   async deleteKey(@Actor() actor: OrgActor, @Param('id', uuid) id: string, @Param('keyId', uuid) keyId: string): Promise<void> {
     await this.accounts.deleteKey(actor, id, keyId);
+  }
+
+  @Post(':id/federations')
+  @HttpCode(201)
+  @RequireOrgRole('admin', 'trust issuers for service accounts')
+  @ApiOperation({
+    summary: 'Trust an external OIDC issuer (a CI’s) for the account: its tokens for `audience` whose claims meet every condition may be exchanged at /oauth/token (RFC 8693).',
+    description:
+      '`issuer` exact (https://, or http:// on loopback); `audience` one of the token’s `aud` (default: this service’s issuer, its PUBLIC_URL); `conditions`: claim → exact value or pattern where `*` matches any run of characters, `/` included. At least one condition (`sub` or a named claim): a federation never trusts every token of an issuer.',
+  })
+  @ApiJsonBody(CreateServiceAccountFederationRequestSchema)
+  @ApiJsonResponse(201, 'Trusted.', ServiceAccountFederationSchema)
+  @ApiErrors([400, 'Invalid body (no condition, an issuer that is not https or is a private address).'], [403, 'Your role may not.'], [404, 'No such service account.'])
+  addFederation(
+    @Actor() actor: OrgActor,
+    @Param('id', uuid) id: string,
+    @ValidBody(CreateServiceAccountFederationRequestSchema) body: CreateServiceAccountFederationRequest,
+  ): Promise<ServiceAccountFederation> {
+    return this.accounts.addFederation(actor, id, body);
+  }
+
+  @Get(':id/federations')
+  @Header('Cache-Control', 'no-store')
+  @RequireOrgRole('admin', 'see its service accounts')
+  @ApiOperation({ summary: 'The issuers the account trusts (also in the account’s GET).' })
+  @ApiJsonResponse(200, 'Oldest first.', z.array(ServiceAccountFederationSchema))
+  @ApiErrors([403, 'Your role may not.'], [404, 'No such service account.'])
+  async listFederations(@Actor() actor: OrgActor, @Param('id', uuid) id: string): Promise<ServiceAccountFederation[]> {
+    return (await this.accounts.get(actor, id)).federations;
+  }
+
+  @Delete(':id/federations/:federationId')
+  @HttpCode(204)
+  @RequireOrgRole('admin', 'stop trusting issuers for service accounts')
+  @ApiOperation({ summary: 'Stop trusting an issuer: its tokens are exchanged no more, and the account’s tokens end.' })
+  @ApiErrors([403, 'Your role may not.'], [404, 'No such federation.'])
+  async deleteFederation(@Actor() actor: OrgActor, @Param('id', uuid) id: string, @Param('federationId', uuid) federationId: string): Promise<void> {
+    await this.accounts.deleteFederation(actor, id, federationId);
   }
 }

@@ -4,9 +4,11 @@ import {
   type AddedServiceAccountKey,
   type CreatedServiceAccount,
   type CreatedServiceAccountSecret,
+  type CreateServiceAccountFederationRequest,
   SERVICE_ACCOUNT_CLIENT_ID_PREFIX,
   SERVICE_ACCOUNT_SECRET_PREFIX,
   type ServiceAccount,
+  type ServiceAccountFederation,
   type UpdateServiceAccountRequest,
 } from '@prospect/contract';
 import { importJWK, type JWK } from 'jose';
@@ -14,7 +16,9 @@ import { AuditService } from '../audit/audit.service.js';
 import type { AuthEventType } from '../audit/auth-event.entity.js';
 import { badRequest, conflict, notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
+import { checkedAddresses, issuerProblem, ProviderAddressRefused } from '../common/pinned-fetch.js';
 import { generateSecret, sha256 } from '../common/secrets.js';
+import { AppConfig } from '../config/app-config.js';
 import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { OrganizationTeardown } from '../organizations/organization-teardown.js';
@@ -22,6 +26,7 @@ import type { OrgActor } from '../organizations/organizations.service.js';
 import { TokenRevocations } from '../tokens/token-revocations.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { UsersService } from '../users/users.service.js';
+import { type FederationRow, ServiceAccountFederationsRepository } from './service-account-federations.repository.js';
 import { type ServiceAccountListing, type ServiceAccountRow, ServiceAccountsRepository } from './service-accounts.repository.js';
 
 /** The signature algorithms a registered key may sign client assertions with, by key type (RFC 7518). */
@@ -45,12 +50,14 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 export class ServiceAccountsService {
   constructor(
     private readonly accounts: ServiceAccountsRepository,
+    private readonly federations: ServiceAccountFederationsRepository,
     private readonly uow: UnitOfWork,
     private readonly users: UsersService,
     private readonly tokens: TokensService,
     private readonly revocations: TokenRevocations,
     private readonly audit: AuditService,
     private readonly clock: Clock,
+    private readonly config: AppConfig,
     teardown: OrganizationTeardown,
   ) {
     teardown.attach((tx, organizationId, now) => this.endForOrganization(tx, organizationId, now));
@@ -69,13 +76,15 @@ export class ServiceAccountsService {
   }
 
   async list(actor: OrgActor): Promise<ServiceAccount[]> {
-    return (await this.accounts.listForOrganization(actor.organization.id)).map(toServiceAccount);
+    const accounts = await this.accounts.listForOrganization(actor.organization.id);
+    const federations = await this.federations.listForAccounts(accounts.map((a) => a.id));
+    return accounts.map((a) => toServiceAccount(a, federations.filter((f) => f.serviceAccountId === a.id)));
   }
 
   async get(actor: OrgActor, id: string): Promise<ServiceAccount> {
-    const found = (await this.accounts.listForOrganization(actor.organization.id)).find((a) => a.id === id);
+    const found = (await this.list(actor)).find((a) => a.id === id);
     if (!found) throw noSuchAccount();
-    return toServiceAccount(found);
+    return found;
   }
 
   /** A new name, scopes, or disabled/enabled. Taking anything away ends its tokens at once. */
@@ -170,6 +179,51 @@ export class ServiceAccountsService {
     this.revocations.userRevoked(id);
   }
 
+  /**
+   * Trusts an external OIDC issuer for the account (workload identity federation): its tokens with
+   * this audience (default: this service's issuer, PUBLIC_URL) whose claims meet every condition
+   * may be exchanged for the account's tokens. The issuer follows the identity providers' rules
+   * (https, or http on loopback; a private address only with FEDERATION_ALLOW_PRIVATE_ISSUERS),
+   * checked now as far as its name resolves, and again at every fetch of its keys.
+   */
+  async addFederation(actor: OrgActor, id: string, input: CreateServiceAccountFederationRequest): Promise<ServiceAccountFederation> {
+    const problem = issuerProblem(input.issuer);
+    if (problem) throw badRequest(`The issuer ${problem}.`);
+    await refusePrivateIssuer(input.issuer, this.config.federationAllowPrivateIssuers);
+    const audience = input.audience ?? this.config.publicUrl;
+    const now = this.clock.now();
+    return this.uow.run(async (tx) => {
+      const account = await this.lock(tx, actor, id);
+      const federationId = await this.federations.insert(tx, { serviceAccountId: id, issuer: input.issuer, audience, conditions: input.conditions, createdBy: actor.userId, createdAt: now });
+      await this.record(
+        tx,
+        actor,
+        'org.service_account_federation_add',
+        { serviceAccountId: id, name: account.name, federationId, issuer: input.issuer, audience, conditions: JSON.stringify(input.conditions) },
+        now,
+      );
+      return toFederation({ id: federationId, serviceAccountId: id, issuer: input.issuer, audience, conditions: input.conditions, createdAt: now });
+    });
+  }
+
+  /** Stops trusting an issuer; the account's tokens end with it (as with a deleted secret: one exchanged under it must not outlive it). */
+  async deleteFederation(actor: OrgActor, id: string, federationId: string): Promise<void> {
+    const now = this.clock.now();
+    await this.uow.run(async (tx) => {
+      const account = await this.lock(tx, actor, id);
+      const deleted = await this.federations.delete(tx, id, federationId);
+      if (!deleted) throw notFound('No such federation of this service account.');
+      await this.record(tx, actor, 'org.service_account_federation_delete', { serviceAccountId: id, name: account.name, federationId, issuer: deleted.issuer }, now);
+      await this.revokeTokensIn(tx, id, now, actor.ip);
+    });
+    this.revocations.userRevoked(id);
+  }
+
+  /** At most `limit` exchanged subject tokens past their `exp`, in `tx` (retention). How many. */
+  purgeExpiredSubjectTokens(tx: Tx, now: Date, limit: number): Promise<number> {
+    return this.federations.deleteExpiredSubjectTokens(tx, now, limit);
+  }
+
   /** At most `limit` recorded assertion ids past their `exp`, in `tx` (retention): they can no longer be replayed. How many. */
   purgeExpiredAssertions(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.accounts.deleteExpiredAssertions(tx, now, limit);
@@ -216,7 +270,23 @@ function normalizedScopes(scopes: readonly string[]): string {
   return ['profile', 'orgs'].filter((s) => scopes.includes(s)).join(' ');
 }
 
-function toServiceAccount(row: ServiceAccountListing): ServiceAccount {
+/**
+ * @throws 400 when the issuer's host is (or resolves to) an address the identity providers' rules
+ * refuse. A name that does not resolve now is let through: every fetch of its keys checks again.
+ */
+async function refusePrivateIssuer(issuer: string, allowPrivate: boolean): Promise<void> {
+  try {
+    await checkedAddresses(new URL(issuer).hostname, allowPrivate);
+  } catch (err) {
+    if (err instanceof ProviderAddressRefused) throw badRequest(err.message.replace('an identity provider must', 'a trusted issuer must'));
+  }
+}
+
+function toFederation(row: FederationRow): ServiceAccountFederation {
+  return { id: row.id, issuer: row.issuer, audience: row.audience, conditions: row.conditions, createdAt: row.createdAt.toISOString() };
+}
+
+function toServiceAccount(row: ServiceAccountListing, federations: FederationRow[]): ServiceAccount {
   return {
     id: row.id,
     clientId: row.clientId,
@@ -226,6 +296,7 @@ function toServiceAccount(row: ServiceAccountListing): ServiceAccount {
     createdAt: row.createdAt.toISOString(),
     secrets: row.secrets.map((s) => ({ id: s.id, createdAt: s.createdAt.toISOString(), expiresAt: iso(s.expiresAt), lastUsedAt: iso(s.lastUsedAt), lastUsedIp: s.lastUsedIp })),
     keys: row.keys.map((k) => ({ id: k.id, kid: k.kid, alg: algOf(k.jwk) ?? 'unknown', createdAt: k.createdAt.toISOString(), lastUsedAt: iso(k.lastUsedAt), lastUsedIp: k.lastUsedIp })),
+    federations: federations.map(toFederation),
   };
 }
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
+import { auditInsert, requestUserAgent } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
 
@@ -83,6 +83,7 @@ export class AccessTokenTreesRepository {
              type: 'token.revoke',
              userId: '$2',
              ip: '$4',
+             userAgent: '$5',
              detail: "jsonb_build_object('tokenId', revoked.id) || CASE WHEN EXISTS (SELECT 1 FROM cascaded) THEN jsonb_build_object('mintedTokens', (SELECT count(*) FROM cascaded)) ELSE '{}' END",
              createdAt: '$3',
              from: 'revoked',
@@ -91,6 +92,7 @@ export class AccessTokenTreesRepository {
              type: 'token.revoke',
              userId: 'cascaded.user_id',
              ip: '$4',
+             userAgent: '$5',
              detail: "jsonb_build_object('tokenId', cascaded.id, 'reason', 'the token it was made with was revoked')",
              createdAt: '$3',
              from: 'cascaded',
@@ -98,7 +100,7 @@ export class AccessTokenTreesRepository {
          ])}
        )
        SELECT ARRAY(SELECT id FROM revoked UNION ALL SELECT id FROM cascaded) AS ids`,
-      [tokenId, userId, now, ip],
+      [tokenId, userId, now, ip, requestUserAgent()],
       tx,
     );
     return row?.ids ?? [];
@@ -140,6 +142,7 @@ export class AccessTokenTreesRepository {
            type: 'token.revoke',
            userId: 'm.user_id',
            ip: '$3',
+           userAgent: '$4',
            detail: "jsonb_build_object('tokenId', m.id, 'reason', 'the session it was made with was revoked')",
            createdAt: '$2',
            from: 'm',
@@ -148,7 +151,7 @@ export class AccessTokenTreesRepository {
        SELECT ARRAY(SELECT id FROM a UNION ALL SELECT id FROM m) AS ids, (SELECT count(*)::int FROM a) AS own, (SELECT count(*)::int FROM m) AS minted,
               d.decided_by_user_id AS "decidedBy"
          FROM device_logins d WHERE d.id = $1`,
-      [deviceLoginId, now, ip],
+      [deviceLoginId, now, ip, requestUserAgent()],
       tx,
     );
     return row;
@@ -223,6 +226,7 @@ export class AccessTokenTreesRepository {
              type: 'token.revoke',
              userId: '$1',
              ip: '$3',
+             userAgent: '$4',
              detail: "jsonb_build_object('tokenId', a.id, 'reason', 'signed out everywhere')",
              createdAt: '$2',
              from: 'a WHERE a.device_login_id IS NULL',
@@ -234,6 +238,7 @@ export class AccessTokenTreesRepository {
            type: 'token.revoke',
            userId: 'o.user_id',
            ip: '$3',
+           userAgent: '$4',
            detail: "jsonb_build_object('tokenId', o.id, 'reason', 'the person who made it signed out everywhere')",
            createdAt: '$2',
            from: 'o',
@@ -242,7 +247,7 @@ export class AccessTokenTreesRepository {
        SELECT (SELECT count(*)::int FROM events) AS ended,
               ARRAY(SELECT DISTINCT device_login_id FROM a WHERE device_login_id IS NOT NULL) AS sessions,
               ARRAY(SELECT id FROM o) AS others`,
-      [userId, now, ip],
+      [userId, now, ip, requestUserAgent()],
       tx,
     );
     return { ended: row!.ended, sessions: row!.sessions, othersTokens: row!.others };

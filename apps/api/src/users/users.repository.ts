@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { auditInsert } from '../audit/audit-insert.sql-fragment.js';
+import { auditInsert, requestUserAgent } from '../audit/audit-insert.sql-fragment.js';
 import { Sql } from '../database/sql.js';
 import type { User } from './user.entity.js';
 import type { Tx } from '../database/tx.js';
@@ -119,8 +119,8 @@ export class UsersRepository {
     const value = 'name' in change ? change.name : change.passwordHash;
     const rows = await this.sql.rows(
       `WITH changed AS (UPDATE users SET ${set}, updated_at = $3 WHERE id = $1 RETURNING id)
-       ${auditInsert({ type: event, userId: 'id', ip: '$4', detail: "'{}'::jsonb", createdAt: '$3', from: 'changed' }, 'id')}`,
-      [id, value, now, ip],
+       ${auditInsert({ type: event, userId: 'id', ip: '$4', userAgent: '$5', detail: "'{}'::jsonb", createdAt: '$3', from: 'changed' }, 'id')}`,
+      [id, value, now, ip, requestUserAgent()],
     );
     return rows.length > 0;
   }
@@ -234,8 +234,8 @@ export class UsersRepository {
          UPDATE users SET disabled_at = $2, credential_epoch = credential_epoch + 1, updated_at = $3
           WHERE id = $1 AND kind = 'person' AND (disabled_at IS NULL) = ($2::timestamptz IS NOT NULL) RETURNING id
        )
-       ${auditInsert({ type: disabled ? 'admin.user_disable' : 'admin.user_enable', userId: '$4', ip: '$5', detail: "jsonb_build_object('accountId', id)", createdAt: '$3', from: 'changed' }, 'id')}`,
-      [id, disabled ? now : null, now, adminId, ip],
+       ${auditInsert({ type: disabled ? 'admin.user_disable' : 'admin.user_enable', userId: '$4', ip: '$5', userAgent: '$6', detail: "jsonb_build_object('accountId', id)", createdAt: '$3', from: 'changed' }, 'id')}`,
+      [id, disabled ? now : null, now, adminId, ip, requestUserAgent()],
       tx,
     );
     return rows.length > 0;
@@ -245,8 +245,8 @@ export class UsersRepository {
   async setRole(tx: Tx, id: string, role: User['role'], now: Date, adminId: string, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH changed AS (UPDATE users SET role = $2, updated_at = $3 WHERE id = $1 AND kind = 'person' AND role <> $2 RETURNING id)
-       ${auditInsert({ type: 'admin.user_role', userId: '$4', ip: '$5', detail: "jsonb_build_object('accountId', id, 'role', $2::text)", createdAt: '$3', from: 'changed' }, 'id')}`,
-      [id, role, now, adminId, ip],
+       ${auditInsert({ type: 'admin.user_role', userId: '$4', ip: '$5', userAgent: '$6', detail: "jsonb_build_object('accountId', id, 'role', $2::text)", createdAt: '$3', from: 'changed' }, 'id')}`,
+      [id, role, now, adminId, ip, requestUserAgent()],
       tx,
     );
     return rows.length > 0;

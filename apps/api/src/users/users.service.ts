@@ -103,12 +103,16 @@ export class UsersService implements OnApplicationBootstrap {
    * The first administrator of a deployment without PROSPECT_ADMIN_*: the sign-up that
    * presents the setup code printed in the log. The code is used up in the same
    * transaction that creates the account, so of two sign-ups with it only one succeeds.
+   * Its address counts as verified, as PROSPECT_ADMIN_EMAIL's does: the code came from the
+   * operator's console, and a verification mail of an instance without SMTP_URL goes to a log
+   * that a restart may overwrite; turning SMTP_URL on later (REQUIRE_EMAIL_VERIFICATION with it)
+   * would otherwise leave the one administrator unable to approve an admin login (#49).
    */
   async createFirstAdmin(input: { email: string; name: string; password: string }, setupCode: string): Promise<User> {
     const passwordHash = await hashPassword(input.password);
     const user = await this.uow.run(async (tx) => {
       if (!(await this.adminSetup.consume(setupCode, tx))) throw new InvalidSetupCodeError();
-      return this.insert({ ...input, passwordHash, role: 'admin' }, tx);
+      return this.insert({ ...input, passwordHash, role: 'admin', emailVerifiedAt: this.clock.now() }, tx);
     });
     this.logger.log(`${normalizeEmail(input.email)} signed up with the setup code and is the administrator`);
     return user;

@@ -3,11 +3,12 @@ import { EventsService } from '../events/events.service.js';
 
 /**
  * An event as a webhook delivers it: the stream's event object (libs/contract/src/events.ts),
- * passed through untouched; webhooks read only its `id` and `type`.
+ * passed through untouched; webhooks read only its `id`, `type` and `subject`.
  */
 export interface SourcedEvent {
   id: string;
   type: string;
+  subject?: { type: string; id: string } | null;
   [field: string]: unknown;
 }
 
@@ -23,8 +24,8 @@ export interface SourcedPage {
  * out (so no event is skipped by a cursor that moved past it).
  */
 export abstract class EventSource {
-  /** The cursor at the end of the organization's stream now: an endpoint made now gets what follows. */
-  abstract head(organizationId: string): Promise<string>;
+  /** The cursor of now: an endpoint made (or enabled again) now gets what follows, none of what came before. */
+  abstract head(): Promise<string>;
   /** Up to `limit` events of the organization after `cursor`, and the cursor after them (`cursor` again when none). */
   abstract after(organizationId: string, cursor: string, limit: number): Promise<SourcedPage>;
 }
@@ -39,8 +40,8 @@ export class StreamEventSource extends EventSource {
     super();
   }
 
-  head(organizationId: string): Promise<string> {
-    return this.events.organizationHead(organizationId);
+  head(): Promise<string> {
+    return this.events.head();
   }
 
   after(organizationId: string, cursor: string, limit: number): Promise<SourcedPage> {

@@ -25,6 +25,12 @@ export interface EndpointAnswer {
   location?: string;
 }
 
+/**
+ * What the events of a webhook say of its URL: its scheme, host and port. The path and query stay
+ * out of the log: many receivers (chat services' incoming webhooks) put their token there.
+ */
+export const originOf = (url: string): string => new URL(url).origin;
+
 const bare = (hostname: string) => (hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname);
 
 /**

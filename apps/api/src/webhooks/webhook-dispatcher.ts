@@ -1,12 +1,21 @@
-import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { Clock } from '../common/clock.js';
-import { DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
+import { DatabaseAvailability } from '../database/database-availability.js';
+import { PollingLoop } from '../database/outbox-worker.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { EventSource } from './event-source.js';
+import { EventSource, type SourcedEvent } from './event-source.js';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { WebhookSender } from './webhook-sender.js';
 import { WebhooksRepository } from './webhooks.repository.js';
+
+/**
+ * Whether the event is about the endpoint itself (its creation, change, rotated secret): those go
+ * to the organization's stream and its other endpoints, not to the endpoint they describe. Its
+ * creation comes after the cursor it starts from (written in the same transaction), and an
+ * endpoint's first delivery should be the first event it asked for.
+ */
+const isAbout = (event: SourcedEvent, endpointId: string): boolean => event.subject?.type === 'webhook' && event.subject.id === endpointId;
 
 /** How often a replica looks for new events when nothing woke it. */
 export const DISPATCH_POLL_MS = 1_000;
@@ -23,11 +32,7 @@ const PAGE = 100;
  */
 @Injectable()
 export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('Webhooks');
-  private running?: Promise<void>;
-  private stopping = false;
-  private wakeUp?: () => void;
-  private wokenMeanwhile = false;
+  private readonly loop: PollingLoop;
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -36,25 +41,25 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     private readonly source: EventSource,
     private readonly sender: WebhookSender,
     private readonly clock: Clock,
-    private readonly availability: DatabaseAvailability,
+    availability: DatabaseAvailability,
     private readonly adapterHost: HttpAdapterHost,
-  ) {}
+  ) {
+    // Events read: there may be more after them, so the next turn follows at once.
+    this.loop = new PollingLoop({ name: 'Webhooks', pollMs: DISPATCH_POLL_MS, what: 'dispatch events to webhooks', availability, turn: async () => (await this.dispatchOnce()) > 0 });
+  }
 
   onApplicationBootstrap(): void {
     // Only the serving application dispatches (a one-off command builds the same modules without a server).
     if (!this.adapterHost.httpAdapter) return;
-    this.running = this.loop();
+    this.loop.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    this.stopping = true;
-    this.wake();
-    await this.running;
+    await this.loop.stop();
   }
 
   wake(): void {
-    this.wokenMeanwhile = true;
-    this.wakeUp?.();
+    this.loop.wake();
   }
 
   /** One pass over every enabled endpoint; how many events it read (tests call it to not wait for the poll). */
@@ -62,13 +67,13 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     let read = 0;
     let written = 0;
     for (const id of await this.webhooks.enabledIds()) {
-      if (this.stopping) break;
+      if (this.loop.stopped) break;
       const [seen, wrote] = await this.uow.run(async (tx): Promise<[number, number]> => {
         const endpoint = await this.webhooks.lockForDispatch(tx, id);
         if (!endpoint) return [0, 0];
         const page = await this.source.after(endpoint.organizationId, endpoint.cursor, PAGE);
         if (page.next === endpoint.cursor) return [0, 0];
-        const wanted = page.events.filter((event) => !endpoint.types.length || endpoint.types.includes(event.type));
+        const wanted = page.events.filter((event) => (!endpoint.types.length || endpoint.types.includes(event.type)) && !isAbout(event, endpoint.id));
         await this.deliveries.insertEvents(tx, endpoint.id, wanted.map((event) => ({ id: event.id, type: event.type, body: JSON.stringify(event) })), this.clock.now());
         await this.webhooks.moveCursor(tx, endpoint.id, page.next);
         return [page.events.length, wanted.length];
@@ -78,33 +83,5 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     }
     if (written) this.sender.wake();
     return read;
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopping) {
-      this.wokenMeanwhile = false;
-      let read = 0;
-      try {
-        // Events read: there may be more after them, so look again at once.
-        read = await this.dispatchOnce();
-      } catch (err) {
-        if (isDatabaseUnavailable(err)) this.availability.report(err);
-        else this.logger.warn(`could not dispatch events to webhooks: ${(err as Error).message}`);
-      }
-      if (!read) await this.nap();
-    }
-  }
-
-  private nap(): Promise<void> {
-    if (this.wokenMeanwhile || this.stopping) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, DISPATCH_POLL_MS);
-      this.wakeUp = done;
-    });
   }
 }

@@ -2,14 +2,16 @@ import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationB
 import { HttpAdapterHost } from '@nestjs/core';
 import { roleAtLeast } from '@prospect/contract';
 import { SignJWT } from 'jose';
+import { AuditService } from '../audit/audit.service.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
+import { DatabaseAvailability } from '../database/database-availability.js';
+import { OutboxWorker, retryDelaySeconds } from '../database/outbox-worker.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { Mailer } from '../mail/mailer.js';
 import { OrganizationsService } from '../organizations/organizations.service.js';
 import { SigningKeys } from '../server-secrets/signing-keys.js';
-import { type EndpointAnswer, OutboundUrls } from './outbound-url.js';
+import { type EndpointAnswer, originOf, OutboundUrls } from './outbound-url.js';
 import { type ClaimedDelivery, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { signature, WebhookSecrets } from './webhook-secrets.js';
 import { WebhooksRepository } from './webhooks.repository.js';
@@ -24,6 +26,8 @@ const CLAIM_SECONDS = 60;
 export const GIVE_UP_SECONDS = 3 * 24 * 3600;
 /** The longest wait between two tries. */
 const MAX_RETRY_SECONDS = 12 * 3600;
+/** Up to 10 % more on each wait: the retries of many deliveries that failed together (an endpoint back up) spread out. */
+const RETRY_JITTER = 0.1;
 /** How long a logout token is valid (Back-Channel Logout 1.0 §2.4 `exp`): it is made at each try. */
 const LOGOUT_TOKEN_SECONDS = 120;
 /** The event a logout token carries (Back-Channel Logout 1.0 §2.4). */
@@ -39,16 +43,13 @@ const MAX_REASON = 500;
  * 3 days after the delivery was written: then it is given up, and a webhook's endpoint disabled and
  * its organization's admins mailed. At least once: a replica that dies after the endpoint answered
  * and before recording it leaves a claim that expires, and the delivery is sent again with the same
- * `webhook-id` (receivers deduplicate on it).
+ * `webhook-id` (receivers deduplicate on it). The loop, its claims and its shutdown are
+ * database/outbox-worker.ts's, as the mail worker's are.
  */
 @Injectable()
 export class WebhookSender implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Webhooks');
-  private readonly inFlight = new Map<string, { delivery: ClaimedDelivery; done: Promise<void> }>();
-  private running?: Promise<void>;
-  private stopping = false;
-  private wakeUp?: () => void;
-  private wokenMeanwhile = false;
+  private readonly worker: OutboxWorker<ClaimedDelivery>;
 
   constructor(
     private readonly deliveries: WebhookDeliveriesRepository,
@@ -58,21 +59,37 @@ export class WebhookSender implements OnApplicationBootstrap, BeforeApplicationS
     private readonly signingKeys: SigningKeys,
     private readonly organizations: OrganizationsService,
     private readonly mailer: Mailer,
+    private readonly audit: AuditService,
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
     private readonly config: AppConfig,
-    private readonly availability: DatabaseAvailability,
+    availability: DatabaseAvailability,
     private readonly adapterHost: HttpAdapterHost,
-  ) {}
+  ) {
+    this.worker = new OutboxWorker<ClaimedDelivery>({
+      name: 'Webhooks',
+      rows: 'deliveries',
+      pollMs: SEND_POLL_MS,
+      concurrency: CONCURRENT_SENDS,
+      claim: (limit) => {
+        const now = this.clock.now();
+        return this.deliveries.claimDue(limit, now, new Date(now.getTime() + CLAIM_SECONDS * 1000));
+      },
+      work: (delivery) => this.send(delivery),
+      release: (ids, claimedUntil, reason) => this.deliveries.release(ids, claimedUntil, reason),
+      // A finished try may make the endpoint's next delivery due: look again at once.
+      claimAfterEachTry: true,
+      availability,
+    });
+  }
 
   onApplicationBootstrap(): void {
     if (!this.adapterHost.httpAdapter) return;
-    this.running = this.loop();
+    this.worker.start();
   }
 
   wake(): void {
-    this.wokenMeanwhile = true;
-    this.wakeUp?.();
+    this.worker.wake();
   }
 
   /**
@@ -80,57 +97,7 @@ export class WebhookSender implements OnApplicationBootstrap, BeforeApplicationS
    * shutdown grace, or their claims are given back for the next replica.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    this.stopping = true;
-    this.wake();
-    await this.running;
-    const grace = Math.max(0, this.config.shutdownGraceSeconds * 1000 - 1_000);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.inFlight.values()].map((s) => s.done)), new Promise<void>((r) => (timer = setTimeout(r, grace)))]);
-    clearTimeout(timer);
-    for (const { delivery } of this.inFlight.values()) {
-      await this.deliveries.release([delivery.id], delivery.claimedUntil, 'not answered before the replica stopped; sent again by the next one').catch(() => undefined);
-    }
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopping) {
-      this.wokenMeanwhile = false;
-      const free = CONCURRENT_SENDS - this.inFlight.size;
-      let claimed: ClaimedDelivery[] = [];
-      if (free > 0) {
-        try {
-          const now = this.clock.now();
-          claimed = await this.deliveries.claimDue(free, now, new Date(now.getTime() + CLAIM_SECONDS * 1000));
-        } catch (err) {
-          this.report('claim due deliveries', err);
-        }
-        for (const delivery of claimed) this.start(delivery);
-      }
-      if (free > 0 && claimed.length === free) continue;
-      await this.nap();
-    }
-  }
-
-  private nap(): Promise<void> {
-    if (this.wokenMeanwhile || this.stopping) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, SEND_POLL_MS);
-      this.wakeUp = done;
-    });
-  }
-
-  private start(delivery: ClaimedDelivery): void {
-    // A finished try may make the endpoint's next delivery due: look again at once.
-    const done = this.send(delivery).finally(() => {
-      this.inFlight.delete(delivery.id);
-      this.wake();
-    });
-    this.inFlight.set(delivery.id, { delivery, done });
+    await this.worker.shutdown(Date.now() + this.config.shutdownGraceSeconds * 1000);
   }
 
   /** One try of one claimed delivery, and its outcome recorded. */
@@ -145,6 +112,7 @@ export class WebhookSender implements OnApplicationBootstrap, BeforeApplicationS
     } catch (err) {
       failure = (err as Error).message;
     }
+    if (this.worker.isAbandoned(delivery.id)) return; // its claim was given back at shutdown
     try {
       const now = this.clock.now();
       if (!failure) {
@@ -157,12 +125,12 @@ export class WebhookSender implements OnApplicationBootstrap, BeforeApplicationS
         await this.giveUp(delivery, answer?.status ?? null, reason, now);
         return;
       }
-      const next = Math.min(deadline, now.getTime() + retryDelaySeconds(this.config.webhookRetryBaseSeconds, delivery.attempts) * 1000);
+      const next = Math.min(deadline, now.getTime() + retryDelaySeconds(this.config.webhookRetryBaseSeconds, delivery.attempts, MAX_RETRY_SECONDS, RETRY_JITTER) * 1000);
       await this.deliveries.retryAt(delivery.id, delivery.claimedUntil, new Date(next), answer?.status ?? null, reason);
       this.logger.warn(`delivery ${delivery.id} (${delivery.messageId}) failed (${reason}); trying again at ${new Date(next).toISOString()}`);
     } catch (err) {
       // Its claim expires and it is tried again: at least once.
-      this.report(`record the outcome of delivery ${delivery.id}`, err);
+      this.worker.report(`record the outcome of delivery ${delivery.id}`, err);
     }
   }
 
@@ -207,6 +175,12 @@ export class WebhookSender implements OnApplicationBootstrap, BeforeApplicationS
     await this.uow.run(async (tx) => {
       if (!(await this.deliveries.giveUp(tx, delivery.id, delivery.claimedUntil, status, reason, now))) return;
       if (!webhook || !(await this.webhooks.disableFailing(tx, webhook.id, disabledReason, now))) return;
+      // In the organization's log, by the instance itself: no one signed in did it, no request is behind it.
+      await this.audit.record(
+        'org.webhook_disable_failing',
+        { userId: null, ip: null, organizationId: webhook.organizationId, detail: { webhookId: webhook.id, origin: originOf(webhook.url), reason }, at: now },
+        tx,
+      );
       for (const admin of admins) {
         const text = `The webhook ${webhook.url} of your organization failed for 3 days and was disabled.\n\nLast failure: ${reason}\n\nEnable it again on the organization's webhooks page once it answers; its undelivered events are sent then.`;
         await this.mailer.send({ to: admin.user.email, subject: 'A webhook of your organization was disabled', text, html: `<p>${escapeHtml(text).replace(/\n\n/g, '</p><p>')}</p>` }, tx);
@@ -214,18 +188,6 @@ export class WebhookSender implements OnApplicationBootstrap, BeforeApplicationS
     });
     this.logger.error(`delivery ${delivery.id} (${delivery.messageId}) given up after ${delivery.attempts} tries: ${reason}`);
   }
-
-  private report(what: string, err: unknown): void {
-    if (isDatabaseUnavailable(err)) this.availability.report(err);
-    else this.logger.warn(`could not ${what}: ${(err as Error).message}`);
-  }
-}
-
-/** WEBHOOK_RETRY_BASE_SECONDS after the first failure, doubling with each one, with up to 10% of jitter added, at most MAX_RETRY_SECONDS. */
-export function retryDelaySeconds(baseSeconds: number, failures: number): number {
-  const doubled = Math.min(MAX_RETRY_SECONDS, baseSeconds * 2 ** Math.min(Math.max(0, failures - 1), 20));
-  // Jitter spreads the retries of many deliveries that failed together (an endpoint back up).
-  return doubled * (1 + Math.random() * 0.1);
 }
 
 function escapeHtml(text: string): string {

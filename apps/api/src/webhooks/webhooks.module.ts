@@ -31,7 +31,7 @@ import { WebhooksService } from './webhooks.service.js';
     OutboundUrls,
     WebhookDispatcher,
     WebhookSender,
-    // TEMPORARY (event-source.ts): the events branch's stream replaces it at merge.
+    // The organization's stream of events/, behind the interface the dispatcher reads (event-source.ts).
     { provide: EventSource, useClass: StreamEventSource },
   ],
   exports: [WebhooksService, OutboundUrls],

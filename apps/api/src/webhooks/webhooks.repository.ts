@@ -66,6 +66,7 @@ export class WebhooksRepository {
     organizationId: string,
     id: string,
     change: { url: string | null; types: string[] | null; disabled: boolean | null; reason: string; headCursor: string | null; now: Date },
+    tx?: Tx,
   ): Promise<WebhookRow | undefined> {
     const [row] = await this.sql.rows<WebhookRow>(
       `UPDATE webhooks SET url = COALESCE($3, url), types = COALESCE($4, types),
@@ -76,23 +77,27 @@ export class WebhooksRepository {
         WHERE organization_id = $1 AND id = $2
         RETURNING ${COLUMNS}`,
       [organizationId, id, change.url, change.types, change.disabled, change.reason, change.headCursor, change.now],
+      tx,
     );
     return row;
   }
 
   /** The secret before this one keeps signing until `until`. */
-  async rotate(organizationId: string, id: string, secretSealed: Buffer, until: Date, now: Date): Promise<WebhookRow | undefined> {
+  async rotate(organizationId: string, id: string, secretSealed: Buffer, until: Date, now: Date, tx?: Tx): Promise<WebhookRow | undefined> {
     const [row] = await this.sql.rows<WebhookRow>(
       `UPDATE webhooks SET previous_secret_sealed = secret_sealed, previous_secret_until = $4, secret_sealed = $3, updated_at = $5
         WHERE organization_id = $1 AND id = $2
         RETURNING ${COLUMNS}`,
       [organizationId, id, secretSealed, until, now],
+      tx,
     );
     return row;
   }
 
-  async delete(organizationId: string, id: string): Promise<boolean> {
-    return (await this.sql.count(`DELETE FROM webhooks WHERE organization_id = $1 AND id = $2`, [organizationId, id])) > 0;
+  /** Deletes the endpoint (its deliveries go with it); its URL, or undefined for none. */
+  async delete(organizationId: string, id: string, tx?: Tx): Promise<string | undefined> {
+    const [row] = await this.sql.rows<{ url: string }>(`DELETE FROM webhooks WHERE organization_id = $1 AND id = $2 RETURNING url`, [organizationId, id], tx);
+    return row?.url;
   }
 
   /** Enabled endpoints, for the dispatcher to visit. */

@@ -12,9 +12,10 @@ import {
 import { badRequest, conflict, notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import type { Tx } from '../database/tx.js';
-import type { OrgActor } from '../organizations/organizations.service.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { type OrgActor, OrganizationsService } from '../organizations/organizations.service.js';
 import { EventSource } from './event-source.js';
-import { OutboundUrlRefused, OutboundUrls } from './outbound-url.js';
+import { originOf, OutboundUrlRefused, OutboundUrls } from './outbound-url.js';
 import { WebhookDeliveriesRepository, type DeliveryLogRow } from './webhook-deliveries.repository.js';
 import { WebhookDispatcher } from './webhook-dispatcher.js';
 import { WebhookSecrets } from './webhook-secrets.js';
@@ -35,6 +36,8 @@ export class WebhooksService {
     private readonly urls: OutboundUrls,
     private readonly source: EventSource,
     private readonly dispatcher: WebhookDispatcher,
+    private readonly organizations: OrganizationsService,
+    private readonly uow: UnitOfWork,
     private readonly clock: Clock,
   ) {}
 
@@ -43,16 +46,16 @@ export class WebhooksService {
     await this.vetUrl(input.url);
     const id = randomUUID();
     const secret = this.secrets.make();
-    const row = await this.webhooks.insert({
-      id,
-      organizationId: actor.organization.id,
-      url: input.url,
-      types: [...new Set(input.types ?? [])],
-      secretSealed: await this.secrets.seal(id, secret),
-      cursor: await this.source.head(actor.organization.id),
-      createdBy: actor.userId,
-      now: this.clock.now(),
-      max: WEBHOOKS_PER_ORGANIZATION_MAX,
+    const types = [...new Set(input.types ?? [])];
+    const secretSealed = await this.secrets.seal(id, secret);
+    const cursor = await this.source.head();
+    const row = await this.uow.run(async (tx) => {
+      const inserted = await this.webhooks.insert(
+        { id, organizationId: actor.organization.id, url: input.url, types, secretSealed, cursor, createdBy: actor.userId, now: this.clock.now(), max: WEBHOOKS_PER_ORGANIZATION_MAX },
+        tx,
+      );
+      if (inserted) await this.organizations.record(tx, actor, 'org.webhook_create', { webhookId: id, origin: originOf(inserted.url), types: typesWord(types) });
+      return inserted;
     });
     if (!row) throw conflict(`An organization may have at most ${WEBHOOKS_PER_ORGANIZATION_MAX} webhooks; delete one first.`);
     return { id, secret, webhook: view(row) };
@@ -69,13 +72,27 @@ export class WebhooksService {
   async update(actor: OrgActor, id: string, change: UpdateWebhookRequest): Promise<Webhook> {
     await this.found(actor, id);
     if (change.url !== undefined) await this.vetUrl(change.url);
-    const row = await this.webhooks.update(actor.organization.id, id, {
-      url: change.url ?? null,
-      types: change.types ? [...new Set(change.types)] : null,
-      disabled: change.disabled ?? null,
-      reason: 'disabled by an admin',
-      headCursor: change.disabled === false ? await this.source.head(actor.organization.id) : null,
-      now: this.clock.now(),
+    const types = change.types ? [...new Set(change.types)] : null;
+    const headCursor = change.disabled === false ? await this.source.head() : null;
+    const row = await this.uow.run(async (tx) => {
+      const updated = await this.webhooks.update(
+        actor.organization.id,
+        id,
+        { url: change.url ?? null, types, disabled: change.disabled ?? null, reason: 'disabled by an admin', headCursor, now: this.clock.now() },
+        tx,
+      );
+      if (updated) {
+        // What the request set (the same value again included): an admin's act is recorded as asked.
+        const changed = (['url', 'types', 'disabled'] as const).filter((field) => change[field] !== undefined);
+        await this.organizations.record(tx, actor, 'org.webhook_update', {
+          webhookId: id,
+          origin: originOf(updated.url),
+          changed: changed.join(','),
+          ...(types ? { types: typesWord(types) } : {}),
+          ...(change.disabled !== undefined ? { disabled: change.disabled } : {}),
+        });
+      }
+      return updated;
     });
     if (!row) throw notFound('No such webhook.');
     this.dispatcher.wake();
@@ -83,7 +100,14 @@ export class WebhooksService {
   }
 
   async remove(actor: OrgActor, id: string): Promise<void> {
-    if (!UUID.test(id) || !(await this.webhooks.delete(actor.organization.id, id))) throw notFound('No such webhook.');
+    const deleted =
+      UUID.test(id) &&
+      (await this.uow.run(async (tx) => {
+        const url = await this.webhooks.delete(actor.organization.id, id, tx);
+        if (url) await this.organizations.record(tx, actor, 'org.webhook_delete', { webhookId: id, origin: originOf(url) });
+        return url !== undefined;
+      }));
+    if (!deleted) throw notFound('No such webhook.');
   }
 
   /** A new secret, shown this once; the one before it keeps signing for ROTATION_OVERLAP_SECONDS. */
@@ -91,7 +115,18 @@ export class WebhooksService {
     await this.found(actor, id);
     const secret = this.secrets.make();
     const now = this.clock.now();
-    const row = await this.webhooks.rotate(actor.organization.id, id, await this.secrets.seal(id, secret), new Date(now.getTime() + ROTATION_OVERLAP_SECONDS * 1000), now);
+    const sealed = await this.secrets.seal(id, secret);
+    const row = await this.uow.run(async (tx) => {
+      const rotated = await this.webhooks.rotate(actor.organization.id, id, sealed, new Date(now.getTime() + ROTATION_OVERLAP_SECONDS * 1000), now, tx);
+      if (rotated) {
+        await this.organizations.record(tx, actor, 'org.webhook_secret_rotate', {
+          webhookId: id,
+          origin: originOf(rotated.url),
+          previousSecretValidUntil: rotated.previousSecretUntil?.toISOString() ?? null,
+        });
+      }
+      return rotated;
+    });
     if (!row) throw notFound('No such webhook.');
     return { id, secret, webhook: view(row) };
   }
@@ -131,6 +166,9 @@ export class WebhooksService {
     }
   }
 }
+
+/** An endpoint's types as its events record them: comma-separated, `*` for every type. */
+export const typesWord = (types: readonly string[]): string => (types.length ? types.join(',') : '*');
 
 function view(row: WebhookRow): Webhook {
   return {

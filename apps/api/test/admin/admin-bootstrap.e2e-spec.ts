@@ -1,9 +1,14 @@
-import { InvalidSetupCodeError } from '../../src/users/admin-setup-codes.js';
+import { Mailer } from '../../src/mail/mailer.js';
+import { AdminSetupCodes, InvalidSetupCodeError } from '../../src/users/admin-setup-codes.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { type ApiProcess, runApiProcess, startApiProcess } from '../support/api-process.js';
 import { adminEmails } from '../support/direct-sql.js';
+import { poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
+import { get } from '../support/http.js';
+import { startAppWithMail } from '../support/mailing-app.js';
 import { emptyServerDatabase } from '../support/server-database.js';
 import { startTestApp } from '../support/test-app.js';
+import { signInAs, signUp, webClient } from '../support/web-client.js';
 
 const CODE_LINE = /signup\?setup_code=(prss_[A-Za-z0-9_-]{43})/;
 const startAll = (env: Record<string, string>) => Promise.all([1, 2, 3].map(() => startApiProcess(env, 60_000)));
@@ -66,6 +71,43 @@ describe('admin bootstrap with replicas', () => {
       expect(await adminEmails(database.url)).toEqual(['first@example.com']);
     } finally {
       await app.close();
+    }
+  });
+
+  it('the administrator made through the setup link with no SMTP_URL approves an admin login once SMTP_URL is set (#49): the console’s link counts as the address’s proof', async () => {
+    const shared = { url: database.url, kind: 'server' as const, drop: async () => undefined };
+    const email = 'operator@example.com';
+    const password = 'correct horse battery';
+    // First start, no SMTP_URL: mail is a log line (the recipe's restart overwrites that log).
+    const first = await startTestApp({ database: shared });
+    try {
+      const code = first.app.get(AdminSetupCodes).issued!;
+      const web = webClient(first);
+      expect((await signUp(web, { name: 'Operator', email, password, setup_code: code }, `/signup?setup_code=${code}`)).status).toBe(303);
+      expect(await userByEmail(first, email)).toMatchObject({ role: 'admin', emailVerifiedAt: expect.any(Date) });
+    } finally {
+      await first.close();
+    }
+
+    // Restarted with SMTP_URL (REQUIRE_EMAIL_VERIFICATION on with it): the administrator approves
+    // `prospect auth:login --scopes profile,tokens,admin,orgs` as before, no confirmation asked.
+    const { api, smtp } = await startAppWithMail({ database: shared });
+    try {
+      expect(api.config.requireEmailVerification).toBe(true);
+      const start = await startDeviceLogin(api, { clientName: 'prospect CLI 0.1.0', hostname: 'laptop', scopes: ['profile', 'tokens', 'admin', 'orgs'] });
+      const browser = await signInAs(api, email, password);
+      const page = await browser.send('GET', `/device?user_code=${start.userCode}`);
+      expect(page.status).toBe(200);
+      expect(page.text).not.toContain('Confirm your e-mail address first');
+      expect((await browser.send('POST', '/device/approve', { _csrf: browser.csrfFrom(page.text), user_code: start.userCode })).status).toBe(200);
+      const authorized = (await poll(api, start.deviceCode)).body as { status: string; accessToken: string };
+      expect(authorized.status).toBe('authorized');
+      expect((await get(api, '/api/admin/users', authorized.accessToken)).status).toBe(200);
+      // Nothing was mailed to confirm an address the setup link vouched for.
+      await api.app.get(Mailer).settled();
+      expect(smtp.to(email)).toEqual([]);
+    } finally {
+      await api.close();
     }
   });
 });

@@ -1,9 +1,11 @@
-import { type EventPage, EventPageSchema, EventSchema, ROUTES } from '@prospect/contract';
+import { type EventPage, EventPageSchema, EventSchema, OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import { AuditService } from '../../src/audit/audit.service.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { positionOf } from '../../src/events/event-id.js';
-import { approve, createUser, poll, startDeviceLogin } from '../support/fixtures.js';
-import { csrfFrom, webClient } from '../support/web-client.js';
+import { approve, createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
+import { enrolTotp } from '../support/account-flows.js';
+import { csrfFrom, postFrom, signUp, webClient } from '../support/web-client.js';
+import { approveIn, authorizationParams, pkce, tokenRequest } from '../oauth/code-flow-support.js';
 import { DeviceApprovalService } from '../../src/device-login/device-approval.service.js';
 import { post, request, type Target } from '../support/http.js';
 import { addMember, createOrganization, orgsToken, personWithToken } from '../support/organization-fixtures.js';
@@ -13,6 +15,7 @@ import { startReplica, startTestApp, UNLIMITED_ADDRESS, type Replica, type TestA
 
 const ADMIN_EVENTS = '/api/admin/events';
 const STREAM_START_ID = 'evt_00000000000000000000000000';
+const PASSWORD = 'correct horse battery';
 
 /** The event stream (issue #46): the cursor never skips or repeats an event while replicas write. */
 describe('the event stream', () => {
@@ -210,6 +213,98 @@ describe('the event stream', () => {
       30_000,
     );
     expect(starts[0]!.userAgent).toBe('prospect/0.1.0 (linux; node 20)');
+  });
+
+  it('records the User-Agent of every request behind an event: sign-up, settings, second factors, consent and code exchange, refresh, revocation, the admin API', async () => {
+    const UA = 'Mozilla/5.0 (X11; Linux x86_64) ua-everywhere/1.0';
+    const from = (await readAll()).at(-1) ?? STREAM_START_ID;
+    const web = webClient(api);
+    // Every request of this browser says who it is, as a browser does.
+    web.agent.set('user-agent', UA);
+    const email = `ua-${Date.now()}@example.com`;
+    expect((await signUp(web, { name: 'Ua Person', email, password: PASSWORD })).status).toBe(303);
+    const person = (await userByEmail(api, email))!;
+    expect((await postFrom(web, '/settings/account', '/settings/account/name', { name: 'Ua Renamed' })).status).toBe(303);
+    await enrolTotp(web);
+
+    // A client registered through the admin API, a consent on its page, the code exchanged, the pair refreshed and revoked.
+    const clientId = `ua-tool-${Date.now()}`;
+    const registered = await request(api, 'POST', '/api/admin/clients', {
+      json: { id: clientId, name: 'The UA tool', allowedScopes: ['openid', 'profile', 'email'], redirectUris: ['https://tool.example.com/callback'] },
+      token: adminToken,
+      headers: { 'user-agent': UA },
+    });
+    expect(registered.status).toBe(201);
+    const { verifier, challenge } = pkce();
+    const params = authorizationParams(clientId, 'https://tool.example.com/callback', challenge);
+    const back = await approveIn(web, params);
+    const exchanged = await tokenRequest(
+      api,
+      { grant_type: 'authorization_code', client_id: clientId, code: back.searchParams.get('code')!, redirect_uri: 'https://tool.example.com/callback', code_verifier: verifier },
+      { 'user-agent': UA },
+    );
+    expect(exchanged.status).toBe(200);
+    const refreshed = await tokenRequest(api, { grant_type: 'refresh_token', client_id: clientId, refresh_token: exchanged.body.refresh_token }, { 'user-agent': UA });
+    expect(refreshed.status).toBe(200);
+    const revoked = await request(api, 'POST', OAUTH_ROUTES.revoke, {
+      body: new URLSearchParams({ token: refreshed.body.refresh_token, client_id: clientId }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': UA },
+    });
+    expect(revoked.status).toBe(200);
+    // And an administrator disables the account through the admin API.
+    expect((await request(api, 'PATCH', `/api/admin/users/${person.id}`, { json: { disabled: true }, token: adminToken, headers: { 'user-agent': UA } })).status).toBe(200);
+
+    const expected = ['user.signed_up', 'user.renamed', 'factor.totp_added', 'client.created', 'consent.granted', 'authorization_code.exchanged', 'token.refreshed', 'grant.revoked', 'user.disabled'];
+    let events: EventPage['events'] = [];
+    const ours = (e: EventPage['events'][number]) => e.actor.id === person.id || e.subject?.id === person.id || e.data.clientId === clientId;
+    await waitFor(
+      'the events to settle',
+      async () => {
+        events = (await page(api, ADMIN_EVENTS, { after: from, limit: 1000 })).events.filter(ours);
+        return expected.every((type) => events.some((e) => e.type === type));
+      },
+      30_000,
+    );
+    // Every one of them, those listed and any other these requests recorded (recovery codes, the revocation's tokens), has it.
+    expect(events.filter((e) => e.userAgent !== UA).map((e) => [e.type, e.userAgent])).toEqual([]);
+    expect(events.length).toBeGreaterThanOrEqual(expected.length);
+  });
+
+  it('records the CLI’s User-Agent on a device login’s redemption and cancellation, and the caller’s on a password reset request', async () => {
+    const CLI = 'prospect/0.1.0 (linux; node 20)';
+    const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64) forgot/1.0';
+    const from = (await readAll()).at(-1) ?? STREAM_START_ID;
+    const person = await createUser(api);
+    const cli = { 'user-agent': CLI };
+    const start = async () => (await request(api, 'POST', ROUTES.deviceStart, { json: { clientName: 'prospect CLI 0.1.0', hostname: 'laptop' }, headers: cli })).body as { deviceCode: string; userCode: string };
+    const redeemed = await start();
+    await approve(api, redeemed.userCode, person);
+    expect((await request(api, 'POST', ROUTES.devicePoll, { json: { deviceCode: redeemed.deviceCode }, headers: cli })).status).toBe(200);
+    const cancelled = await start();
+    expect((await request(api, 'POST', ROUTES.deviceCancel, { json: { deviceCode: cancelled.deviceCode }, headers: cli })).status).toBeLessThan(300);
+    const web = webClient(api);
+    web.agent.set('user-agent', BROWSER);
+    expect((await postFrom(web, '/password/forgot', '/password/forgot', { email: person.email })).status).toBeLessThan(400);
+
+    const wanted = ['grant.redeemed', 'device_authorization.cancelled', 'password.reset_requested'];
+    let events: EventPage['events'] = [];
+    await waitFor(
+      'the events to settle',
+      async () => {
+        // This file's tests run one at a time: every event of these types after `from` is this test's.
+        events = (await page(api, ADMIN_EVENTS, { after: from, types: wanted.join(','), limit: 1000 })).events;
+        return wanted.every((type) => events.some((e) => e.type === type));
+      },
+      30_000,
+    );
+    expect(Object.fromEntries(events.map((e) => [e.type, e.userAgent]))).toEqual({ 'grant.redeemed': CLI, 'device_authorization.cancelled': CLI, 'password.reset_requested': BROWSER });
+  });
+
+  it('records no User-Agent for work no request is behind', async () => {
+    const from = (await readAll()).at(-1) ?? STREAM_START_ID;
+    await api.app.get(AuditService).record('admin.api_action', { detail: { action: 'outside any request' } });
+    const { events } = await settledPage(ADMIN_EVENTS, { after: from, types: 'admin.action' }, adminToken, 1);
+    expect(events.find((e) => e.data.action === 'outside any request')?.userAgent).toBeNull();
   });
 
   it('answers a bad cursor, type or limit with 400, and the instance’s stream to admins only', async () => {

@@ -1,4 +1,4 @@
-import { DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES } from '@prospect/contract';
+import { DEVICE_CODE_GRANT_TYPE, OAUTH_ROUTES, ROUTES, TOKEN_EXCHANGE_GRANT_TYPE } from '@prospect/contract';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { Clock } from '../../src/common/clock.js';
@@ -118,7 +118,7 @@ describe('OAuth 2.0 surface', () => {
         // Issue #33: the code flow (PKCE S256 only) and confidential clients joined the device flow.
         authorization_endpoint: api.baseUrl + OAUTH_ROUTES.authorize,
         // Issue #45: service accounts use the client credentials grant, with private_key_jwt among the ways to authenticate.
-        grant_types_supported: ['authorization_code', DEVICE_CODE_GRANT_TYPE, 'refresh_token', 'client_credentials'],
+        grant_types_supported: ['authorization_code', DEVICE_CODE_GRANT_TYPE, 'refresh_token', 'client_credentials', TOKEN_EXCHANGE_GRANT_TYPE],
         response_types_supported: ['code'],
         code_challenge_methods_supported: ['S256'],
         token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'],

@@ -279,6 +279,36 @@ describe('identity providers of an organization', () => {
     expect((await orgLog(t)).find((e) => e.type === 'org.identity_provider_update')).toMatchObject({ detail: { disabled: true, sessions: 1 } });
   });
 
+  it('narrowing a provider’s domains ends the browser sessions it started for the dropped domain, as removing the domain does; the kept domain’s stay', async () => {
+    const t = await team();
+    const kept = `kept.${t.domain}`;
+    await markDomainVerified(fed.api, t.orgId, kept);
+    expect((await t.call('POST', '', t.admin.token, { ...t.body, emailDomains: [t.domain, kept] })).status).toBe(201);
+    const dropped = t.person('dropped');
+    const staying = t.person('staying', kept);
+    const [droppedBrowser, stayingBrowser, secondDroppedBrowser] = [new HttpBrowser(), new HttpBrowser(), new HttpBrowser()];
+    expect((await signInThrough(droppedBrowser, fed.api, `/login/sso/${t.providerId}`, dropped.sub)).status).toBe(303);
+    expect((await signInThrough(secondDroppedBrowser, fed.api, `/login/sso/${t.providerId}`, dropped.sub)).status).toBe(303);
+    expect((await signInThrough(stayingBrowser, fed.api, `/login/sso/${t.providerId}`, staying.sub)).status).toBe(303);
+
+    // The JSON API's PATCH: the domain stays verified by the organization, the provider no longer lists it.
+    expect((await t.call('PATCH', `/${t.providerId}`, t.admin.token, { emailDomains: [kept] })).status).toBe(200);
+    expect(await signedInAs(droppedBrowser, fed.api)).toBeNull();
+    expect(await signedInAs(secondDroppedBrowser, fed.api)).toBeNull();
+    expect(await signedInAs(stayingBrowser, fed.api)).toBe(staying.email);
+    expect((await orgLog(t)).find((e) => e.type === 'org.identity_provider_update')).toMatchObject({ actorEmail: t.admin.email, detail: { emailDomains: kept, sessions: 2 } });
+    // And its sign-in is refused now, as the ended sessions' would be.
+    expect((await signInThrough(new HttpBrowser(), fed.api, `/login/sso/${t.providerId}`, dropped.sub)).status).toBe(403);
+
+    // The page's edit form narrows the same way: the kept domain's session ends when it goes too.
+    const web = await signInAs(fed.api, t.admin.email, 'correct horse battery');
+    const page = `/orgs/${t.slug}/identity-providers`;
+    const form = { displayName: t.body.displayName, clientId: CLIENT_ID, scopes: 'openid email profile', allowSignUp: 'on', mfaAcrValues: '' };
+    expect((await postFrom(web, page, `${page}/${t.providerId}`, { ...form, emailDomains: t.domain })).status).toBe(303);
+    expect(await signedInAs(stayingBrowser, fed.api)).toBeNull();
+    expect((await orgLog(t)).find((e) => e.type === 'org.identity_provider_update')).toMatchObject({ detail: { emailDomains: t.domain, sessions: 1 } });
+  });
+
   it('an enforced domain signs in only through the organization’s enabled provider: /login sends there, no password, no reset mail', async () => {
     const t = await team({ enforceSso: true });
     const person = await createUser(fed.api, { email: `enforced${n}@${t.domain}` });

@@ -46,6 +46,7 @@ describe('the API process (npm start)', () => {
     const api = await startApiProcess({ PROSPECT_DATA_DIR: dataDir });
     const banner = api.stdout();
     expect(banner).toContain(`Create an account:  ${api.baseUrl}/signup`);
+    expect(banner).toContain(`  Organizations:      ${api.baseUrl}/orgs  (`);
     // The address it listens on, beside the public URL: behind a proxy the two differ, and each replica's banner names its own.
     expect(banner).toContain(`  Listening on:       127.0.0.1:${new URL(api.baseUrl).port}\n`);
     expect(banner).toContain(`prospect auth:login --api-url ${api.baseUrl}   (no prospect yet? npm run cli:install)`);

@@ -169,6 +169,63 @@ describe('/api/orgs/{slug}/webhooks', () => {
     }
   });
 
+  it('records every change of an endpoint in the organization’s log, by whom, from where: created, updated, secret rotated, deleted', async () => {
+    const watcher = await startWebhookReceiver();
+    const target = await startWebhookReceiver();
+    const UA = 'Mozilla/5.0 (X11; Linux x86_64) webhooks-audit/1.0';
+    const asAdmin = (t: { admin: { token: string } }, method: string, path: string, json?: unknown) => request(api, method, path, { json, token: t.admin.token, headers: { 'user-agent': UA } });
+    try {
+      const t = await team();
+      const from = (await call('GET', `/api/orgs/${t.slug}/events?limit=1000`, t.owner.token)).body.next as string;
+      // Another endpoint of the organization watches webhook changes: how a security team hears of a new one.
+      const watching = await register(t.slug, t.owner.token, watcher.url, ['webhook.created', 'webhook.updated', 'webhook.secret_rotated', 'webhook.deleted', 'webhook.disabled']);
+      watcher.verifyWith(watching.secret);
+
+      // A receiver's token in the path and query: the events keep only the origin.
+      const url = `${target.url}/T0K3N-in-the-path?key=s3cret`;
+      const created = await asAdmin(t, 'POST', `/api/orgs/${t.slug}/webhooks`, { url, types: ['member.added'] });
+      expect(created.status).toBe(201);
+      const id = created.body.id as string;
+      expect((await asAdmin(t, 'PATCH', `/api/orgs/${t.slug}/webhooks/${id}`, { url: target.url, types: [] })).status).toBe(200);
+      expect((await asAdmin(t, 'PATCH', `/api/orgs/${t.slug}/webhooks/${id}`, { disabled: true })).status).toBe(200);
+      expect((await asAdmin(t, 'POST', `/api/orgs/${t.slug}/webhooks/${id}/rotate-secret`)).status).toBe(200);
+      expect((await asAdmin(t, 'DELETE', `/api/orgs/${t.slug}/webhooks/${id}`)).status).toBe(204);
+      // Refused changes record nothing.
+      expect((await asAdmin(t, 'DELETE', `/api/orgs/${t.slug}/webhooks/${id}`)).status).toBe(404);
+      expect((await request(api, 'POST', `/api/orgs/${t.slug}/webhooks`, { json: { url: target.url }, token: t.member.token })).status).toBe(403);
+
+      const types = 'webhook.created,webhook.updated,webhook.secret_rotated,webhook.deleted,webhook.disabled';
+      let events: Array<Record<string, any>> = [];
+      await waitFor('the events of the changes', async () => (events = (await call('GET', `/api/orgs/${t.slug}/events?after=${from}&types=${types}`, t.owner.token)).body.events).length >= 6);
+      const origin = new URL(target.url).origin;
+      expect(events.map((e) => [e.type, e.subject, e.data])).toEqual([
+        ['webhook.created', { type: 'webhook', id: watching.id }, { webhookId: watching.id, origin: new URL(watcher.url).origin, types: 'webhook.created,webhook.updated,webhook.secret_rotated,webhook.deleted,webhook.disabled' }],
+        ['webhook.created', { type: 'webhook', id }, { webhookId: id, origin, types: 'member.added' }],
+        ['webhook.updated', { type: 'webhook', id }, { webhookId: id, origin, changed: 'url,types', types: '*' }],
+        ['webhook.updated', { type: 'webhook', id }, { webhookId: id, origin, changed: 'disabled', disabled: true }],
+        ['webhook.secret_rotated', { type: 'webhook', id }, { webhookId: id, origin, previousSecretValidUntil: expect.any(String) }],
+        ['webhook.deleted', { type: 'webhook', id }, { webhookId: id, origin }],
+      ]);
+      expect(JSON.stringify(events)).not.toMatch(/T0K3N|s3cret/);
+      for (const event of events.slice(1)) {
+        expect(event).toMatchObject({ actor: { type: 'user', id: t.admin.id }, organization: { slug: t.slug }, userAgent: UA, ip: expect.stringContaining('127.0.0.1') });
+      }
+      // The watcher received the other endpoint's five, not its own creation.
+      await waitFor('the watcher’s deliveries', () => watcher.accepted.length === 5);
+      expect(watcher.unverified).toEqual([]);
+      expect(watcher.accepted.map((d) => d.payload.type)).toEqual(['webhook.created', 'webhook.updated', 'webhook.updated', 'webhook.secret_rotated', 'webhook.deleted']);
+      expect(watcher.accepted.map((d) => d.id)).toEqual(events.slice(1).map((e) => e.id));
+      // In the organization's log page too, in words.
+      const web = await signInAs(api, t.owner.email, 'correct horse battery');
+      const logPage = await web.send('GET', `/orgs/${t.slug}`);
+      expect(logPage.text).toContain(`Rotated the secret of the webhook ${origin}`);
+      expect(logPage.text).toContain(`Deleted the webhook ${origin}`);
+    } finally {
+      await watcher.close();
+      await target.close();
+    }
+  });
+
   it('signs with both secrets for 24 hours after a rotation, then with the new one only', async () => {
     const receiver = await startWebhookReceiver();
     try {
@@ -335,6 +392,16 @@ describe('/api/orgs/{slug}/webhooks', () => {
       expect(entries.map((d) => d.state)).toEqual(['pending', 'failed']);
       // Its admins told (the owner and the admin; without SMTP_URL the mail is a log line).
       await waitFor('the mails to the admins', () => api.logs().split('\n').filter((l) => l.includes('A webhook of your organization was disabled')).length >= 2);
+      // In the organization's log: by the instance, no request behind it.
+      let disabledEvents: Array<Record<string, any>> = [];
+      await waitFor('the event', async () => (disabledEvents = (await call('GET', `/api/orgs/${t.slug}/events?types=webhook.disabled`, t.owner.token)).body.events).length === 1);
+      expect(disabledEvents[0]).toMatchObject({
+        actor: { type: 'system', id: null },
+        subject: { type: 'webhook', id: created.id },
+        ip: null,
+        userAgent: null,
+        data: { webhookId: created.id, origin: new URL(receiver.url).origin, reason: 'answered 500' },
+      });
 
       receiver.mode = 200;
       expect((await call('PATCH', `/api/orgs/${t.slug}/webhooks/${created.id}`, t.admin.token, { disabled: false })).status).toBe(200);

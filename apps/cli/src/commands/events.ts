@@ -1,4 +1,4 @@
-import { DEFAULT_API_BASE_URL, type Event, EVENTS_PAGE_MAX, EVENT_ID_PATTERN, OrgSlugSchema } from '@prospect/contract';
+import { DEFAULT_API_BASE_URL, type Event, EVENTS_PAGE_MAX, EVENT_ID_PATTERN, EVENT_TYPES, OrgSlugSchema } from '@prospect/contract';
 import { ApiHttpError } from '../api-client/api-errors.js';
 import { sessionTokenRejected } from '../api-client/login-hints.js';
 import { stripControls } from '../api-client/untrusted-text.js';
@@ -86,42 +86,66 @@ export const eventsCommand: Command = {
         if (ctx.signal.aborted) throw err;
         if (err instanceof ApiHttpError && err.status === 401 && ctx.credentials) throw sessionTokenRejected(err, api.baseUrl, { env: ctx.env, fromEnv: ctx.credentials.source === 'env' });
         if (err instanceof ApiHttpError && err.status === 403 && !org) throw new CliError(`${err.message} Without --org, \`prospect events\` reads the instance's events, which only administrators may (log in with \`--scopes profile,tokens,admin\`); add --org <slug> for an organization's.`);
+        // A refusal (a type the server does not know, an organization that is not yours) is a sentence already; a server error says its status.
+        if (err instanceof ApiHttpError && err.status < 500) throw new CliError(err.message);
         if (err instanceof ApiHttpError) throw new CliError(`HTTP ${err.status}${err.code ? ` ${err.code}` : ''}: ${err.message}`);
         throw err;
       }
     };
 
+    // Notes for a person (stderr, so stdout stays the events alone): nothing found, or following.
+    const note = (text: string) => ctx.stderr.write(`${text}\n`);
+    const given = after;
+    let printed = 0;
+    let caughtUp = false;
     try {
       for (;;) {
         const { events, next } = await fetchPage();
         for (const event of events) writeLine(ctx.stdout, ctx.flags.json ? JSON.stringify(event) : line(event));
+        printed += events.length;
         after = next;
         // A full page: more may be there already. Otherwise caught up: stop, or wait and ask again.
         if (events.length && events.length === (limit ?? 100)) continue;
-        if (!ctx.flags.follow) return;
+        if (!ctx.flags.follow) {
+          if (!printed && !ctx.flags.json) note(`No events${types.length ? ` of type ${types.join(', ')}` : ''}${org ? ` in ${org}` : ''}${given ? ` after ${given}` : ''}.`);
+          return;
+        }
+        if (!caughtUp && ctx.stderr.isTTY && !ctx.flags.json) note(`${printed ? '' : 'No events yet. '}Waiting for new ones (Ctrl-C stops)…`);
+        caughtUp = true;
         await realTiming.sleep(FOLLOW_INTERVAL_MS, ctx.signal);
         if (ctx.signal.aborted) throw ctx.signal.reason;
       }
     } catch (err) {
       if (!ctx.signal.aborted) throw err;
       // Ctrl-C: a clean stop, with where to pick up (stderr: stdout stays the events alone).
-      if (after) ctx.stderr.write(`Stopped. Continue with --after ${after}\n`);
+      // (Nothing seen and no --after: starting again from the beginning is the same.)
+      if (printed || given) ctx.stderr.write(`Stopped. Continue with --after ${after}\n`);
+      else ctx.stderr.write('Stopped.\n');
       return EXIT.interrupted;
     }
   },
 };
 
-/** One event in one line for a person: when, what, who, to what, where. Every text from the server stripped of control characters. */
+/** The width of the type column: the catalogue's longest type, so that what follows starts at one column. */
+const TYPE_WIDTH = Math.max(...EVENT_TYPES.map((type) => type.length));
+
+/**
+ * One event in one line for a person: when, what, who, then what it was done to, in which
+ * organization and from which address, each named by a word since not every event has them
+ * (columns that are sometimes empty would shift), and the id last (for --after). Every text from
+ * the server stripped of control characters.
+ */
 function line(event: Event): string {
-  const who = event.actor.type === 'user' ? (event.actor.email ?? event.actor.id) : 'system';
+  const who = event.actor.type === 'user' ? (event.actor.email ?? `a deleted account (${event.actor.id})`) : 'the system';
   const parts = [
     event.occurredAt.replace(/\.\d+Z$/, 'Z'),
-    event.type.padEnd(26),
+    // A type the catalogue does not know yet (a newer server) is longer at worst: it still ends in two spaces.
+    event.type.padEnd(TYPE_WIDTH),
     who,
     // An organization's own event names it once, by its slug, below.
-    event.subject && !(event.subject.type === 'organization' && event.subject.id === event.organization?.id) ? `${event.subject.type}:${event.subject.id}` : '',
-    event.organization?.slug ? `org:${event.organization.slug}` : '',
-    event.ip ?? '',
+    event.subject && !(event.subject.type === 'organization' && event.subject.id === event.organization?.id) ? `on ${event.subject.type.replace(/_/g, ' ')} ${event.subject.id}` : '',
+    event.organization ? `in ${event.organization.slug ?? `a deleted organization (${event.organization.id})`}` : '',
+    event.ip ? `from ${event.ip}` : '',
     event.id,
   ];
   return stripControls(parts.filter(Boolean).join('  '));

@@ -32,7 +32,11 @@ describe('prospect events', () => {
 
     const lines = await box.run(['events', '--org', slug, '--types', 'organization.renamed']);
     expect(lines.code).toBe(0);
-    expect(lines.stdout.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:]+Z  organization\\.renamed +${person.email.replace(/\./g, '\\.')}  org:${slug}  127\\.0\\.0\\.1  ${events[1]!.id}$`))]);
+    // The actor starts at one column whatever the type (padded to the catalogue's longest); what may be missing is named by a word.
+    expect(lines.stdout.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:]+Z  organization\\.renamed {20}${person.email.replace(/\./g, '\\.')}  in ${slug}  from 127\\.0\\.0\\.1  ${events[1]!.id}$`))]);
+    expect(lines.stderr).toBe('');
+    // Nothing of a type: said on stderr, stdout empty.
+    expect(await box.run(['events', '--org', slug, '--types', 'webhook.deleted'])).toMatchObject({ code: 0, stdout: '', stderr: `No events of type webhook.deleted in ${slug}.\n` });
 
     // Paged with a small --limit, the same events; --after continues after one.
     const paged = await box.run(['events', '--org', slug, '--json', '--limit', '1']);
@@ -70,7 +74,7 @@ describe('prospect events', () => {
     expect(instance.stderr).toMatch(/Without --org, `prospect events` reads the instance's events, which only administrators may/);
     const unknownType = await box.run(['events', '--org', slug, '--types', 'user.logged_in']);
     expect(unknownType).toMatchObject({ code: 1, stdout: '' });
-    expect(unknownType.stderr).toMatch(/^Error: HTTP 400 .*Unknown event type in `types`: "user\.logged_in"/);
+    expect(unknownType.stderr).toMatch(/^Error: Unknown event type in `types`: "user\.logged_in"/);
     expect(await box.run(['events', '--org', slug, '--after', 'yesterday'])).toMatchObject({ code: 2, stdout: '' });
     expect(await box.run(['events', '--org', 'Not A Slug'])).toMatchObject({ code: 2, stdout: '' });
     expect((await box.run(['events', '--org', slug, '--limit', '5000'])).code).toBe(2);

@@ -36,7 +36,9 @@ import { OrganizationJoinRequests1795400000040 } from './1795400000040-organizat
 import { EventStream1795400000041 } from './1795400000041-event-stream.js';
 import { ServiceAccounts1795400000042 } from './1795400000042-service-accounts.js';
 import { Webhooks1795400000043 } from './1795400000043-webhooks.js';
+import { ServiceAccountFederations1795400000044 } from './1795400000044-service-account-federations.js';
 import { SamlConnections1795400000045 } from './1795400000045-saml-connections.js';
+import { OrganizationInvitationsEndedIndex1795400000048 } from './1795400000048-organization-invitations-ended-index.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -73,5 +75,7 @@ export const MIGRATIONS = [
   EventStream1795400000041,
   ServiceAccounts1795400000042,
   Webhooks1795400000043,
+  ServiceAccountFederations1795400000044,
   SamlConnections1795400000045,
+  OrganizationInvitationsEndedIndex1795400000048,
 ];

@@ -1,6 +1,6 @@
 import { Controller, Get, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { CreateIdentityProviderRequestSchema, type AdminIdentityProvider, type UpdateIdentityProviderRequest, UpdateIdentityProviderRequestSchema, utcMinute } from '@prospect/contract';
+import type { UpdateIdentityProviderRequest } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/public.decorator.js';
 import { ApiException } from '../../common/api-exception.js';
@@ -8,46 +8,14 @@ import { AppConfig } from '../../config/app-config.js';
 import { DEFAULT_SCOPES, IdentityProvidersService } from '../../federation/identity-providers.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
+import { createRequestOf, presetOptions, problemOf, type ProviderForm, providerRow, readProviderForm, updateRequestOf } from '../identity-provider-form.js';
 import { accountOf, AdminGuard, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoGuard } from '../page-guards.js';
-
-/** What the create form held, to show it again after a refusal (never the secret). */
-interface ProviderForm {
-  preset: string;
-  id: string;
-  displayName: string;
-  tenant: string;
-  issuer: string;
-  clientId: string;
-  scopes: string;
-  emailDomains: string;
-  enforce: boolean;
-  allowSignUp: boolean;
-  mfaAcrValues: string;
-}
-
-/** The presets of the create form: each fills in the issuer (Microsoft: of the tenant typed). */
-const PRESETS: Array<[string, string]> = [
-  ['generic', 'Another OpenID provider (its issuer below)'],
-  ['google', 'Google (Google Workspace)'],
-  ['microsoft', 'Microsoft Entra ID (its tenant below)'],
-];
 
 const DONE: Record<string, string> = {
   updated: 'Saved.',
   disabled: 'Disabled: its sign-ins are refused, and every browser session it started has ended.',
   enabled: 'Enabled: people can sign in with it again.',
 };
-
-/** Words of a list typed in a field: separated by spaces, commas or new lines. */
-const words = (text: string) => text.split(/[\s,]+/).filter(Boolean);
-
-/** The first problem of a refused form, in a sentence that names its field. */
-function problemOf(error: { issues: Array<{ path: PropertyKey[]; message: string }> }): string {
-  const issue = error.issues[0]!;
-  const names: Record<string, string> = { id: 'The id', displayName: 'The display name', tenant: 'The tenant', issuer: 'The issuer', clientId: 'The client id', clientSecret: 'The client secret', scopes: 'The scopes', emailDomains: 'The e-mail domains' };
-  const name = names[String(issue.path[0])];
-  return name ? `${name} ${issue.message}.` : `${issue.message[0]!.toUpperCase()}${issue.message.slice(1)}.`;
-}
 
 /**
  * /admin/identity-providers: admins configure the OpenID providers people sign in through
@@ -74,33 +42,8 @@ export class AdminIdentityProvidersPageController {
   @Post()
   @UseGuards(CsrfGuard, SudoGuard)
   async create(@Req() req: Request, @Res() res: Response) {
-    const typed: ProviderForm = {
-      preset: field(req, 'preset') || 'generic',
-      id: field(req, 'id').trim(),
-      displayName: field(req, 'displayName'),
-      tenant: field(req, 'tenant').trim(),
-      issuer: field(req, 'issuer').trim(),
-      clientId: field(req, 'clientId').trim(),
-      scopes: field(req, 'scopes').trim(),
-      emailDomains: field(req, 'emailDomains'),
-      enforce: field(req, 'enforce') === 'on',
-      allowSignUp: field(req, 'allowSignUp') === 'on',
-      mfaAcrValues: field(req, 'mfaAcrValues').trim(),
-    };
-    const input = CreateIdentityProviderRequestSchema.safeParse({
-      id: typed.id,
-      displayName: typed.displayName,
-      preset: typed.preset,
-      ...(typed.preset === 'microsoft' ? { tenant: typed.tenant } : {}),
-      ...(typed.preset === 'generic' || !['google', 'microsoft'].includes(typed.preset) ? { issuer: typed.issuer } : {}),
-      clientId: typed.clientId,
-      clientSecret: field(req, 'clientSecret'),
-      ...(typed.scopes ? { scopes: words(typed.scopes) } : {}),
-      emailDomains: words(typed.emailDomains),
-      enforce: typed.enforce,
-      allowSignUp: typed.allowSignUp,
-      mfaAcrValues: words(typed.mfaAcrValues),
-    });
+    const typed = readProviderForm(req, true);
+    const input = createRequestOf(req, typed);
     if (!input.success) return this.render(req, res, 400, { error: problemOf(input.error), typed });
     try {
       await this.providers.create(input.data, req.webUser!.id, req.ip ?? null);
@@ -115,17 +58,7 @@ export class AdminIdentityProvidersPageController {
   @Post(':id')
   @UseGuards(CsrfGuard, SudoGuard)
   update(@Req() req: Request, @Res() res: Response, @Param('id') id: string) {
-    const secret = field(req, 'clientSecret');
-    const input = UpdateIdentityProviderRequestSchema.safeParse({
-      displayName: field(req, 'displayName'),
-      clientId: field(req, 'clientId').trim(),
-      ...(secret ? { clientSecret: secret } : {}),
-      scopes: words(field(req, 'scopes')),
-      emailDomains: words(field(req, 'emailDomains')),
-      enforce: field(req, 'enforce') === 'on',
-      allowSignUp: field(req, 'allowSignUp') === 'on',
-      mfaAcrValues: words(field(req, 'mfaAcrValues')),
-    });
+    const input = updateRequestOf(req, true);
     if (!input.success) return this.render(req, res, 400, { error: problemOf(input.error) });
     return this.act(req, res, id, 'updated', input.data);
   }
@@ -172,19 +105,13 @@ export class AdminIdentityProvidersPageController {
       title: 'Identity providers',
       wide: true,
       account: accountOf(req, this.csrf),
-      providers: all.map((p: AdminIdentityProvider) => ({
-        ...p,
-        scopesText: p.scopes.join(' '),
-        domainsText: p.emailDomains.join(' '),
-        acrText: p.mfaAcrValues.join(' '),
-        created: utcMinute(p.createdAt),
-      })),
+      providers: all.map(providerRow),
       created: created ? all.find((p) => p.id === created) : undefined,
       deleted: queryParam(req, 'deleted') || undefined,
       done: DONE[queryParam(req, 'done')],
       typed: notice.typed ?? { preset: 'generic' },
       defaultScopes: DEFAULT_SCOPES.join(' '),
-      presets: PRESETS.map(([value, label]) => ({ value, label, selected: (notice.typed?.preset ?? 'generic') === value })),
+      presets: presetOptions(notice.typed),
       callbackPattern: `${this.config.publicUrl}/login/sso/{id}/callback`,
       error: notice.error,
     });

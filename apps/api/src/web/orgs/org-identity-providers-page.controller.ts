@@ -2,13 +2,10 @@ import { Controller, Get, Param, Post, Req, Res, UseFilters, UseGuards } from '@
 import { ApiExcludeController } from '@nestjs/swagger';
 import {
   type AdminIdentityProvider,
-  CreateIdentityProviderRequestSchema,
   type IdentityProviderConnectionTest,
   type Organization,
   roleAtLeast,
   type UpdateIdentityProviderRequest,
-  UpdateIdentityProviderRequestSchema,
-  utcMinute,
 } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/public.decorator.js';
@@ -19,45 +16,15 @@ import { DEFAULT_SCOPES, IdentityProvidersService, type ProviderOwner } from '..
 import { OrganizationsService } from '../../organizations/organizations.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
+import { createRequestOf, presetOptions, problemOf, type ProviderForm, providerRow, readProviderForm, updateRequestOf } from '../identity-provider-form.js';
 import { accountOf, browserInSudoMode, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoRequired } from '../page-guards.js';
 import { orgTabs } from './org-admin-pages.js';
-
-/** What the register form held, to show it again after a refusal (never the secret). */
-interface ProviderForm {
-  preset: string;
-  id: string;
-  displayName: string;
-  tenant: string;
-  issuer: string;
-  clientId: string;
-  scopes: string;
-  emailDomains: string;
-  allowSignUp: boolean;
-  mfaAcrValues: string;
-}
-
-const PRESETS: Array<[string, string]> = [
-  ['generic', 'Another OpenID provider (its issuer below)'],
-  ['google', 'Google (Google Workspace)'],
-  ['microsoft', 'Microsoft Entra ID (its tenant below)'],
-];
 
 const DONE: Record<string, string> = {
   updated: 'Saved.',
   disabled: 'Disabled: its sign-ins are refused, and every browser session it started has ended.',
   enabled: 'Enabled: people of its domains can sign in with it again.',
 };
-
-/** Words of a list typed in a field: separated by spaces, commas or new lines. */
-const words = (text: string) => text.split(/[\s,]+/).filter(Boolean);
-
-/** The first problem of a refused form, in a sentence that names its field. */
-function problemOf(error: { issues: Array<{ path: PropertyKey[]; message: string }> }): string {
-  const issue = error.issues[0]!;
-  const names: Record<string, string> = { id: 'The id', displayName: 'The display name', tenant: 'The tenant', issuer: 'The issuer', clientId: 'The client id', clientSecret: 'The client secret', scopes: 'The scopes', emailDomains: 'The e-mail domains' };
-  const name = names[String(issue.path[0])];
-  return name ? `${name} ${issue.message}.` : `${issue.message[0]!.toUpperCase()}${issue.message.slice(1)}.`;
-}
 
 /**
  * /orgs/{slug}/identity-providers (issue #44): the organization's admins and owners register the
@@ -93,31 +60,9 @@ export class OrgIdentityProvidersPageController {
   async create(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
     const org = await this.adminOf(req, res, slug, true);
     if (!org) return;
-    const typed: ProviderForm = {
-      preset: field(req, 'preset') || 'generic',
-      id: field(req, 'id').trim(),
-      displayName: field(req, 'displayName'),
-      tenant: field(req, 'tenant').trim(),
-      issuer: field(req, 'issuer').trim(),
-      clientId: field(req, 'clientId').trim(),
-      scopes: field(req, 'scopes').trim(),
-      emailDomains: field(req, 'emailDomains'),
-      allowSignUp: field(req, 'allowSignUp') === 'on',
-      mfaAcrValues: field(req, 'mfaAcrValues').trim(),
-    };
-    const input = CreateIdentityProviderRequestSchema.safeParse({
-      id: typed.id,
-      displayName: typed.displayName,
-      preset: typed.preset,
-      ...(typed.preset === 'microsoft' ? { tenant: typed.tenant } : {}),
-      ...(typed.preset === 'generic' || !['google', 'microsoft'].includes(typed.preset) ? { issuer: typed.issuer } : {}),
-      clientId: typed.clientId,
-      clientSecret: field(req, 'clientSecret'),
-      ...(typed.scopes ? { scopes: words(typed.scopes) } : {}),
-      emailDomains: words(typed.emailDomains),
-      allowSignUp: typed.allowSignUp,
-      mfaAcrValues: words(typed.mfaAcrValues),
-    });
+    // No `enforce` box: an organization enforces by its verified domains.
+    const typed = readProviderForm(req, false);
+    const input = createRequestOf(req, typed);
     if (!input.success) return this.render(req, res, org, 400, { error: problemOf(input.error), typed });
     try {
       await this.providers.create(input.data, req.webUser!.id, req.ip ?? null, ownerOf(org));
@@ -134,16 +79,7 @@ export class OrgIdentityProvidersPageController {
   async update(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id') id: string) {
     const org = await this.adminOf(req, res, slug, true);
     if (!org) return;
-    const secret = field(req, 'clientSecret');
-    const input = UpdateIdentityProviderRequestSchema.safeParse({
-      displayName: field(req, 'displayName'),
-      clientId: field(req, 'clientId').trim(),
-      ...(secret ? { clientSecret: secret } : {}),
-      scopes: words(field(req, 'scopes')),
-      emailDomains: words(field(req, 'emailDomains')),
-      allowSignUp: field(req, 'allowSignUp') === 'on',
-      mfaAcrValues: words(field(req, 'mfaAcrValues')),
-    });
+    const input = updateRequestOf(req, false);
     if (!input.success) return this.render(req, res, org, 400, { error: problemOf(input.error) });
     return this.act(req, res, org, id, 'updated', input.data);
   }
@@ -238,11 +174,7 @@ export class OrgIdentityProvidersPageController {
       base: pageOf(org),
       verifiedDomains,
       providers: all.map((p: AdminIdentityProvider) => ({
-        ...p,
-        scopesText: p.scopes.join(' '),
-        domainsText: p.emailDomains.join(' '),
-        acrText: p.mfaAcrValues.join(' '),
-        created: utcMinute(p.createdAt),
+        ...providerRow(p),
         signInUrl: `${this.config.publicUrl}/login/sso/${p.id}`,
         tested: notice.tested?.id === p.id ? notice.tested.answer : undefined,
       })),
@@ -251,7 +183,7 @@ export class OrgIdentityProvidersPageController {
       done: DONE[queryParam(req, 'done')],
       typed: notice.typed ?? { preset: 'generic' },
       defaultScopes: DEFAULT_SCOPES.join(' '),
-      presets: PRESETS.map(([value, label]) => ({ value, label, selected: (notice.typed?.preset ?? 'generic') === value })),
+      presets: presetOptions(notice.typed),
       callbackPattern: `${this.config.publicUrl}/login/sso/{id}/callback`,
       error: notice.error,
     });

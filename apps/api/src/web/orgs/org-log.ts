@@ -72,7 +72,18 @@ const WORDS: Partial<Record<AuthEventType, (detail: Detail, member: (id: unknown
   'org.service_account_secret_delete': (d) => `Deleted a secret of the service account ${text(d, 'name') ?? ''}`.trimEnd(),
   'org.service_account_key_add': (d) => `Added the key ${text(d, 'kid') ?? ''} to the service account ${text(d, 'name') ?? ''}`.replace('  ', ' ').trimEnd(),
   'org.service_account_key_delete': (d) => `Deleted the key ${text(d, 'kid') ?? ''} of the service account ${text(d, 'name') ?? ''}`.replace('  ', ' ').trimEnd(),
+  'org.webhook_create': (d) => `Added the webhook ${text(d, 'origin') ?? ''}`.trimEnd(),
+  'org.webhook_update': (d) => `Changed the webhook ${text(d, 'origin') ?? ''}${d.disabled === true ? ' (disabled)' : d.disabled === false ? ' (enabled)' : ''}`.replace('  ', ' '),
+  'org.webhook_secret_rotate': (d) => `Rotated the secret of the webhook ${text(d, 'origin') ?? ''}`.trimEnd(),
+  'org.webhook_delete': (d) => `Deleted the webhook ${text(d, 'origin') ?? ''}`.trimEnd(),
+  'org.webhook_disable_failing': (d) => `The webhook ${text(d, 'origin') ?? ''} was disabled after failing for 3 days`.replace('  ', ' '),
   'org.service_account_new_address': (d) => `The service account ${text(d, 'name') ?? ''} was used from a new address${text(d, 'address') ? ` (${text(d, 'address')})` : ''}`,
+  'org.service_account_federation_add': (d) => `Trusted ${text(d, 'issuer') ?? 'an issuer'} for the service account ${text(d, 'name') ?? ''}`.trimEnd(),
+  'org.service_account_federation_delete': (d) => `Stopped trusting ${text(d, 'issuer') ?? 'an issuer'} for the service account ${text(d, 'name') ?? ''}`.trimEnd(),
+  'org.service_account_token_exchange': (d) =>
+    `The service account ${text(d, 'name') ?? ''} was given a token for ${text(d, 'sub') ?? 'a token'} of ${text(d, 'issuer') ?? 'a trusted issuer'}`.replace('  ', ' '),
+  'org.service_account_exchange_refused': (d) =>
+    `Refused a token of ${text(d, 'issuer') ?? 'an issuer'}${text(d, 'sub') ? ` for ${text(d, 'sub')}` : ''} for the service account ${text(d, 'name') ?? ''}: ${text(d, 'condition') ?? 'unknown'} failed`.replace('  ', ' '),
 };
 
 const provider = (d: Detail) => text(d, 'label') ?? text(d, 'displayName') ?? text(d, 'name') ?? '';

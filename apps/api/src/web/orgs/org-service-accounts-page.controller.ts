@@ -1,9 +1,17 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { CreateServiceAccountRequestSchema, type CreatedServiceAccountSecret, SERVICE_ACCOUNT_SCOPES, type ServiceAccountScope, utcMinute } from '@prospect/contract';
+import {
+  CreateServiceAccountFederationRequestSchema,
+  CreateServiceAccountRequestSchema,
+  type CreatedServiceAccountSecret,
+  SERVICE_ACCOUNT_SCOPES,
+  type ServiceAccountScope,
+  utcMinute,
+} from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/public.decorator.js';
 import { ApiException } from '../../common/api-exception.js';
+import { AppConfig } from '../../config/app-config.js';
 import { ORG_PAGE_PREFIX, type OrgActor } from '../../organizations/organizations.service.js';
 import { ServiceAccountsService } from '../../service-accounts/service-accounts.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
@@ -25,7 +33,20 @@ const DONE: Record<string, string> = {
   enabled: 'Enabled.',
   deleted: 'Deleted, with its credentials and tokens.',
   'secret-deleted': 'Secret deleted: its tokens ended.',
+  'federation-added': 'Trusted: its CI may now exchange its tokens for this account’s.',
+  'federation-deleted': 'No longer trusted: its tokens ended.',
 };
+
+/** The conditions a textarea holds, one `claim=pattern` a line (a pattern may hold `=`); blank lines skipped. */
+function conditionLines(text: string): Record<string, string> | undefined {
+  const conditions: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean)) {
+    const at = line.indexOf('=');
+    if (at <= 0) return undefined;
+    conditions[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return conditions;
+}
 
 /** The scopes a checkbox reads (a repeated field is an array). */
 const checkedScopes = (req: Request) => {
@@ -36,7 +57,8 @@ const checkedScopes = (req: Request) => {
 /**
  * /orgs/{slug}/service-accounts (issue #45): an organization's admins list its service accounts,
  * create one, create and delete its secrets (a new secret is shown on the answer to its form, once,
- * never again), disable, enable and delete it. The same service as the API's routes; a form's
+ * never again), trust an issuer for it and stop trusting one (token exchange), disable, enable and
+ * delete it. The same service as the API's routes; a form's
  * refusal shows its message on the page, with its status.
  */
 @ApiExcludeController()
@@ -49,6 +71,7 @@ export class OrgServiceAccountsPageController {
     private readonly adminPages: OrgAdminPages,
     private readonly accounts: ServiceAccountsService,
     private readonly csrf: CsrfService,
+    private readonly config: AppConfig,
   ) {}
 
   @Get()
@@ -94,6 +117,29 @@ export class OrgServiceAccountsPageController {
   async deleteSecret(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string, @Param('secretId', uuid) secretId: string) {
     const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
     if (actor) await this.act(req, res, actor, 'secret-deleted', () => this.accounts.deleteSecret(actor, id, secretId));
+  }
+
+  @Post(':id/federations')
+  @UseGuards(CsrfGuard)
+  async addFederation(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string) {
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
+    if (!actor) return;
+    const conditions = conditionLines(field(req, 'conditions'));
+    if (!conditions) return this.render(req, res, actor, 400, { error: 'Write the conditions one a line, as claim=pattern (for example repository=acme/api).' });
+    const audience = field(req, 'audience').trim();
+    const input = CreateServiceAccountFederationRequestSchema.safeParse({ issuer: field(req, 'issuer'), ...(audience ? { audience } : {}), conditions });
+    if (!input.success) {
+      const issue = input.error.issues[0]!;
+      return this.render(req, res, actor, 400, { error: `${issue.path.join('.') || 'The form'}: ${issue.message}` });
+    }
+    await this.act(req, res, actor, 'federation-added', () => this.accounts.addFederation(actor, id, input.data));
+  }
+
+  @Post(':id/federations/:federationId/delete')
+  @UseGuards(CsrfGuard)
+  async deleteFederation(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string, @Param('federationId', uuid) federationId: string) {
+    const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
+    if (actor) await this.act(req, res, actor, 'federation-deleted', () => this.accounts.deleteFederation(actor, id, federationId));
   }
 
   @Post(':id/disable')
@@ -148,7 +194,9 @@ export class OrgServiceAccountsPageController {
         newSecret: shown.newSecret?.accountId === a.id ? shown.newSecret : undefined,
         secrets: a.secrets.map((s) => ({ ...s, createdAt: when(s.createdAt), expiresAt: when(s.expiresAt), lastUsedAt: when(s.lastUsedAt) })),
         keys: a.keys.map((k) => ({ ...k, lastUsedAt: when(k.lastUsedAt) })),
+        federations: a.federations.map((f) => ({ ...f, createdAt: when(f.createdAt), conditions: Object.entries(f.conditions).map(([claim, pattern]) => ({ claim, pattern })) })),
       })),
+      defaultAudience: this.config.publicUrl,
       done: shown.error ? undefined : DONE[queryParam(req, 'done')],
       error: shown.error,
     });

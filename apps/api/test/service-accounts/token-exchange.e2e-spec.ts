@@ -1,0 +1,354 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ACCESS_TOKEN_TOKEN_TYPE, ID_TOKEN_TOKEN_TYPE, JWT_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT_TYPE } from '@prospect/contract';
+import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { RetentionService } from '../../src/retention/retention.service.js';
+import { ISSUER_KEYS_COOLDOWN_SECONDS } from '../../src/service-accounts/issuer-keys.js';
+import { waitFor } from '../support/eventually.js';
+import { authEvents } from '../support/fixtures.js';
+import { request, type Target } from '../support/http.js';
+import { addMember, personWithToken } from '../support/organization-fixtures.js';
+import { startReplica, startTestApp, type TestApp } from '../support/test-app.js';
+import { createServiceAccount, organizationWithOwner, ShiftedClock } from './support.js';
+
+/**
+ * A CI's OIDC issuer, for real: discovery and a JWKS over HTTP on 127.0.0.1, tokens signed with
+ * jose. `publish` decides which of its keys the JWKS lists (a rotation publishes a new one).
+ */
+class TestIssuer {
+  readonly keys = new Map<string, { privateKey: CryptoKey; jwk: JWK }>();
+  published = new Set<string>();
+  jwksFetches = 0;
+  private server!: Server;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.url === '/.well-known/openid-configuration') {
+        res.end(JSON.stringify({ issuer: this.url, jwks_uri: `${this.url}/jwks`, response_types_supported: ['id_token'], subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['RS256', 'ES256'] }));
+      } else if (req.url === '/jwks') {
+        this.jwksFetches++;
+        res.end(JSON.stringify({ keys: [...this.published].map((kid) => this.keys.get(kid)!.jwk) }));
+      } else {
+        res.statusCode = 404;
+        res.end('{}');
+      }
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async addKey(kid: string, publish = true): Promise<void> {
+    const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+    this.keys.set(kid, { privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' } });
+    if (publish) this.published.add(kid);
+  }
+
+  /** A token as GitHub Actions mints one: `iss`, `aud`, `sub`, `repository`, `ref`, a `jti`, five minutes. */
+  sign(claims: Record<string, unknown>, options: { kid?: string; issuedAt?: Date; expiresAt?: Date } = {}): Promise<string> {
+    const kid = options.kid ?? 'k1';
+    const issuedAt = options.issuedAt ?? new Date();
+    return new SignJWT({ jti: randomUUID(), repository: 'acme/api', ref: 'refs/heads/main', ...claims })
+      .setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' })
+      .setIssuer(this.url)
+      .setIssuedAt(issuedAt)
+      .setExpirationTime(options.expiresAt ?? new Date(issuedAt.getTime() + 300_000))
+      .sign(this.keys.get(kid)!.privateKey);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/** Workload identity federation (issue #45, item 4): RFC 8693 token exchange of a trusted issuer's JWT for a service account's token. */
+describe('token exchange (workload identity federation)', () => {
+  let api: TestApp;
+  const clock = new ShiftedClock();
+  const issuer = new TestIssuer();
+
+  beforeAll(async () => {
+    await issuer.start();
+    await issuer.addKey('k1');
+    api = await startTestApp({ clock });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await issuer.close();
+  });
+
+  const me = (token: string) => request(api, 'GET', '/api/cli/auth/me', { token });
+  const exchangeAt = (target: Target, clientId: string, subjectToken: string, extra: Record<string, string> = {}) =>
+    request(target, 'POST', '/oauth/token', {
+      body: new URLSearchParams({ grant_type: TOKEN_EXCHANGE_GRANT_TYPE, client_id: clientId, subject_token: subjectToken, subject_token_type: JWT_TOKEN_TYPE, ...extra }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+  const exchange = (clientId: string, subjectToken: string, extra: Record<string, string> = {}) => exchangeAt(api, clientId, subjectToken, extra);
+  const federate = (slug: string, token: string, accountId: string, body: Record<string, unknown>) =>
+    request(api, 'POST', `/api/orgs/${slug}/service-accounts/${accountId}/federations`, { json: body, token });
+
+  /** An organization, its service account, and a federation trusting the test issuer for `acme/api` on main. */
+  async function federatedAccount(conditions: Record<string, string> = { sub: 'repo:acme/api:*', repository: 'acme/api' }, scopes: Array<'profile' | 'orgs'> = ['profile', 'orgs']) {
+    const { owner, slug } = await organizationWithOwner(api);
+    const account = await createServiceAccount(api, slug, owner.token, scopes);
+    const res = await federate(slug, owner.token, account.id, { issuer: issuer.url, conditions });
+    expect(res.status).toBe(201);
+    return { owner, slug, account, federation: res.body as { id: string; issuer: string; audience: string; conditions: Record<string, string> } };
+  }
+
+  /** The exchange's refusals of this account, by the condition the organization's log names. */
+  const refusedConditions = async (accountId: string) =>
+    (await authEvents(api, { type: 'org.service_account_exchange_refused', detail: { serviceAccountId: accountId } })).map((e) => e.detail.condition as string);
+
+  /** A refusal as the caller sees it: invalid_grant, and not a word of which condition failed. */
+  const expectOpaqueRefusal = (res: { status: number; body: any }) => {
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: 'invalid_grant', error_description: 'The subject_token is not accepted for this service account.' });
+  };
+
+  it('discovery lists the grant', async () => {
+    for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
+      expect((await request(api, 'GET', path)).body.grant_types_supported).toContain(TOKEN_EXCHANGE_GRANT_TYPE);
+    }
+  });
+
+  it('admins trust an issuer: at least one condition, an https or loopback issuer, this service as the default audience; listed in the account', async () => {
+    const { owner, slug, account, federation } = await federatedAccount();
+    expect(federation).toEqual({ id: expect.any(String), issuer: issuer.url, audience: api.baseUrl, conditions: { sub: 'repo:acme/api:*', repository: 'acme/api' }, createdAt: expect.any(String) });
+    const listed = await request(api, 'GET', `/api/orgs/${slug}/service-accounts/${account.id}/federations`, { token: owner.token });
+    expect(listed.body).toEqual([federation]);
+    expect((await request(api, 'GET', `/api/orgs/${slug}/service-accounts/${account.id}`, { token: owner.token })).body.federations).toEqual([federation]);
+
+    for (const [body, says] of [
+      [{ issuer: issuer.url, conditions: {} }, 'at least one condition'],
+      [{ issuer: issuer.url }, 'conditions'],
+      [{ issuer: 'http://ci.example.com', conditions: { sub: 'x' } }, 'https://'],
+      [{ issuer: 'https://10.1.2.3', conditions: { sub: 'x' } }, 'private'],
+      [{ issuer: 'https://169.254.169.254', conditions: { sub: 'x' } }, 'private'],
+      [{ issuer: issuer.url, conditions: { aud: 'x' } }, 'audience'],
+      [{ issuer: issuer.url, conditions: { 'no spaces': 'x' } }, 'claim name'],
+    ] as const) {
+      const res = await federate(slug, owner.token, account.id, body);
+      expect(res.status).toBe(400);
+      expect(JSON.stringify(res.body)).toContain(says);
+    }
+    // A member who is no admin may not; nor may another organization's owner.
+    const member = await personWithToken(api);
+    await addMember(api, slug, owner.id, member, 'member');
+    expect((await federate(slug, member.token, account.id, { issuer: issuer.url, conditions: { sub: '*' } })).status).toBe(403);
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/service-accounts/${account.id}/federations/${federation.id}`, { token: member.token })).status).toBe(403);
+    const other = await organizationWithOwner(api);
+    const elsewhere = await federate(other.slug, other.owner.token, account.id, { issuer: issuer.url, conditions: { sub: '*' } });
+    expect(elsewhere.status).toBe(404);
+    const logged = await authEvents(api, { type: 'org.service_account_federation_add', detail: { serviceAccountId: account.id } });
+    expect(logged).toHaveLength(1);
+  });
+
+  it('exchanges a token of the trusted issuer whose claims match: an hour’s access token; /me shows the service account; the log has the external sub and the conditions met', async () => {
+    const { slug, owner, account, federation } = await federatedAccount();
+    const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+    const res = await exchange(account.clientId, subjectToken);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.body).toEqual({ access_token: expect.stringMatching(/^prs_/), issued_token_type: ACCESS_TOKEN_TOKEN_TYPE, token_type: 'Bearer', expires_in: expect.any(Number), scope: 'profile orgs' });
+    expect(res.body.expires_in).toBeGreaterThan(3500);
+    expect(res.body.expires_in).toBeLessThanOrEqual(3600);
+    expect(res.body.refresh_token).toBeUndefined();
+    const who = await me(res.body.access_token);
+    expect(who.status).toBe(200);
+    expect(who.body).toMatchObject({ kind: 'service_account', user: { id: account.id, email: null }, organization: { slug } });
+
+    const [logged] = await authEvents(api, { type: 'org.service_account_token_exchange', detail: { serviceAccountId: account.id } });
+    expect(logged!.detail).toMatchObject({
+      issuer: issuer.url,
+      sub: 'repo:acme/api:ref:refs/heads/main',
+      federationId: federation.id,
+      conditions: JSON.stringify({ sub: 'repo:acme/api:*', repository: 'acme/api' }),
+      matched: JSON.stringify({ sub: 'repo:acme/api:ref:refs/heads/main', repository: 'acme/api' }),
+    });
+    // The organization's public event stream has it too.
+    await waitFor('the exchange in the organization’s event stream', async () => {
+      const events = await request(api, 'GET', `/api/orgs/${slug}/events?types=service_account.token_exchanged`, { token: owner.token });
+      return JSON.stringify(events.body).includes('repo:acme/api:ref:refs/heads/main');
+    }, 30_000);
+
+    // An ID token type is taken as well; a narrower scope; and an aud array holding ours.
+    const asIdToken = await exchange(account.clientId, await issuer.sign({ aud: ['sts.amazonaws.com', api.baseUrl], sub: 'repo:acme/api:environment:prod' }), { subject_token_type: ID_TOKEN_TOKEN_TYPE, scope: 'profile' });
+    expect(asIdToken.status).toBe(200);
+    expect(asIdToken.body.scope).toBe('profile');
+  });
+
+  it('refuses a wrong audience, an expired token, one too old, one from the future, a sub outside the pattern, a bad signature, without saying which; the log does', async () => {
+    const { account } = await federatedAccount();
+    const sub = 'repo:acme/api:ref:refs/heads/main';
+    const now = clock.now();
+    const cases: Array<[string, Promise<string>]> = [
+      ['audience', issuer.sign({ aud: 'https://someone-else.example', sub })],
+      ['expired', issuer.sign({ aud: api.baseUrl, sub }, { issuedAt: new Date(now.getTime() - 600_000), expiresAt: new Date(now.getTime() - 60_000) })],
+      ['too_old', issuer.sign({ aud: api.baseUrl, sub }, { issuedAt: new Date(now.getTime() - 2 * 3600_000), expiresAt: new Date(now.getTime() + 600_000) })],
+      ['not_yet_valid', issuer.sign({ aud: api.baseUrl, sub }, { issuedAt: new Date(now.getTime() + 600_000) })],
+      ['claim:sub', issuer.sign({ aud: api.baseUrl, sub: 'repo:acme-evil/api:ref:refs/heads/main' })],
+      ['claim:repository', issuer.sign({ aud: api.baseUrl, sub, repository: 'acme/api-fork' })],
+    ];
+    for (const [, token] of cases) expectOpaqueRefusal(await exchange(account.clientId, await token));
+    // A valid token's payload with another signature.
+    const [header, payload] = (await issuer.sign({ aud: api.baseUrl, sub })).split('.');
+    const forgedSignature = (await issuer.sign({ aud: api.baseUrl, sub: 'other' })).split('.')[2];
+    expectOpaqueRefusal(await exchange(account.clientId, `${header}.${payload}.${forgedSignature}`));
+    expectOpaqueRefusal(await exchange(account.clientId, 'not-a-jwt'));
+    expect(await refusedConditions(account.id)).toEqual([...cases.map(([condition]) => condition), 'signature', 'not_a_jwt']);
+  });
+
+  it('a jti is exchanged once: a replay is refused, and of two at once exactly one wins', async () => {
+    const { account } = await federatedAccount();
+    const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+    expect((await exchange(account.clientId, subjectToken)).status).toBe(200);
+    expectOpaqueRefusal(await exchange(account.clientId, subjectToken));
+
+    const racing = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+    const answers = await Promise.all(Array.from({ length: 6 }, () => exchange(account.clientId, racing)));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 400, 400, 400, 400, 400]);
+    expect(await refusedConditions(account.id)).toEqual(Array(6).fill('jti_replayed'));
+  });
+
+  it('a jti is shared by the replicas: the same token on two at once, exactly one wins', async () => {
+    const { account } = await federatedAccount();
+    const replica = await startReplica(api);
+    try {
+      for (let round = 0; round < 3; round++) {
+        const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+        const answers = await Promise.all([api, replica.target, api, replica.target].map((target) => exchangeAt(target, account.clientId, subjectToken)));
+        expect(answers.map((a) => a.status).sort()).toEqual([200, 400, 400, 400]);
+      }
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('deleting the federation while exchanges run: every token it let through ends', async () => {
+    const { owner, slug, account, federation } = await federatedAccount();
+    const claims = { aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' };
+    const tokens = await Promise.all(Array.from({ length: 8 }, () => issuer.sign(claims)));
+    const [deleted, ...answers] = await Promise.all([
+      request(api, 'DELETE', `/api/orgs/${slug}/service-accounts/${account.id}/federations/${federation.id}`, { token: owner.token }),
+      ...tokens.map((t) => exchange(account.clientId, t)),
+    ]);
+    expect(deleted!.status).toBe(204);
+    for (const answer of answers) {
+      if (answer.status === 200) expect((await me(answer.body.access_token)).status).toBe(401);
+      else expectOpaqueRefusal(answer);
+    }
+  });
+
+  it('an unknown kid makes one JWKS refresh, no more than one per cooldown; a rotated key is taken once published', async () => {
+    const { account } = await federatedAccount();
+    const claims = { aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' };
+    expect((await exchange(account.clientId, await issuer.sign(claims))).status).toBe(200);
+    clock.advanceSeconds(ISSUER_KEYS_COOLDOWN_SECONDS + 1);
+
+    await issuer.addKey('unpublished', false);
+    const before = issuer.jwksFetches;
+    expectOpaqueRefusal(await exchange(account.clientId, await issuer.sign(claims, { kid: 'unpublished' })));
+    expect(issuer.jwksFetches).toBe(before + 1);
+    // Within the cooldown, made-up kids fetch nothing.
+    for (let i = 0; i < 3; i++) expectOpaqueRefusal(await exchange(account.clientId, await issuer.sign(claims, { kid: 'unpublished' })));
+    expect(issuer.jwksFetches).toBe(before + 1);
+    expect(await refusedConditions(account.id)).toEqual(Array(4).fill('unknown_kid'));
+
+    // The issuer rotates: the new key is published, and taken after the cooldown.
+    await issuer.addKey('k2');
+    clock.advanceSeconds(ISSUER_KEYS_COOLDOWN_SECONDS + 1);
+    expect((await exchange(account.clientId, await issuer.sign(claims, { kid: 'k2' }))).status).toBe(200);
+    expect(issuer.jwksFetches).toBe(before + 2);
+  });
+
+  it('an issuer trusted by another organization’s service account is not trusted for this one', async () => {
+    const theirs = await federatedAccount({ sub: 'repo:acme/*' });
+    const { owner, slug } = await organizationWithOwner(api);
+    const ours = await createServiceAccount(api, slug, owner.token);
+    const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+    expectOpaqueRefusal(await exchange(ours.clientId, subjectToken));
+    expect(await refusedConditions(ours.id)).toEqual(['issuer']);
+    // The token was not spent by the refusal: its own account takes it.
+    expect((await exchange(theirs.account.clientId, subjectToken)).status).toBe(200);
+    expect(await refusedConditions(theirs.account.id)).toEqual([]);
+  });
+
+  it('a disabled account is invalid_client; a scope beyond the account’s is invalid_scope; an unknown client_id is invalid_client', async () => {
+    const { owner, slug, account } = await federatedAccount(undefined, ['profile']);
+    const claims = { aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' };
+    const beyond = await exchange(account.clientId, await issuer.sign(claims), { scope: 'profile orgs' });
+    expect(beyond.status).toBe(400);
+    expect(beyond.body).toMatchObject({ error: 'invalid_scope' });
+
+    expect((await request(api, 'PATCH', `/api/orgs/${slug}/service-accounts/${account.id}`, { json: { disabled: true }, token: owner.token })).status).toBe(200);
+    const disabled = await exchange(account.clientId, await issuer.sign(claims));
+    expect(disabled.status).toBe(400);
+    expect(disabled.body).toMatchObject({ error: 'invalid_client' });
+    expect(await refusedConditions(account.id)).toEqual(['account_disabled']);
+
+    expect((await exchange('psa_nobody', await issuer.sign(claims))).body).toMatchObject({ error: 'invalid_client' });
+  });
+
+  it('the exchanged token ends when the federation is deleted, the account disabled or a scope removed', async () => {
+    const { owner, slug, account, federation } = await federatedAccount();
+    const claims = { aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' };
+    const token = (await exchange(account.clientId, await issuer.sign(claims))).body.access_token as string;
+    expect((await me(token)).status).toBe(200);
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/service-accounts/${account.id}/federations/${federation.id}`, { token: owner.token })).status).toBe(204);
+    expect((await me(token)).status).toBe(401);
+    // Its issuer is trusted no more.
+    expectOpaqueRefusal(await exchange(account.clientId, await issuer.sign(claims)));
+    expect(await refusedConditions(account.id)).toEqual(['issuer']);
+    expect(await authEvents(api, { type: 'org.service_account_federation_delete', detail: { serviceAccountId: account.id, federationId: federation.id } })).toHaveLength(1);
+
+    const again = await federate(slug, owner.token, account.id, { issuer: issuer.url, conditions: { repository: 'acme/api' } });
+    expect(again.status).toBe(201);
+    const narrowed = (await exchange(account.clientId, await issuer.sign(claims))).body.access_token as string;
+    expect((await request(api, 'PATCH', `/api/orgs/${slug}/service-accounts/${account.id}`, { json: { scopes: ['profile'] }, token: owner.token })).status).toBe(200);
+    expect((await me(narrowed)).status).toBe(401);
+
+    const beforeDisable = (await exchange(account.clientId, await issuer.sign(claims))).body.access_token as string;
+    expect((await me(beforeDisable)).status).toBe(200);
+    expect((await request(api, 'PATCH', `/api/orgs/${slug}/service-accounts/${account.id}`, { json: { disabled: true }, token: owner.token })).status).toBe(200);
+    expect((await me(beforeDisable)).status).toBe(401);
+  });
+
+  it('refuses malformed requests with a clear invalid_request', async () => {
+    const { account } = await federatedAccount();
+    const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+    for (const extra of [
+      { subject_token_type: 'urn:ietf:params:oauth:token-type:saml2' },
+      { requested_token_type: 'urn:ietf:params:oauth:token-type:refresh_token' },
+      { client_secret: 'prsa_x' },
+      { actor_token: subjectToken, actor_token_type: JWT_TOKEN_TYPE },
+    ] as Array<Record<string, string>>) {
+      const res = await exchange(account.clientId, subjectToken, extra);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ error: 'invalid_request' });
+    }
+    const missing = await request(api, 'POST', '/oauth/token', {
+      body: new URLSearchParams({ grant_type: TOKEN_EXCHANGE_GRANT_TYPE, client_id: account.clientId }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(missing.status).toBe(400);
+    expect(missing.body).toMatchObject({ error: 'invalid_request' });
+    // None of these spent the token.
+    expect((await exchange(account.clientId, subjectToken)).status).toBe(200);
+  });
+
+  // Last: it moves the clock past every token signed so far.
+  it('retention purges the recorded jtis once their tokens have expired', async () => {
+    const { account } = await federatedAccount();
+    const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
+    expect((await exchange(account.clientId, subjectToken)).status).toBe(200);
+    // sql-on-purpose: what the replay table holds at rest is what retention is for.
+    const kept = async () => Number((await api.dataSource.query(`SELECT count(*) AS n FROM service_account_subject_tokens`))[0].n);
+    expect(await kept()).toBeGreaterThan(0);
+    clock.advanceSeconds(3 * 3600);
+    await api.app.get(RetentionService).purge();
+    expect(await kept()).toBe(0);
+  });
+});
