@@ -65,8 +65,8 @@ export class FederationPolicy {
     return provider && { ...provider, signInPath: openIdSignInPath(provider.id) };
   }
 
-  /** The enabled providers this person is linked to (and not refused by): sudo mode can go back to them. */
-  linkedProviders(userId: string): Promise<Array<{ id: string; displayName: string }>> {
+  /** The enabled providers this person is linked to (and not refused by): sudo mode can go back to them (an OpenID provider, or a SAML connection). */
+  linkedProviders(userId: string): Promise<Array<{ id: string; displayName: string; protocol: 'openid' | 'saml' }>> {
     return this.links.providersOf(userId);
   }
 

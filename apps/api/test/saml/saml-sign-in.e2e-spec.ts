@@ -1,6 +1,6 @@
 import { OrganizationsService } from '../../src/organizations/organizations.service.js';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
-import { createUser, userByEmail } from '../support/fixtures.js';
+import { authEvents, createUser, userByEmail } from '../support/fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { enrolTotp } from '../support/account-flows.js';
 import { csrfFrom, signInAs, webClient, type WebClient } from '../support/web-client.js';
@@ -244,5 +244,42 @@ describe('SAML sign-in', () => {
     const res = await web.send('POST', '/login', { _csrf: csrfFrom(login.text), email: t.address('pat'), password: '' });
     expect(res.status).toBe(200);
     expect(res.text).toContain(`/saml/${t.slug}/login?`);
+  });
+
+  it('sudo mode through the connection: a fresh sign-in at the IdP, of the identity linked to this person, in this session', async () => {
+    const { t, idp } = await team();
+    const email = t.address('sue');
+    const { web } = await answerWith(t, (id) => idp.response(answerFor(t, email, id)));
+    const user = (await userByEmail(api, email))!;
+    const providerId = `saml-${t.orgId}`;
+    expect((await web.send('GET', '/sudo?next=%2Fsettings%2Fsecurity')).text).toContain(`/sudo/sso/${providerId}?next`);
+    const confirm = async (answer: (requestId: string) => string, browser = web) => {
+      const started = await browser.send('GET', `/sudo/sso/${providerId}?next=%2Fsettings%2Fsecurity`);
+      expect(started.status).toBe(303);
+      const request = SamlIdp.authnRequestOf(started.location!);
+      expect(request.forceAuthn).toBe(true);
+      const acs = await postToAcs(browser, t.slug, answer(request.id));
+      if (acs.status !== 303) return acs;
+      expect(acs.location).toBe(`/saml/${t.slug}/sudo-done`);
+      return browser.send('GET', acs.location!);
+    };
+    const sudoEvents = () => authEvents(api, { type: 'web.sudo', userId: user.id });
+    // Someone else's identity at the IdP does not confirm this person.
+    expect((await confirm((id) => idp.response(answerFor(t, t.address('someone-else'), id)))).status).toBe(403);
+    // A sign-in the IdP remembered from before the request is not a fresh one.
+    expect((await confirm((id) => idp.response(answerFor(t, email, id, { authnInstant: -10 * 60_000 })))).status).toBe(401);
+    expect(await sudoEvents()).toEqual([]);
+    // The answer counts only in the session that asked: another browser of the same person cannot carry it.
+    const other = (await answerWith(t, (id) => idp.response(answerFor(t, email, id)))).web;
+    const started = SamlIdp.authnRequestOf((await web.send('GET', `/sudo/sso/${providerId}?next=%2Fsettings%2Fsecurity`)).location!);
+    const carried = await postToAcs(web, t.slug, idp.response(answerFor(t, email, started.id)));
+    const flightCookie = (carried.headers['set-cookie'] as unknown as string[]).find((c) => c.startsWith('prospect_saml='))!.split(';')[0]!;
+    expect((await other.agent.get(`/saml/${t.slug}/sudo-done`).set('Cookie', flightCookie).redirects(0)).status).toBe(400);
+    expect(await sudoEvents()).toEqual([]);
+    // The person's own fresh sign-in does.
+    const done = await confirm((id) => idp.response(answerFor(t, email, id)));
+    expect(done.status).toBe(303);
+    expect(done.location).toBe('/settings/security');
+    expect(await sudoEvents()).toEqual([expect.objectContaining({ detail: expect.objectContaining({ with: 'provider', providerId }) })]);
   });
 });

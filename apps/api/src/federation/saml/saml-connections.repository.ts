@@ -39,6 +39,12 @@ export class SamlConnectionsRepository {
     return row;
   }
 
+  /** The organization whose connection the provider row is, if it is one. */
+  async organizationOf(providerId: string): Promise<string | undefined> {
+    const [row] = await this.sql.rows<{ organizationId: string }>(`SELECT organization_id AS "organizationId" FROM saml_connections WHERE provider_id = $1`, [providerId]);
+    return row?.organizationId;
+  }
+
   async insert(tx: Tx, row: Omit<SamlConnectionRow, 'provider'> & { providerId: string }): Promise<void> {
     await this.sql.rows(
       `INSERT INTO saml_connections (provider_id, organization_id, sso_url, certificates, idp_metadata_xml, allow_idp_initiated) VALUES ($1, $2, $3, $4, $5, $6)`,

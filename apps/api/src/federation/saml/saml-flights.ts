@@ -18,10 +18,18 @@ export interface SamlFlight {
   at: number;
   /** Where to go once signed in (already checked by safeNext). */
   next: string;
-  /** A sign-in, or an admin's "Test sign-in" (shows the result, signs nobody in). */
-  purpose: 'sign-in' | 'test';
-  /** Test: the admin who started it (the answer is shown only to them). */
+  /**
+   * A sign-in; an admin's "Test sign-in" (shows the result, signs nobody in); sudo mode's fresh
+   * sign-in; or sudo's checked answer on its way from the ACS (a cross-site POST, which brings no
+   * session cookie) to /saml/{slug}/sudo-done (a top-level GET, which does).
+   */
+  purpose: 'sign-in' | 'test' | 'sudo' | 'sudo-answer';
+  /** Test, sudo: the person who started it. */
   userId?: string;
+  /** Sudo: the hash of their session id (the answer counts only in that session). */
+  session?: string;
+  /** Sudo's checked answer: the identity the IdP vouched for, afresh. */
+  answer?: { subject: string; email?: string; acr?: string };
 }
 
 /**

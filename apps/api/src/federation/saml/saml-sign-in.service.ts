@@ -4,6 +4,7 @@ import { type CacheProvider, type Profile, SAML, ValidateInResponseTo } from '@n
 import { DOMParser } from '@xmldom/xmldom';
 import type { Response } from 'express';
 import { Clock } from '../../common/clock.js';
+import { sha256 } from '../../common/secrets.js';
 import { AppConfig } from '../../config/app-config.js';
 import { OrganizationsService } from '../../organizations/organizations.service.js';
 import { FederationRefused, FederationSignIn, type SignInOutcome } from '../federation-sign-in.service.js';
@@ -109,13 +110,38 @@ export class SamlSignIn {
    * cookie keeps; the URL to redirect to.
    * @throws FederationRefused
    */
-  async begin(res: Response, slug: string, purpose: SamlFlight['purpose'], options: { next: string; userId?: string }): Promise<string> {
+  async begin(res: Response, slug: string, purpose: 'sign-in' | 'test' | 'sudo', options: { next: string; userId?: string; session?: string }): Promise<string> {
     const { organization, connection } = await this.enabled(slug);
     const requestId = `_${randomBytes(20).toString('hex')}`;
-    const saml = this.saml(connection, organization.slug, ValidateInResponseTo.always, null, requestId);
+    // Sudo mode asks the IdP for a fresh sign-in (ForceAuthn), and its answer's AuthnInstant is checked.
+    const saml = this.saml(connection, organization.slug, ValidateInResponseTo.always, null, requestId, purpose === 'sudo');
     const url = await saml.getAuthorizeUrlAsync('', undefined, {});
-    this.flights.start(res, { slug: organization.slug, requestId, at: this.clock.now().getTime(), next: options.next, purpose, ...(options.userId ? { userId: options.userId } : {}) });
+    const who = { ...(options.userId ? { userId: options.userId } : {}), ...(options.session ? { session: options.session } : {}) };
+    this.flights.start(res, { slug: organization.slug, requestId, at: this.clock.now().getTime(), next: options.next, purpose, ...who });
     return url;
+  }
+
+  /**
+   * Sudo mode through the person's SAML connection (`providerId`, one they are linked to): off to
+   * the IdP for a fresh sign-in, which counts only in this session (`sessionId`).
+   * @throws FederationRefused
+   */
+  async beginSudo(res: Response, providerId: string, options: { next: string; userId: string; sessionId: string }): Promise<string> {
+    const organizationId = await this.uses.organizationOf(providerId);
+    const org = organizationId && (await this.organizations.namesOf([organizationId])).get(organizationId);
+    if (!org) throw new FederationRefused('unknown provider', 'There is no such sign-in on this Prospect.', 404);
+    return this.begin(res, org.slug, 'sudo', { next: options.next, userId: options.userId, session: sha256(options.sessionId).toString('base64url') });
+  }
+
+  /** The provider and identity of sudo's checked answer (SamlFlight 'sudo-answer'), read again for the session that asked. @throws FederationRefused */
+  async sudoAnswer(slug: string, flight: SamlFlight | null): Promise<{ provider: IdentityProviderRow; identity: ProviderIdentity; flight: SamlFlight }> {
+    const { organization, connection } = await this.enabled(slug);
+    if (!flight || flight.purpose !== 'sudo-answer' || flight.slug !== organization.slug || !flight.answer) {
+      throw new FederationRefused('no sudo answer in this browser', 'This confirmation was not started in this browser, or took too long. Please confirm again.', 400, null, false, organization.id);
+    }
+    const { subject, email, acr } = flight.answer;
+    const identity: ProviderIdentity = { issuer: connection.provider.issuer, subject, ...(email ? { email } : {}), emailVerified: email !== undefined, amr: [], ...(acr ? { acr } : {}) };
+    return { provider: { ...connection.provider, emailDomains: await this.organizations.verifiedDomains(organization.id) }, identity, flight };
   }
 
   /**
@@ -150,6 +176,10 @@ export class SamlSignIn {
     if (profile.inResponseTo === undefined && !connection.allowIdpInitiated) throw refuse('SAML response refused: unsolicited, and IdP-initiated sign-in is off');
     const nameId = profile.nameID;
     if (!nameId) throw refuse('SAML response refused: no NameID');
+    // Sudo mode: a sign-in at the IdP since this browser asked (ForceAuthn), not one remembered from before.
+    if (mine?.purpose === 'sudo' && (assertion.authnInstant === null || assertion.authnInstant < mine.at - CLOCK_SKEW_MS)) {
+      throw refuse('SAML response refused: sudo mode asked for a fresh sign-in, and the AuthnInstant is older than the request');
+    }
     const expiresAt = Math.max(confirmation.notOnOrAfter!, assertion.notOnOrAfter ?? 0) + CLOCK_SKEW_MS;
     if (!(await this.uses.useAssertion(connection.provider.issuer, assertion.id, new Date(now), new Date(expiresAt)))) {
       throw refuse(`SAML response refused: assertion ${clip(assertion.id)} was used already (a replay)`);
@@ -179,7 +209,7 @@ export class SamlSignIn {
    * node-saml for one request. Its request-id cache is this browser's flight: `getAsync` knows
    * only the flight's ID (ten minutes from when it left), and nothing is stored.
    */
-  private saml(connection: SamlConnectionRow, slug: string, validateInResponseTo: ValidateInResponseTo, flight: SamlFlight | null, requestId?: string): SAML {
+  private saml(connection: SamlConnectionRow, slug: string, validateInResponseTo: ValidateInResponseTo, flight: SamlFlight | null, requestId?: string, forceAuthn = false): SAML {
     const sp = serviceProviderOf(this.config.publicUrl, slug);
     const cacheProvider: CacheProvider = {
       saveAsync: async (_key, value) => ({ value, createdAt: Date.now() }),
@@ -201,6 +231,7 @@ export class SamlSignIn {
       identifierFormat: EMAIL_FORMAT,
       // No RequestedAuthnContext: asking for PasswordProtectedTransport exactly (node-saml's default) makes IdPs refuse a sign-in with a second factor.
       disableRequestedAuthnContext: true,
+      forceAuthn,
       ...(requestId ? { generateUniqueId: () => requestId } : {}),
     });
   }
@@ -212,6 +243,7 @@ interface ReadAssertion {
   notOnOrAfter: number | null;
   confirmations: Array<{ recipient: string | null; notOnOrAfter: number | null }>;
   authnContextClassRef: string | null;
+  authnInstant: number | null;
 }
 
 /** What Prospect reads of the signed assertion's XML (node-saml handed over only the signed bytes). */
@@ -236,7 +268,7 @@ function readAssertion(xml: string): ReadAssertion | null {
   const statement = child(root, 'AuthnStatement');
   const context = statement && child(statement, 'AuthnContext');
   const classRef = context && child(context, 'AuthnContextClassRef')?.textContent?.trim();
-  return { id, issuer, notOnOrAfter: time(conditions?.getAttribute('NotOnOrAfter')), confirmations, authnContextClassRef: classRef || null };
+  return { id, issuer, notOnOrAfter: time(conditions?.getAttribute('NotOnOrAfter')), confirmations, authnContextClassRef: classRef || null, authnInstant: time(statement?.getAttribute('AuthnInstant')) };
 }
 
 /** The Response's Destination attribute (null when absent or unreadable). */

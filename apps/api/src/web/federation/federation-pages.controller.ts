@@ -1,18 +1,12 @@
-import { showsSecondFactor as providerShowsSecondFactor } from '../../federation/provider-claims.js';
-import { amrOfSignIn, recordReconfirmation } from '../../web-sessions/session-proof.js';
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { AuditService } from '../../audit/audit.service.js';
 import { Public } from '../../auth/public.decorator.js';
-import { Clock } from '../../common/clock.js';
-import { sha256 } from '../../common/secrets.js';
 import { AppConfig } from '../../config/app-config.js';
-import { saveSession } from '../../web-sessions/web-account.js';
 import { FederatedSignInCompletion } from './federated-sign-in-completion.js';
 import { FederationRefusalPage } from './federation-refusal-page.js';
 import { queryParam, safeNext } from '../form.js';
-import { FederationRefused, FederationSignIn } from '../../federation/federation-sign-in.service.js';
+import { FederationSignIn } from '../../federation/federation-sign-in.service.js';
 import type { IdentityProviderRow } from '../../federation/identity-providers.service.js';
 import type { ProviderIdentity } from '../../federation/relying-party.js';
 import { type Flight, SignInFlights } from '../../federation/sign-in-flights.js';
@@ -37,10 +31,8 @@ export class FederationPagesController {
     private readonly federation: FederationSignIn,
     private readonly flights: SignInFlights,
     private readonly completion: FederatedSignInCompletion,
-    private readonly audit: AuditService,
     private readonly refusalPage: FederationRefusalPage,
     private readonly config: AppConfig,
-    private readonly clock: Clock,
   ) {}
 
   /** "Continue with …": off to the provider. A GET (a link), as the page's CSP sends forms only to us. */
@@ -64,7 +56,7 @@ export class FederationPagesController {
     let answer: { provider: IdentityProviderRow; identity: ProviderIdentity };
     try {
       answer = await this.federation.answer(id, flight, callbackUrl);
-      if (flight!.purpose === 'sudo') return await this.confirmSudo(req, res, flight!, answer.provider, answer.identity);
+      if (flight!.purpose === 'sudo') return await this.completion.confirmSudo(req, res, flight!, answer.provider, answer.identity);
       return await this.signInWith(req, res, flight!, answer.provider, answer.identity);
     } catch (err) {
       return this.refusalPage.render(req, res, err, id);
@@ -74,19 +66,5 @@ export class FederationPagesController {
   private async signInWith(req: Request, res: Response, flight: Flight, provider: IdentityProviderRow, identity: ProviderIdentity) {
     const outcome = await this.federation.signIn(provider, identity, req.ip ?? null);
     await this.completion.finish(req, res, outcome, provider.displayName, flight.next);
-  }
-
-  /** Sudo mode's fresh sign-in: in the session that asked, of the identity linked to its person. */
-  private async confirmSudo(req: Request, res: Response, flight: Flight, provider: IdentityProviderRow, identity: ProviderIdentity) {
-    const user = req.webUser;
-    if (!user || user.id !== flight.userId || !req.sessionID || sha256(req.sessionID).toString('base64url') !== flight.session) {
-      throw new FederationRefused('sudo answer outside the session that asked', 'That confirmation was started in another session. Please confirm again.', 400, flight.userId ?? null);
-    }
-    const via = await this.federation.confirmSudo(provider, identity, user.id);
-    req.session.sudoAt = req.session.reconfirmedAt = this.clock.now().getTime();
-    recordReconfirmation(req, amrOfSignIn(providerShowsSecondFactor(identity.amr, identity.acr, provider.mfaAcrValues) ? 'provider' : null, true));
-    await saveSession(req);
-    await this.audit.record('web.sudo', { userId: user.id, ip: req.ip, detail: { with: 'provider', label: via.providerName, providerId: via.providerId } });
-    res.redirect(303, flight.next);
   }
 }

@@ -2,6 +2,7 @@ import { Controller, Get, Param, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/public.decorator.js';
+import { Clock } from '../../common/clock.js';
 import { AppConfig } from '../../config/app-config.js';
 import { AnonymousRefusals } from '../../federation/anonymous-refusals.js';
 import { FederationRefused } from '../../federation/federation-sign-in.service.js';
@@ -22,6 +23,8 @@ import { FederationRefusalPage } from './federation-refusal-page.js';
  *   in as a sign-in through an OpenID provider ends (FederatedSignInCompletion). Refusals: one
  *   generic page; the reason in the organization's log (FederationRefusalPage). No CSRF token: the
  *   IdP's form posts it, and the flight cookie is what ties it to this browser;
+ * - `GET /saml/{slug}/sudo-done`: sudo mode's answer (started at /sudo/sso/{id}), checked at the
+ *   ACS, counted in the session that asked;
  * - `GET /saml/{slug}/metadata`: the SP's metadata XML, for the IdP.
  */
 @ApiExcludeController()
@@ -36,6 +39,7 @@ export class SamlPagesController {
     private readonly anonymousRefusals: AnonymousRefusals,
     private readonly csrf: CsrfService,
     private readonly config: AppConfig,
+    private readonly clock: Clock,
   ) {}
 
   @Get(':slug/login')
@@ -63,11 +67,30 @@ export class SamlPagesController {
       // The admin's session cookie may not come with the IdP's cross-site POST; the sealed flight is the proof.
       return this.testResult(req, res, slug, { seen: answer.seen, within: answer.identity.email ? answer.provider.emailDomains.includes(answer.identity.email.slice(answer.identity.email.lastIndexOf('@') + 1)) : false });
     }
+    if (answer.flight?.purpose === 'sudo') {
+      // The IdP's POST brought no session cookie (SameSite=Lax): the checked answer goes on, sealed
+      // in the flight cookie, to a GET of ours, which does bring it.
+      const { subject, email, acr } = answer.identity;
+      this.flights.start(res, { ...answer.flight, purpose: 'sudo-answer', at: this.clock.now().getTime(), answer: { subject, ...(email ? { email } : {}), ...(acr ? { acr } : {}) } });
+      return res.redirect(303, `/saml/${encodeURIComponent(answer.organization.slug)}/sudo-done`);
+    }
     try {
       const outcome = await this.saml.signIn(answer, req.ip ?? null);
       await this.completion.finish(req, res, outcome, answer.provider.displayName, answer.flight?.next ?? '/');
     } catch (err) {
       return this.refusalPage.render(req, res, err, answer.provider.id, answer.provider.displayName);
+    }
+  }
+
+  /** Sudo mode's answer, in the session that asked (completion.confirmSudo: its person, its session, the identity linked to them). */
+  @Get(':slug/sudo-done')
+  async sudoDone(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
+    const flight = this.flights.take(req, res);
+    try {
+      const { provider, identity, flight: asked } = await this.saml.sudoAnswer(slug, flight);
+      await this.completion.confirmSudo(req, res, asked, provider, identity);
+    } catch (err) {
+      return this.refusalPage.render(req, res, err, samlId(slug));
     }
   }
 

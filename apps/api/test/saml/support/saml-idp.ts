@@ -39,6 +39,7 @@ export interface ResponseOptions {
   attributes?: Record<string, string>;
   authnContextClassRef?: string;
   /** Offsets from now, ms. */
+  authnInstant?: number;
   notBefore?: number;
   notOnOrAfter?: number;
   issuer?: string;
@@ -61,7 +62,7 @@ export class SamlIdp {
   /** Who signs in at `/sso`, and anything else its Response says. */
   next: Partial<ResponseOptions> & { nameId: string } = { nameId: 'nobody@example.test' };
   /** The AuthnRequests `/sso` received. */
-  readonly requests: Array<{ id: string; acsUrl: string | null; issuer: string | null }> = [];
+  readonly requests: Array<{ id: string; acsUrl: string | null; issuer: string | null; forceAuthn: boolean }> = [];
 
   private constructor(
     private readonly server: Server,
@@ -98,13 +99,14 @@ export class SamlIdp {
   }
 
   /** Reads the AuthnRequest of an HTTP-Redirect URL (the SP's `Location`). */
-  static authnRequestOf(location: string): { id: string; acsUrl: string | null; issuer: string | null; destination: string | null } {
+  static authnRequestOf(location: string): { id: string; acsUrl: string | null; issuer: string | null; destination: string | null; forceAuthn: boolean } {
     const xml = inflateRawSync(Buffer.from(new URL(location).searchParams.get('SAMLRequest') ?? '', 'base64')).toString('utf8');
     return {
       id: /\bID="([^"]+)"/.exec(xml)?.[1] ?? '',
       acsUrl: /AssertionConsumerServiceURL="([^"]+)"/.exec(xml)?.[1] ?? null,
       issuer: /<saml:Issuer[^>]*>([^<]+)</.exec(xml)?.[1] ?? null,
       destination: /\bDestination="([^"]+)"/.exec(xml)?.[1] ?? null,
+      forceAuthn: /\bForceAuthn="true"/.test(xml),
     };
   }
 
@@ -121,7 +123,7 @@ export class SamlIdp {
     const attributes = Object.entries(o.attributes ?? {})
       .map(([name, value]) => `<saml:Attribute Name="${escape(name)}"><saml:AttributeValue>${escape(value)}</saml:AttributeValue></saml:Attribute>`)
       .join('');
-    const assertion = `<saml:Assertion xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${assertionId}" Version="2.0" IssueInstant="${iso(now)}"><saml:Issuer>${escape(issuer)}</saml:Issuer><saml:Subject><saml:NameID Format="${o.nameIdFormat ?? EMAIL_FORMAT}">${escape(o.nameId)}</saml:NameID><saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData${inResponseTo} NotOnOrAfter="${iso(now + (o.notOnOrAfter ?? 5 * 60_000))}" Recipient="${escape(o.recipient ?? o.acsUrl)}"/></saml:SubjectConfirmation></saml:Subject><saml:Conditions NotBefore="${iso(now + (o.notBefore ?? -60_000))}" NotOnOrAfter="${iso(now + (o.notOnOrAfter ?? 5 * 60_000))}"><saml:AudienceRestriction><saml:Audience>${escape(o.audience)}</saml:Audience></saml:AudienceRestriction></saml:Conditions><saml:AuthnStatement AuthnInstant="${iso(now)}" SessionIndex="_s${randomBytes(8).toString('hex')}"><saml:AuthnContext><saml:AuthnContextClassRef>${escape(o.authnContextClassRef ?? 'urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport')}</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>${attributes ? `<saml:AttributeStatement>${attributes}</saml:AttributeStatement>` : ''}</saml:Assertion>`;
+    const assertion = `<saml:Assertion xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${assertionId}" Version="2.0" IssueInstant="${iso(now)}"><saml:Issuer>${escape(issuer)}</saml:Issuer><saml:Subject><saml:NameID Format="${o.nameIdFormat ?? EMAIL_FORMAT}">${escape(o.nameId)}</saml:NameID><saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData${inResponseTo} NotOnOrAfter="${iso(now + (o.notOnOrAfter ?? 5 * 60_000))}" Recipient="${escape(o.recipient ?? o.acsUrl)}"/></saml:SubjectConfirmation></saml:Subject><saml:Conditions NotBefore="${iso(now + (o.notBefore ?? -60_000))}" NotOnOrAfter="${iso(now + (o.notOnOrAfter ?? 5 * 60_000))}"><saml:AudienceRestriction><saml:Audience>${escape(o.audience)}</saml:Audience></saml:AudienceRestriction></saml:Conditions><saml:AuthnStatement AuthnInstant="${iso(now + (o.authnInstant ?? 0))}" SessionIndex="_s${randomBytes(8).toString('hex')}"><saml:AuthnContext><saml:AuthnContextClassRef>${escape(o.authnContextClassRef ?? 'urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport')}</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>${attributes ? `<saml:AttributeStatement>${attributes}</saml:AttributeStatement>` : ''}</saml:Assertion>`;
     const key = o.key ?? this.signing;
     const signedAssertion = (o.sign ?? 'assertion') === 'assertion' ? signAt(assertion, "/*[local-name(.)='Assertion']", key) : assertion;
     const destination = o.destination === null ? '' : ` Destination="${escape(o.destination ?? o.acsUrl)}"`;
