@@ -1,3 +1,4 @@
+import { AppConfig } from '../config/app-config.js';
 import { Injectable } from '@nestjs/common';
 import { type AdminIdentityProvider, type CreateIdentityProviderRequest, presetIssuer, type UpdateIdentityProviderRequest } from '@prospect/contract';
 import { AuditService } from '../audit/audit.service.js';
@@ -66,6 +67,7 @@ export class IdentityProvidersService {
     private readonly webSessions: WebSessions,
     private readonly organizations: OrganizationsService,
     private readonly limits: RateLimits,
+    private readonly config: AppConfig,
     teardown: OrganizationTeardown,
   ) {
     // An organization's deletion (organizations/, below this module) ends its providers through us, in its transaction.
@@ -313,6 +315,7 @@ export class IdentityProvidersService {
   }
 
   private toAdmin(row: Omit<IdentityProviderRow, 'clientSecretSealed' | 'metadata'>, linkedAccounts: number, organizations: ReadonlyMap<string, { slug: string; name: string }>): AdminIdentityProvider {
+    const org = (row.organizationId && organizations.get(row.organizationId)) || undefined;
     return {
       id: row.id,
       displayName: row.displayName,
@@ -324,10 +327,11 @@ export class IdentityProvidersService {
       allowSignUp: row.allowSignUp,
       mfaAcrValues: row.mfaAcrValues,
       disabled: row.disabledAt !== null,
-      redirectUri: this.federation.redirectUri(row.id),
+      redirectUri: row.protocol === 'saml' && org ? `${this.config.publicUrl}/saml/${encodeURIComponent(org.slug)}/acs` : this.federation.redirectUri(row.id),
+      protocol: row.protocol,
       linkedAccounts,
       createdAt: row.createdAt.toISOString(),
-      organization: (row.organizationId && organizations.get(row.organizationId)) || null,
+      organization: org ?? null,
     };
   }
 

@@ -1,7 +1,8 @@
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { ROUTES } from '@prospect/contract';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
-import { userByEmail } from '../support/fixtures.js';
+import { createUser, userByEmail } from '../support/fixtures.js';
+import { TokensService } from '../../src/tokens/tokens.service.js';
 import { request } from '../support/http.js';
 import { addMember, personWithToken } from '../support/organization-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -151,6 +152,12 @@ describe('SAML connections', () => {
     expect((await request(api, 'PATCH', `/api/orgs/${t.slug}/identity-providers/${providerId}`, { token: t.admin.token, json: { allowSignUp: true } })).status).toBe(404);
     expect((await request(api, 'POST', `/api/orgs/${t.slug}/identity-providers/${providerId}/test`, { token: t.admin.token })).status).toBe(404);
     expect((await webClient(api).send('GET', `/login/sso/${providerId}`)).status).toBe(404);
+    // The instance's administrators see it among every provider, as SAML, with its ACS.
+    const admin = await createUser(api, { role: 'admin' });
+    const adminToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct' })).accessToken;
+    const listed = (await request(api, 'GET', '/api/admin/identity-providers', { token: adminToken })).body.find((p: { id: string }) => p.id === providerId);
+    expect(listed).toMatchObject({ protocol: 'saml', issuer: idp.entityId, redirectUri: t.sp.acsUrl, organization: { slug: t.slug } });
+    expect((await request(api, 'PATCH', `/api/admin/identity-providers/${providerId}`, { token: adminToken, json: { disabled: true } })).status).toBe(409);
   });
 
   it('a bad SAMLResponse is a clear refusal, never a 500', async () => {
