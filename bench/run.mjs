@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { dirname, join, relative } from 'node:path';
 import pg from 'pg';
 import { summarizeProfile, formatSummary } from './profile-summary.mjs';
-import { JSON_HEADERS, ROUTES, START_BODY, loads, oidcLoads, seed } from './lib/data.mjs';
+import { JSON_HEADERS, ROUTES, START_BODY, loads, oidcLoads, seed, seedServiceAccounts } from './lib/data.mjs';
 import { cannon, summarizeRun } from './lib/load.mjs';
 import { countLines, cpuSeconds, freePort, machineInfo, readProcStatus, tail, waitReady } from './lib/processes.mjs';
 import { LABEL, report } from './lib/report.mjs';
@@ -27,7 +27,9 @@ const OIDC_CLIENT_ID = 'bench-cli';
 
 const env = process.env;
 const num = envNumbers(env);
-const ENDPOINT_NAMES = ['me', 'poll', 'start'];
+// `cc`: the client credentials grant (issue #45), which the floors do not implement: the API beside oidc-provider only.
+const ENDPOINT_NAMES = ['me', 'poll', 'start', 'cc'];
+const FLOORLESS_ENDPOINTS = ['cc'];
 const TARGET_NAMES = ['api', 'floor', 'stack', 'oidc'];
 const FLOORS = ['floor', 'stack'];
 const settings = {
@@ -40,6 +42,8 @@ const settings = {
   rounds: Math.max(1, num('BENCH_ROUNDS', 3)),
   tokens: num('BENCH_TOKENS', 10_000),
   deviceCodes: num('BENCH_DEVICE_CODES', 60_000),
+  // Clients of the client credentials load, on each server: 64 keeps each client ID to a request or two in flight at 32 connections.
+  serviceAccounts: num('BENCH_SERVICE_ACCOUNTS', 64),
   // oidc-provider throttles no poll, so it needs no more codes than keep its rows apart.
   oidcDeviceCodes: num('BENCH_OIDC_DEVICE_CODES', 10_000),
   // The production default. With 1 the API's 1 s jitter allowance disables throttling altogether.
@@ -60,7 +64,7 @@ settings.targets = TARGET_NAMES.filter((t) => settings.targets.includes(t));
 const floorsRun = FLOORS.filter((t) => settings.targets.includes(t));
 // Only a full, unprofiled run is a result worth recording.
 const isFullRun =
-  !settings.profile && !settings.heapSample && settings.endpoints.length === 3 && settings.targets.length === TARGET_NAMES.length && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3 && !settings.rate;
+  !settings.profile && !settings.heapSample && settings.endpoints.length === ENDPOINT_NAMES.length && settings.targets.length === TARGET_NAMES.length && settings.rounds >= 2 && settings.durationS >= 10 && settings.warmupS >= 3 && !settings.rate;
 const writeResults = env.BENCH_WRITE ? isYes(env.BENCH_WRITE) : isFullRun;
 
 const log = makeLog('bench');
@@ -185,7 +189,8 @@ async function main() {
   await db.connect();
   const t0 = Date.now();
   const data = await seed(db, { tokens: settings.tokens, deviceCodes: settings.deviceCodes });
-  log(`seeded 1 user, ${settings.tokens} tokens, ${settings.deviceCodes} pending device logins in ${Date.now() - t0} ms`);
+  if (settings.endpoints.includes('cc')) data.serviceAccounts = await seedServiceAccounts(db, { count: settings.serviceAccounts });
+  log(`seeded 1 user, ${settings.tokens} tokens, ${settings.deviceCodes} pending device logins, ${data.serviceAccounts?.length ?? 0} service accounts with a secret each in ${Date.now() - t0} ms`);
 
   // The floors: the same database, pool size and poll interval as the API.
   const servers = { api };
@@ -219,6 +224,7 @@ async function main() {
       POOL_SIZE: '10',
       TOKENS: String(settings.tokens),
       DEVICE_CODES: String(settings.oidcDeviceCodes),
+      SERVICE_CLIENTS: String(settings.serviceAccounts),
       SEED_OUT: seedOut,
     }, join(tmpDir, 'oidc'));
     urls.oidc = `http://127.0.0.1:${port}`;
@@ -262,6 +268,7 @@ async function main() {
   for (let round = 1; round <= settings.rounds; round++) {
     for (const e of settings.endpoints) {
       for (const target of settings.targets) {
+        if (FLOORLESS_ENDPOINTS.includes(e) && FLOORS.includes(target)) continue;
         const server = servers[target];
         if (server.exitCode !== null || server.signalCode !== null) throw new Error(`${server.label} died:\n${tail(`${server.logBase}.err.log`)}`);
         // Same start for both: every token used just now, so neither load begins with a

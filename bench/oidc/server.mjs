@@ -1,8 +1,10 @@
 // The peer of `npm run bench`: node-oidc-provider 9 (Koa) with its device flow and userinfo,
 // its state in Postgres (the same cluster and database as the API) through the small adapter
 // below, a pool of 10 like every other server of the bench. At start it seeds what the loads
-// need — an account's grant with TOKENS access tokens for userinfo, and DEVICE_CODES pending
-// device codes for its token endpoint — writes them to SEED_OUT and only then answers /healthz.
+// need — an account's grant with TOKENS access tokens for userinfo, DEVICE_CODES pending device
+// codes for its token endpoint, and SERVICE_CLIENTS confidential clients for the client
+// credentials grant — writes them to SEED_OUT and only then answers /healthz.
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import Provider from 'oidc-provider';
@@ -82,10 +84,24 @@ await pool.query(`CREATE INDEX IF NOT EXISTS oidc_payloads_grant ON oidc_payload
 await pool.query(`CREATE INDEX IF NOT EXISTS oidc_payloads_user_code ON oidc_payloads (user_code)`);
 await pool.query(`CREATE INDEX IF NOT EXISTS oidc_payloads_uid ON oidc_payloads (uid)`);
 
+// Confidential clients for the client credentials grant (client_secret_basic), as many as the
+// API's service accounts in the same load, each with a secret as long as theirs.
+const serviceClients = Array.from({ length: Number(env.SERVICE_CLIENTS ?? 64) }, (_, i) => ({ clientId: `bench-sa-${i}`, secret: randomBytes(32).toString('base64url') }));
+
 const provider = new Provider(issuer, {
   adapter: PgAdapter,
-  clients: [{ client_id: CLIENT_ID, grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], response_types: [], redirect_uris: [], token_endpoint_auth_method: 'none' }],
-  features: { deviceFlow: { enabled: true }, devInteractions: { enabled: false } },
+  clients: [
+    { client_id: CLIENT_ID, grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], response_types: [], redirect_uris: [], token_endpoint_auth_method: 'none' },
+    ...serviceClients.map(({ clientId, secret }) => ({
+      client_id: clientId,
+      client_secret: secret,
+      grant_types: ['client_credentials'],
+      response_types: [],
+      redirect_uris: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+    })),
+  ],
+  features: { deviceFlow: { enabled: true }, devInteractions: { enabled: false }, clientCredentials: { enabled: true } },
   scopes: ['openid', 'email', 'profile'],
   claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
   findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub, email: 'bench@example.com', name: 'Bench User' }) }),
@@ -129,6 +145,6 @@ const codes = await inChunks(codesWanted, async () => {
   return (await res.json()).device_code;
 });
 await pool.query('VACUUM ANALYZE oidc_payloads');
-writeFileSync(env.SEED_OUT, JSON.stringify({ tokens, codes }));
+writeFileSync(env.SEED_OUT, JSON.stringify({ tokens, codes, serviceClients }));
 ready = true;
 process.on('SIGTERM', () => server.close(() => pool.end().then(() => process.exit(0))));

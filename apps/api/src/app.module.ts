@@ -23,6 +23,7 @@ import { FederationModule } from './federation/federation.module.js';
 import { OrganizationsModule } from './organizations/organizations.module.js';
 import { EventsModule } from './events/events.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
+import { ScimModule } from './scim/scim.module.js';
 
 export interface AppModuleOptions {
   /** The environment to configure from (validated by AppConfigModule): process.env, or a test's own. */
@@ -55,6 +56,7 @@ export class AppModule {
         OrganizationsModule,
         ServiceAccountsModule,
         WebhooksModule,
+        ScimModule,
         TokensModule,
         RefreshTokensModule,
         DeviceLoginModule,

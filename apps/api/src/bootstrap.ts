@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { installPassportRequestMethods } from './auth/passport-request.js';
 import { ApiException } from './common/api-exception.js';
-import { API_PREFIX, hasBody } from './common/http-body.js';
+import { API_PREFIX, hasBody, SCIM_MEDIA_TYPE } from './common/http-body.js';
 import { BODY_LIMIT } from './common/body-limit.js';
 import { ErrorBodyFilter } from './common/error-body.filter.js';
 import { refuseMalformedQueries, refuseUnreadableBodies } from './common/well-formed-text.js';
@@ -69,7 +69,8 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
       // path parses JSON, and every parsed body is checked at once (depth, text), known route or not.
       // SAML's metadata and responses, on their three routes only (federation/saml/saml-bodies.ts).
       samlBodies,
-      express.json({ limit: BODY_LIMIT }),
+      // SCIM clients send `application/scim+json` (RFC 7644 §3.1): the same JSON, read the same way.
+      express.json({ limit: BODY_LIMIT, type: ['application/json', SCIM_MEDIA_TYPE] }),
       refuseNonJsonBodies,
       refuseUnreadableBodies,
     ),

@@ -22,7 +22,10 @@ export const COMPLETION_USAGE = `
  */
 export function completionScript(shell: string, commands: Command[]): string | undefined {
   const names = ['help', 'completion', ...commands.map((c) => c.name)];
-  const flagsOf = (c: Command) => [...Object.keys(c.flags).map(kebab), '--help'];
+  // A boolean flag on by default is typed as its negation (`--no-browser`); one with no default either way (`--store`, `--no-store`).
+  const spellings = ([name, spec]: [string, Command['flags'][string]]) =>
+    spec.type !== 'boolean' ? [kebab(name)] : spec.default === true ? [`--no-${kebab(name).slice(2)}`] : spec.default === undefined ? [kebab(name), `--no-${kebab(name).slice(2)}`] : [kebab(name)];
+  const flagsOf = (c: Command) => [...Object.entries(c.flags).flatMap(spellings), '--help'];
   // Per command: what completes after it (its options; a shell or a command for the two built-ins).
   const cases: Array<[string, string[]]> = [
     ...commands.map((c): [string, string[]] => [c.name, flagsOf(c)]),

@@ -100,3 +100,43 @@ it('two logins at once, as two processes would, both keep what the other wrote (
   const { active, others } = await tokens();
   expect([active, ...others].sort()).toEqual(['prs_ada-a', 'prs_ada-b', 'prs_grace-a']);
 });
+
+describe("a service account's session (issue #45: a CI token exchanged)", () => {
+  const robot = {
+    ...account('http://a.example', 'robot-id', 'robot'),
+    user: { id: 'robot-id', email: '', name: 'nightly sync' },
+    serviceAccount: { clientId: 'psa_robot', organization: { id: 'o1', slug: 'acme', name: 'Acme' } },
+  };
+
+  it('is written in its own form (no address, what it is) and read back whole', async () => {
+    await accounts.logIn(robot);
+    expect(JSON.parse(await readFile(store.path, 'utf8'))).toEqual({
+      accessToken: 'prs_robot',
+      apiBaseUrl: 'http://a.example',
+      user: { id: 'robot-id', email: null, name: 'nightly sync' },
+      expiresAt: robot.expiresAt,
+      createdAt: robot.createdAt,
+      serviceAccount: robot.serviceAccount,
+    });
+    expect(await store.read()).toEqual({ kind: 'session', session: robot });
+  });
+
+  it("a refresh token or a person's organization in its file makes it no session", async () => {
+    const file = { ...robot, user: { ...robot.user, email: null } };
+    await store.writeAtomically(store.path, JSON.stringify({ ...file, refreshToken: 'prr_x' }));
+    expect(await store.read()).toMatchObject({ kind: 'invalid' });
+    await store.writeAtomically(store.path, JSON.stringify({ ...file, organization: { slug: 'acme', name: 'Acme', role: 'owner' } }));
+    expect(await store.read()).toMatchObject({ kind: 'invalid' });
+    await store.writeAtomically(store.path, JSON.stringify(file));
+    expect(await store.read()).toMatchObject({ kind: 'session' });
+  });
+
+  it("keeps the person's session active before it for a switch back, but is never kept itself", async () => {
+    await accounts.logIn(adaA);
+    expect(await accounts.logIn(robot)).toEqual({ replaced: [], kept: adaA });
+    expect(await tokens()).toEqual({ active: 'prs_robot', others: ['prs_ada-a'] });
+    // A person logging in replaces it: an hour's token that cannot be renewed is not an account to go back to.
+    expect(await accounts.logIn(graceA)).toEqual({ replaced: [robot], kept: undefined });
+    expect(await tokens()).toEqual({ active: 'prs_grace-a', others: ['prs_ada-a'] });
+  });
+});

@@ -46,6 +46,7 @@ const provider = { providerId: str, label: str, sessions: num, disabled: bool, r
 const account = { accountId: str, role: str, cleared: bool };
 /** `origin`: the URL's scheme, host and port only (its path or query may hold a receiver's token); `changed`: the fields an update set (`url,types,disabled`); `types`: comma-separated, `*` for every type. */
 const webhook = { webhookId: str, origin: str, changed: str, types: str, disabled: bool, previousSecretValidUntil: str, reason: str };
+const scim = { scimUserId: str, memberId: str, userName: str, externalId: str, groupId: str, displayName: str, tokenId: str, label: str, role: str, linked: bool, accountDisabled: bool, accountEnabled: bool, added: num, removed: num, reason: str };
 
 /** Every public event type and the shape of its `data`, in the order docs/events.md lists them. */
 export const EVENT_DATA_SCHEMAS = {
@@ -141,6 +142,17 @@ export const EVENT_DATA_SCHEMAS = {
   'webhook.secret_rotated': data(webhook),
   'webhook.deleted': data(webhook),
   'webhook.disabled': data(webhook),
+  'scim.token_created': data(scim),
+  'scim.token_revoked': data(scim),
+  'scim.settings_updated': data({ deactivateDisablesAccount: bool, groupRoles: str }),
+  'scim.user_provisioned': data(scim),
+  'scim.user_updated': data(scim),
+  'scim.user_deactivated': data(scim),
+  'scim.user_reactivated': data(scim),
+  'scim.user_deleted': data(scim),
+  'scim.group_created': data(scim),
+  'scim.group_updated': data(scim),
+  'scim.group_deleted': data(scim),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA_SCHEMAS;

@@ -9,3 +9,4 @@ export * from './events.js';
 export * from './service-accounts.js';
 export * from './webhooks.js';
 export * from './saml.js';
+export * from './scim.js';

@@ -100,7 +100,19 @@ export type AuthEventType =
   | 'org.webhook_update'
   | 'org.webhook_secret_rotate'
   | 'org.webhook_delete'
-  | 'org.webhook_disable_failing';
+  | 'org.webhook_disable_failing'
+  // SCIM provisioning (issue #47): each with its organization; by nobody when the directory did it.
+  | 'scim.token_create'
+  | 'scim.token_revoke'
+  | 'scim.settings_update'
+  | 'scim.user_provision'
+  | 'scim.user_update'
+  | 'scim.user_deactivate'
+  | 'scim.user_reactivate'
+  | 'scim.user_delete'
+  | 'scim.group_create'
+  | 'scim.group_update'
+  | 'scim.group_delete';
 
 /** The audit trail of sign-in: who did what from where. Never holds a secret. */
 @Entity({ name: 'auth_events' })

@@ -3,7 +3,7 @@ import { ERROR_CODES, type ErrorBody, type ErrorCode } from '@prospect/contract'
 import type { Request, Response } from 'express';
 import { type DatabaseAvailability, isDatabaseUnavailable } from '../database/database-availability.js';
 import { ApiException } from './api-exception.js';
-import { API_PREFIX } from './http-body.js';
+import { API_PREFIX, SCIM_MEDIA_TYPE, SCIM_PREFIX } from './http-body.js';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: ERROR_CODES.invalidRequest,
@@ -77,6 +77,12 @@ export class ErrorBodyFilter implements ExceptionFilter {
       response.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' }).json({ ...body, error_description: body.message });
       return;
     }
+    if (isScim(request)) {
+      // RFC 7644 §3.12: SCIM's error body, whoever asks; `scimType` from the exception (scim/'s), or for a body that is not JSON.
+      const scimType = scimTypeOf(exception) ?? (body.message === BODY_PARSER_MESSAGES['entity.parse.failed'] ? 'invalidSyntax' : undefined);
+      response.type(SCIM_MEDIA_TYPE).send(JSON.stringify({ schemas: [SCIM_ERROR_SCHEMA], status: String(body.statusCode), ...(scimType ? { scimType } : {}), detail: body.message }));
+      return;
+    }
     if (!wantsPage(request)) {
       response.json(body);
       return;
@@ -139,6 +145,18 @@ function allowedMethods(req: Request): string[] {
 interface RouteLayer {
   route?: { methods: Record<string, boolean> };
   match(path: string): boolean;
+}
+
+/** SCIM's error message schema (RFC 7644 §3.12). */
+const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
+
+/** SCIM provisioning (scim/), whose errors are RFC 7644's body whoever asks. */
+const isScim = (req: Request) => req.originalUrl.startsWith(SCIM_PREFIX);
+
+/** The `scimType` an exception of scim/ carries (ScimError), read by its shape: common/ imports no feature. */
+function scimTypeOf(exception: unknown): string | undefined {
+  const scimType = (exception as { scimType?: unknown } | null)?.scimType;
+  return typeof scimType === 'string' ? scimType : undefined;
 }
 
 /** The OAuth 2.0 surface, whose errors are RFC 6749's JSON whoever asks. */

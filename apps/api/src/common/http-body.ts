@@ -5,3 +5,9 @@ export const hasBody = (req: Request): boolean => req.headers['transfer-encoding
 
 /** Where the JSON API lives (its routes and the health check); pages and OAuth live elsewhere. */
 export const API_PREFIX = '/api/';
+
+/** Where SCIM 2.0 provisioning lives (scim/, issue #47): JSON (`application/scim+json`) with SCIM's own error body. */
+export const SCIM_PREFIX = '/scim/';
+
+/** The media type of SCIM's requests and answers (RFC 7644 §3.1); plain `application/json` is read too. */
+export const SCIM_MEDIA_TYPE = 'application/scim+json';

@@ -122,6 +122,17 @@ export const EVENT_CATALOGUE: { readonly [T in AuthEventType]: CatalogueEntry } 
   'org.webhook_secret_rotate': { type: 'webhook.secret_rotated', subject: ['webhook', 'webhookId'] },
   'org.webhook_delete': { type: 'webhook.deleted', subject: ['webhook', 'webhookId'] },
   'org.webhook_disable_failing': { type: 'webhook.disabled', subject: ['webhook', 'webhookId'] },
+  'scim.token_create': { type: 'scim.token_created' },
+  'scim.token_revoke': { type: 'scim.token_revoked' },
+  'scim.settings_update': { type: 'scim.settings_updated' },
+  'scim.user_provision': { type: 'scim.user_provisioned', subject: ['user', 'memberId'] },
+  'scim.user_update': { type: 'scim.user_updated', subject: ['user', 'memberId'] },
+  'scim.user_deactivate': { type: 'scim.user_deactivated', subject: ['user', 'memberId'] },
+  'scim.user_reactivate': { type: 'scim.user_reactivated', subject: ['user', 'memberId'] },
+  'scim.user_delete': { type: 'scim.user_deleted', subject: ['user', 'memberId'] },
+  'scim.group_create': { type: 'scim.group_created' },
+  'scim.group_update': { type: 'scim.group_updated' },
+  'scim.group_delete': { type: 'scim.group_deleted' },
 };
 
 /** The internal types behind each public one (the stream's `types` filter runs on the stored column). */

@@ -189,6 +189,46 @@ export class OrganizationsService {
     return added;
   }
 
+  /**
+   * Locks the organization's row for the rest of `tx`, as every change of its members does (a
+   * directory's changes, scim/, take it before reading what they change). @throws 404 when it is gone.
+   */
+  async lockForChange(tx: Tx, organizationId: string): Promise<void> {
+    if (!(await this.orgs.lock(tx, organizationId))) throw notFound('This organization no longer exists.');
+  }
+
+  /** The member's role, in `tx` (after lockForChange: as it stays until `tx` ends); undefined for a non-member. */
+  roleIn(tx: Tx, organizationId: string, userId: string): Promise<OrgRole | undefined> {
+    return this.orgs.roleOf(tx, organizationId, userId);
+  }
+
+  /**
+   * Removes a member as the organization's directory asks (SCIM, issue #47), in `tx` after
+   * lockForChange, recorded as `org.member_remove` by nobody with `via`. The last owner stays:
+   * 'last-owner' (the caller refuses); 'not-member' when they were not one.
+   */
+  async removeMemberFor(tx: Tx, organizationId: string, userId: string, via: string): Promise<'removed' | 'last-owner' | 'not-member'> {
+    const role = await this.orgs.roleOf(tx, organizationId, userId);
+    if (!role) return 'not-member';
+    if (role === 'owner' && (await this.orgs.countOwners(tx, organizationId)) === 1) return 'last-owner';
+    await this.orgs.removeMember(tx, organizationId, userId);
+    await this.audit.record('org.member_remove', { organizationId, detail: { memberId: userId, role, via }, at: this.clock.now() }, tx);
+    return 'removed';
+  }
+
+  /**
+   * Gives a member `role` as the organization's directory asks (its groups, SCIM), in `tx` after
+   * lockForChange, recorded as `org.member_role` by nobody with `via`. Never an owner's role, and
+   * never the owner role: owners are named by owners, by hand.
+   */
+  async setRoleFor(tx: Tx, organizationId: string, userId: string, role: Exclude<OrgRole, 'owner'>, via: string): Promise<boolean> {
+    const current = await this.orgs.roleOf(tx, organizationId, userId);
+    if (!current || current === 'owner' || current === role) return false;
+    await this.orgs.setRole(tx, organizationId, userId, role);
+    await this.audit.record('org.member_role', { organizationId, detail: { memberId: userId, from: current, to: role, via }, at: this.clock.now() }, tx);
+    return true;
+  }
+
   /** addMember in a transaction of its own. */
   addMemberNow(organizationId: string, userId: string, role: OrgRole, via: string, ip: string | null = null): Promise<boolean> {
     return this.uow.run((tx) => this.addMember(tx, organizationId, userId, role, via, ip));

@@ -28,6 +28,7 @@ export interface ExportedSizes {
   providerDiscoveriesPerHour: number;
   clientAuthFailures: number;
   clientAuthFailuresPerIp: number;
+  scimTokenFailuresPerIp: number;
 }
 
 /**
@@ -57,6 +58,7 @@ export class RateLimiters {
   readonly providerDiscoveries: RateLimiterPostgres;
   readonly clientAuthByClient: RateLimiterPostgres;
   readonly clientAuthByIp: RateLimiterPostgres;
+  readonly scimTokensByIp: RateLimiterPostgres;
 
   constructor(
     sql: Sql,
@@ -102,6 +104,7 @@ export class RateLimiters {
     this.providerDiscoveries = store('org:idp-discover', sizes.providerDiscoveriesPerHour, HOUR);
     this.clientAuthByClient = store('client-auth:client', sizes.clientAuthFailures, LOGIN_BLOCK_SECONDS);
     this.clientAuthByIp = store('client-auth:ip', sizes.clientAuthFailuresPerIp, HOUR);
+    this.scimTokensByIp = store('scim-token:org-ip', sizes.scimTokenFailuresPerIp, HOUR);
   }
 
   /**

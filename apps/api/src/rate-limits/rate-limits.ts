@@ -53,6 +53,8 @@ export const PROVIDER_DISCOVERIES_PER_HOUR = 20;
 export const CLIENT_AUTH_FAILURES = 30;
 /** Failed client authentications one address may make in an hour, whichever client_id it names. */
 export const CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR = 100;
+/** Failed SCIM bearer tokens (issue #47: a directory's token, wrong or ended) one address may send to one organization's endpoint in an hour. */
+export const SCIM_TOKEN_FAILURES_PER_IP_PER_HOUR = 30;
 /** Failed passkey sign-ins with one credential id before it waits, as an account's failed sign-ins. */
 export const PASSKEY_FAILURES = LOGIN_FAILURES;
 
@@ -83,6 +85,8 @@ export const PASSKEY_FAILURES = LOGIN_FAILURES;
  *   point of the recipient's MAILS_PER_RECIPIENT_PER_HOUR (refused, not dropped: the inviter is told).
  *   Domain verifications: DOMAIN_VERIFICATIONS_PER_HOUR per organization; discoveries of its
  *   identity providers (Test connection, registration): PROVIDER_DISCOVERIES_PER_HOUR per organization.
+ * - SCIM bearer tokens (issue #47): SCIM_TOKEN_FAILURES_PER_IP_PER_HOUR failed ones per address and
+ *   organization, counted before the lookup (a working token gives its point back).
  * - Second-factor codes (TOTP or recovery) without a recognised browser, per account: 5 failures in
  *   15 minutes block it for 15 minutes (a million six-digit codes: guessing one takes years); a
  *   right code gives them back. The first code of an app being set up: 5 failures per account
@@ -121,6 +125,7 @@ export class RateLimits {
       providerDiscoveriesPerHour: PROVIDER_DISCOVERIES_PER_HOUR,
       clientAuthFailures: CLIENT_AUTH_FAILURES,
       clientAuthFailuresPerIp: CLIENT_AUTH_FAILURES_PER_IP_PER_HOUR,
+      scimTokenFailuresPerIp: SCIM_TOKEN_FAILURES_PER_IP_PER_HOUR,
     });
   }
 
@@ -339,6 +344,24 @@ export class RateLimits {
     await Promise.all([this.limiters.clientAuthByClient.reward(clientId, 1), this.limiters.clientAuthByIp.reward(ip, 1)]);
   }
 
+  /**
+   * Counts a SCIM request's bearer token (issue #47) against its address at that organization's
+   * endpoint before the token is looked up; a token that works gives the point back
+   * (scimTokenSucceeded), so the limit counts failures. Keyed by address and organization: a
+   * directory's requests come from its vendor's few shared addresses (Okta's, Entra's), so a counter
+   * per address alone would let one tenant's wrong token block every organization's provisioning
+   * from that vendor, and one per organization alone would let anyone block an organization's
+   * directory. A token of 256 random bits is not guessed anyway: this stops the hammering.
+   */
+  async attemptScimToken(slug: string, ip: string): Promise<void> {
+    return this.consume(this.limiters.scimTokensByIp, scimKey(slug, ip), 'Too many failed SCIM tokens from your address for this organization. Please wait before trying again.');
+  }
+
+  /** The token counted by attemptScimToken worked: its point goes back. */
+  async scimTokenSucceeded(slug: string, ip: string): Promise<void> {
+    await this.limiters.scimTokensByIp.reward(scimKey(slug, ip), 1);
+  }
+
   /** At most `limit` counters past their window, in `tx` (retention); how many. */
   purgeExpired(tx: Tx, now: Date, limit: number): Promise<number> {
     return this.counters.deleteExpired(tx, now, limit);
@@ -349,6 +372,9 @@ export class RateLimits {
     if (refused) throw tooMany(message, refused);
   }
 }
+
+/** The key of a SCIM token counter: the organization's slug and the address. */
+const scimKey = (slug: string, ip: string) => `${slug} ${ip}`;
 
 /**
  * Start points a replica claims beyond the requests waiting for them: a 32nd of the limit, at most

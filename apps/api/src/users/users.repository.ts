@@ -228,7 +228,7 @@ export class UsersRepository {
    * changed (unknown, or already so). Either is a new credential epoch: no link or session from
    * before a disable works after the enable.
    */
-  async setDisabled(tx: Tx, id: string, disabled: boolean, now: Date, adminId: string, ip: string | null): Promise<boolean> {
+  async setDisabled(tx: Tx, id: string, disabled: boolean, now: Date, adminId: string | null, ip: string | null): Promise<boolean> {
     const rows = await this.sql.rows(
       `WITH changed AS (
          UPDATE users SET disabled_at = $2, credential_epoch = credential_epoch + 1, updated_at = $3

@@ -191,8 +191,8 @@ export class UsersService implements OnApplicationBootstrap {
     return this.users.lockAdmins(tx);
   }
 
-  /** Disables or enables, in `tx`, audited with the acting admin; false when nothing changed. */
-  setDisabled(tx: Tx, id: string, disabled: boolean, now: Date, adminId: string, ip: string | null): Promise<boolean> {
+  /** Disables or enables, in `tx`, audited with the acting admin (none: an organization's directory, scim/); false when nothing changed. */
+  setDisabled(tx: Tx, id: string, disabled: boolean, now: Date, adminId: string | null, ip: string | null): Promise<boolean> {
     return this.users.setDisabled(tx, id, disabled, now, adminId, ip);
   }
 

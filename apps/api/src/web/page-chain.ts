@@ -2,13 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { OAUTH_ROUTES } from '@prospect/contract';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { BODY_LIMIT } from '../common/body-limit.js';
-import { API_PREFIX } from '../common/http-body.js';
+import { API_PREFIX, SCIM_PREFIX } from '../common/http-body.js';
 import { refuseMalformedForms } from '../common/well-formed-text.js';
 import { WebSessions } from '../web-sessions/web-sessions.js';
 import { pageHeaders } from './page-headers.js';
 
-/** Where the JSON API, the OAuth endpoints and the discovery documents live: not pages. */
-const NOT_PAGES = [API_PREFIX, '/oauth/', '/.well-known/'];
+/** Where the JSON API, the OAuth endpoints, the discovery documents and SCIM provisioning live: not pages. */
+const NOT_PAGES = [API_PREFIX, '/oauth/', '/.well-known/', SCIM_PREFIX];
 const AUTHORIZE = OAUTH_ROUTES.authorize;
 
 /**

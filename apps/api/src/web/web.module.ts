@@ -48,17 +48,19 @@ import { OrgDomainsPageController } from './orgs/org-domains-page.controller.js'
 import { OrgServiceAccountsPageController } from './orgs/org-service-accounts-page.controller.js';
 import { ServiceAccountsModule } from '../service-accounts/service-accounts.module.js';
 import { OrgWebhooksPageController } from './orgs/org-webhooks-page.controller.js';
+import { OrgScimPageController } from './orgs/org-scim-page.controller.js';
+import { ScimModule } from '../scim/scim.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 
 /** Server-rendered pages: sign-up, sign-in, mailed links, device approval, CLI tokens, the account, people and OAuth clients (admins). */
 @Module({
-  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule, OrganizationsModule, ServiceAccountsModule, WebhooksModule],
+  imports: [UsersModule, TokensModule, DeviceLoginModule, OAuthModule, WebSessionsModule, AccountsModule, AdminModule, OrganizationsModule, ServiceAccountsModule, WebhooksModule, ScimModule],
   controllers: [AuthPagesController, DevicePageController, TokensPageController, AdminClientsPageController, AdminClientPageController, PasswordPagesController, AccountPageController,
     AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
     AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController, SamlPagesController,
-    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgSamlPageController, OrgDomainsPageController, OrgServiceAccountsPageController, OrgWebhooksPageController],
+    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgSamlPageController, OrgDomainsPageController, OrgServiceAccountsPageController, OrgWebhooksPageController, OrgScimPageController],
   providers: [OrgAdminPages, LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, FederatedSignInCompletion, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })

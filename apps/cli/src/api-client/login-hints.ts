@@ -48,6 +48,9 @@ export function loginCommandLine(baseUrl?: string, options: { env?: NodeJS.Proce
   return options.token ? `${line} --token -` : line;
 }
 
+/** The command that exchanges a new CI token for a service account (issue #45), for the line that says its token has ended. */
+export const exchangeAgainLine = (clientId: string) => `prospect auth:login --service-account ${shellWord(clientId)} --federated-token <file|-|github>`;
+
 /** A hint never throws: a backend that is not a URL is shown as given. */
 function canonicalBaseUrl(input: string): string {
   try {

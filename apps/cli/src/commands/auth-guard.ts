@@ -1,12 +1,13 @@
 import { DEFAULT_API_BASE_URL, ENV, type SessionFile } from '@prospect/contract';
 import { normalizeBaseUrl } from '../api-client/base-url.js';
-import { loginCommandLine } from '../api-client/login-hints.js';
+import { exchangeAgainLine, loginCommandLine } from '../api-client/login-hints.js';
 import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { serverClockOf } from '../session/session-context.js';
 import { authRequired, type CliError } from '../errors.js';
 import { refreshSession } from '../session/refresh.js';
 import { AccountsFile } from '../session/accounts-file.js';
 import type { SessionRead } from '../session/session-store.js';
+import { serviceAccountOf } from '../session/kept-secrets.js';
 import { actFor, requestedOrg } from './organization-choice.js';
 
 /**
@@ -63,9 +64,19 @@ async function requireFileSession(ctx: CommandContext): Promise<SessionFile | un
   session = current;
   // A pair the server has just issued is fresh whatever the clocks say; any other is judged by the server's time.
   if (!refreshed && Date.parse(session.expiresAt) <= (await serverClockOf(ctx).now(session.apiBaseUrl))) {
-    throw authRequired(`Session expired at ${session.expiresAt} — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
+    throw sessionExpired(session, ctx);
   }
   return session;
+}
+
+/**
+ * An expired session, in one line with what to run. A service account's (a CI token exchanged,
+ * issue #45) has no refresh token by design: the job exchanges a new CI token.
+ */
+export function sessionExpired(session: SessionFile, ctx: Pick<CommandContext, 'env'>): CliError {
+  const serviceAccount = serviceAccountOf(session);
+  if (serviceAccount) return authRequired(`The token of service account ${serviceAccount.clientId} expired at ${session.expiresAt}, and is not renewed — run the exchange again: \`${exchangeAgainLine(serviceAccount.clientId)}\`.`);
+  return authRequired(`Session expired at ${session.expiresAt} — run \`${loginCommandLine(session.apiBaseUrl, { env: ctx.env })}\`.`);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { CLI_DEFAULT_SCOPES, CLI_SCOPES, DEFAULT_API_BASE_URL, ENV, ROUTES, type Scope, type SessionFile } from '@prospect/contract';
+import { CLI_DEFAULT_SCOPES, CLI_SCOPES, DEFAULT_API_BASE_URL, ENV, ROUTES, type Scope, SERVICE_ACCOUNT_SCOPES, type SessionFile } from '@prospect/contract';
 import type { ApiClient } from '../api-client/api-client.js';
 import { ApiHttpError } from '../api-client/api-errors.js';
 import { normalizeBaseUrl } from '../api-client/base-url.js';
@@ -13,6 +13,7 @@ import { Accounts, allOf, sameAccount } from '../session/accounts.js';
 import { describeEntry, inKeychain, keptIn } from '../session/kept-secrets.js';
 import { KeychainError } from '../session/keychain.js';
 import { accountName, commandFor } from './account-choice.js';
+import { parseScopesFlag } from './scopes-flag.js';
 import { apiUrlFlag, type Command } from './command.js';
 import { chooseCredentialStore, CREDENTIAL_STORE_ENV, requestedCredentialStore, secureStorageFlag } from './credential-store-choice.js';
 import { person } from './session-report.js';
@@ -26,6 +27,7 @@ export const loginCommand: Command = {
     $ prospect auth:login --web              (the browser signs in and comes back to this machine)
     $ prospect auth:login --token <token>
     $ prospect auth:login --token -          (reads the token from stdin)
+    $ prospect auth:login --service-account <clientId> --federated-token <file|-|github>   (in CI)
 
   Options
     --api-url <url>          The Prospect server (default: $PROSPECT_API_BASE_URL or ${DEFAULT_API_BASE_URL})
@@ -46,6 +48,18 @@ export const loginCommand: Command = {
                              keychain can be used, it says so and keeps them in the file.
                              --no-secure-storage: in the file (the default)
 
+  In CI, as a service account of an organization (no stored secret; see docs/ci.md)
+    --service-account <id>   The service account's client ID (psa_…) to log in as
+    --federated-token <src>  The CI job's own OIDC token, exchanged for a token of at most an
+                             hour (no refresh: run the exchange again): a file, - for stdin, or
+                             github to ask GitHub Actions for one (needs the job's
+                             \`permissions: id-token: write\`)
+    --audience <aud>         With github: the audience to ask for (default: the server's issuer)
+    --scopes <list>          Of ${SERVICE_ACCOUNT_SCOPES.join(', ')} (default: all the account holds)
+    --no-store               Save nothing: print the token alone on stdout, for
+                             export ${ENV.token}=$(prospect auth:login … --no-store)
+                             (--store, the default: the session file, as any login)
+
   Logging in to another server, or as another person, keeps the accounts you were
   logged in to, and the new one becomes the active one: \`prospect auth:status\` lists
   them, \`prospect auth:switch\` changes which one the commands use.
@@ -60,9 +74,19 @@ export const loginCommand: Command = {
     browser: { type: 'boolean', default: true },
     qr: { type: 'boolean', default: true },
     ...secureStorageFlag,
+    serviceAccount: { type: 'string' },
+    federatedToken: { type: 'string' },
+    audience: { type: 'string' },
+    store: { type: 'boolean' },
   },
   requiresAuth: false,
   async run(ctx: CommandContext) {
+    if (ctx.flags.serviceAccount !== undefined || ctx.flags.federatedToken !== undefined || ctx.flags.audience !== undefined || ctx.flags.store !== undefined) {
+      takeHostnameAsApiUrl(ctx);
+      // Loaded only here, as device login is: the other commands start fast.
+      const { loginAsServiceAccount } = await import('./auth-login-service-account.js');
+      return loginAsServiceAccount(ctx, apiClientFor(ctx, normalizeBaseUrl(requestedApiUrl(ctx) ?? DEFAULT_API_BASE_URL)));
+    }
     if (envToken(ctx)) {
       writeLine(ctx.stderr, 'Warning: PROSPECT_TOKEN is set, and commands use it instead of the session you are logging in to. Unset it to use this session.');
     }
@@ -162,21 +186,6 @@ export function parseTimeout(value: unknown): number | undefined {
     throw usageError(`--timeout-seconds must be a whole number of seconds, got ${JSON.stringify(value)}.`);
   }
   return n;
-}
-
-/**
- * `--scopes profile,tokens,admin` (commas or spaces), each one the CLI may ask for, in the
- * registry's order; undefined without the flag, which leaves the server's default (CLI_DEFAULT_SCOPES).
- */
-export function parseScopesFlag(value: unknown): Scope[] | undefined {
-  if (value === undefined) return undefined;
-  const names = typeof value === 'string' ? value.split(/[\s,]+/).filter(Boolean) : [];
-  const unknown = names.filter((name) => !CLI_SCOPES.includes(name as Scope));
-  if (!names.length || unknown.length) {
-    const what = names.length ? `unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => JSON.stringify(name)).join(', ')}` : 'no scope';
-    throw usageError(`--scopes takes a comma-separated list of ${CLI_SCOPES.join(', ')}; got ${what}.`, `For example: --scopes ${CLI_SCOPES.join(',')}`);
-  }
-  return CLI_SCOPES.filter((scope) => names.includes(scope));
 }
 
 /**

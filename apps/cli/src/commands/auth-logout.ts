@@ -4,6 +4,7 @@ import { apiClientFor, serverClockOf } from '../session/session-context.js';
 import { CliError, EXIT } from '../errors.js';
 import { revokeSession } from '../session/refresh.js';
 import { Accounts, activeOf, allOf, type StoredAccounts } from '../session/accounts.js';
+import { serviceAccountOf } from '../session/kept-secrets.js';
 import { ACCOUNT_FLAGS_USAGE, accountFlags, accountName, describeWanted, matchAccounts, pickAccount, wantedAccount } from './account-choice.js';
 import type { Command } from './command.js';
 
@@ -53,7 +54,8 @@ ${ACCOUNT_FLAGS_USAGE}
     const target = await chooseTarget(ctx, stored);
     // Under the session's lock: a refresh in another process cannot write the session back.
     const out = await accounts.logOut(target, async (session) => {
-      const revoke = Boolean(session.refreshToken) || ctx.flags.revoke === true;
+      // A service account's token was exchanged for this job alone (issue #45): logging out ends it too.
+      const revoke = Boolean(session.refreshToken) || ctx.flags.revoke === true || serviceAccountOf(session) !== undefined;
       return { revoke, revoked: revoke && (await revokeSession(apiClientFor(ctx, session.apiBaseUrl, REVOKE_TIMEOUT_MS), session)) };
     });
     if (!out.ended) {
@@ -105,6 +107,7 @@ const DAY_MS = 24 * 3600 * 1000;
  */
 async function stillValidThere(ctx: CommandContext, session: SessionFile): Promise<string> {
   const revokeAt = `${session.apiBaseUrl}${ROUTES.tokensPage}`;
+  if (serviceAccountOf(session)) return `The service account's token still works until ${utcMinute(session.expiresAt)}.`;
   if (!session.refreshToken) return `The token still works until ${utcMinute(session.expiresAt)}: revoke it at ${revokeAt}.`;
   const serverNow = await serverClockOf(ctx).now(session.apiBaseUrl);
   const leftMs = Date.parse(session.createdAt) + DEFAULT_REFRESH_TOKEN_TTL_SECONDS * 1000 - serverNow;

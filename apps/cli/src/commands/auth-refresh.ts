@@ -1,13 +1,15 @@
 import { CLI_SCOPES, ENV, ROUTES, type SessionFile } from '@prospect/contract';
+import { exchangeAgainLine } from '../api-client/login-hints.js';
 import type { MeAnswer } from '../api-client/me-answer.js';
 import { type CommandContext, envToken, writeLine } from '../context.js';
 import { CliError, FileSystemError, usageError } from '../errors.js';
 import { Accounts } from '../session/accounts.js';
-import { inKeychain, keptIn } from '../session/kept-secrets.js';
+import { inKeychain, keptIn, serviceAccountOf } from '../session/kept-secrets.js';
 import { revokeSession } from '../session/refresh.js';
 import { apiClientFor } from '../session/session-context.js';
 import { notLoggedIn, refuseOtherBackend } from './auth-guard.js';
-import { loginWithDevice, loginWithWeb, parseScopesFlag, parseTimeout } from './auth-login.js';
+import { loginWithDevice, loginWithWeb, parseTimeout } from './auth-login.js';
+import { parseScopesFlag } from './scopes-flag.js';
 import { apiUrlFlag, type Command } from './command.js';
 import { person, printJson } from './session-report.js';
 
@@ -69,6 +71,11 @@ export const refreshCommand: Command = {
     if (read.kind !== 'session') throw notLoggedIn(read, ctx);
     const old = read.session;
     await refuseOtherBackend(ctx, old);
+    // No person approves a machine's scopes (issue #45): it asks for them at the exchange.
+    const serviceAccount = serviceAccountOf(old);
+    if (serviceAccount) {
+      throw usageError(`This session is the service account ${serviceAccount.clientId}'s, whose scopes are asked for at the exchange: \`${exchangeAgainLine(serviceAccount.clientId)} --scopes …\`.`);
+    }
     await ctx.store.checkWritable().catch((err: unknown) => {
       if (!(err instanceof FileSystemError)) throw err;
       throw new CliError(`Cannot refresh: ${err.path} cannot be written (${err.reason}); set ${ENV.configDir} to a directory you can write to.`);

@@ -1,13 +1,13 @@
 import { DEFAULT_API_BASE_URL, ENV, type SessionFile, utcMinute } from '@prospect/contract';
 import { normalizeBaseUrl } from '../api-client/base-url.js';
-import { loginCommandLine } from '../api-client/login-hints.js';
+import { exchangeAgainLine, loginCommandLine } from '../api-client/login-hints.js';
 import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { serverClockOf } from '../session/session-context.js';
 import { authRequired } from '../errors.js';
 import { expiryMoment } from '../format.js';
 import { Accounts, activeOf, type StoredAccounts } from '../session/accounts.js';
 import { refreshSession } from '../session/refresh.js';
-import { type CredentialStore, describeEntry, inKeychain } from '../session/kept-secrets.js';
+import { type CredentialStore, describeEntry, inKeychain, serviceAccountOf } from '../session/kept-secrets.js';
 import { accountName } from './account-choice.js';
 import type { Command } from './command.js';
 import { actFor, describeOrganization, ORG_FLAG_USAGE, orgFlag, reportedOrganization, requestedOrg } from './organization-choice.js';
@@ -90,7 +90,9 @@ export const statusCommand: Command = {
     } else {
       const line = (label: string, value: string) => writeLine(ctx.stdout, `${`${label}:`.padEnd(13)} ${value}`);
       line('Server', status.server);
-      const serviceAccount = said?.valid ? said.serviceAccount : undefined;
+      // A service account's session (issue #45) names its organization as /me said it at the exchange.
+      const storedOrganization = active && serviceAccountOf(active)?.organization;
+      const serviceAccount = said?.valid ? said.serviceAccount : storedOrganization ? { organization: storedOrganization } : undefined;
       line('User', serviceAccount && status.user ? serviceAccountWords(status.user, serviceAccount) : status.user ? person(status.user) : 'not known until --verify');
       line('Token', ctx.flags.showToken ? status.token : maskToken(status.token));
       line('Token from', status.tokenSource === 'PROSPECT_TOKEN' ? 'the PROSPECT_TOKEN environment variable' : status.tokenSource);
@@ -112,7 +114,12 @@ export const statusCommand: Command = {
       if (accounts.length > 1 || (fromEnv && accounts.length)) printAccounts(ctx, accounts, Boolean(fromEnv));
     }
     if (!usable) {
-      const fix = fromEnv ? `set ${ENV.token} to a valid token, or unset it to use your session` : `run \`${loginCommandLine(status.server, { env: ctx.env })}\``;
+      const exchanged = active && serviceAccountOf(active);
+      const fix = fromEnv
+        ? `set ${ENV.token} to a valid token, or unset it to use your session`
+        : exchanged
+          ? `run the exchange again: \`${exchangeAgainLine(exchanged.clientId)}\``
+          : `run \`${loginCommandLine(status.server, { env: ctx.env })}\``;
       throw authRequired(`${expired ? 'The session has expired' : `The server says the token is ${status.serverSays}`} — ${fix}.`);
     }
   },

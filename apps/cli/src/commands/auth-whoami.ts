@@ -1,12 +1,14 @@
-import { DEFAULT_API_BASE_URL, ENV, type Organization } from '@prospect/contract';
+import { DEFAULT_API_BASE_URL, ENV, type Organization, type SessionFile } from '@prospect/contract';
 import { normalizeBaseUrl } from '../api-client/base-url.js';
-import { loginCommandLine, sessionTokenRejected } from '../api-client/login-hints.js';
+import { exchangeAgainLine, loginCommandLine, sessionTokenRejected } from '../api-client/login-hints.js';
 import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { serverClockOf } from '../session/session-context.js';
 import { authRequired, CliError } from '../errors.js';
 import { describeExpiry } from '../format.js';
 import { refreshSession } from '../session/refresh.js';
 import { withSessionLock } from '../session/session-lock.js';
+import { serviceAccountOf, type ServiceAccountOfSession } from '../session/kept-secrets.js';
+import { sessionExpired } from './auth-guard.js';
 import type { Command } from './command.js';
 import { actFor, describeOrganization, lostWarning, ORG_FLAG_USAGE, orgFlag, reportedOrganization, requestedOrg } from './organization-choice.js';
 import { askServer, person, printJson, readReportedSession, serviceAccountWords, SESSION_REPORT_USAGE, sessionReportFlags, verifySession } from './session-report.js';
@@ -29,6 +31,8 @@ export const whoamiCommand: Command = {
     const fromEnv = envToken(ctx);
     if (fromEnv) return whoamiFromEnv(ctx, fromEnv);
     let session = await readReportedSession(ctx);
+    const serviceAccount = serviceAccountOf(session);
+    if (serviceAccount) return whoamiServiceAccount(ctx, session, serviceAccount);
     let verified = false;
     let refreshed = false;
     let organizations: Organization[] | undefined;
@@ -141,4 +145,40 @@ async function whoamiFromEnv(ctx: CommandContext, token: string): Promise<void> 
   writeLine(ctx.stdout, `Logged in to ${server} as ${person(said.user)} (verified), with the token in ${ENV.token}`);
   if (organization) writeLine(ctx.stdout, `Acting for ${describeOrganization(organization)}`);
   writeLine(ctx.stdout, `Token ${describeExpiry(said.expiresAt, serverNow)}`);
+}
+
+/**
+ * The session of a service account (a CI token exchanged, issue #45): no refresh, so an expired
+ * one says to run the exchange again; --verify asks the server, and a token it refuses is
+ * removed here, as a pasted token's session is.
+ */
+async function whoamiServiceAccount(ctx: CommandContext, session: SessionFile, serviceAccount: ServiceAccountOfSession): Promise<void> {
+  let organization = serviceAccount.organization;
+  let user = session.user;
+  const serverNow = await serverClockOf(ctx).now(session.apiBaseUrl);
+  const expired = Date.parse(session.expiresAt) <= serverNow;
+  let verified = false;
+  if (ctx.flags.verify && !expired) {
+    const said = await askServer(ctx, session.apiBaseUrl, session.accessToken);
+    if (!said.valid) {
+      const removed = await withSessionLock(ctx.store, async () => {
+        const current = await ctx.store.read();
+        if (current.kind === 'session' && current.session.accessToken !== session.accessToken) return false;
+        return ctx.store.remove();
+      });
+      const why = { expired: 'has expired', revoked: 'was revoked', disabled: 'belongs to a disabled service account', unknown: 'is not known to it' }[said.problem];
+      throw authRequired(`${session.apiBaseUrl} refused the token of service account ${serviceAccount.clientId}: it ${why}${removed ? '; removed the local session' : ''} — run the exchange again: \`${exchangeAgainLine(serviceAccount.clientId)}\`.`);
+    }
+    if (said.serviceAccount) organization = said.serviceAccount.organization;
+    user = said.user;
+    verified = true;
+  }
+  if (ctx.flags.json) {
+    printJson(ctx, { user: { id: user.id, email: null, name: user.name }, kind: 'service_account', clientId: serviceAccount.clientId, organization: organization ?? null, apiBaseUrl: session.apiBaseUrl, expiresAt: session.expiresAt, expired, verified, refreshable: false });
+  } else if (!expired) {
+    const who = organization ? serviceAccountWords(user, { organization }) : `Service account ${serviceAccount.clientId}`;
+    writeLine(ctx.stdout, `${who}, on ${session.apiBaseUrl}${verified ? ' (verified)' : ''}`);
+    writeLine(ctx.stdout, `Token ${describeExpiry(session.expiresAt, serverNow)}; not renewed: run the exchange again then`);
+  }
+  if (expired) throw sessionExpired(session, ctx);
 }

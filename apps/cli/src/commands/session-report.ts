@@ -74,7 +74,8 @@ export async function verifySession(ctx: CommandContext, session: SessionFile): 
   return { session: renewed, said: await askServer(ctx, renewed.apiBaseUrl, renewed.accessToken), renewed: true };
 }
 
-export const person = (user: Pick<User, 'name' | 'email'>) => `${user.name} <${user.email}>`;
+/** A person as `Name <address>`; a service account, which has no address (in memory: ''), by its name. */
+export const person = (user: Pick<User, 'name' | 'email'>) => (user.email ? `${user.name} <${user.email}>` : user.name);
 
 /** A service account's token in words (issue #45): a machine of one organization, no person. */
 export const serviceAccountWords = (user: Pick<User, 'name'>, serviceAccount: NonNullable<MeAnswer['serviceAccount']>) =>

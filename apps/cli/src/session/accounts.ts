@@ -1,7 +1,7 @@
 import type { SessionFile } from '@prospect/contract';
 import { CliError } from '../errors.js';
 import { AccountsFile } from './accounts-file.js';
-import { inKeychain } from './kept-secrets.js';
+import { inKeychain, serviceAccountOf } from './kept-secrets.js';
 import { withSessionLock } from './session-lock.js';
 import type { SessionRead, SessionStore } from './session-store.js';
 
@@ -71,7 +71,8 @@ export class Accounts {
       const organization = allOf(before).find((stored) => sameAccount(stored, login))?.organization;
       const session = login.organization || !organization ? login : { ...login, organization };
       const previous = activeOf(before);
-      const kept = previous && !sameAccount(previous, session) ? previous : undefined;
+      // A service account's session (an hour at most, never renewed: CI's) is replaced, never kept for a switch back.
+      const kept = previous && !sameAccount(previous, session) && !serviceAccountOf(previous) ? previous : undefined;
       const replaced = [...(previous && !kept ? [previous] : []), ...before.others.filter((other) => sameAccount(other, session))];
       const others = [...(kept ? [kept] : []), ...before.others.filter((other) => !sameAccount(other, session))];
       await this.commit(before, others, { session });

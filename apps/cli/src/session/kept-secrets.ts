@@ -15,7 +15,21 @@ import { type Keychain, KeychainError, keychainService } from './keychain.js';
  * marker instead of the tokens: every field of the contract's session file but them.
  */
 export type CredentialStore = 'file' | 'keychain';
-export type KeptSession = SessionFile & { credentialStore?: 'keychain' };
+export type KeptSession = SessionFile & { credentialStore?: 'keychain'; serviceAccount?: ServiceAccountOfSession };
+
+/**
+ * A service account's session (issue #45: `auth:login --service-account`, a CI token exchanged
+ * for an access token of at most an hour): no refresh token, no person. In memory its
+ * `user.email` is '' (it has no address, as MeAnswer has it); the file says `null` and names the
+ * account: the CLI's own form, not the contract's, so an older `prospect` reads it as no session.
+ * `organization` is unknown when its token lacks `profile` (then /me refuses to say).
+ */
+export interface ServiceAccountOfSession {
+  clientId: string;
+  organization?: { id: string; slug: string; name: string };
+}
+
+export const serviceAccountOf = (session: SessionFile): ServiceAccountOfSession | undefined => (session as KeptSession).serviceAccount;
 
 export const inKeychain = (session: SessionFile): boolean => (session as KeptSession).credentialStore === 'keychain';
 
@@ -27,6 +41,15 @@ export function keptIn(session: SessionFile, store: CredentialStore): KeptSessio
 
 /** A session file's form when its tokens are in the keychain: strict, as the contract's is. */
 const KeychainSessionFileSchema = z.extend(z.omit(SessionFileSchema, { accessToken: true, refreshToken: true }), { credentialStore: z.literal('keychain') });
+
+/** A service account's session as the file holds it: always in the file (it lives an hour at most), never renewed. */
+const ServiceAccountSessionFileSchema = z.extend(z.omit(SessionFileSchema, { refreshToken: true, user: true, organization: true }), {
+  user: z.strictObject({ id: z.string().check(z.minLength(1)), email: z.null(), name: z.string() }),
+  serviceAccount: z.strictObject({
+    clientId: z.string().check(z.minLength(1), z.maxLength(200)),
+    organization: z.optional(z.strictObject({ id: z.string(), slug: z.string(), name: z.string() })),
+  }),
+});
 
 /** What the keychain entry of a session holds: both tokens in one secret, so a refresh replaces the pair at once. */
 const SecretsSchema = z.object({ accessToken: z.string().check(z.minLength(1)), refreshToken: z.optional(z.string().check(z.minLength(1))) });
@@ -42,6 +65,11 @@ export function describeEntry(session: Pick<SessionFile, 'apiBaseUrl' | 'user'>)
 
 /** What to write to a file for `session`: the whole session, or, for one kept in the keychain, all but its tokens. */
 export function fileFormOf(session: SessionFile): object {
+  const serviceAccount = serviceAccountOf(session);
+  if (serviceAccount) {
+    const { accessToken, apiBaseUrl, user, expiresAt, createdAt } = session;
+    return ServiceAccountSessionFileSchema.parse({ accessToken, apiBaseUrl, user: { id: user.id, email: null, name: user.name }, expiresAt, createdAt, serviceAccount });
+  }
   if (!inKeychain(session)) return SessionFileSchema.parse(session);
   const { accessToken: _a, refreshToken: _r, ...rest } = session as KeptSession;
   return KeychainSessionFileSchema.parse(rest);
@@ -70,6 +98,12 @@ export type ParsedSession = { kind: 'session'; session: KeptSession } | { kind: 
  * makes the session invalid, as a corrupt file is.
  */
 export async function parseStoredSession(json: unknown, keychain: Keychain, where: string): Promise<ParsedSession> {
+  if ((json as { serviceAccount?: unknown } | null)?.serviceAccount !== undefined) {
+    const parsed = ServiceAccountSessionFileSchema.safeParse(json);
+    if (!parsed.success) return { kind: 'invalid', reason: `${where} is not a valid session (${issueOf(parsed.error)})` };
+    const { user, ...rest } = parsed.data;
+    return { kind: 'session', session: { ...rest, user: { id: user.id, email: '', name: user.name } } };
+  }
   const marked = (json as { credentialStore?: unknown } | null)?.credentialStore !== undefined;
   if (!marked) {
     const parsed = SessionFileSchema.safeParse(json);

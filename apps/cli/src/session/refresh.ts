@@ -6,6 +6,7 @@ import { apiClientFor, type SessionContext, serverClockOf } from './session-cont
 import { authRequired, CliError, FileSystemError } from '../errors.js';
 import { sameAccount } from './accounts.js';
 import { KeychainError } from './keychain.js';
+import { serviceAccountOf } from './kept-secrets.js';
 import { withSessionLock } from './session-lock.js';
 
 /** The most ahead of its expiry that a session is refreshed before a command uses it. */
@@ -141,13 +142,17 @@ async function exchange(ctx: RefreshContext, session: SessionFile, refusal?: Api
 
 /**
  * Ends the session on the server: the refresh token revokes its whole family (RFC 7009), so a
- * logout works even after the access token expired; without one, the access token is revoked.
+ * logout works even after the access token expired; without one, the access token is revoked
+ * (a service account's at the revocation endpoint).
  * Resolves false when the server could not be told.
  */
 export async function revokeSession(api: ApiClient, session: SessionFile): Promise<boolean> {
   const revoke = session.refreshToken
     ? api.request('POST', OAUTH_ROUTES.revoke, { form: { token: session.refreshToken, token_type_hint: 'refresh_token', client_id: CLI_CLIENT_ID } })
-    : api.request('POST', ROUTES.logout, { token: session.accessToken });
+    : serviceAccountOf(session)
+      ? // A service account's token is no session of the CLI's client, and no route of a person's takes it: RFC 7009, by the token it holds.
+        api.request('POST', OAUTH_ROUTES.revoke, { form: { token: session.accessToken, token_type_hint: 'access_token' } })
+      : api.request('POST', ROUTES.logout, { token: session.accessToken });
   return revoke.then(
     () => true,
     () => false,

@@ -38,6 +38,7 @@ import { ServiceAccounts1795400000042 } from './1795400000042-service-accounts.j
 import { Webhooks1795400000043 } from './1795400000043-webhooks.js';
 import { ServiceAccountFederations1795400000044 } from './1795400000044-service-account-federations.js';
 import { SamlConnections1795400000045 } from './1795400000045-saml-connections.js';
+import { Scim1795400000046 } from './1795400000046-scim.js';
 import { OrganizationInvitationsEndedIndex1795400000048 } from './1795400000048-organization-invitations-ended-index.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
@@ -77,5 +78,6 @@ export const MIGRATIONS = [
   Webhooks1795400000043,
   ServiceAccountFederations1795400000044,
   SamlConnections1795400000045,
+  Scim1795400000046,
   OrganizationInvitationsEndedIndex1795400000048,
 ];

@@ -5,7 +5,7 @@ import { AuditService } from '../../audit/audit.service.js';
 import { Clock } from '../../common/clock.js';
 import { sha256 } from '../../common/secrets.js';
 import { FederationRefused, FederationSignIn, type SignInOutcome } from '../../federation/federation-sign-in.service.js';
-import type { IdentityProviderRow } from '../../federation/identity-providers.repository.js';
+import type { IdentityProviderRow } from '../../federation/identity-providers.service.js';
 import { showsSecondFactor } from '../../federation/provider-claims.js';
 import type { ProviderIdentity } from '../../federation/relying-party.js';
 import { amrOfSignIn, recordReconfirmation } from '../../web-sessions/session-proof.js';

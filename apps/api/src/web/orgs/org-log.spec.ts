@@ -26,6 +26,9 @@ describe('describeOrgEvent', () => {
     [{ type: 'org.identity_provider_create', detail: { label: 'Okta' } }, 'Added the identity provider Okta'],
     [{ type: 'org.identity_provider_update', detail: { label: 'Okta', disabled: true } }, 'Disabled the identity provider Okta'],
     [{ type: 'org.identity_provider_delete', detail: { label: 'Okta', reason: 'organization deleted' } }, 'Deleted the identity provider Okta (organization deleted)'],
+    [{ type: 'org.member_add', detail: { memberId: 'u1', role: 'member', via: 'scim' } }, 'ada@example.com joined as member through the directory (SCIM)'],
+    [{ type: 'scim.user_deactivate', detail: { memberId: 'u1', accountDisabled: true } }, 'The directory deactivated ada@example.com, and disabled their account'],
+    [{ type: 'scim.settings_update', detail: { groupRoles: 'Admins → admin' } }, 'Changed SCIM provisioning; groups to roles: Admins → admin'],
     [{ type: 'web.login', detail: {} }, 'web.login'],
   ] as const)('%j', (event, words) => expect(describeOrgEvent(event, addresses)).toBe(words));
 });

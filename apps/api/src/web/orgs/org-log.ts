@@ -8,6 +8,7 @@ export const ROLE_WORDS: Record<OrgRole, string> = { owner: 'owner', admin: 'adm
 function viaWords(via: string): string {
   if (via === 'invitation') return 'by invitation';
   if (via === 'join_request') return 'by a request an admin approved';
+  if (via === 'scim') return 'through the directory (SCIM)';
   if (via.startsWith('domain:')) return `through the verified domain ${via.slice('domain:'.length)}`;
   return `(${via})`;
 }
@@ -47,9 +48,9 @@ const WORDS: Partial<Record<AuthEventType, (detail: Detail, member: (id: unknown
     const via = text(d, 'via');
     return `${member(d.memberId)} joined as ${role(d, 'role')}${via ? ` ${viaWords(via)}` : ''}`;
   },
-  'org.member_role': (d, member) => `Changed ${member(d.memberId)}’s role from ${role(d, 'from')} to ${role(d, 'to')}`,
+  'org.member_role': (d, member) => `Changed ${member(d.memberId)}’s role from ${role(d, 'from')} to ${role(d, 'to')}${text(d, 'via') === 'scim' ? ' (the directory’s groups)' : ''}`,
   'org.member_remove': (d, member) =>
-    `Removed ${member(d.memberId)} (${role(d, 'role')})${text(d, 'reason') === 'account deleted' ? ': their account was deleted' : ''}`,
+    `Removed ${member(d.memberId)} (${role(d, 'role')})${text(d, 'reason') === 'account deleted' ? ': their account was deleted' : text(d, 'via') === 'scim' ? ' through the directory (SCIM)' : ''}`,
   'org.member_leave': (d) => `Left the organization (was ${role(d, 'role')})`,
   'org.invitation_create': (d) => `Invited ${text(d, 'email') ?? 'someone'}${text(d, 'role') ? ` as ${role(d, 'role')}` : ''}`,
   'org.invitation_revoke': (d) => `Revoked the invitation of ${text(d, 'email') ?? 'someone'}`,
@@ -84,6 +85,22 @@ const WORDS: Partial<Record<AuthEventType, (detail: Detail, member: (id: unknown
     `The service account ${text(d, 'name') ?? ''} was given a token for ${text(d, 'sub') ?? 'a token'} of ${text(d, 'issuer') ?? 'a trusted issuer'}`.replace('  ', ' '),
   'org.service_account_exchange_refused': (d) =>
     `Refused a token of ${text(d, 'issuer') ?? 'an issuer'}${text(d, 'sub') ? ` for ${text(d, 'sub')}` : ''} for the service account ${text(d, 'name') ?? ''}: ${text(d, 'condition') ?? 'unknown'} failed`.replace('  ', ' '),
+  'scim.token_create': (d) => `Created the SCIM token “${text(d, 'label') ?? ''}”`,
+  'scim.token_revoke': (d) => `Revoked the SCIM token “${text(d, 'label') ?? ''}”`,
+  'scim.settings_update': (d) =>
+    'Changed SCIM provisioning' +
+    [
+      d.deactivateDisablesAccount === true ? ': a deactivation disables the account of a person in no other organization' : d.deactivateDisablesAccount === false ? ': a deactivation ends the membership only' : '',
+      text(d, 'groupRoles') ? `; groups to roles: ${text(d, 'groupRoles')}` : '',
+    ].join(''),
+  'scim.user_provision': (d, member) => `The directory provisioned ${member(d.memberId)}${d.linked === true ? ' (an existing account)' : ''}`,
+  'scim.user_update': (d, member) => `The directory updated ${member(d.memberId)}`,
+  'scim.user_deactivate': (d, member) => `The directory deactivated ${member(d.memberId)}${d.accountDisabled === true ? ', and disabled their account' : ''}`,
+  'scim.user_reactivate': (d, member) => `The directory reactivated ${member(d.memberId)}${d.accountEnabled === true ? ', and enabled their account again' : ''}`,
+  'scim.user_delete': (d, member) => `The directory deprovisioned ${member(d.memberId)}${d.accountDisabled === true ? ' (their account stays disabled)' : ''}`,
+  'scim.group_create': (d) => `The directory created the group ${text(d, 'displayName') ?? ''}${text(d, 'role') ? ` (mapped to ${role(d, 'role')})` : ''}`,
+  'scim.group_update': (d) => `The directory changed the group ${text(d, 'displayName') ?? ''}`,
+  'scim.group_delete': (d) => `The directory deleted the group ${text(d, 'displayName') ?? ''}`,
 };
 
 const provider = (d: Detail) => text(d, 'label') ?? text(d, 'displayName') ?? text(d, 'name') ?? '';
