@@ -37,7 +37,7 @@ export interface SamlAnswer {
   /** Unsolicited (IdP-initiated): no flight matched. */
   flight: SamlFlight | null;
   /** For "Test sign-in": what was read, shown to the admin. */
-  seen: { nameId: string; nameIdFormat: string | null; email: string | null; authnContextClassRef: string | null; assertionId: string };
+  seen: { nameId: string; nameIdFormat: string | null; email: string | null; inVerifiedDomain: boolean; authnContextClassRef: string | null; assertionId: string };
 }
 
 /**
@@ -196,12 +196,13 @@ export class SamlSignIn {
       ...(assertion.authnContextClassRef ? { acr: assertion.authnContextClassRef } : {}),
     };
     const provider = { ...connection.provider, emailDomains: await this.organizations.verifiedDomains(organization.id) };
+    const inVerifiedDomain = email !== undefined && provider.emailDomains.includes(email.slice(email.lastIndexOf('@') + 1).toLowerCase());
     return {
       organization,
       provider,
       identity,
       flight: mine,
-      seen: { nameId, nameIdFormat: profile.nameIDFormat ?? null, email: email ?? null, authnContextClassRef: assertion.authnContextClassRef, assertionId: assertion.id },
+      seen: { nameId, nameIdFormat: profile.nameIDFormat ?? null, email: email ?? null, inVerifiedDomain, authnContextClassRef: assertion.authnContextClassRef, assertionId: assertion.id },
     };
   }
 

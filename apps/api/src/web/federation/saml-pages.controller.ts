@@ -65,7 +65,7 @@ export class SamlPagesController {
     }
     if (answer.flight?.purpose === 'test') {
       // The admin's session cookie may not come with the IdP's cross-site POST; the sealed flight is the proof.
-      return this.testResult(req, res, slug, { seen: answer.seen, within: answer.identity.email ? answer.provider.emailDomains.includes(answer.identity.email.slice(answer.identity.email.lastIndexOf('@') + 1)) : false });
+      return this.testResult(req, res, slug, { seen: answer.seen });
     }
     if (answer.flight?.purpose === 'sudo') {
       // The IdP's POST brought no session cookie (SameSite=Lax): the checked answer goes on, sealed
@@ -104,7 +104,7 @@ export class SamlPagesController {
   }
 
   /** "Test sign-in": what the IdP's answer held, or why it was refused (the admin sees the reason; it is counted in the log too). */
-  private testResult(req: Request, res: Response, slug: string, result: { error?: string; seen?: SamlAnswer['seen']; within?: boolean }, refused?: FederationRefused) {
+  private testResult(req: Request, res: Response, slug: string, result: { error?: string; seen?: SamlAnswer['seen'] }, refused?: FederationRefused) {
     if (refused) this.anonymousRefusals.count(req.ip, samlId(slug), `test sign-in: ${refused.reason}`, refused.organizationId);
     const heading = result.error ? 'Test sign-in refused' : 'Test sign-in worked';
     res.status(200).render('saml-test', { title: heading, heading, ...result, back: `/orgs/${encodeURIComponent(slug)}/saml`, account: accountOf(req, this.csrf) });
