@@ -24,6 +24,8 @@ const EVERY_TABLE = [
   'rate_limits',
   'recovery_codes',
   'refresh_tokens',
+  'saml_assertion_uses',
+  'saml_connections',
   'scim_group_members',
   'scim_group_roles',
   'scim_groups',
