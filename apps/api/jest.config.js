@@ -34,6 +34,6 @@ export default {
   // With it jest runs even a single file in a worker; the environment makes a worker whose jest is
   // gone end itself, so its reaper ends the API processes and clusters the file started
   // (test/harness/interrupt.e2e-spec.ts, in band and in a worker).
-  workerIdleMemoryLimit: '1GB',
+  workerIdleMemoryLimit: '512MB',
   testEnvironment: '<rootDir>/test/support/test-environment.cjs',
 };

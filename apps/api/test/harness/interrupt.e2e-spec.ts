@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { eventually } from '../support/eventually.js';
 import { isAlive, scaledTimeout } from '../support/process-cleanup.js';
 
@@ -22,13 +23,17 @@ describe('an interrupted test run', () => {
 
   async function runHoldingFixture(inBand: boolean): Promise<{ jest: ReturnType<typeof spawn>; pids: Pids; exited: Promise<unknown> }> {
     const pidsFile = join(dir, 'pids.json');
+    // jest 29 runs a single file in band only without workerIdleMemoryLimit (--runInBand then still
+    // makes one worker): the in-band run gets this workspace's config without it.
+    const config = ((await import(pathToFileURL(join(process.cwd(), 'jest.config.js')).href)) as { default: Record<string, unknown> }).default;
+    const inBandConfig = JSON.stringify({ ...config, rootDir: process.cwd(), workerIdleMemoryLimit: undefined });
     const jest = spawn(
       process.execPath,
       [
         '--experimental-vm-modules',
         '--no-warnings=ExperimentalWarning',
         JEST,
-        ...(inBand ? ['--runInBand'] : []),
+        ...(inBand ? ['--config', inBandConfig] : []),
         '--testMatch',
         '**/harness/fixtures/holds-resources.fixture.ts',
         '--testTimeout',
