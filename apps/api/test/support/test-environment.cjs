@@ -11,13 +11,23 @@
 // jest is the test process itself and has no channel: nothing to watch, the reaper sees it end.
 const { TestEnvironment } = require('jest-environment-node');
 
-const WATCHING = Symbol.for('prospect.test-environment.exit-with-jest');
+// Only while a file runs: a 'disconnect' listener holds the channel open (Node refs it for one), and
+// a worker told to end by jest is meant to exit once jest-worker drops its own listener; between
+// files nothing started by a file is left to end.
+const exitWithJest = () => process.exit(1);
 
-if (process.send && !process[WATCHING]) {
-  process[WATCHING] = true;
-  // After a file the worker has nothing to finish for a jest that is gone; mid-file, what it would
-  // finish is a test whose result nobody reads. Its 'exit' closes the reaper's stdin.
-  process.once('disconnect', () => process.exit(1));
+class TestEnvironmentEndingWithJest extends TestEnvironment {
+  async setup() {
+    await super.setup();
+    // What the worker would finish is a test whose result nobody reads; its exit closes the
+    // reaper's stdin.
+    if (process.send) process.once('disconnect', exitWithJest);
+  }
+
+  async teardown() {
+    process.off('disconnect', exitWithJest);
+    await super.teardown();
+  }
 }
 
-module.exports = TestEnvironment;
+module.exports = TestEnvironmentEndingWithJest;
