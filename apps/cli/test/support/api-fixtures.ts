@@ -11,10 +11,10 @@ import type { TestApp } from '../../../api/test/support/test-app.js';
 /** The events that tell how a session's family ended or went on: a refresh, a refresh token presented again, the family revoked. */
 const FAMILY_EVENT_TYPES = new Set(['token.refresh', 'token.reuse', 'token.revoke_family']);
 
-/** What the server recorded for the device login (the family) `accessToken` belongs to: its refreshes, reuses and revocations, oldest first. */
+/** What the server recorded for the grant (the family) `accessToken` belongs to: its refreshes, reuses and revocations, oldest first. */
 export async function familyEvents(api: TestApp, accessToken: string): Promise<string[]> {
-  const family = (await api.app.get(TokensService).describe(accessToken))?.deviceLoginId;
-  if (!family) throw new Error('familyEvents: not a token of a device login');
+  const family = (await api.app.get(TokensService).describe(accessToken))?.grantId;
+  if (!family) throw new Error('familyEvents: not a token of a grant');
   const events = await authEvents(api, { detail: { deviceLoginId: family } });
   return events.map((event) => event.type).filter((type) => FAMILY_EVENT_TYPES.has(type));
 }
