@@ -45,4 +45,23 @@ describe('parseIdpMetadata', () => {
       <SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="javascript:alert(1)"/></IDPSSODescriptor></EntityDescriptor>`;
     expect(() => parseIdpMetadata(xml)).toThrow(/not an http\(s\) URL/);
   });
+
+  const withSso = (location: string) => `<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" entityID="x"><IDPSSODescriptor>${key('signing', signing)}
+      <SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${location}"/></IDPSSODescriptor></EntityDescriptor>`;
+
+  it('refuses a plain-http single sign-on URL off loopback (the AuthnRequest, and the sign-in it starts, in clear text), and one with credentials', () => {
+    expect(() => parseIdpMetadata(withSso('http://idp.example.com/sso'))).toThrow(/https/);
+    expect(() => parseIdpMetadata(withSso('http://10.0.0.5/sso'))).toThrow(/https/);
+    expect(() => parseIdpMetadata(withSso('https://user:pass@idp.example.com/sso'))).toThrow(/credentials/);
+    expect(() => parseIdpMetadata(withSso('data:text/html,hi'))).toThrow(/not an http\(s\) URL/);
+    // Loopback (development, tests) and https, with a query (Google's has ?idpid=), are kept.
+    expect(parseIdpMetadata(withSso('http://127.0.0.1:8080/sso')).ssoUrl).toBe('http://127.0.0.1:8080/sso');
+    expect(parseIdpMetadata(withSso('https://accounts.google.com/o/saml2/idp?idpid=C01')).ssoUrl).toBe('https://accounts.google.com/o/saml2/idp?idpid=C01');
+  });
+
+  it('refuses a DOCTYPE (entity expansion, external entities) before parsing', () => {
+    const laughs = `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>${withSso('https://idp.example/&lol2;')}`;
+    const xxe = `<?xml version="1.0"?><!DOCTYPE x [<!ENTITY file SYSTEM "file:///etc/passwd">]>${withSso('https://idp.example/sso').replace('entityID="x"', 'entityID="&file;"')}`;
+    for (const xml of [laughs, xxe, xxe.replace('DOCTYPE', 'doctype')]) expect(() => parseIdpMetadata(xml)).toThrow(/DOCTYPE/);
+  });
 });

@@ -1,6 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { DOMParser } from '@xmldom/xmldom';
 import { badRequest } from '../../common/api-exception.js';
+import { isLoopbackHost } from '../../common/pinned-fetch.js';
 
 const MD = 'urn:oasis:names:tc:SAML:2.0:metadata';
 const DS = 'http://www.w3.org/2000/09/xmldsig#';
@@ -43,7 +44,8 @@ export function parseIdpMetadata(xml: string): IdpMetadata {
   const sso = Array.from(idp.getElementsByTagNameNS(MD, 'SingleSignOnService')).find((e) => e.getAttribute('Binding') === REDIRECT_BINDING);
   const ssoUrl = sso?.getAttribute('Location')?.trim();
   if (!ssoUrl) throw badRequest('idpMetadataXml has no SingleSignOnService with the HTTP-Redirect binding (urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect), which Prospect sends the browser to.');
-  if (!URL.canParse(ssoUrl) || !['https:', 'http:'].includes(new URL(ssoUrl).protocol) || ssoUrl.length > 2000) throw badRequest(`The HTTP-Redirect SingleSignOnService of idpMetadataXml is not an http(s) URL: ${ssoUrl.slice(0, 200)}`);
+  const ssoProblem = singleSignOnProblem(ssoUrl);
+  if (ssoProblem) throw badRequest(`The HTTP-Redirect SingleSignOnService of idpMetadataXml ${ssoProblem}: ${ssoUrl.slice(0, 200)}`);
   const certificates: string[] = [];
   for (const key of Array.from(idp.getElementsByTagNameNS(MD, 'KeyDescriptor'))) {
     const use = key.getAttribute('use');
@@ -55,6 +57,21 @@ export function parseIdpMetadata(xml: string): IdpMetadata {
   }
   if (!certificates.length) throw badRequest('idpMetadataXml has no signing certificate: a KeyDescriptor (use="signing") with a ds:X509Certificate in its IDPSSODescriptor.');
   return { entityId, ssoUrl, certificates };
+}
+
+/**
+ * Why `url` cannot be where /saml/{slug}/login sends the browser, or null. https only (http on
+ * loopback, in development and tests), as an OpenID provider's issuer (issuerProblem): the
+ * AuthnRequest and the sign-in page it opens, in clear text off this machine, could be read and
+ * replaced on the way. A query is kept (Google's URL carries `?idpid=`); credentials are not.
+ */
+function singleSignOnProblem(url: string): string | null {
+  if (url.length > 2000 || !URL.canParse(url)) return 'is not a URL';
+  const parsed = new URL(url);
+  if (!['https:', 'http:'].includes(parsed.protocol)) return 'is not an http(s) URL';
+  if (parsed.protocol === 'http:' && !isLoopbackHost(parsed.hostname)) return 'must be an https:// URL (http:// only for localhost, in development and tests)';
+  if (parsed.username || parsed.password) return 'must not hold credentials';
+  return null;
 }
 
 /** A base64 certificate of the metadata as PEM, checked to be one. @throws ApiException 400 */

@@ -133,11 +133,20 @@ export class SamlSignIn {
     return this.begin(res, org.slug, 'sudo', { next: options.next, userId: options.userId, session: sha256(options.sessionId).toString('base64url') });
   }
 
-  /** The provider and identity of sudo's checked answer (SamlFlight 'sudo-answer'), read again for the session that asked. @throws FederationRefused */
-  async sudoAnswer(slug: string, flight: SamlFlight | null): Promise<{ provider: IdentityProviderRow; identity: ProviderIdentity; flight: SamlFlight }> {
+  /**
+   * The provider and identity of sudo's checked answer (SamlFlight 'sudo-answer'), read again for
+   * the session that asked. It counts once: the sealed cookie is a bearer value that a copy could
+   * carry again for ten minutes, so an answer made (`at`) no later than the session's last sudo
+   * (`sessionSudoAt`, which using it sets) is refused.
+   * @throws FederationRefused
+   */
+  async sudoAnswer(slug: string, flight: SamlFlight | null, sessionSudoAt: number | undefined): Promise<{ provider: IdentityProviderRow; identity: ProviderIdentity; flight: SamlFlight }> {
     const { organization, connection } = await this.enabled(slug);
     if (!flight || flight.purpose !== 'sudo-answer' || flight.slug !== organization.slug || !flight.answer) {
       throw new FederationRefused('no sudo answer in this browser', 'This confirmation was not started in this browser, or took too long. Please confirm again.', 400, null, false, organization.id);
+    }
+    if (sessionSudoAt !== undefined && sessionSudoAt >= flight.at) {
+      throw new FederationRefused('sudo answer used already', 'This confirmation was used already. Please confirm again.', 400, flight.userId ?? null, false, organization.id);
     }
     const { subject, email, acr } = flight.answer;
     const identity: ProviderIdentity = { issuer: connection.provider.issuer, subject, ...(email ? { email } : {}), emailVerified: email !== undefined, amr: [], ...(acr ? { acr } : {}) };
@@ -155,6 +164,9 @@ export class SamlSignIn {
     const idp = connection.provider.displayName;
     const refuse = (reason: string) => new FederationRefused(reason, GENERIC(idp), 401, null, false, organization.id);
     if (!samlResponse || samlResponse.length > MAX_RESPONSE_LENGTH) throw refuse('no SAMLResponse, or one too long');
+    // A DTD is where entity expansion (billion laughs) and external entities live; no IdP sends one,
+    // and the unsigned parts of a Response (its Status, its Destination) are read by parsers here.
+    if (/<!DOCTYPE/i.test(Buffer.from(samlResponse, 'base64').toString('utf8'))) throw refuse('SAML response refused: it has a DOCTYPE, which no SAML response needs');
     const mine = flight && flight.slug === organization.slug ? flight : null;
     const sp = serviceProviderOf(this.config.publicUrl, organization.slug);
     const saml = this.saml(connection, organization.slug, connection.allowIdpInitiated ? ValidateInResponseTo.ifPresent : ValidateInResponseTo.always, mine);

@@ -87,7 +87,7 @@ export class SamlPagesController {
   async sudoDone(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
     const flight = this.flights.take(req, res);
     try {
-      const { provider, identity, flight: asked } = await this.saml.sudoAnswer(slug, flight);
+      const { provider, identity, flight: asked } = await this.saml.sudoAnswer(slug, flight, req.session?.sudoAt);
       await this.completion.confirmSudo(req, res, asked, provider, identity);
     } catch (err) {
       return this.refusalPage.render(req, res, err, samlId(slug));
