@@ -24,6 +24,8 @@ export interface ScimContext {
   slug: string;
   name: string;
   tokenId: string;
+  /** Who made the token (an admin or owner of the organization while it works). */
+  makerId: string;
   /** `{PUBLIC_URL}/scim/v2/{slug}`: the base of every `meta.location`. */
   base: string;
 }
@@ -191,12 +193,18 @@ export class ScimProvisioningService {
   }
 
   /**
-   * Ends the person's membership (refused for the last owner: 409 `mutability`), and with
+   * Ends the person's membership (refused for the last owner: 409 `mutability`; for an owner when
+   * the token's maker is not one: 403), and with
    * `deactivateDisablesAccount` disables the account of a person who is now in no organization,
    * whose address is in this one's verified domains and who is not an administrator of the
    * instance; whether it disabled the account.
    */
   private async leave(tx: Tx, ctx: ScimContext, row: ScimUserRow): Promise<boolean> {
+    // A token acts with its maker's standing: an admin never removes an owner (organizations.md), so
+    // neither does an admin's token, by linking the owner's account first and deactivating it.
+    if ((await this.organizations.roleIn(tx, ctx.organizationId, row.userId)) === 'owner' && (await this.organizations.roleIn(tx, ctx.organizationId, ctx.makerId)) !== 'owner') {
+      throw new ScimError(403, undefined, `${row.userName} is an owner of “${ctx.name}”: only a SCIM token made by an owner may remove an owner.`);
+    }
     const removed = await this.organizations.removeMemberFor(tx, ctx.organizationId, row.userId, VIA);
     if (removed === 'last-owner') {
       throw mutability(409, `${row.userName} is the last owner of “${ctx.name}”: an owner of the organization must name another owner before the directory can remove them.`);

@@ -1,7 +1,9 @@
 import { ROUTES } from '@prospect/contract';
 import { authorizedPoll, createUser } from '../support/fixtures.js';
 import { get, post, request } from '../support/http.js';
-import { addMember, createOrganization, personWithToken } from '../support/organization-fixtures.js';
+import { addMember, createOrganization, orgsToken, personWithToken } from '../support/organization-fixtures.js';
+import { TokensService } from '../../src/tokens/tokens.service.js';
+import { UsersService } from '../../src/users/users.service.js';
 import { waitFor } from '../support/eventually.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { markDomainVerified, organizationId } from '../support/verified-domain-fixtures.js';
@@ -360,5 +362,51 @@ describe('SCIM provisioning', () => {
     // Another organization's directory from the same address (a vendor's shared one) is not blocked.
     const other = await provisionedOrganization('Other');
     expect((await scim('GET', `${other.base}/Users`, other.token)).status).toBe(200);
+  });
+
+  it('an admin’s token cannot remove an owner (admins never do); an owner’s token can remove one who is not the last', async () => {
+    const { owner, slug, domain, token: ownersToken, base } = await provisionedOrganization();
+    const second = await personWithToken(api, { email: `second-owner@${domain}` });
+    await addMember(api, slug, owner.id, second, 'owner');
+    const admin = await personWithToken(api);
+    await addMember(api, slug, owner.id, admin, 'admin');
+    const adminsToken = (await post(api, `/api/orgs/${slug}/scim-tokens`, {}, admin.token)).body.token;
+    // The admin cannot remove the second owner through the members API…
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/members/${second.id}`, { token: admin.token })).status).toBe(403);
+    // …nor through a token of theirs: PATCH, PUT or DELETE.
+    const linked = (await scim('POST', `${base}/Users`, adminsToken, userBody(second.email))).body;
+    for (const [method, body] of [['PATCH', deactivation], ['PUT', userBody(second.email, { active: false })], ['DELETE', undefined]] as const) {
+      const refused = await scim(method, `${base}/Users/${linked.id}`, adminsToken, body);
+      expect({ method, status: refused.status, body: refused.body }).toEqual({ method, status: 403, body: { schemas: [ERROR], status: '403', detail: expect.stringMatching(/owner/) } });
+    }
+    expect(await roleOf(slug, owner, second.id)).toBe('owner');
+    expect((await scim('GET', `${base}/Users/${linked.id}`, adminsToken)).body.active).toBe(true);
+    // The owner’s token may (the directory deprovisions an owner who left; not the last one).
+    expect((await scim('PATCH', `${base}/Users/${linked.id}`, ownersToken, deactivation)).status).toBe(200);
+    expect(await roleOf(slug, owner, second.id)).toBeUndefined();
+  });
+
+  it('NUL characters, deep and huge bodies are SCIM 4xx, never a 500', async () => {
+    const { domain, token, base } = await provisionedOrganization();
+    const ada = (await scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))).body;
+    const group = (await scim('POST', `${base}/Groups`, token, { schemas: [GROUP], displayName: 'Engineers' })).body;
+    const refusals = {
+      filterUser: await scim('GET', `${base}/Users?filter=${encodeURIComponent('userName eq "a\u0000b"')}`, token),
+      filterExternal: await scim('GET', `${base}/Users?filter=${encodeURIComponent('externalId eq "a\u0000b"')}`, token),
+      filterGroup: await scim('GET', `${base}/Groups?filter=${encodeURIComponent('displayName eq "a\u0000b"')}`, token),
+      createExternal: await scim('POST', `${base}/Users`, token, userBody(`bob@${domain}`, { externalId: 'x\u0000y' })),
+      createName: await scim('POST', `${base}/Users`, token, userBody(`bob@${domain}`, { displayName: 'Bob\u0000' })),
+      patchName: await scim('PATCH', `${base}/Users/${ada.id}`, token, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: 'x\u0000' }] }),
+      createGroup: await scim('POST', `${base}/Groups`, token, { schemas: [GROUP], displayName: 'G\u0000' }),
+      renameGroup: await scim('PATCH', `${base}/Groups/${group.id}`, token, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: 'G\u0000' }] }),
+      deep: await scim('POST', `${base}/Users`, token, `${'['.repeat(5000)}${']'.repeat(5000)}`),
+      huge: await scim('POST', `${base}/Users`, token, userBody(`bob@${domain}`, { displayName: 'x'.repeat(5_000_000) })),
+    };
+    for (const [what, res] of Object.entries(refusals)) {
+      expect({ what, status: res.status >= 400 && res.status < 500, schemas: res.body?.schemas }).toEqual({ what, status: true, schemas: [ERROR] });
+    }
+    const paging = await scim('GET', `${base}/Users?startIndex=-1&count=100000`, token);
+    expect(paging.status).toBe(200);
+    expect(paging.body).toMatchObject({ startIndex: 1, totalResults: 1 });
   });
 });
