@@ -132,7 +132,7 @@ export class ScimProvisioningService {
       await this.organizations.lockForChange(tx, ctx.organizationId);
       const row = await this.directory.findUser(ctx.organizationId, id, tx, true);
       if (!row) throw scimNotFound('User', id);
-      const accountDisabled = row.active ? await this.leave(tx, ctx, row) : row.disabledAccount;
+      const accountDisabled = row.active ? (await this.leave(tx, ctx, row)) !== null : row.disabledAccount;
       await this.directory.deleteUser(tx, row.id);
       await this.record(tx, ctx, 'scim.user_delete', { scimUserId: row.id, memberId: row.userId, userName: row.userName, accountDisabled });
     });
@@ -160,9 +160,9 @@ export class ScimProvisioningService {
             const { role, accountEnabled } = await this.reactivate(tx, ctx, row);
             await this.record(tx, ctx, 'scim.user_reactivate', { scimUserId: row.id, memberId: row.userId, userName: row.userName, role, accountEnabled });
           } else {
-            const accountDisabled = await this.leave(tx, ctx, row);
-            await this.directory.setActive(tx, row.id, false, accountDisabled, now);
-            await this.record(tx, ctx, 'scim.user_deactivate', { scimUserId: row.id, memberId: row.userId, userName: row.userName, accountDisabled });
+            const accountDisabledAt = await this.leave(tx, ctx, row);
+            await this.directory.setActive(tx, row.id, false, accountDisabledAt, now);
+            await this.record(tx, ctx, 'scim.user_deactivate', { scimUserId: row.id, memberId: row.userId, userName: row.userName, accountDisabled: accountDisabledAt !== null });
           }
         }
         return (await this.directory.findUser(ctx.organizationId, row.id, tx))!;
@@ -185,10 +185,16 @@ export class ScimProvisioningService {
     return (await this.organizations.roleIn(tx, ctx.organizationId, row.userId)) ?? mapped ?? 'member';
   }
 
-  /** Reactivation: the membership back, and the account enabled again when a deactivation of this organization disabled it. */
+  /**
+   * Reactivation: the membership back, and the account enabled again when a deactivation of this
+   * organization disabled it and that disable is still the account's (an instance administrator
+   * who enabled it and disabled it again since is not undone: their disable has another time).
+   */
   private async reactivate(tx: Tx, ctx: ScimContext, row: ScimUserRow): Promise<{ role: string; accountEnabled: boolean }> {
-    const accountEnabled = row.disabledAccount && (await this.users.setDisabled(tx, row.userId, false, this.clock.now(), null, null));
-    await this.directory.setActive(tx, row.id, true, false, this.clock.now());
+    const disabledAt = row.accountDisabledAt && (await this.users.findById(row.userId, tx))?.disabledAt;
+    const ours = !!disabledAt && disabledAt.getTime() === row.accountDisabledAt!.getTime();
+    const accountEnabled = ours && (await this.users.setDisabled(tx, row.userId, false, this.clock.now(), null, null));
+    await this.directory.setActive(tx, row.id, true, null, this.clock.now());
     return { role: await this.join(tx, ctx, row), accountEnabled };
   }
 
@@ -197,9 +203,9 @@ export class ScimProvisioningService {
    * the token's maker is not one: 403), and with
    * `deactivateDisablesAccount` disables the account of a person who is now in no organization,
    * whose address is in this one's verified domains and who is not an administrator of the
-   * instance; whether it disabled the account.
+   * instance; when it disabled the account (the account's `disabled_at`), else null.
    */
-  private async leave(tx: Tx, ctx: ScimContext, row: ScimUserRow): Promise<boolean> {
+  private async leave(tx: Tx, ctx: ScimContext, row: ScimUserRow): Promise<Date | null> {
     // A token acts with its maker's standing: an admin never removes an owner (organizations.md), so
     // neither does an admin's token, by linking the owner's account first and deactivating it.
     if ((await this.organizations.roleIn(tx, ctx.organizationId, row.userId)) === 'owner' && (await this.organizations.roleIn(tx, ctx.organizationId, ctx.makerId)) !== 'owner') {
@@ -209,21 +215,21 @@ export class ScimProvisioningService {
     if (removed === 'last-owner') {
       throw mutability(409, `${row.userName} is the last owner of “${ctx.name}”: an owner of the organization must name another owner before the directory can remove them.`);
     }
-    if (!(await this.settings.deactivateDisablesAccount(ctx.organizationId, tx))) return false;
-    const account = await this.users.findById(row.userId);
-    if (!account || account.disabledAt || account.role === 'admin' || !account.email) return false;
-    if (await this.directory.isMemberAnywhere(tx, row.userId)) return false;
+    if (!(await this.settings.deactivateDisablesAccount(ctx.organizationId, tx))) return null;
+    const account = await this.users.findById(row.userId, tx);
+    if (!account || account.disabledAt || account.role === 'admin' || !account.email) return null;
+    if (await this.directory.isMemberAnywhere(tx, row.userId)) return null;
     const domain = account.email.split('@')[1]!.toLowerCase();
-    if (!(await this.organizations.verifiedDomains(ctx.organizationId)).includes(domain)) return false;
+    if (!(await this.organizations.verifiedDomains(ctx.organizationId)).includes(domain)) return null;
     const now = this.clock.now();
-    if (!(await this.users.setDisabled(tx, row.userId, true, now, null, null))) return false;
+    if (!(await this.users.setDisabled(tx, row.userId, true, now, null, null))) return null;
     const { othersTokens } = await this.tokens.revokeEverythingOfUserIn(tx, row.userId, now, null);
     await this.webSessions.endAllFor(row.userId, tx);
     this.uow.afterCommit(tx, () => {
       this.revocations.userRevoked(row.userId);
       this.revocations.tokensRevoked(othersTokens);
     });
-    return true;
+    return now;
   }
 
   private async user(ctx: ScimContext, id: string): Promise<ScimUserRow> {

@@ -386,6 +386,24 @@ describe('SCIM provisioning', () => {
     expect(await roleOf(slug, owner, second.id)).toBeUndefined();
   });
 
+  it('reactivation does not enable an account an instance administrator disabled after the directory did', async () => {
+    const { owner, slug, domain, token, base } = await provisionedOrganization();
+    expect((await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { deactivateDisablesAccount: true }, token: owner.token })).status).toBe(200);
+    const person = await personWithToken(api, { email: `mallory@${domain}` });
+    const linked = (await scim('POST', `${base}/Users`, token, userBody(person.email))).body;
+    expect((await scim('PATCH', `${base}/Users/${linked.id}`, token, deactivation)).status).toBe(200);
+    expect((await api.app.get(UsersService).findById(person.id))!.disabledAt).not.toBeNull();
+    // The instance's administrator enables the account, then disables it for a reason of their own.
+    const admin = await createUser(api, { role: 'admin' });
+    const adminToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct', scope: 'profile tokens admin' })).accessToken;
+    expect((await request(api, 'PATCH', `/api/admin/users/${person.id}`, { json: { disabled: false }, token: adminToken })).status).toBe(200);
+    expect((await request(api, 'PATCH', `/api/admin/users/${person.id}`, { json: { disabled: true }, token: adminToken })).status).toBe(200);
+    const reactivated = await scim('PATCH', `${base}/Users/${linked.id}`, token, reactivation);
+    expect(reactivated.status).toBe(200);
+    expect((await api.app.get(UsersService).findById(person.id))!.disabledAt).not.toBeNull();
+    expect((await get(api, ROUTES.me, (await orgsToken(api, person.id)).toString())).status).toBe(401);
+  });
+
   it('NUL characters, deep and huge bodies are SCIM 4xx, never a 500', async () => {
     const { domain, token, base } = await provisionedOrganization();
     const ada = (await scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))).body;

@@ -40,6 +40,7 @@ import { ServiceAccountFederations1795400000044 } from './1795400000044-service-
 import { Scim1795400000046 } from './1795400000046-scim.js';
 import { Grants1795400000047 } from './1795400000047-grants.js';
 import { OrganizationInvitationsEndedIndex1795400000048 } from './1795400000048-organization-invitations-ended-index.js';
+import { ScimAccountDisabledAt1795400000049 } from './1795400000049-scim-account-disabled-at.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -80,4 +81,5 @@ export const MIGRATIONS = [
   Scim1795400000046,
   Grants1795400000047,
   OrganizationInvitationsEndedIndex1795400000048,
+  ScimAccountDisabledAt1795400000049,
 ];
