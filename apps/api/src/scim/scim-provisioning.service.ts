@@ -186,11 +186,15 @@ export class ScimProvisioningService {
   }
 
   /**
-   * Reactivation: the membership back, and the account enabled again when a deactivation of this
+   * Reactivation (the address still in the organization's verified domains, else 400
+   * `invalidValue`): the membership back, and the account enabled again when a deactivation of this
    * organization disabled it and that disable is still the account's (an instance administrator
    * who enabled it and disabled it again since is not undone: their disable has another time).
    */
   private async reactivate(tx: Tx, ctx: ScimContext, row: ScimUserRow): Promise<{ role: string; accountEnabled: boolean }> {
+    // As a creation: the address must be in the organization's verified domains now (one it removed,
+    // perhaps verified by another organization since, no longer lets its directory bring anyone in).
+    await this.checkDomain(ctx, row.userName);
     const disabledAt = row.accountDisabledAt && (await this.users.findById(row.userId, tx))?.disabledAt;
     const ours = !!disabledAt && disabledAt.getTime() === row.accountDisabledAt!.getTime();
     const accountEnabled = ours && (await this.users.setDisabled(tx, row.userId, false, this.clock.now(), null, null));

@@ -6,7 +6,7 @@ import { TokensService } from '../../src/tokens/tokens.service.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { waitFor } from '../support/eventually.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { markDomainVerified, organizationId } from '../support/verified-domain-fixtures.js';
+import { markDomainVerified, organizationId, removeDomain } from '../support/verified-domain-fixtures.js';
 
 const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
@@ -402,6 +402,23 @@ describe('SCIM provisioning', () => {
     expect(reactivated.status).toBe(200);
     expect((await api.app.get(UsersService).findById(person.id))!.disabledAt).not.toBeNull();
     expect((await get(api, ROUTES.me, (await orgsToken(api, person.id)).toString())).status).toBe(401);
+  });
+
+  it('a reactivation needs the address’s domain to be the organization’s still: once another organization verified it, refused', async () => {
+    const a = await provisionedOrganization('A');
+    const person = await personWithToken(api, { email: `alice@${a.domain}` });
+    const linked = (await scim('POST', `${a.base}/Users`, a.token, userBody(person.email))).body;
+    expect((await scim('PATCH', `${a.base}/Users/${linked.id}`, a.token, deactivation)).status).toBe(200);
+    // A removes the domain; B, who holds it now, verifies it.
+    await removeDomain(api, await organizationId(api, a.slug, a.owner.id), a.domain);
+    const bOwner = await personWithToken(api);
+    const b = await createOrganization(api, bOwner, 'B');
+    await markDomainVerified(api, await organizationId(api, b, bOwner.id), a.domain);
+    for (const [method, body] of [['PATCH', reactivation], ['PUT', userBody(person.email, { active: true })]] as const) {
+      const refused = await scim(method, `${a.base}/Users/${linked.id}`, a.token, body);
+      expect({ method, body: refused.body }).toMatchObject({ method, body: { schemas: [ERROR], status: '400', scimType: 'invalidValue' } });
+    }
+    expect((await get(api, `/api/orgs/${a.slug}`, person.token)).status).toBe(404);
   });
 
   it('NUL characters, deep and huge bodies are SCIM 4xx, never a 500', async () => {
