@@ -391,7 +391,39 @@ function patchOperations(body: unknown): ScimPatchOperation[] {
   } catch (err) {
     throw invalidSyntax(`The body must be a SCIM PatchOp (${SCHEMAS.patch}) with its Operations: ${(err as Error).message}`);
   }
-  return (normalized as { Operations: ScimPatchOperation[] }).Operations;
+  const checked = (normalized as { Operations: ScimPatchOperation[] }).Operations;
+  for (const operation of checked) refuseInheritedNames(operation);
+  return checked;
+}
+
+/** The names every object inherits (`__proto__`, `constructor`, `toString`…), and `prototype`. */
+const INHERITED = new Set([...Object.getOwnPropertyNames(Object.prototype), 'prototype']);
+
+/**
+ * Refuses an operation whose path, or a key of whose value (at any depth, dotted keys included),
+ * names what every object inherits. scim-patch 0.8.3 (the registry's latest) walks such names onto
+ * the server's own Object.prototype, process-wide (GHSA-9m6g-wc8r-q59c, GHSA-2mhw-wcx5-v3xj, fixed
+ * upstream in thomaspoignant/scim-patch#1112 and #1127 but not released). No attribute of a User or
+ * Group is called so. @throws ScimError 400 invalidPath
+ */
+function refuseInheritedNames(operation: ScimPatchOperation): void {
+  const names = (text: string) => text.match(/[A-Za-z_$][\w$]*/g) ?? [];
+  const refuse = (name: string) => {
+    throw new ScimError(400, 'invalidPath', `The patch names “${name}”, which is no attribute of this resource.`);
+  };
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (value === null || typeof value !== 'object') return;
+    for (const key of Object.keys(value)) {
+      const found = names(key).find((n) => INHERITED.has(n));
+      if (found) refuse(found);
+      visit((value as Record<string, unknown>)[key]);
+    }
+  };
+  const path = (operation as { path?: unknown }).path;
+  const inPath = typeof path === 'string' ? names(path).find((n) => INHERITED.has(n)) : undefined;
+  if (inPath) refuse(inPath);
+  visit((operation as { value?: unknown }).value);
 }
 
 /** The resource as the operations leave it (scim-patch). @throws ScimError 400 with scim-patch's scimType */

@@ -421,6 +421,37 @@ describe('SCIM provisioning', () => {
     expect((await get(api, `/api/orgs/${a.slug}`, person.token)).status).toBe(404);
   });
 
+  it('a PATCH cannot reach the server’s Object.prototype (scim-patch 0.8.3 walks __proto__, constructor and inherited names)', async () => {
+    const { domain, token, base } = await provisionedOrganization();
+    const ada = (await scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))).body;
+    const group = (await scim('POST', `${base}/Groups`, token, { schemas: [GROUP], displayName: 'Engineers' })).body;
+    const attempts = [
+      { op: 'add', path: '__proto__.scimPolluted', value: 'yes' },
+      { op: 'replace', path: '__proto__.scimPolluted', value: 'yes' },
+      { op: 'add', path: 'constructor.prototype.scimPolluted', value: 'yes' },
+      { op: 'add', path: 'name.__proto__.scimPolluted', value: 'yes' },
+      { op: 'add', path: 'toString.scimPolluted', value: 'yes' },
+      { op: 'add', path: 'urn:ietf:params:scim:schemas:core:2.0:User:__proto__.scimPolluted', value: 'yes' },
+      { op: 'add', value: { 'toString.scimPolluted': 'yes' } },
+      { op: 'add', value: { '__proto__.scimPolluted': 'yes' } },
+      { op: 'add', value: { name: { 'valueOf.scimPolluted': 'yes' } } },
+    ];
+    for (const [i, operation] of attempts.entries()) {
+      // Sent as raw JSON so that a "__proto__" key arrives as the key it is.
+      const body = `{"schemas":["${PATCH}"],"Operations":[${JSON.stringify(operation)}]}`;
+      for (const path of [`${base}/Users/${ada.id}`, `${base}/Groups/${group.id}`]) {
+        const res = await scim('PATCH', path, token, body);
+        expect({ i, path, status: res.status, scimType: res.body?.scimType }).toEqual({ i, path, status: 400, scimType: 'invalidPath' });
+      }
+    }
+    const probe = {} as Record<string, unknown>;
+    expect({ own: probe.scimPolluted, toString: (probe.toString as unknown as Record<string, unknown>).scimPolluted, valueOf: (probe.valueOf as unknown as Record<string, unknown>).scimPolluted })
+      .toEqual({ own: undefined, toString: undefined, valueOf: undefined });
+    // An ordinary PATCH still works.
+    const renamed = await scim('PATCH', `${base}/Users/${ada.id}`, token, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'name.givenName', value: 'Augusta' }] });
+    expect(renamed.body.name.givenName).toBe('Augusta');
+  });
+
   it('NUL characters, deep and huge bodies are SCIM 4xx, never a 500', async () => {
     const { domain, token, base } = await provisionedOrganization();
     const ada = (await scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))).body;
