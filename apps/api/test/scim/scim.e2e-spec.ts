@@ -468,6 +468,11 @@ describe('SCIM provisioning', () => {
       deep: await scim('POST', `${base}/Users`, token, `${'['.repeat(5000)}${']'.repeat(5000)}`),
       huge: await scim('POST', `${base}/Users`, token, userBody(`bob@${domain}`, { displayName: 'x'.repeat(5_000_000) })),
     };
+    // Unicode in the address: made or refused, never a 500.
+    for (const userName of [`😀@${domain}`, `a\u200bb@${domain}`, `ädä@${domain}`, `a\u202eb@${domain}`, `ada@${domain.toUpperCase()}`, `x@${domain}\u0301`, `${'a'.repeat(250)}@${domain}`]) {
+      const res = await scim('POST', `${base}/Users`, token, userBody(userName));
+      expect({ userName, status: res.status < 500, schemas: res.body?.schemas }).toEqual({ userName, status: true, schemas: [res.status === 201 ? USER : ERROR] });
+    }
     for (const [what, res] of Object.entries(refusals)) {
       expect({ what, status: res.status >= 400 && res.status < 500, schemas: res.body?.schemas }).toEqual({ what, status: true, schemas: [ERROR] });
     }
