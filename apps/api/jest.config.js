@@ -15,7 +15,6 @@ const swcConfig = {
 
 export default {
   rootDir: '.',
-  testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', swcConfig] },
   moduleNameMapper: {
@@ -29,6 +28,12 @@ export default {
   setupFilesAfterEnv: ['<rootDir>/test/support/scaled-test-timeout.ts'],
   // Each test file gets its own database; two workers fit the 2-core machines.
   maxWorkers: 2,
-  // No workerIdleMemoryLimit: with it jest runs even one file in a worker, and a SIGTERM to jest
-  // alone then leaves that worker's API process and cluster behind (test/harness/interrupt.e2e-spec.ts).
+  // Every file imports the whole app again in a fresh module registry, and a worker's heap grows
+  // with each file it runs: a worker whose heap is above this after a file is replaced before the
+  // next (issue #49: unbounded, workers reached 3 GiB RSS; docs/performance.md has the figures).
+  // With it jest runs even a single file in a worker; the environment makes a worker whose jest is
+  // gone end itself, so its reaper ends the API processes and clusters the file started
+  // (test/harness/interrupt.e2e-spec.ts, in band and in a worker).
+  workerIdleMemoryLimit: '512MB',
+  testEnvironment: '<rootDir>/test/support/test-environment.cjs',
 };

@@ -19,7 +19,6 @@ const swc = (tsx) => [
 ];
 
 export default {
-  testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts', '.tsx'],
   transform: { '^.+\\.tsx$': swc(true), '^.+\\.ts$': swc(false) },
   moduleNameMapper: {
@@ -32,6 +31,8 @@ export default {
   setupFilesAfterEnv: ['<rootDir>/../api/test/support/scaled-test-timeout.ts'],
   // The end-to-end files each run an embedded Postgres; two workers fit the 2-core machines.
   maxWorkers: 2,
-  // A worker left above this after a file is replaced before the next (the API's jest.config.js).
+  // A worker left above this after a file is replaced before the next, and a worker whose jest is
+  // gone ends itself and what its file started (the API's jest.config.js).
   workerIdleMemoryLimit: '1GB',
+  testEnvironment: '<rootDir>/../api/test/support/test-environment.cjs',
 };

@@ -22,6 +22,7 @@ import { PinoNestLogger, requestLogger } from './logging/logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { requestMetrics } from './metrics/request-metrics.js';
 import { OAuthCors } from './oauth/oauth-cors.js';
+import { samlBodies } from './federation/saml/saml-bodies.js';
 import { PageChain } from './web/page-chain.js';
 import { configureViews } from './web/views.js';
 
@@ -66,6 +67,8 @@ export async function createApp(options: AppModuleOptions, logger: Logger): Prom
       // JSON bodies for the API; the pages read forms (web.module.ts). Not mounted on a path:
       // a mounted middleware makes Express rewrite req.url for every request under it. So every
       // path parses JSON, and every parsed body is checked at once (depth, text), known route or not.
+      // SAML's metadata and responses, on their three routes only (federation/saml/saml-bodies.ts).
+      samlBodies,
       // SCIM clients send `application/scim+json` (RFC 7644 §3.1): the same JSON, read the same way.
       express.json({ limit: BODY_LIMIT, type: ['application/json', SCIM_MEDIA_TYPE] }),
       refuseNonJsonBodies,

@@ -120,8 +120,13 @@ export const AdminIdentityProviderSchema = z.object({
   /** The `acr` values taken as a second factor at the provider. */
   mfaAcrValues: z.array(z.string()),
   disabled: z.boolean(),
-  /** Register this at the provider: `{PUBLIC_URL}/login/sso/{id}/callback`. */
+  /**
+   * Register this at the provider: `{PUBLIC_URL}/login/sso/{id}/callback`; for an organization's
+   * SAML connection, its ACS URL (`{PUBLIC_URL}/saml/{slug}/acs`).
+   */
   redirectUri: z.string(),
+  /** `openid`, or `saml` for an organization's SAML connection (issue #47; its own API: `/api/orgs/{slug}/saml`). */
+  protocol: z.enum(['openid', 'saml']),
   /** Prospect accounts linked to it. */
   linkedAccounts: z.int(),
   createdAt: z.iso.datetime({ offset: true }),

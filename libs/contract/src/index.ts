@@ -8,4 +8,5 @@ export * from './organizations.js';
 export * from './events.js';
 export * from './service-accounts.js';
 export * from './webhooks.js';
+export * from './saml.js';
 export * from './scim.js';

@@ -34,10 +34,10 @@ export class AuditEventsRepository {
   }
 
   /** Many events of one type at once, in one statement: a database that is down costs one timeout, not one per event. */
-  async insertMany(type: AuthEventType, events: ReadonlyArray<{ ip: string | null; detail: Record<string, unknown> }>, createdAt: Date): Promise<void> {
+  async insertMany(type: AuthEventType, events: ReadonlyArray<{ ip: string | null; detail: Record<string, unknown>; organizationId?: string | null }>, createdAt: Date): Promise<void> {
     await this.sql.rows(
-      `INSERT INTO auth_events (type, ip, detail, created_at)
-       SELECT $3, x.ip, x.detail, $2 FROM jsonb_to_recordset($1::jsonb) AS x(ip text, detail jsonb)`,
+      `INSERT INTO auth_events (type, ip, detail, created_at, organization_id)
+       SELECT $3, x.ip, x.detail, $2, x."organizationId" FROM jsonb_to_recordset($1::jsonb) AS x(ip text, detail jsonb, "organizationId" uuid)`,
       [JSON.stringify(events), createdAt, type],
     );
   }

@@ -57,7 +57,7 @@ export class AuditService {
   }
 
   /** Many events of one type at once, in one statement (the batched refusals): a database that is down costs one timeout, not one per event. */
-  recordMany(type: AuthEventType, events: ReadonlyArray<{ ip: string | null; detail: Record<string, unknown> }>): Promise<void> {
+  recordMany(type: AuthEventType, events: ReadonlyArray<{ ip: string | null; detail: Record<string, unknown>; organizationId?: string | null }>): Promise<void> {
     return this.events.insertMany(type, events, this.clock.now());
   }
 

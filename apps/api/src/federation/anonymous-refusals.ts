@@ -16,7 +16,7 @@ const FLUSH_INTERVAL_MS = 10_000;
 @Injectable()
 export class AnonymousRefusals implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(AnonymousRefusals.name);
-  private counts = new Map<string, { ip: string | null; detail: { providerId: string; reason: string; count: number } }>();
+  private counts = new Map<string, { ip: string | null; organizationId: string | null; detail: { providerId: string; reason: string; count: number } }>();
   private timer?: NodeJS.Timeout;
 
   constructor(
@@ -34,11 +34,12 @@ export class AnonymousRefusals implements OnModuleInit, OnApplicationShutdown {
     await this.flush().catch((err: Error) => this.logger.warn(`could not record the last refused sign-ins: ${err.message}`));
   }
 
-  count(ip: string | null | undefined, providerId: string, reason: string): void {
-    const key = JSON.stringify([ip ?? null, providerId, reason]);
+  /** @param organizationId an organization's provider's (its SAML connection's, issue #47): the count shows in its log too. */
+  count(ip: string | null | undefined, providerId: string, reason: string, organizationId: string | null = null): void {
+    const key = JSON.stringify([ip ?? null, providerId, reason, organizationId]);
     const entry = this.counts.get(key);
     if (entry) entry.detail.count++;
-    else this.counts.set(key, { ip: ip ?? null, detail: { providerId, reason, count: 1 } });
+    else this.counts.set(key, { ip: ip ?? null, organizationId, detail: { providerId, reason, count: 1 } });
   }
 
   /** Writes what was counted since the last flush. */

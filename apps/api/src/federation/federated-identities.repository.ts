@@ -1,3 +1,4 @@
+import type { IdentityProviderProtocol } from './identity-providers.repository.js';
 import { Injectable } from '@nestjs/common';
 import { Sql } from '../database/sql.js';
 import type { Tx } from '../database/tx.js';
@@ -172,9 +173,9 @@ export class FederatedIdentitiesRepository {
   }
 
   /** The enabled providers this person is linked to (and not refused by), for sudo mode. */
-  providersOf(userId: string): Promise<Array<{ id: string; displayName: string }>> {
+  providersOf(userId: string): Promise<Array<{ id: string; displayName: string; protocol: IdentityProviderProtocol }>> {
     return this.sql.rows(
-      `SELECT p.id, p.display_name AS "displayName" FROM federated_identities l JOIN identity_providers p ON p.id = l.provider_id
+      `SELECT p.id, p.display_name AS "displayName", p.protocol FROM federated_identities l JOIN identity_providers p ON p.id = l.provider_id
         WHERE l.user_id = $1 AND l.refused_at IS NULL AND p.disabled_at IS NULL ORDER BY l.created_at`,
       [userId],
     );

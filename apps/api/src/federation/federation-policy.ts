@@ -18,6 +18,15 @@ export class SignInThroughProviderRequired extends ApiException {
   }
 }
 
+/** A provider that enforces a domain, and where its sign-in starts (`next` and `login_hint` may follow as a query). */
+export interface EnforcingProvider {
+  id: string;
+  displayName: string;
+  signInPath: string;
+}
+
+const openIdSignInPath = (id: string) => `/login/sso/${encodeURIComponent(id)}`;
+
 /**
  * The policy at a provider's edge that the other doors ask about (issue #34): whether an address
  * must sign in through a provider (`enforce`, for its domains, while the provider is enabled: a
@@ -35,19 +44,29 @@ export class FederationPolicy {
     private readonly organizations: OrganizationsService,
   ) {}
 
-  /** The enabled provider that enforces this address's domain (the instance's, or the organization's that verified it), if any. */
-  async enforcingProviderFor(email: string): Promise<{ id: string; displayName: string } | undefined> {
+  /**
+   * The enabled provider that enforces this address's domain (the instance's, or the organization's
+   * that verified it), if any, with the path that starts a sign-in there (`signInPath`). An
+   * organization's SAML connection with `enforce` (issue #47) enforces every domain the
+   * organization has verified, before its OpenID providers' `enforceSso` domains.
+   */
+  async enforcingProviderFor(email: string): Promise<EnforcingProvider | undefined> {
     const at = email.lastIndexOf('@');
     if (at < 0) return undefined;
     const domain = email.slice(at + 1).trim().toLowerCase();
     const instanceWide = await this.providers.enforcingFor(domain);
-    if (instanceWide) return instanceWide;
+    if (instanceWide) return { ...instanceWide, signInPath: openIdSignInPath(instanceWide.id) };
     const owner = await this.organizations.domainOwner(domain);
-    return owner?.enforceSso ? this.providers.enabledOfOrganizationFor(owner.organizationId, domain) : undefined;
+    if (!owner) return undefined;
+    const saml = await this.providers.enforcingSamlOf(owner.organizationId);
+    const org = saml && (await this.organizations.namesOf([owner.organizationId])).get(owner.organizationId);
+    if (saml && org) return { ...saml, signInPath: `/saml/${encodeURIComponent(org.slug)}/login` };
+    const provider = owner.enforceSso ? await this.providers.enabledOfOrganizationFor(owner.organizationId, domain) : undefined;
+    return provider && { ...provider, signInPath: openIdSignInPath(provider.id) };
   }
 
-  /** The enabled providers this person is linked to (and not refused by): sudo mode can go back to them. */
-  linkedProviders(userId: string): Promise<Array<{ id: string; displayName: string }>> {
+  /** The enabled providers this person is linked to (and not refused by): sudo mode can go back to them (an OpenID provider, or a SAML connection). */
+  linkedProviders(userId: string): Promise<Array<{ id: string; displayName: string; protocol: 'openid' | 'saml' }>> {
     return this.links.providersOf(userId);
   }
 

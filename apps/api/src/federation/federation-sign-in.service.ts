@@ -100,6 +100,13 @@ export class FederationSignIn {
     return provider;
   }
 
+  /** An enabled OpenID provider: a SAML connection's sign-in starts at /saml/{slug}/login, not here. */
+  private async enabledOpenIdProvider(providerId: string): Promise<IdentityProviderRow> {
+    const provider = await this.enabledProvider(providerId);
+    if (provider.protocol !== 'openid') throw new FederationRefused('unknown provider', 'There is no such sign-in on this Prospect.', 404);
+    return provider;
+  }
+
   /**
    * Sends the browser to the provider: a new state, nonce and PKCE verifier kept in its flight
    * cookie (sign-in-flights.ts); the provider's authorization URL to redirect to. For sudo mode
@@ -112,7 +119,7 @@ export class FederationSignIn {
     purpose: Flight['purpose'],
     options: { next: string; loginHint?: string; userId?: string; sessionId?: string },
   ): Promise<string> {
-    return this.redirect.begin(res, await this.enabledProvider(providerId), purpose, options);
+    return this.redirect.begin(res, await this.enabledOpenIdProvider(providerId), purpose, options);
   }
 
   /**
@@ -124,7 +131,7 @@ export class FederationSignIn {
     if (!flight || flight.providerId !== providerId) {
       throw new FederationRefused('no sign-in started in this browser', 'This sign-in was not started in this browser, or took more than ten minutes. Please start again.', 400);
     }
-    const provider = await this.enabledProvider(providerId);
+    const provider = await this.enabledOpenIdProvider(providerId);
     try {
       return { provider, identity: await this.relyingParty.identify(provider, callbackUrl, { ...flight, fresh: flight.purpose === 'sudo' }) };
     } catch (err) {
@@ -318,6 +325,6 @@ export class FederationSignIn {
   }
 
   private via(provider: IdentityProviderRow, linkId: string): FederatedSignIn {
-    return { linkId, providerId: provider.id, providerName: provider.displayName };
+    return { linkId, providerId: provider.id, providerName: provider.displayName, ...(provider.organizationId ? { organizationId: provider.organizationId } : {}) };
   }
 }

@@ -18,6 +18,11 @@ import { ProviderNetwork } from './provider-network.js';
 import { ProviderRedirect } from './provider-redirect.js';
 import { RelyingParty } from './relying-party.js';
 import { SignInFlights } from './sign-in-flights.js';
+import { OrgSamlController } from './saml/org-saml.controller.js';
+import { SamlConnectionsRepository } from './saml/saml-connections.repository.js';
+import { SamlConnectionsService } from './saml/saml-connections.service.js';
+import { SamlFlights } from './saml/saml-flights.js';
+import { SamlSignIn } from './saml/saml-sign-in.service.js';
 
 /**
  * Sign-in through a team's own OpenID provider (issue #34): the providers admins configure, the
@@ -27,11 +32,13 @@ import { SignInFlights } from './sign-in-flights.js';
  * enforced domain signs in through its provider only) and the admin and sudo pages use its services.
  * An organization's providers (issue #44) are its admins' (`/api/orgs/{slug}/identity-providers`),
  * sign in only the organization's verified domains, and end with the organization (OrganizationTeardown).
+ * An organization's SAML 2.0 connection (issue #47, saml/) is a provider of the same kind: its
+ * sign-ins end in FederationSignIn's links and rules; only the protocol differs.
  */
 @Global()
 @Module({
   imports: [UsersModule, TokensModule, WebSessionsModule, OrganizationsModule],
-  controllers: [OrgIdentityProvidersController],
+  controllers: [OrgIdentityProvidersController, OrgSamlController],
   providers: [
     IdentityProvidersRepository,
     FederatedIdentitiesRepository,
@@ -47,7 +54,11 @@ import { SignInFlights } from './sign-in-flights.js';
     IdentityProvidersService,
     AnonymousRefusals,
     AccountCredentials,
+    SamlConnectionsRepository,
+    SamlConnectionsService,
+    SamlFlights,
+    SamlSignIn,
   ],
-  exports: [AccountCredentials, FederationPolicy, FederationSignIn, IdentityProvidersService, SignInFlights, AnonymousRefusals],
+  exports: [AccountCredentials, FederationPolicy, FederationSignIn, IdentityProvidersService, SignInFlights, AnonymousRefusals, SamlConnectionsService, SamlSignIn, SamlFlights],
 })
 export class FederationModule {}

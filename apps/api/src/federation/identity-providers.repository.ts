@@ -28,7 +28,15 @@ export interface IdentityProviderRow {
   updatedAt: Date;
   /** The organization that registered it (issue #44), or null for the instance's own. */
   organizationId: string | null;
+  /**
+   * 'openid', or 'saml' for an organization's SAML connection (issue #47, federation/saml/): its
+   * issuer is the IdP's entityID, its `mfaAcrValues` the AuthnContextClassRefs that count as a
+   * second factor, and its OpenID columns (client id, secret, scopes, metadata) are empty.
+   */
+  protocol: IdentityProviderProtocol;
 }
+
+export type IdentityProviderProtocol = 'openid' | 'saml';
 
 /** What an admin may change of a provider (the issuer stays: links are by issuer and subject). */
 export type IdentityProviderChanges = Partial<
@@ -38,7 +46,7 @@ export type IdentityProviderChanges = Partial<
 const COLUMNS = `p.id, p.display_name AS "displayName", p.issuer, p.client_id AS "clientId", p.client_secret_sealed AS "clientSecretSealed",
   p.token_endpoint_auth_method AS "tokenEndpointAuthMethod", p.scopes, p.email_domains AS "emailDomains", p.enforce, p.allow_sign_up AS "allowSignUp", p.mfa_acr_values AS "mfaAcrValues",
   p.metadata, p.discovered_at AS "discoveredAt", p.disabled_at AS "disabledAt", p.created_by_user_id AS "createdByUserId",
-  p.created_at AS "createdAt", p.updated_at AS "updatedAt", p.organization_id AS "organizationId"`;
+  p.created_at AS "createdAt", p.updated_at AS "updatedAt", p.organization_id AS "organizationId", p.protocol`;
 
 const CHANGE_COLUMNS: Record<keyof IdentityProviderChanges, string> = {
   displayName: 'display_name',
@@ -77,11 +85,11 @@ export class IdentityProvidersRepository {
     );
   }
 
-  /** The providers an organization registered, oldest first, with how many accounts are linked to each. */
+  /** The OpenID providers an organization registered, oldest first, with how many accounts are linked to each (its SAML connection has a page of its own). */
   listOfOrganization(organizationId: string): Promise<Array<IdentityProviderRow & { linkedAccounts: number }>> {
     return this.sql.rows(
       `SELECT ${COLUMNS}, (SELECT count(*)::int FROM federated_identities l WHERE l.provider_id = p.id) AS "linkedAccounts"
-         FROM identity_providers p WHERE p.organization_id = $1 ORDER BY p.created_at, p.id`,
+         FROM identity_providers p WHERE p.organization_id = $1 AND p.protocol = 'openid' ORDER BY p.created_at, p.id`,
       [organizationId],
     );
   }
@@ -100,6 +108,21 @@ export class IdentityProvidersRepository {
     const [row] = await this.sql.rows<{ id: string; displayName: string }>(
       `SELECT id, display_name AS "displayName" FROM identity_providers WHERE enforce AND disabled_at IS NULL AND organization_id IS NULL AND $1 = ANY (email_domains) LIMIT 1`,
       [domain],
+    );
+    return row;
+  }
+
+  /** How many accounts are linked to the provider. */
+  async linkedAccounts(id: string): Promise<number> {
+    const [row] = await this.sql.rows<{ n: number }>(`SELECT count(*)::int AS n FROM federated_identities WHERE provider_id = $1`, [id]);
+    return row?.n ?? 0;
+  }
+
+  /** The organization's enabled SAML connection, when it enforces the organization's verified domains (issue #47). */
+  async enforcingSamlOf(organizationId: string): Promise<{ id: string; displayName: string } | undefined> {
+    const [row] = await this.sql.rows<{ id: string; displayName: string }>(
+      `SELECT id, display_name AS "displayName" FROM identity_providers WHERE organization_id = $1 AND protocol = 'saml' AND enforce AND disabled_at IS NULL`,
+      [organizationId],
     );
     return row;
   }
@@ -136,11 +159,11 @@ export class IdentityProvidersRepository {
   }
 
   /** @throws a unique violation (isUniqueViolation) when the id or the issuer is taken. */
-  async insert(tx: Tx, row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt'>): Promise<void> {
+  async insert(tx: Tx, row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt' | 'protocol'> & { protocol?: IdentityProviderProtocol }): Promise<void> {
     await this.sql.rows(
       `INSERT INTO identity_providers (id, display_name, issuer, client_id, client_secret_sealed, token_endpoint_auth_method, scopes, email_domains,
-                                       enforce, allow_sign_up, metadata, discovered_at, created_by_user_id, created_at, updated_at, mfa_acr_values, organization_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16)`,
+                                       enforce, allow_sign_up, metadata, discovered_at, created_by_user_id, created_at, updated_at, mfa_acr_values, organization_id, protocol)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17)`,
       [
         row.id,
         row.displayName,
@@ -158,6 +181,7 @@ export class IdentityProvidersRepository {
         row.createdAt,
         row.mfaAcrValues,
         row.organizationId,
+        row.protocol ?? 'openid',
       ],
       tx,
     );

@@ -1,3 +1,4 @@
+import { AppConfig } from '../config/app-config.js';
 import { Injectable } from '@nestjs/common';
 import { type AdminIdentityProvider, type CreateIdentityProviderRequest, presetIssuer, type UpdateIdentityProviderRequest } from '@prospect/contract';
 import { AuditService } from '../audit/audit.service.js';
@@ -66,6 +67,7 @@ export class IdentityProvidersService {
     private readonly webSessions: WebSessions,
     private readonly organizations: OrganizationsService,
     private readonly limits: RateLimits,
+    private readonly config: AppConfig,
     teardown: OrganizationTeardown,
   ) {
     // An organization's deletion (organizations/, below this module) ends its providers through us, in its transaction.
@@ -96,7 +98,7 @@ export class IdentityProvidersService {
    */
   async testConnection(id: string, owner: ProviderOwner = INSTANCE): Promise<ConnectionTest> {
     const provider = await this.providers.findById(id);
-    if (!provider || !ownedBy(provider, owner)) throw notFound(`No identity provider with the id ${id}.`);
+    if (!provider || !ownedBy(provider, owner) || provider.protocol !== 'openid') throw notFound(`No identity provider with the id ${id}.`);
     if (owner.organizationId) await this.limits.attemptProviderDiscovery(owner.organizationId);
     try {
       const { metadata } = await this.relyingParty.discover(provider.issuer, provider.clientId, 'unused: the document alone is read');
@@ -145,7 +147,7 @@ export class IdentityProvidersService {
     const now = this.clock.now();
     // As its document writes it (which discovery checked is the one asked for): the id_tokens' `iss`.
     const discoveredIssuer = String(discovered.metadata.issuer);
-    const row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt'> = {
+    const row: Omit<IdentityProviderRow, 'disabledAt' | 'updatedAt' | 'protocol'> = {
       id: input.id,
       displayName: input.displayName,
       issuer: discoveredIssuer,
@@ -173,7 +175,7 @@ export class IdentityProvidersService {
       if (isUniqueViolation(err)) throw conflict(`An identity provider with the id ${input.id} or the issuer ${discoveredIssuer} exists already.`);
       throw err;
     }
-    return this.toAdmin({ ...row, disabledAt: null, updatedAt: now }, 0, await this.organizations.namesOf(owner.organizationId ? [owner.organizationId] : []));
+    return this.toAdmin({ ...row, protocol: 'openid', disabledAt: null, updatedAt: now }, 0, await this.organizations.namesOf(owner.organizationId ? [owner.organizationId] : []));
   }
 
   /**
@@ -313,6 +315,7 @@ export class IdentityProvidersService {
   }
 
   private toAdmin(row: Omit<IdentityProviderRow, 'clientSecretSealed' | 'metadata'>, linkedAccounts: number, organizations: ReadonlyMap<string, { slug: string; name: string }>): AdminIdentityProvider {
+    const org = (row.organizationId && organizations.get(row.organizationId)) || undefined;
     return {
       id: row.id,
       displayName: row.displayName,
@@ -324,16 +327,18 @@ export class IdentityProvidersService {
       allowSignUp: row.allowSignUp,
       mfaAcrValues: row.mfaAcrValues,
       disabled: row.disabledAt !== null,
-      redirectUri: this.federation.redirectUri(row.id),
+      redirectUri: row.protocol === 'saml' && org ? `${this.config.publicUrl}/saml/${encodeURIComponent(org.slug)}/acs` : this.federation.redirectUri(row.id),
+      protocol: row.protocol,
       linkedAccounts,
       createdAt: row.createdAt.toISOString(),
-      organization: (row.organizationId && organizations.get(row.organizationId)) || null,
+      organization: org ?? null,
     };
   }
 
   private async existing(tx: Tx, id: string, owner: ProviderOwner): Promise<IdentityProviderRow> {
     const provider = await this.providers.lockedById(tx, id);
-    if (!provider || !ownedBy(provider, owner) || (owner.organizationId === null && provider.organizationId)) throw notFound(`No identity provider with the id ${id}.`);
+    // An organization's SAML connection is changed by its own API (federation/saml/).
+    if (!provider || !ownedBy(provider, owner) || (owner.organizationId === null && provider.organizationId) || provider.protocol !== 'openid') throw notFound(`No identity provider with the id ${id}.`);
     return provider;
   }
 

@@ -52,6 +52,12 @@ export class OrganizationsRepository {
     );
   }
 
+  /** The organization of `slug`, whoever asks (a SAML connection's public endpoints, issue #47). */
+  async bySlug(slug: string): Promise<{ id: string; slug: string; name: string } | undefined> {
+    const [row] = await this.sql.rows<{ id: string; slug: string; name: string }>(`SELECT id, slug, name FROM organizations WHERE slug = $1`, [slug]);
+    return row;
+  }
+
   /** The organization of `slug` as `userId` sees it: undefined when there is none or they are not a member. */
   async membership(slug: string, userId: string): Promise<MembershipRow | undefined> {
     const [row] = await this.sql.rows<MembershipRow>(

@@ -66,6 +66,11 @@ export class OrganizationsService {
     return this.domains.verifiedOwner(domain.toLowerCase());
   }
 
+  /** The organization of `slug` (its id, slug and name), for public endpoints named by slug (a SAML connection's, issue #47). */
+  bySlug(slug: string): Promise<{ id: string; slug: string; name: string } | undefined> {
+    return this.orgs.bySlug(slug);
+  }
+
   /** These organizations' slugs and names, by id (for the instance's admin pages, which name the organization a provider belongs to). */
   async namesOf(ids: readonly string[]): Promise<Map<string, { slug: string; name: string }>> {
     if (!ids.length) return new Map();

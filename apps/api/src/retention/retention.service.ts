@@ -1,3 +1,4 @@
+import { SamlConnectionsService } from '../federation/saml/saml-connections.service.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { Cron, CronExpression, Interval } from '@nestjs/schedule';
 import { AccountLinks } from '../accounts/account-links.js';
@@ -62,7 +63,8 @@ const PURGE_STATEMENT_TIMEOUT_MS = 60_000;
  * still kept, expired web sessions and rate-limit counters, mails sent more than 3 days ago
  * (given up: 30 days), answers kept for an Idempotency-Key past their day, audit events older
  * than PROSPECT_AUDIT_RETENTION_DAYS, organization invitations ended more than 30 days ago and
- * requests to join made as long ago that can no longer be approved. Every 30 s it erases sealed answers kept for a lost reply
+ * requests to join made as long ago that can no longer be approved, and the SAML assertions used
+ * whose NotOnOrAfter (and the skew) has passed. Every 30 s it erases sealed answers kept for a lost reply
  * (a device login's poll reply after its window, a refresh token's successor once it expired).
  * A database that is away is reported to DatabaseAvailability (BackgroundWrites), which says so once.
  */
@@ -88,6 +90,7 @@ export class RetentionService {
     private readonly orgDomains: OrganizationDomainsService,
     private readonly serviceAccounts: ServiceAccountsService,
     private readonly webhooks: WebhooksService,
+    private readonly saml: SamlConnectionsService,
   ) {}
 
   @Cron(CronExpression.EVERY_HOUR, { name: 'retention' })
@@ -144,6 +147,8 @@ export class RetentionService {
       [null, (tx, limit) => this.serviceAccounts.purgeExpiredAssertions(tx, now, limit)],
       // Subject tokens exchanged for service accounts' tokens, once past their exp (likewise).
       [null, (tx, limit) => this.serviceAccounts.purgeExpiredSubjectTokens(tx, now, limit)],
+      // SAML assertions used, once past their NotOnOrAfter and the skew (an expired one is refused anyway).
+      [null, (tx, limit) => this.saml.purgeExpiredAssertionUses(tx, now, limit)],
     ];
     const counts: PurgeCounts = { tokens: 0, refreshTokens: 0, deviceLogins: 0, webSessions: 0, auditEvents: 0 };
     let batches = 0;

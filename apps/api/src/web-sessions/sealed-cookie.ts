@@ -16,7 +16,12 @@ export interface SealedCookieSpec<T extends Stamped> {
   purpose: string;
   /** Where the browser sends it: only the routes that read it. */
   path: string;
-  sameSite: 'lax' | 'strict';
+  /**
+   * 'none' for a cookie that must come back with another site's POST (a SAML IdP's answer to the
+   * ACS); browsers take SameSite=None only with Secure, so on http (development, tests) it is sent
+   * as 'lax', which reaches a same-site IdP only.
+   */
+  sameSite: 'lax' | 'strict' | 'none';
   lifetimeSeconds: number;
   /** A longer value is no cookie of ours, and is not opened. */
   maxLength: number;
@@ -63,6 +68,7 @@ export class SealedCookie<T extends Stamped> {
   }
 
   private attributes() {
-    return { httpOnly: true, secure: this.secure, sameSite: this.spec.sameSite, path: this.spec.path };
+    const sameSite = this.spec.sameSite === 'none' && !this.secure ? 'lax' : this.spec.sameSite;
+    return { httpOnly: true, secure: this.secure, sameSite, path: this.spec.path };
   }
 }

@@ -73,6 +73,8 @@ export interface FederatedSignIn {
   linkId: string;
   providerId: string;
   providerName: string;
+  /** The organization whose provider it is (issue #44): its sign-ins show in the organization's log too. */
+  organizationId?: string;
 }
 
 /** See SessionData.pendingFederatedLink. */

@@ -72,7 +72,7 @@ export class SignInService {
     await this.logIn(req, res, user, { amr: amrOfSignIn(secondFactor, via !== undefined), federated: via, checkedUnder: user.credentialEpoch });
     const browser = req.get('user-agent')?.slice(0, 200) ?? null;
     const factor: Record<string, string> = secondFactor ? { secondFactor } : {};
-    if (via) await this.audit.record('federation.login', { userId: user.id, ip: req.ip, userAgent: req.get('user-agent'), detail: { browser, label: via.providerName, providerId: via.providerId, linkId: via.linkId, ...factor } });
+    if (via) await this.audit.record('federation.login', { userId: user.id, ip: req.ip, userAgent: req.get('user-agent'), organizationId: via.organizationId ?? null, detail: { browser, label: via.providerName, providerId: via.providerId, linkId: via.linkId, ...factor } });
     else await this.audit.record('web.login', { userId: user.id, ip: req.ip, userAgent: req.get('user-agent'), detail: { browser, ...factor } });
     await this.users.recordSignIn(user.id);
   }

@@ -34,6 +34,9 @@ import { AdminIdentityProvidersPageController } from './admin/admin-identity-pro
 import { FederationPagesController } from './federation/federation-pages.controller.js';
 import { FederationLinkPagesController } from './federation/federation-link-pages.controller.js';
 import { FederationRefusalPage } from './federation/federation-refusal-page.js';
+import { FederatedSignInCompletion } from './federation/federated-sign-in-completion.js';
+import { SamlPagesController } from './federation/saml-pages.controller.js';
+import { OrgSamlPageController } from './orgs/org-saml-page.controller.js';
 import { PasskeyCeremonies } from './sign-in/passkey-ceremonies.js';
 import { OrganizationsModule } from '../organizations/organizations.module.js';
 import { OrgIdentityProvidersPageController } from './orgs/org-identity-providers-page.controller.js';
@@ -56,9 +59,9 @@ import { WebhooksModule } from '../webhooks/webhooks.module.js';
     AdminUsersPageController, VerifyEmailPageController, InvitationPageController, EmailChangePageController,
     SecondFactorPageController, SudoPageController, SecurityPageController, PasskeysPageController, PasskeySignInController,
     ConsentPageController,
-    AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController,
-    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgDomainsPageController, OrgServiceAccountsPageController, OrgWebhooksPageController, OrgScimPageController],
-  providers: [OrgAdminPages, LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, PageChain, PasskeyCeremonies, ApprovalRule],
+    AdminIdentityProvidersPageController, FederationPagesController, FederationLinkPagesController, SamlPagesController,
+    OrgInvitationPageController, OrgInvitationsPageController, OrgPagesController, OrgIdentityProvidersPageController, OrgSamlPageController, OrgDomainsPageController, OrgServiceAccountsPageController, OrgWebhooksPageController, OrgScimPageController],
+  providers: [OrgAdminPages, LocalStrategy, SignInService, DeviceCookies, SudoPages, FederationRefusalPage, FederatedSignInCompletion, PageChain, PasskeyCeremonies, ApprovalRule],
   exports: [PageChain],
 })
 export class WebModule implements NestModule {

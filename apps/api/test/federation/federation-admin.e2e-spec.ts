@@ -134,6 +134,7 @@ describe('identity providers for admins', () => {
       mfaAcrValues: [],
       disabled: false,
       redirectUri: `${fed.api.baseUrl}/login/sso/beta/callback`,
+      protocol: 'openid',
       linkedAccounts: 0,
       createdAt: expect.any(String),
       organization: null,

@@ -37,6 +37,7 @@ import { EventStream1795400000041 } from './1795400000041-event-stream.js';
 import { ServiceAccounts1795400000042 } from './1795400000042-service-accounts.js';
 import { Webhooks1795400000043 } from './1795400000043-webhooks.js';
 import { ServiceAccountFederations1795400000044 } from './1795400000044-service-account-federations.js';
+import { SamlConnections1795400000045 } from './1795400000045-saml-connections.js';
 import { Scim1795400000046 } from './1795400000046-scim.js';
 import { Grants1795400000047 } from './1795400000047-grants.js';
 import { OrganizationInvitationsEndedIndex1795400000048 } from './1795400000048-organization-invitations-ended-index.js';
@@ -78,6 +79,7 @@ export const MIGRATIONS = [
   ServiceAccounts1795400000042,
   Webhooks1795400000043,
   ServiceAccountFederations1795400000044,
+  SamlConnections1795400000045,
   Scim1795400000046,
   Grants1795400000047,
   OrganizationInvitationsEndedIndex1795400000048,

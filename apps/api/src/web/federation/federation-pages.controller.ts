@@ -1,19 +1,12 @@
-import { showsSecondFactor as providerShowsSecondFactor } from '../../federation/provider-claims.js';
-import { amrOfSignIn, recordReconfirmation } from '../../web-sessions/session-proof.js';
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { SecondFactorsService } from '../../accounts/second-factors.service.js';
-import { AuditService } from '../../audit/audit.service.js';
 import { Public } from '../../auth/public.decorator.js';
-import { Clock } from '../../common/clock.js';
-import { sha256 } from '../../common/secrets.js';
 import { AppConfig } from '../../config/app-config.js';
-import { regenerateSession, saveSession, toWebUser } from '../../web-sessions/web-account.js';
+import { FederatedSignInCompletion } from './federated-sign-in-completion.js';
 import { FederationRefusalPage } from './federation-refusal-page.js';
 import { queryParam, safeNext } from '../form.js';
-import { SignInService } from '../sign-in.service.js';
-import { FederationRefused, FederationSignIn } from '../../federation/federation-sign-in.service.js';
+import { FederationSignIn } from '../../federation/federation-sign-in.service.js';
 import type { IdentityProviderRow } from '../../federation/identity-providers.service.js';
 import type { ProviderIdentity } from '../../federation/relying-party.js';
 import { type Flight, SignInFlights } from '../../federation/sign-in-flights.js';
@@ -37,12 +30,9 @@ export class FederationPagesController {
   constructor(
     private readonly federation: FederationSignIn,
     private readonly flights: SignInFlights,
-    private readonly signIn: SignInService,
-    private readonly factors: SecondFactorsService,
-    private readonly audit: AuditService,
+    private readonly completion: FederatedSignInCompletion,
     private readonly refusalPage: FederationRefusalPage,
     private readonly config: AppConfig,
-    private readonly clock: Clock,
   ) {}
 
   /** "Continue with …": off to the provider. A GET (a link), as the page's CSP sends forms only to us. */
@@ -66,7 +56,7 @@ export class FederationPagesController {
     let answer: { provider: IdentityProviderRow; identity: ProviderIdentity };
     try {
       answer = await this.federation.answer(id, flight, callbackUrl);
-      if (flight!.purpose === 'sudo') return await this.confirmSudo(req, res, flight!, answer.provider, answer.identity);
+      if (flight!.purpose === 'sudo') return await this.completion.confirmSudo(req, res, flight!, answer.provider, answer.identity);
       return await this.signInWith(req, res, flight!, answer.provider, answer.identity);
     } catch (err) {
       return this.refusalPage.render(req, res, err, id);
@@ -75,41 +65,6 @@ export class FederationPagesController {
 
   private async signInWith(req: Request, res: Response, flight: Flight, provider: IdentityProviderRow, identity: ProviderIdentity) {
     const outcome = await this.federation.signIn(provider, identity, req.ip ?? null);
-    const now = this.clock.now().getTime();
-    if (outcome.kind === 'proof-needed') {
-      // Kept in this browser's session only (a new id, as any step of a sign-in gets): nothing persistent before the proof.
-      await regenerateSession(req);
-      req.session.pendingFederatedLink = { ...outcome.pending, at: now, next: flight.next };
-      await saveSession(req);
-      return res.redirect(303, '/login/link');
-    }
-    const { user, via } = outcome;
-    // The provider showed no second factor, and the account has one of its own: it is asked for, as after a password.
-    if (!outcome.secondFactor && (await this.factors.hasAny(user.id))) {
-      await regenerateSession(req);
-      req.session.pendingSignIn = { userId: user.id, at: now, next: flight.next, credentialEpoch: user.credentialEpoch, federated: via };
-      await saveSession(req);
-      return res.redirect(303, '/login/code');
-    }
-    await this.signIn.complete(req, res, toWebUser(user), outcome.secondFactor ? 'provider' : null, via);
-    if (outcome.created) {
-      req.session.notice = `Welcome to Prospect: your account was made with ${provider.displayName}, which you sign in with. It has no password.`;
-      await saveSession(req);
-    }
-    res.redirect(303, flight.next);
-  }
-
-  /** Sudo mode's fresh sign-in: in the session that asked, of the identity linked to its person. */
-  private async confirmSudo(req: Request, res: Response, flight: Flight, provider: IdentityProviderRow, identity: ProviderIdentity) {
-    const user = req.webUser;
-    if (!user || user.id !== flight.userId || !req.sessionID || sha256(req.sessionID).toString('base64url') !== flight.session) {
-      throw new FederationRefused('sudo answer outside the session that asked', 'That confirmation was started in another session. Please confirm again.', 400, flight.userId ?? null);
-    }
-    const via = await this.federation.confirmSudo(provider, identity, user.id);
-    req.session.sudoAt = req.session.reconfirmedAt = this.clock.now().getTime();
-    recordReconfirmation(req, amrOfSignIn(providerShowsSecondFactor(identity.amr, identity.acr, provider.mfaAcrValues) ? 'provider' : null, true));
-    await saveSession(req);
-    await this.audit.record('web.sudo', { userId: user.id, ip: req.ip, detail: { with: 'provider', label: via.providerName, providerId: via.providerId } });
-    res.redirect(303, flight.next);
+    await this.completion.finish(req, res, outcome, provider.displayName, flight.next);
   }
 }

@@ -33,7 +33,7 @@ export class FederationRefusalPage {
         detail: { reason: err.reason, label, providerId: providerId.slice(0, 64), browser: req.get('user-agent')?.slice(0, 200) ?? null },
       });
     } else {
-      this.anonymousRefusals.count(req.ip, providerId.slice(0, 64), err.reason);
+      this.anonymousRefusals.count(req.ip, providerId.slice(0, 64), err.reason, err.organizationId);
     }
     const heading = err.status === 502 ? `Sign-in with ${label} is not working` : 'Sign-in refused';
     res.status(err.status).render('sso-refused', { title: heading, heading, message: err.message });

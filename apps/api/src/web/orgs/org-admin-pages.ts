@@ -7,11 +7,11 @@ import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { accountOf } from '../page-guards.js';
 
 /** The tabs of an organization's admin pages (views/partials/org-tabs.hbs). */
-export type OrgTab = 'overview' | 'invitations' | 'domains' | 'identityProviders' | 'serviceAccounts' | 'webhooks' | 'scim';
+export type OrgTab = 'overview' | 'invitations' | 'domains' | 'identityProviders' | 'saml' | 'serviceAccounts' | 'webhooks' | 'scim';
 
 /**
- * What every admin page of an organization (invitations, domains, identity providers, service
- * accounts, webhooks, SCIM) asks first: is the signed-in person an admin or owner of it, read now. The
+ * What every admin page of an organization (invitations, domains, identity providers, SAML,
+ * service accounts, webhooks, SCIM) asks first: is the signed-in person an admin or owner of it, read now. The
  * rule is OrgMembershipGuard's, worded as pages: 404 alike for no such organization and not a
  * member, 403 naming who may for a member.
  */

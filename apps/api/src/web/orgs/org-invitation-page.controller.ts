@@ -157,7 +157,7 @@ export class OrgInvitationPageController {
     const provider = user === undefined ? await this.federation.enforcingProviderFor(preview.email) : undefined;
     const sso = provider && {
       displayName: provider.displayName,
-      href: `/login/sso/${encodeURIComponent(provider.id)}?${new URLSearchParams({ next, login_hint: preview.email }).toString()}`,
+      href: `${provider.signInPath}?${new URLSearchParams({ next, login_hint: preview.email }).toString()}`,
     };
     res.status(notYours && status === 200 ? 403 : status).render('org-invitation', {
       title: `Join ${preview.organization.name}`,

@@ -71,7 +71,7 @@ export class AuthPagesController {
     const provider = await this.federation.enforcingProviderFor(account);
     if (provider) {
       const next = safeNext(field(req, 'next'), this.config.publicUrl);
-      const href = `/login/sso/${provider.id}?${new URLSearchParams({ next, login_hint: account }).toString()}`;
+      const href = `${provider.signInPath}?${new URLSearchParams({ next, login_hint: account }).toString()}`;
       return res.status(200).render('sso-redirect', { layout: false, title: `Continue with ${provider.displayName}`, provider, email: account, href });
     }
     const deviceCookie = await this.deviceCookies.trustedFor(req, account);

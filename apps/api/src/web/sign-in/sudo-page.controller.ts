@@ -1,3 +1,4 @@
+import { SamlSignIn } from '../../federation/saml/saml-sign-in.service.js';
 import { recordReconfirmation } from '../../web-sessions/session-proof.js';
 import { Controller, Get, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
@@ -38,6 +39,7 @@ export class SudoPageController {
     private readonly clock: Clock,
     private readonly federation: FederationSignIn,
     private readonly policy: FederationPolicy,
+    private readonly saml: SamlSignIn,
   ) {}
 
   /**
@@ -50,11 +52,14 @@ export class SudoPageController {
   async confirmWithProvider(@Req() req: Request, @Res() res: Response, @Param('id') id: string) {
     const next = safeNext(queryParam(req, 'next'), this.config.publicUrl);
     const user = req.webUser!;
-    if (!(await this.policy.linkedProviders(user.id)).some((p) => p.id === id)) {
+    const linked = (await this.policy.linkedProviders(user.id)).find((p) => p.id === id);
+    if (!linked) {
       return this.pages.render(req, res, 403, next, 'Your account is not linked to that identity provider: confirm another way.');
     }
     try {
-      res.redirect(303, await this.federation.begin(res, id, 'sudo', { next, userId: user.id, sessionId: req.sessionID }));
+      const options = { next, userId: user.id, sessionId: req.sessionID };
+      // An organization's SAML connection (issue #47): ForceAuthn at its IdP, the answer back through its ACS.
+      res.redirect(303, linked.protocol === 'saml' ? await this.saml.beginSudo(res, id, options) : await this.federation.begin(res, id, 'sudo', options));
     } catch (err) {
       if (!(err instanceof FederationRefused)) throw err;
       return this.pages.render(req, res, err.status, next, err.message);
