@@ -452,6 +452,39 @@ describe('SCIM provisioning', () => {
     expect(renamed.body.name.givenName).toBe('Augusta');
   });
 
+  it('many PATCHes, PUTs and DELETEs at once on one person, and creates racing deletes: no 500, one consistent end', async () => {
+    const { owner, slug, domain, token, base } = await provisionedOrganization();
+    const person = await personWithToken(api, { email: `busy@${domain}` });
+    const id = (await scim('POST', `${base}/Users`, token, userBody(person.email))).body.id;
+    const storm = await Promise.all([
+      ...[0, 1, 2, 3].map(() => scim('PATCH', `${base}/Users/${id}`, token, deactivation)),
+      ...[0, 1, 2].map(() => scim('PATCH', `${base}/Users/${id}`, token, reactivation)),
+      ...[0, 1].map(() => scim('PUT', `${base}/Users/${id}`, token, userBody(person.email, { displayName: 'Busy' }))),
+      ...[0, 1, 2].map(() => scim('DELETE', `${base}/Users/${id}`, token)),
+    ]);
+    for (const res of storm) expect([200, 204, 404]).toContain(res.status);
+    expect(storm.filter((r) => r.status === 204)).toHaveLength(1);
+    expect((await scim('GET', `${base}/Users/${id}`, token)).status).toBe(404);
+    expect(await roleOf(slug, owner, person.id)).toBeUndefined();
+    expect((await get(api, `/api/orgs/${slug}`, person.token)).status).toBe(404);
+
+    // A burst of creates (each reads the organization's domains under its lock, on its own connection).
+    const burst = await Promise.all(Array.from({ length: 16 }, (_, i) => scim('POST', `${base}/Users`, token, userBody(`burst${i}@${domain}`))));
+    expect(burst.map((r) => r.status)).toEqual(Array(16).fill(201));
+
+    // Creates racing deletes of what they create: whatever wins, the membership is what the directory's row says.
+    for (let round = 0; round < 3; round++) {
+      const address = `race${round}@${domain}`;
+      const [created] = await Promise.all([scim('POST', `${base}/Users`, token, userBody(address)), scim('GET', `${base}/Users?filter=${encodeURIComponent(`userName eq "${address}"`)}`, token)]);
+      expect(created.status).toBe(201);
+      const results = await Promise.all([scim('DELETE', `${base}/Users/${created.body.id}`, token), scim('POST', `${base}/Users`, token, userBody(address)), scim('PATCH', `${base}/Users/${created.body.id}`, token, deactivation)]);
+      for (const res of results) expect(res.status).toBeLessThan(500);
+      const listed = (await scim('GET', `${base}/Users?filter=${encodeURIComponent(`userName eq "${address}"`)}`, token)).body.Resources as Array<{ id: string; active: boolean }>;
+      const userId = (await api.app.get(UsersService).findByEmail(address))!.id;
+      expect(await roleOf(slug, owner, userId)).toBe(listed.some((r) => r.active) ? 'member' : undefined);
+    }
+  });
+
   it('NUL characters, deep and huge bodies are SCIM 4xx, never a 500', async () => {
     const { domain, token, base } = await provisionedOrganization();
     const ada = (await scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))).body;
