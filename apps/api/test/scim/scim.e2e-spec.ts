@@ -485,6 +485,32 @@ describe('SCIM provisioning', () => {
     }
   });
 
+  it('a token ends with its maker’s removal or disabled account; a member reads, makes and revokes none', async () => {
+    const { owner, slug, base, tokenId } = await provisionedOrganization();
+    const removed = await personWithToken(api);
+    await addMember(api, slug, owner.id, removed, 'admin');
+    const removedsToken = (await post(api, `/api/orgs/${slug}/scim-tokens`, {}, removed.token)).body.token;
+    const disabled = await personWithToken(api);
+    await addMember(api, slug, owner.id, disabled, 'admin');
+    const disabledsToken = (await post(api, `/api/orgs/${slug}/scim-tokens`, {}, disabled.token)).body.token;
+    expect((await scim('GET', `${base}/Users`, removedsToken)).status).toBe(200);
+    expect((await scim('GET', `${base}/Users`, disabledsToken)).status).toBe(200);
+
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/members/${removed.id}`, { token: owner.token })).status).toBe(204);
+    expect((await scim('GET', `${base}/Users`, removedsToken)).status).toBe(401);
+    const admin = await createUser(api, { role: 'admin' });
+    const adminToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct', scope: 'profile tokens admin' })).accessToken;
+    expect((await request(api, 'PATCH', `/api/admin/users/${disabled.id}`, { json: { disabled: true }, token: adminToken })).status).toBe(200);
+    expect((await scim('GET', `${base}/Users`, disabledsToken)).status).toBe(401);
+    const member = await personWithToken(api);
+    await addMember(api, slug, owner.id, member, 'member');
+    expect((await get(api, `/api/orgs/${slug}/scim-tokens`, member.token)).status).toBe(403);
+    expect((await get(api, `/api/orgs/${slug}/scim`, member.token)).status).toBe(403);
+    expect((await get(api, `/api/orgs/${slug}/scim/log`, member.token)).status).toBe(403);
+    expect((await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { groupRoles: [{ group: 'Everyone', role: 'admin' }] }, token: member.token })).status).toBe(403);
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/scim-tokens/${tokenId}`, { token: member.token })).status).toBe(403);
+  });
+
   it('NUL characters, deep and huge bodies are SCIM 4xx, never a 500', async () => {
     const { domain, token, base } = await provisionedOrganization();
     const ada = (await scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))).body;
