@@ -41,10 +41,11 @@ export class OrganizationDomainsRepository {
   constructor(private readonly sql: Sql) {}
 
   /** The organization's verified domains, by name. */
-  async verifiedDomains(organizationId: string): Promise<string[]> {
+  async verifiedDomains(organizationId: string, tx?: Tx): Promise<string[]> {
     const rows = await this.sql.rows<{ domain: string }>(
       `SELECT domain FROM organization_domains WHERE organization_id = $1 AND verified_at IS NOT NULL ORDER BY domain`,
       [organizationId],
+      tx,
     );
     return rows.map((r) => r.domain);
   }

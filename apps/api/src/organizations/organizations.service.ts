@@ -57,8 +57,8 @@ export class OrganizationsService {
   ) {}
 
   /** The organization's verified domains: the only addresses its identity providers may sign in. */
-  verifiedDomains(organizationId: string): Promise<string[]> {
-    return this.domains.verifiedDomains(organizationId);
+  verifiedDomains(organizationId: string, tx?: Tx): Promise<string[]> {
+    return this.domains.verifiedDomains(organizationId, tx);
   }
 
   /** The organization that verified the domain of an address, and whether it enforces its provider there; undefined when none did. */

@@ -14,6 +14,8 @@ export interface ScimUserRow {
   displayName: string | null;
   active: boolean;
   disabledAccount: boolean;
+  /** The account's `disabled_at` a deactivation of this organization set (null when it disabled nothing). */
+  accountDisabledAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -50,7 +52,7 @@ export interface ListQuery {
 }
 
 const USER = `id, user_id AS "userId", user_name AS "userName", external_id AS "externalId", given_name AS "givenName", family_name AS "familyName",
-  display_name AS "displayName", active, disabled_account AS "disabledAccount", created_at AS "createdAt", updated_at AS "updatedAt"`;
+  display_name AS "displayName", active, disabled_account AS "disabledAccount", account_disabled_at AS "accountDisabledAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
 const GROUP = `id, display_name AS "displayName", external_id AS "externalId", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 /** The columns a filter may compare, by table (scim-filter.ts maps SCIM's attributes to them). */
@@ -108,8 +110,13 @@ export class ScimDirectoryRepository {
     );
   }
 
-  async setActive(tx: Tx, id: string, active: boolean, disabledAccount: boolean, now: Date): Promise<void> {
-    await this.sql.rows(`UPDATE scim_users SET active = $2, disabled_account = $3, updated_at = $4 WHERE id = $1`, [id, active, disabledAccount, now], tx);
+  /** `accountDisabledAt`: when this deactivation disabled the account (its `disabled_at`), null when it did not. */
+  async setActive(tx: Tx, id: string, active: boolean, accountDisabledAt: Date | null, now: Date): Promise<void> {
+    await this.sql.rows(
+      `UPDATE scim_users SET active = $2, disabled_account = $3::timestamptz IS NOT NULL, account_disabled_at = $3, updated_at = $4 WHERE id = $1`,
+      [id, active, accountDisabledAt, now],
+      tx,
+    );
   }
 
   async deleteUser(tx: Tx, id: string): Promise<void> {

@@ -7,6 +7,7 @@ export type ScimType = 'invalidFilter' | 'invalidSyntax' | 'invalidValue' | 'inv
 const CODES: Record<number, ErrorCode> = {
   400: ERROR_CODES.invalidRequest,
   401: ERROR_CODES.unauthorized,
+  403: ERROR_CODES.forbidden,
   404: ERROR_CODES.notFound,
   409: ERROR_CODES.conflict,
 };

@@ -24,6 +24,8 @@ export interface ScimContext {
   slug: string;
   name: string;
   tokenId: string;
+  /** Who made the token (an admin or owner of the organization while it works). */
+  makerId: string;
   /** `{PUBLIC_URL}/scim/v2/{slug}`: the base of every `meta.location`. */
   base: string;
 }
@@ -77,7 +79,7 @@ export class ScimProvisioningService {
     try {
       const row = await this.uow.run(async (tx) => {
         await this.organizations.lockForChange(tx, ctx.organizationId);
-        await this.checkDomain(ctx, input.userName);
+        await this.checkDomain(tx, ctx, input.userName);
         await this.checkUnique(tx, ctx, input, null);
         const existing = await this.users.findByEmail(input.userName, tx);
         if (existing && !existing.emailVerifiedAt) {
@@ -130,7 +132,7 @@ export class ScimProvisioningService {
       await this.organizations.lockForChange(tx, ctx.organizationId);
       const row = await this.directory.findUser(ctx.organizationId, id, tx, true);
       if (!row) throw scimNotFound('User', id);
-      const accountDisabled = row.active ? await this.leave(tx, ctx, row) : row.disabledAccount;
+      const accountDisabled = row.active ? (await this.leave(tx, ctx, row)) !== null : row.disabledAccount;
       await this.directory.deleteUser(tx, row.id);
       await this.record(tx, ctx, 'scim.user_delete', { scimUserId: row.id, memberId: row.userId, userName: row.userName, accountDisabled });
     });
@@ -158,9 +160,9 @@ export class ScimProvisioningService {
             const { role, accountEnabled } = await this.reactivate(tx, ctx, row);
             await this.record(tx, ctx, 'scim.user_reactivate', { scimUserId: row.id, memberId: row.userId, userName: row.userName, role, accountEnabled });
           } else {
-            const accountDisabled = await this.leave(tx, ctx, row);
-            await this.directory.setActive(tx, row.id, false, accountDisabled, now);
-            await this.record(tx, ctx, 'scim.user_deactivate', { scimUserId: row.id, memberId: row.userId, userName: row.userName, accountDisabled });
+            const accountDisabledAt = await this.leave(tx, ctx, row);
+            await this.directory.setActive(tx, row.id, false, accountDisabledAt, now);
+            await this.record(tx, ctx, 'scim.user_deactivate', { scimUserId: row.id, memberId: row.userId, userName: row.userName, accountDisabled: accountDisabledAt !== null });
           }
         }
         return (await this.directory.findUser(ctx.organizationId, row.id, tx))!;
@@ -183,39 +185,55 @@ export class ScimProvisioningService {
     return (await this.organizations.roleIn(tx, ctx.organizationId, row.userId)) ?? mapped ?? 'member';
   }
 
-  /** Reactivation: the membership back, and the account enabled again when a deactivation of this organization disabled it. */
+  /**
+   * Reactivation (the address still in the organization's verified domains, else 400
+   * `invalidValue`): the membership back, and the account enabled again when a deactivation of this
+   * organization disabled it and that disable is still the account's (an instance administrator
+   * who enabled it and disabled it again since is not undone: their disable has another time).
+   */
   private async reactivate(tx: Tx, ctx: ScimContext, row: ScimUserRow): Promise<{ role: string; accountEnabled: boolean }> {
-    const accountEnabled = row.disabledAccount && (await this.users.setDisabled(tx, row.userId, false, this.clock.now(), null, null));
-    await this.directory.setActive(tx, row.id, true, false, this.clock.now());
+    // As a creation: the address must be in the organization's verified domains now (one it removed,
+    // perhaps verified by another organization since, no longer lets its directory bring anyone in).
+    await this.checkDomain(tx, ctx, row.userName);
+    const disabledAt = row.accountDisabledAt && (await this.users.findById(row.userId, tx))?.disabledAt;
+    const ours = !!disabledAt && disabledAt.getTime() === row.accountDisabledAt!.getTime();
+    const accountEnabled = ours && (await this.users.setDisabled(tx, row.userId, false, this.clock.now(), null, null));
+    await this.directory.setActive(tx, row.id, true, null, this.clock.now());
     return { role: await this.join(tx, ctx, row), accountEnabled };
   }
 
   /**
-   * Ends the person's membership (refused for the last owner: 409 `mutability`), and with
+   * Ends the person's membership (refused for the last owner: 409 `mutability`; for an owner when
+   * the token's maker is not one: 403), and with
    * `deactivateDisablesAccount` disables the account of a person who is now in no organization,
    * whose address is in this one's verified domains and who is not an administrator of the
-   * instance; whether it disabled the account.
+   * instance; when it disabled the account (the account's `disabled_at`), else null.
    */
-  private async leave(tx: Tx, ctx: ScimContext, row: ScimUserRow): Promise<boolean> {
+  private async leave(tx: Tx, ctx: ScimContext, row: ScimUserRow): Promise<Date | null> {
+    // A token acts with its maker's standing: an admin never removes an owner (organizations.md), so
+    // neither does an admin's token, by linking the owner's account first and deactivating it.
+    if ((await this.organizations.roleIn(tx, ctx.organizationId, row.userId)) === 'owner' && (await this.organizations.roleIn(tx, ctx.organizationId, ctx.makerId)) !== 'owner') {
+      throw new ScimError(403, undefined, `${row.userName} is an owner of “${ctx.name}”: only a SCIM token made by an owner may remove an owner.`);
+    }
     const removed = await this.organizations.removeMemberFor(tx, ctx.organizationId, row.userId, VIA);
     if (removed === 'last-owner') {
       throw mutability(409, `${row.userName} is the last owner of “${ctx.name}”: an owner of the organization must name another owner before the directory can remove them.`);
     }
-    if (!(await this.settings.deactivateDisablesAccount(ctx.organizationId, tx))) return false;
-    const account = await this.users.findById(row.userId);
-    if (!account || account.disabledAt || account.role === 'admin' || !account.email) return false;
-    if (await this.directory.isMemberAnywhere(tx, row.userId)) return false;
+    if (!(await this.settings.deactivateDisablesAccount(ctx.organizationId, tx))) return null;
+    const account = await this.users.findById(row.userId, tx);
+    if (!account || account.disabledAt || account.role === 'admin' || !account.email) return null;
+    if (await this.directory.isMemberAnywhere(tx, row.userId)) return null;
     const domain = account.email.split('@')[1]!.toLowerCase();
-    if (!(await this.organizations.verifiedDomains(ctx.organizationId)).includes(domain)) return false;
+    if (!(await this.organizations.verifiedDomains(ctx.organizationId, tx)).includes(domain)) return null;
     const now = this.clock.now();
-    if (!(await this.users.setDisabled(tx, row.userId, true, now, null, null))) return false;
+    if (!(await this.users.setDisabled(tx, row.userId, true, now, null, null))) return null;
     const { othersTokens } = await this.tokens.revokeEverythingOfUserIn(tx, row.userId, now, null);
     await this.webSessions.endAllFor(row.userId, tx);
     this.uow.afterCommit(tx, () => {
       this.revocations.userRevoked(row.userId);
       this.revocations.tokensRevoked(othersTokens);
     });
-    return true;
+    return now;
   }
 
   private async user(ctx: ScimContext, id: string): Promise<ScimUserRow> {
@@ -224,10 +242,14 @@ export class ScimProvisioningService {
     return row;
   }
 
-  /** userName must be an address of a domain the organization has verified, read under its lock. @throws 400 invalidValue */
-  private async checkDomain(ctx: ScimContext, userName: string): Promise<void> {
+  /**
+   * userName must be an address of a domain the organization has verified, read under its lock, in
+   * `tx` (a second connection, asked for while holding the organization's lock, would wait on a pool
+   * that every request queued behind that lock holds: 503s under a burst). @throws 400 invalidValue
+   */
+  private async checkDomain(tx: Tx, ctx: ScimContext, userName: string): Promise<void> {
     const domain = userName.split('@')[1]!;
-    if (!(await this.organizations.verifiedDomains(ctx.organizationId)).includes(domain)) {
+    if (!(await this.organizations.verifiedDomains(ctx.organizationId, tx)).includes(domain)) {
       throw invalidValue(`${userName} is not in a domain “${ctx.name}” has verified: verify ${domain} on the organization’s Domains page first.`);
     }
   }
@@ -373,7 +395,39 @@ function patchOperations(body: unknown): ScimPatchOperation[] {
   } catch (err) {
     throw invalidSyntax(`The body must be a SCIM PatchOp (${SCHEMAS.patch}) with its Operations: ${(err as Error).message}`);
   }
-  return (normalized as { Operations: ScimPatchOperation[] }).Operations;
+  const checked = (normalized as { Operations: ScimPatchOperation[] }).Operations;
+  for (const operation of checked) refuseInheritedNames(operation);
+  return checked;
+}
+
+/** The names every object inherits (`__proto__`, `constructor`, `toString`…), and `prototype`. */
+const INHERITED = new Set([...Object.getOwnPropertyNames(Object.prototype), 'prototype']);
+
+/**
+ * Refuses an operation whose path, or a key of whose value (at any depth, dotted keys included),
+ * names what every object inherits. scim-patch 0.8.3 (the registry's latest) walks such names onto
+ * the server's own Object.prototype, process-wide (GHSA-9m6g-wc8r-q59c, GHSA-2mhw-wcx5-v3xj, fixed
+ * upstream in thomaspoignant/scim-patch#1112 and #1127 but not released). No attribute of a User or
+ * Group is called so. @throws ScimError 400 invalidPath
+ */
+function refuseInheritedNames(operation: ScimPatchOperation): void {
+  const names = (text: string) => text.match(/[A-Za-z_$][\w$]*/g) ?? [];
+  const refuse = (name: string) => {
+    throw new ScimError(400, 'invalidPath', `The patch names “${name}”, which is no attribute of this resource.`);
+  };
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (value === null || typeof value !== 'object') return;
+    for (const key of Object.keys(value)) {
+      const found = names(key).find((n) => INHERITED.has(n));
+      if (found) refuse(found);
+      visit((value as Record<string, unknown>)[key]);
+    }
+  };
+  const path = (operation as { path?: unknown }).path;
+  const inPath = typeof path === 'string' ? names(path).find((n) => INHERITED.has(n)) : undefined;
+  if (inPath) refuse(inPath);
+  visit((operation as { value?: unknown }).value);
 }
 
 /** The resource as the operations leave it (scim-patch). @throws ScimError 400 with scim-patch's scimType */

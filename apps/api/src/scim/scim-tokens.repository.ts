@@ -16,6 +16,8 @@ export interface ScimTokenOwner {
   organizationId: string;
   slug: string;
   name: string;
+  /** Who made the token: it acts with their standing, read again where it matters (an owner's removal). */
+  makerId: string;
 }
 
 /** Every statement on `scim_tokens`. */
@@ -61,7 +63,7 @@ export class ScimTokensRepository {
   async use(tokenHash: Buffer, slug: string, now: Date): Promise<ScimTokenOwner | undefined> {
     const [row] = await this.sql.rows<ScimTokenOwner>(
       `WITH found AS (
-         SELECT t.id, t.last_used_at, o.id AS organization_id, o.slug, o.name
+         SELECT t.id, t.last_used_at, t.created_by_user_id AS maker_id, o.id AS organization_id, o.slug, o.name
            FROM scim_tokens t
            JOIN organizations o ON o.id = t.organization_id AND o.slug = $2
            JOIN organization_members m ON m.organization_id = t.organization_id AND m.user_id = t.created_by_user_id AND m.role IN ('admin', 'owner')
@@ -71,7 +73,7 @@ export class ScimTokensRepository {
          UPDATE scim_tokens t SET last_used_at = $3 FROM found
           WHERE t.id = found.id AND (found.last_used_at IS NULL OR found.last_used_at < $3::timestamptz - interval '1 minute')
        )
-       SELECT id AS "tokenId", organization_id AS "organizationId", slug, name FROM found`,
+       SELECT id AS "tokenId", organization_id AS "organizationId", slug, name, maker_id AS "makerId" FROM found`,
       [tokenHash, slug, now],
     );
     return row;

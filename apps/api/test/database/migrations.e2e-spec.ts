@@ -215,4 +215,34 @@ describe('migrations', () => {
     expect(await db.query(`SELECT device_login_id FROM refresh_tokens`)).toEqual([{ device_login_id: codeGrant }]);
     await db.runMigrations({ transaction: 'each' });
   });
+
+  it('ScimAccountDisabledAt (049) takes the account’s disable as the directory’s where a deactivation disabled it, and nothing elsewhere', async () => {
+    // sql-on-purpose: the migrations table
+    const applied = async () => ((await db.query(`SELECT name FROM migrations`)) as Array<{ name: string }>).map((m) => m.name);
+    while ((await applied()).includes('ScimAccountDisabledAt1795400000049')) await db.undoLastMigration({ transaction: 'each' });
+    // sql-on-purpose: rows written before the migration, by the schema of then
+    const person = async (email: string, disabledAt: string | null) =>
+      ((await db.query(`INSERT INTO users (email, name, disabled_at) VALUES ($1, 'P', $2) RETURNING id`, [email, disabledAt])) as Array<{ id: string }>)[0]!.id;
+    // sql-on-purpose: rows written before the migration, by the schema of then
+    const [org] = (await db.query(`INSERT INTO organizations (slug, name, created_at) VALUES ('scim-049', 'S', now()) RETURNING id`)) as Array<{ id: string }>;
+    const byDirectory = await person('gone@scim-049.example', '2026-03-04T05:06:07.089Z');
+    const active = await person('here@scim-049.example', null);
+    // sql-on-purpose: rows written before the migration, by the schema of then
+    await db.query(
+      `INSERT INTO scim_users (organization_id, user_id, user_name, active, disabled_account, created_at, updated_at)
+       VALUES ($1, $2, 'gone@scim-049.example', false, true, now(), now()), ($1, $3, 'here@scim-049.example', true, false, now(), now())`,
+      [org!.id, byDirectory, active],
+    );
+    await db.runMigrations({ transaction: 'each' });
+    // sql-on-purpose: what the migration made of those rows
+    const rows = (await db.query(`SELECT user_name, account_disabled_at FROM scim_users WHERE organization_id = $1 ORDER BY user_name`, [org!.id])) as Array<{ user_name: string; account_disabled_at: Date | null }>;
+    expect(rows.map((r) => [r.user_name, r.account_disabled_at?.toISOString() ?? null])).toEqual([
+      ['gone@scim-049.example', '2026-03-04T05:06:07.089Z'],
+      ['here@scim-049.example', null],
+    ]);
+    // sql-on-purpose: test rows out of the way of the other cases
+    await db.query(`DELETE FROM organizations WHERE id = $1`, [org!.id]);
+    // sql-on-purpose: test rows out of the way of the other cases
+    await db.query(`DELETE FROM users WHERE id = ANY($1::uuid[])`, [[byDirectory, active]]);
+  });
 });

@@ -1,10 +1,12 @@
 import { ROUTES } from '@prospect/contract';
 import { authorizedPoll, createUser } from '../support/fixtures.js';
 import { get, post, request } from '../support/http.js';
-import { addMember, createOrganization, personWithToken } from '../support/organization-fixtures.js';
+import { addMember, createOrganization, orgsToken, personWithToken } from '../support/organization-fixtures.js';
+import { TokensService } from '../../src/tokens/tokens.service.js';
+import { UsersService } from '../../src/users/users.service.js';
 import { waitFor } from '../support/eventually.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { markDomainVerified, organizationId } from '../support/verified-domain-fixtures.js';
+import { markDomainVerified, organizationId, removeDomain } from '../support/verified-domain-fixtures.js';
 
 const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
@@ -360,5 +362,181 @@ describe('SCIM provisioning', () => {
     // Another organization's directory from the same address (a vendor's shared one) is not blocked.
     const other = await provisionedOrganization('Other');
     expect((await scim('GET', `${other.base}/Users`, other.token)).status).toBe(200);
+  });
+
+  it('an admin’s token cannot remove an owner (admins never do); an owner’s token can remove one who is not the last', async () => {
+    const { owner, slug, domain, token: ownersToken, base } = await provisionedOrganization();
+    const second = await personWithToken(api, { email: `second-owner@${domain}` });
+    await addMember(api, slug, owner.id, second, 'owner');
+    const admin = await personWithToken(api);
+    await addMember(api, slug, owner.id, admin, 'admin');
+    const adminsToken = (await post(api, `/api/orgs/${slug}/scim-tokens`, {}, admin.token)).body.token;
+    // The admin cannot remove the second owner through the members API…
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/members/${second.id}`, { token: admin.token })).status).toBe(403);
+    // …nor through a token of theirs: PATCH, PUT or DELETE.
+    const linked = (await scim('POST', `${base}/Users`, adminsToken, userBody(second.email))).body;
+    for (const [method, body] of [['PATCH', deactivation], ['PUT', userBody(second.email, { active: false })], ['DELETE', undefined]] as const) {
+      const refused = await scim(method, `${base}/Users/${linked.id}`, adminsToken, body);
+      expect({ method, status: refused.status, body: refused.body }).toEqual({ method, status: 403, body: { schemas: [ERROR], status: '403', detail: expect.stringMatching(/owner/) } });
+    }
+    expect(await roleOf(slug, owner, second.id)).toBe('owner');
+    expect((await scim('GET', `${base}/Users/${linked.id}`, adminsToken)).body.active).toBe(true);
+    // The owner’s token may (the directory deprovisions an owner who left; not the last one).
+    expect((await scim('PATCH', `${base}/Users/${linked.id}`, ownersToken, deactivation)).status).toBe(200);
+    expect(await roleOf(slug, owner, second.id)).toBeUndefined();
+  });
+
+  it('reactivation does not enable an account an instance administrator disabled after the directory did', async () => {
+    const { owner, slug, domain, token, base } = await provisionedOrganization();
+    expect((await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { deactivateDisablesAccount: true }, token: owner.token })).status).toBe(200);
+    const person = await personWithToken(api, { email: `mallory@${domain}` });
+    const linked = (await scim('POST', `${base}/Users`, token, userBody(person.email))).body;
+    expect((await scim('PATCH', `${base}/Users/${linked.id}`, token, deactivation)).status).toBe(200);
+    expect((await api.app.get(UsersService).findById(person.id))!.disabledAt).not.toBeNull();
+    // The instance's administrator enables the account, then disables it for a reason of their own.
+    const admin = await createUser(api, { role: 'admin' });
+    const adminToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct', scope: 'profile tokens admin' })).accessToken;
+    expect((await request(api, 'PATCH', `/api/admin/users/${person.id}`, { json: { disabled: false }, token: adminToken })).status).toBe(200);
+    expect((await request(api, 'PATCH', `/api/admin/users/${person.id}`, { json: { disabled: true }, token: adminToken })).status).toBe(200);
+    const reactivated = await scim('PATCH', `${base}/Users/${linked.id}`, token, reactivation);
+    expect(reactivated.status).toBe(200);
+    expect((await api.app.get(UsersService).findById(person.id))!.disabledAt).not.toBeNull();
+    expect((await get(api, ROUTES.me, (await orgsToken(api, person.id)).toString())).status).toBe(401);
+  });
+
+  it('a reactivation needs the address’s domain to be the organization’s still: once another organization verified it, refused', async () => {
+    const a = await provisionedOrganization('A');
+    const person = await personWithToken(api, { email: `alice@${a.domain}` });
+    const linked = (await scim('POST', `${a.base}/Users`, a.token, userBody(person.email))).body;
+    expect((await scim('PATCH', `${a.base}/Users/${linked.id}`, a.token, deactivation)).status).toBe(200);
+    // A removes the domain; B, who holds it now, verifies it.
+    await removeDomain(api, await organizationId(api, a.slug, a.owner.id), a.domain);
+    const bOwner = await personWithToken(api);
+    const b = await createOrganization(api, bOwner, 'B');
+    await markDomainVerified(api, await organizationId(api, b, bOwner.id), a.domain);
+    for (const [method, body] of [['PATCH', reactivation], ['PUT', userBody(person.email, { active: true })]] as const) {
+      const refused = await scim(method, `${a.base}/Users/${linked.id}`, a.token, body);
+      expect({ method, body: refused.body }).toMatchObject({ method, body: { schemas: [ERROR], status: '400', scimType: 'invalidValue' } });
+    }
+    expect((await get(api, `/api/orgs/${a.slug}`, person.token)).status).toBe(404);
+  });
+
+  it('a PATCH cannot reach the server’s Object.prototype (scim-patch 0.8.3 walks __proto__, constructor and inherited names)', async () => {
+    const { domain, token, base } = await provisionedOrganization();
+    const ada = (await scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))).body;
+    const group = (await scim('POST', `${base}/Groups`, token, { schemas: [GROUP], displayName: 'Engineers' })).body;
+    const attempts = [
+      { op: 'add', path: '__proto__.scimPolluted', value: 'yes' },
+      { op: 'replace', path: '__proto__.scimPolluted', value: 'yes' },
+      { op: 'add', path: 'constructor.prototype.scimPolluted', value: 'yes' },
+      { op: 'add', path: 'name.__proto__.scimPolluted', value: 'yes' },
+      { op: 'add', path: 'toString.scimPolluted', value: 'yes' },
+      { op: 'add', path: 'urn:ietf:params:scim:schemas:core:2.0:User:__proto__.scimPolluted', value: 'yes' },
+      { op: 'add', value: { 'toString.scimPolluted': 'yes' } },
+      { op: 'add', value: { '__proto__.scimPolluted': 'yes' } },
+      { op: 'add', value: { name: { 'valueOf.scimPolluted': 'yes' } } },
+    ];
+    for (const [i, operation] of attempts.entries()) {
+      // Sent as raw JSON so that a "__proto__" key arrives as the key it is.
+      const body = `{"schemas":["${PATCH}"],"Operations":[${JSON.stringify(operation)}]}`;
+      for (const path of [`${base}/Users/${ada.id}`, `${base}/Groups/${group.id}`]) {
+        const res = await scim('PATCH', path, token, body);
+        expect({ i, path, status: res.status, scimType: res.body?.scimType }).toEqual({ i, path, status: 400, scimType: 'invalidPath' });
+      }
+    }
+    const probe = {} as Record<string, unknown>;
+    expect({ own: probe.scimPolluted, toString: (probe.toString as unknown as Record<string, unknown>).scimPolluted, valueOf: (probe.valueOf as unknown as Record<string, unknown>).scimPolluted })
+      .toEqual({ own: undefined, toString: undefined, valueOf: undefined });
+    // An ordinary PATCH still works.
+    const renamed = await scim('PATCH', `${base}/Users/${ada.id}`, token, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'name.givenName', value: 'Augusta' }] });
+    expect(renamed.body.name.givenName).toBe('Augusta');
+  });
+
+  it('many PATCHes, PUTs and DELETEs at once on one person, and creates racing deletes: no 500, one consistent end', async () => {
+    const { owner, slug, domain, token, base } = await provisionedOrganization();
+    const person = await personWithToken(api, { email: `busy@${domain}` });
+    const id = (await scim('POST', `${base}/Users`, token, userBody(person.email))).body.id;
+    const storm = await Promise.all([
+      ...[0, 1, 2, 3].map(() => scim('PATCH', `${base}/Users/${id}`, token, deactivation)),
+      ...[0, 1, 2].map(() => scim('PATCH', `${base}/Users/${id}`, token, reactivation)),
+      ...[0, 1].map(() => scim('PUT', `${base}/Users/${id}`, token, userBody(person.email, { displayName: 'Busy' }))),
+      ...[0, 1, 2].map(() => scim('DELETE', `${base}/Users/${id}`, token)),
+    ]);
+    for (const res of storm) expect([200, 204, 404]).toContain(res.status);
+    expect(storm.filter((r) => r.status === 204)).toHaveLength(1);
+    expect((await scim('GET', `${base}/Users/${id}`, token)).status).toBe(404);
+    expect(await roleOf(slug, owner, person.id)).toBeUndefined();
+    expect((await get(api, `/api/orgs/${slug}`, person.token)).status).toBe(404);
+
+    // A burst of creates (each reads the organization's domains under its lock, on its own connection).
+    const burst = await Promise.all(Array.from({ length: 16 }, (_, i) => scim('POST', `${base}/Users`, token, userBody(`burst${i}@${domain}`))));
+    expect(burst.map((r) => r.status)).toEqual(Array(16).fill(201));
+
+    // Creates racing deletes of what they create: whatever wins, the membership is what the directory's row says.
+    for (let round = 0; round < 3; round++) {
+      const address = `race${round}@${domain}`;
+      const [created] = await Promise.all([scim('POST', `${base}/Users`, token, userBody(address)), scim('GET', `${base}/Users?filter=${encodeURIComponent(`userName eq "${address}"`)}`, token)]);
+      expect(created.status).toBe(201);
+      const results = await Promise.all([scim('DELETE', `${base}/Users/${created.body.id}`, token), scim('POST', `${base}/Users`, token, userBody(address)), scim('PATCH', `${base}/Users/${created.body.id}`, token, deactivation)]);
+      for (const res of results) expect(res.status).toBeLessThan(500);
+      const listed = (await scim('GET', `${base}/Users?filter=${encodeURIComponent(`userName eq "${address}"`)}`, token)).body.Resources as Array<{ id: string; active: boolean }>;
+      const userId = (await api.app.get(UsersService).findByEmail(address))!.id;
+      expect(await roleOf(slug, owner, userId)).toBe(listed.some((r) => r.active) ? 'member' : undefined);
+    }
+  });
+
+  it('a token ends with its maker’s removal or disabled account; a member reads, makes and revokes none', async () => {
+    const { owner, slug, base, tokenId } = await provisionedOrganization();
+    const removed = await personWithToken(api);
+    await addMember(api, slug, owner.id, removed, 'admin');
+    const removedsToken = (await post(api, `/api/orgs/${slug}/scim-tokens`, {}, removed.token)).body.token;
+    const disabled = await personWithToken(api);
+    await addMember(api, slug, owner.id, disabled, 'admin');
+    const disabledsToken = (await post(api, `/api/orgs/${slug}/scim-tokens`, {}, disabled.token)).body.token;
+    expect((await scim('GET', `${base}/Users`, removedsToken)).status).toBe(200);
+    expect((await scim('GET', `${base}/Users`, disabledsToken)).status).toBe(200);
+
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/members/${removed.id}`, { token: owner.token })).status).toBe(204);
+    expect((await scim('GET', `${base}/Users`, removedsToken)).status).toBe(401);
+    const admin = await createUser(api, { role: 'admin' });
+    const adminToken = (await api.app.get(TokensService).issue({ userId: admin.id, origin: 'direct', scope: 'profile tokens admin' })).accessToken;
+    expect((await request(api, 'PATCH', `/api/admin/users/${disabled.id}`, { json: { disabled: true }, token: adminToken })).status).toBe(200);
+    expect((await scim('GET', `${base}/Users`, disabledsToken)).status).toBe(401);
+    const member = await personWithToken(api);
+    await addMember(api, slug, owner.id, member, 'member');
+    expect((await get(api, `/api/orgs/${slug}/scim-tokens`, member.token)).status).toBe(403);
+    expect((await get(api, `/api/orgs/${slug}/scim`, member.token)).status).toBe(403);
+    expect((await get(api, `/api/orgs/${slug}/scim/log`, member.token)).status).toBe(403);
+    expect((await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { groupRoles: [{ group: 'Everyone', role: 'admin' }] }, token: member.token })).status).toBe(403);
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/scim-tokens/${tokenId}`, { token: member.token })).status).toBe(403);
+  });
+
+  it('NUL characters, deep and huge bodies are SCIM 4xx, never a 500', async () => {
+    const { domain, token, base } = await provisionedOrganization();
+    const ada = (await scim('POST', `${base}/Users`, token, userBody(`ada@${domain}`))).body;
+    const group = (await scim('POST', `${base}/Groups`, token, { schemas: [GROUP], displayName: 'Engineers' })).body;
+    const refusals = {
+      filterUser: await scim('GET', `${base}/Users?filter=${encodeURIComponent('userName eq "a\u0000b"')}`, token),
+      filterExternal: await scim('GET', `${base}/Users?filter=${encodeURIComponent('externalId eq "a\u0000b"')}`, token),
+      filterGroup: await scim('GET', `${base}/Groups?filter=${encodeURIComponent('displayName eq "a\u0000b"')}`, token),
+      createExternal: await scim('POST', `${base}/Users`, token, userBody(`bob@${domain}`, { externalId: 'x\u0000y' })),
+      createName: await scim('POST', `${base}/Users`, token, userBody(`bob@${domain}`, { displayName: 'Bob\u0000' })),
+      patchName: await scim('PATCH', `${base}/Users/${ada.id}`, token, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: 'x\u0000' }] }),
+      createGroup: await scim('POST', `${base}/Groups`, token, { schemas: [GROUP], displayName: 'G\u0000' }),
+      renameGroup: await scim('PATCH', `${base}/Groups/${group.id}`, token, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: 'G\u0000' }] }),
+      deep: await scim('POST', `${base}/Users`, token, `${'['.repeat(5000)}${']'.repeat(5000)}`),
+      huge: await scim('POST', `${base}/Users`, token, userBody(`bob@${domain}`, { displayName: 'x'.repeat(5_000_000) })),
+    };
+    // Unicode in the address: made or refused, never a 500.
+    for (const userName of [`😀@${domain}`, `a\u200bb@${domain}`, `ädä@${domain}`, `a\u202eb@${domain}`, `ada@${domain.toUpperCase()}`, `x@${domain}\u0301`, `${'a'.repeat(250)}@${domain}`]) {
+      const res = await scim('POST', `${base}/Users`, token, userBody(userName));
+      expect({ userName, status: res.status < 500, schemas: res.body?.schemas }).toEqual({ userName, status: true, schemas: [res.status === 201 ? USER : ERROR] });
+    }
+    for (const [what, res] of Object.entries(refusals)) {
+      expect({ what, status: res.status >= 400 && res.status < 500, schemas: res.body?.schemas }).toEqual({ what, status: true, schemas: [ERROR] });
+    }
+    const paging = await scim('GET', `${base}/Users?startIndex=-1&count=100000`, token);
+    expect(paging.status).toBe(200);
+    expect(paging.body).toMatchObject({ startIndex: 1, totalResults: 1 });
   });
 });
