@@ -41,6 +41,7 @@ import { SamlConnections1795400000045 } from './1795400000045-saml-connections.j
 import { Scim1795400000046 } from './1795400000046-scim.js';
 import { Grants1795400000047 } from './1795400000047-grants.js';
 import { OrganizationInvitationsEndedIndex1795400000048 } from './1795400000048-organization-invitations-ended-index.js';
+import { ScimCreatedAccounts1795400000049 } from './1795400000049-scim-created-accounts.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -82,4 +83,5 @@ export const MIGRATIONS = [
   Scim1795400000046,
   Grants1795400000047,
   OrganizationInvitationsEndedIndex1795400000048,
+  ScimCreatedAccounts1795400000049,
 ];
