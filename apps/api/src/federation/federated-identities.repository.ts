@@ -29,8 +29,12 @@ const toBase64Url = (row: Omit<FederatedIdentityRow, 'refreshTokenSealed'> & { r
 type StoredRow = Omit<FederatedIdentityRow, 'refreshTokenSealed'> & { refreshTokenSealed: Buffer | null };
 const sealedBytes = (sealed: string | null | undefined) => (sealed ? Buffer.from(sealed, 'base64url') : null);
 
-/** What a link was made after: the account proven by a full sign-in in this browser, or by the mailed link (which ends everything else). */
-export type LinkProof = 'sign-in' | 'mail';
+/**
+ * What a link was made after: the account proven by a full sign-in in this browser, or by the
+ * mailed link (which ends everything else), or 'directory': the account is one the provider's
+ * organization's SCIM created and nobody has claimed yet (issue #47), linked only while it has no link at all.
+ */
+export type LinkProof = 'sign-in' | 'mail' | 'directory';
 
 /** A link as the admin's pages show it. */
 export interface LinkForAdmin {
@@ -99,7 +103,7 @@ export class FederatedIdentitiesRepository {
    * epoch and address, enabled), then the identity (lockIdentity). 'changed' when the account
    * changed meanwhile; 'taken' when that identity is linked to another account, or this account
    * to another identity of the provider (for a mailed proof, this account's own links are in the
-   * way of nothing: it replaces them); else 'free'.
+   * way of nothing: it replaces them; for the directory's, any link of the account is); else 'free'.
    */
   async lockForLink(
     tx: Tx,
@@ -114,11 +118,11 @@ export class FederatedIdentitiesRepository {
     if (!locked.length) return 'changed';
     await this.lockIdentity(tx, link.issuer, link.subject);
     const holders = await this.sql.rows<{ userId: string }>(
-      `SELECT user_id AS "userId" FROM federated_identities WHERE (issuer = $1 AND subject = $2) OR (provider_id = $3 AND user_id = $4)`,
-      [link.issuer, link.subject, link.providerId, link.userId],
+      `SELECT user_id AS "userId" FROM federated_identities WHERE (issuer = $1 AND subject = $2) OR (user_id = $4 AND (provider_id = $3 OR $5))`,
+      [link.issuer, link.subject, link.providerId, link.userId, proof === 'directory'],
       tx,
     );
-    return holders.some((holder) => holder.userId !== link.userId || proof === 'sign-in') ? 'taken' : 'free';
+    return holders.some((holder) => holder.userId !== link.userId || proof !== 'mail') ? 'taken' : 'free';
   }
 
   /** Every link of the account, in `tx` (a mailed proof replaces them). */

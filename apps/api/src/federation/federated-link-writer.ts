@@ -58,7 +58,7 @@ export class FederatedLinkWriter {
   async linkProven(
     tx: Tx,
     link: { userId: string; epoch: number; email: string; providerId: string; providerName: string; issuer: string; subject: string; refreshTokenSealed?: string },
-    proof: LinkProof,
+    proof: Exclude<LinkProof, 'directory'>,
     now: Date,
     ip: string | null,
   ): Promise<string | 'changed' | 'taken'> {
@@ -75,6 +75,28 @@ export class FederatedLinkWriter {
     const id = await this.links.insert(tx, link, now);
     const said = proof === 'mail' ? 'a link mailed to the address: every earlier session, second factor, passkey and password ended' : 'a sign-in to the account';
     await this.audit.record('federation.link', { userId: link.userId, ip, detail: { providerId: link.providerId, label: link.providerName, linkId: id, proof: said }, at: now }, tx);
+    return id;
+  }
+
+  /**
+   * Links an account the organization's SCIM created and nobody has claimed (FederationSignIn
+   * decided it may, issue #47), in `tx`: the account locked and still as the provider's answer
+   * found it, with no link at all (lockForLink 'directory'). Nothing of the account ends: it never
+   * had anything. Audited for the person and in the organization's log.
+   * @returns the link's id; 'changed' or 'taken' as linkProven (the caller falls back to the proof).
+   */
+  async linkProvisioned(
+    tx: Tx,
+    link: { userId: string; epoch: number; email: string; providerId: string; providerName: string; issuer: string; subject: string; refreshTokenSealed?: string },
+    organizationId: string,
+    now: Date,
+    ip: string | null,
+  ): Promise<string | 'changed' | 'taken'> {
+    const state = await this.links.lockForLink(tx, link, 'directory');
+    if (state !== 'free') return state;
+    const id = await this.links.insert(tx, link, now);
+    const detail = { providerId: link.providerId, label: link.providerName, linkId: id, email: link.email, proof: 'created by the organization’s SCIM, never claimed' };
+    await this.audit.record('federation.link', { userId: link.userId, organizationId, ip, detail, at: now }, tx);
     return id;
   }
 }

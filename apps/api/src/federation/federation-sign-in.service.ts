@@ -10,6 +10,7 @@ import { TokensService } from '../tokens/tokens.service.js';
 import type { User } from '../users/user.entity.js';
 import { normalizeEmail, UsersService } from '../users/users.service.js';
 import { OrganizationsService } from '../organizations/organizations.service.js';
+import { ScimProvisionedAccounts } from '../scim/scim-provisioned-accounts.js';
 import type { FederatedSignIn, PendingFederatedLink } from '../web-sessions/web-account.js';
 import { FederatedIdentitiesRepository, type LinkProof } from './federated-identities.repository.js';
 import { FederatedLinkWriter } from './federated-link-writer.js';
@@ -20,6 +21,7 @@ import { showsSecondFactor } from './provider-claims.js';
 import { ProviderRedirect } from './provider-redirect.js';
 import { type ProviderIdentity, ProviderAnswerRefused, ProviderUnreachable, RelyingParty } from './relying-party.js';
 import type { Flight } from './sign-in-flights.js';
+import type { Tx } from '../database/tx.js';
 
 /**
  * A sign-in through a provider that is not accepted: `reason` for the audit log (stable words),
@@ -63,7 +65,12 @@ export type SignInOutcome =
  *   has verified at that moment, asked again at every sign-in, linked identity or not: the address
  *   the provider asserts (verified by it) and the address of the account it leads to must both be
  *   in them, so a domain removed or lost since, or an organization admin's provider asserting
- *   someone of another domain, signs nobody in.
+ *   someone of another domain, signs nobody in;
+ * - an account the provider's organization's SCIM created (issue #47) is an invited member who signs
+ *   in through the organization's provider: its first sign-in links it at once, without the proof,
+ *   while the account is still as the directory made it (joinProvisioned); a person that
+ *   organization's directory deactivated signs in through its providers no more, linked or not.
+ *   The rule is here, once, for OpenID Connect and SAML alike (SamlSignIn ends in signIn).
  */
 @Injectable()
 export class FederationSignIn {
@@ -80,6 +87,7 @@ export class FederationSignIn {
     private readonly limits: RateLimits,
     private readonly clock: Clock,
     private readonly organizations: OrganizationsService,
+    private readonly directory: ScimProvisionedAccounts,
   ) {}
 
   /** The redirect URI to register at the provider. */
@@ -172,6 +180,7 @@ export class FederationSignIn {
             const user = await this.users.findById(link.userId, tx);
             if (!user || user.disabledAt) throw this.accountDisabled(user);
             if (domains) this.refuseOutsideOrganization(provider, domains, user.email, user.id);
+            if (provider.organizationId && (await this.directory.stateOf(tx, provider.organizationId, user.id)) === 'deactivated') throw this.deactivated(provider, user.id);
             return { kind: 'signed-in', user, via: this.via(provider, link.id), secondFactor, created: false };
           }
           const email = this.provenAddress(provider, identity);
@@ -179,6 +188,8 @@ export class FederationSignIn {
           if (existing) {
             if (existing.disabledAt) throw this.accountDisabled(existing);
             const pending = { providerId: provider.id, providerName: provider.displayName, issuer: identity.issuer, subject: identity.subject, email, userId: existing.id };
+            const joined = provider.organizationId && (await this.joinProvisioned(tx, provider, provider.organizationId, { ...pending, epoch: existing.credentialEpoch, refreshTokenSealed }, now, ip));
+            if (joined) return { kind: 'signed-in', user: existing, via: this.via(provider, joined), secondFactor, created: false };
             return { kind: 'proof-needed', pending: { ...pending, epoch: existing.credentialEpoch, secondFactor, refreshTokenSealed } };
           }
           if (!provider.allowSignUp) {
@@ -260,7 +271,7 @@ export class FederationSignIn {
     return pending !== undefined && this.clock.now().getTime() - pending.at <= PENDING_LINK_MINUTES * 60_000;
   }
 
-  private async link(pending: PendingFederatedLink, proof: LinkProof, ip: string | null): Promise<FederatedSignIn> {
+  private async link(pending: PendingFederatedLink, proof: Exclude<LinkProof, 'directory'>, ip: string | null): Promise<FederatedSignIn> {
     const provider = await this.enabledProvider(pending.providerId);
     // The domain may have been removed while the person proved the account.
     const domains = await this.organizationDomains(provider);
@@ -313,6 +324,45 @@ export class FederationSignIn {
     throw new FederationRefused(
       'address outside the organization’s verified domains',
       `${provider.displayName} belongs to an organization that may sign in only addresses of the domains it has verified, and ${domain} is not one of them now. Ask the organization’s administrators.`,
+      403,
+      userId,
+      true,
+      provider.organizationId,
+    );
+  }
+
+  /**
+   * The one door past the pre-hijack proof (issue #47): an account this provider's organization's
+   * SCIM created is linked at its first sign-in through the organization's provider, when all hold:
+   * the directory created it (not an account that existed and was linked), the person is active
+   * there, the account never had a password nor a link nor a change of address (its credential
+   * epoch is still the one it was made with), and the address the provider asserts, within the
+   * organization's verified domains (checked before), is the account's (found by it). The
+   * directory vouched for the address as the organization that proved it holds the domain, and
+   * nobody else ever held a way into the account, so there is nothing the proof would protect.
+   * A person the directory deactivated is refused. Any other case: undefined, and the proof stays.
+   * The link's id when linked.
+   * @throws FederationRefused when that organization's directory deactivated the person
+   */
+  private async joinProvisioned(
+    tx: Tx,
+    provider: IdentityProviderRow,
+    organizationId: string,
+    link: Omit<PendingFederatedLink, 'next' | 'at' | 'secondFactor'>,
+    now: Date,
+    ip: string | null,
+  ): Promise<string | undefined> {
+    const state = await this.directory.stateOf(tx, organizationId, link.userId);
+    if (state === 'deactivated') throw this.deactivated(provider, link.userId);
+    if (state !== 'unclaimed') return undefined;
+    const outcome = await this.linkWriter.linkProvisioned(tx, link, organizationId, now, ip);
+    return outcome === 'changed' || outcome === 'taken' ? undefined : outcome;
+  }
+
+  private deactivated(provider: IdentityProviderRow, userId: string): FederationRefused {
+    return new FederationRefused(
+      'deactivated by the organization’s directory',
+      `Your organization’s directory has deactivated your access, so ${provider.displayName} cannot sign you in here. Ask your administrator.`,
       403,
       userId,
       true,

@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { TokensModule } from '../tokens/tokens.module.js';
 import { OrganizationsModule } from '../organizations/organizations.module.js';
+import { ScimModule } from '../scim/scim.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { AccountCredentials } from './account-credentials.js';
@@ -37,7 +38,7 @@ import { SamlSignIn } from './saml/saml-sign-in.service.js';
  */
 @Global()
 @Module({
-  imports: [UsersModule, TokensModule, WebSessionsModule, OrganizationsModule],
+  imports: [UsersModule, TokensModule, WebSessionsModule, OrganizationsModule, ScimModule],
   controllers: [OrgIdentityProvidersController, OrgSamlController],
   providers: [
     IdentityProvidersRepository,

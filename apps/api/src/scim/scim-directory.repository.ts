@@ -69,14 +69,35 @@ export class ScimDirectoryRepository {
 
   // People
 
-  async insertUser(tx: Tx, organizationId: string, userId: string, fields: ScimUserFields, active: boolean, now: Date): Promise<ScimUserRow> {
+  /** `accountEpoch`: the account's credential epoch when the directory made it now; null when it linked an account that existed. */
+  async insertUser(tx: Tx, organizationId: string, userId: string, fields: ScimUserFields, active: boolean, accountEpoch: number | null, now: Date): Promise<ScimUserRow> {
     const [row] = await this.sql.rows<ScimUserRow>(
-      `INSERT INTO scim_users (organization_id, user_id, user_name, external_id, given_name, family_name, display_name, active, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING ${USER}`,
-      [organizationId, userId, fields.userName, fields.externalId, fields.givenName, fields.familyName, fields.displayName, active, now],
+      `INSERT INTO scim_users (organization_id, user_id, user_name, external_id, given_name, family_name, display_name, active, account_epoch, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) RETURNING ${USER}`,
+      [organizationId, userId, fields.userName, fields.externalId, fields.givenName, fields.familyName, fields.displayName, active, accountEpoch, now],
       tx,
     );
     return row!;
+  }
+
+  /**
+   * What the organization's directory says of this account, in `tx`: 'deactivated' when it
+   * provisioned the person and set them inactive; 'unclaimed' when it created the account and it is
+   * still as made (active, the epoch it had then, no password, its address still the userName);
+   * otherwise 'other' (linked an existing account, or the account changed since), or undefined when
+   * the organization did not provision it.
+   */
+  async accountState(tx: Tx, organizationId: string, userId: string): Promise<'deactivated' | 'unclaimed' | 'other' | undefined> {
+    const [row] = await this.sql.rows<{ state: 'deactivated' | 'unclaimed' | 'other' }>(
+      `SELECT CASE WHEN NOT s.active THEN 'deactivated'
+                   WHEN s.account_epoch = u.credential_epoch AND u.password_hash IS NULL AND lower(s.user_name) = lower(u.email) THEN 'unclaimed'
+                   ELSE 'other' END AS state
+         FROM scim_users s JOIN users u ON u.id = s.user_id
+        WHERE s.organization_id = $1 AND s.user_id = $2`,
+      [organizationId, userId],
+      tx,
+    );
+    return row?.state;
   }
 
   /** The person of this SCIM id in the organization; `lock` takes the row's lock for the rest of `tx`. */

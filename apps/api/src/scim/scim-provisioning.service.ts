@@ -86,7 +86,7 @@ export class ScimProvisioningService {
           throw uniqueness(`An account of ${input.userName} exists and has not confirmed its address: it cannot be provisioned until its owner confirms it.`);
         }
         const account = existing ?? (await this.users.create({ email: input.userName, name: accountName(input), emailVerified: true }, tx));
-        const row = await this.directory.insertUser(tx, ctx.organizationId, account.id, input, input.active, this.clock.now());
+        const row = await this.directory.insertUser(tx, ctx.organizationId, account.id, input, input.active, existing ? null : account.credentialEpoch, this.clock.now());
         const role = input.active ? await this.join(tx, ctx, row) : null;
         await this.record(tx, ctx, 'scim.user_provision', { scimUserId: row.id, memberId: account.id, userName: row.userName, externalId: row.externalId, linked: existing !== null, role });
         return row;

@@ -17,12 +17,12 @@ export interface FederatedLink {
   refusedAt: Date | null;
 }
 
-/** The links of the provider's `subject`, or every link of `providerId`, oldest first. */
-export function federatedLinksOf(api: TestApp, of: { subject: string } | { providerId: string }): Promise<FederatedLink[]> {
+/** The links of the provider's `subject`, or every link of `providerId`, or of the account `userId`, oldest first. */
+export function federatedLinksOf(api: TestApp, of: { subject: string } | { providerId: string } | { userId: string }): Promise<FederatedLink[]> {
   return api.dataSource.query(
     `SELECT id, user_id AS "userId", refresh_token_sealed IS NOT NULL AS "hasRefreshToken", last_verified_at AS "lastVerifiedAt", refused_at AS "refusedAt"
-       FROM federated_identities WHERE subject = $1 OR provider_id = $2 ORDER BY created_at`,
-    ['subject' in of ? of.subject : null, 'providerId' in of ? of.providerId : null],
+       FROM federated_identities WHERE subject = $1 OR provider_id = $2 OR user_id = $3 ORDER BY created_at`,
+    ['subject' in of ? of.subject : null, 'providerId' in of ? of.providerId : null, 'userId' in of ? of.userId : null],
   );
 }
 

@@ -42,6 +42,7 @@ import { Scim1795400000046 } from './1795400000046-scim.js';
 import { Grants1795400000047 } from './1795400000047-grants.js';
 import { OrganizationInvitationsEndedIndex1795400000048 } from './1795400000048-organization-invitations-ended-index.js';
 import { ScimAccountDisabledAt1795400000049 } from './1795400000049-scim-account-disabled-at.js';
+import { ScimCreatedAccounts1795400000050 } from './1795400000050-scim-created-accounts.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -84,4 +85,5 @@ export const MIGRATIONS = [
   Grants1795400000047,
   OrganizationInvitationsEndedIndex1795400000048,
   ScimAccountDisabledAt1795400000049,
+  ScimCreatedAccounts1795400000050,
 ];
