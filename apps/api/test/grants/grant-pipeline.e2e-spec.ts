@@ -27,6 +27,9 @@ const RULES: Record<string, (api: TestApp, person: Person, clientId: string) => 
     // sql-on-purpose: a fault injected: a new password or address without the revocation that goes with it
     api.dataSource.query(`UPDATE users SET credential_epoch = credential_epoch + 1 WHERE id = $1`, [person.id]),
   'the client is disabled': (api, _person, clientId) => markClientDisabledOnly(api, clientId),
+  'the grant is revoked (its row only)': (api, person) =>
+    // sql-on-purpose: a fault injected: the grant marked revoked, its tokens left as they were
+    api.dataSource.query(`UPDATE grants SET revoked_at = now() WHERE user_id = $1`, [person.id]),
 };
 
 /** A door arranges a grant up to the moment it would issue, the rule breaks, then it tries at a replica; true when it was refused. */
@@ -88,6 +91,18 @@ describe('one grant, one set of rules at every door that issues', () => {
             const accessEnded = (await get(at, ROUTES.me, body.accessToken)).status === 401;
             return refreshed.status === 401 && /session has ended|revoked/.test(refreshed.body.message) && accessEnded;
           },
+        };
+      },
+    },
+    'a token made with a grant\'s access token (POST /api/cli/auth/token with it as the bearer)': {
+      async arrange() {
+        const person = await createUser(api);
+        const { body } = await authorizedPoll(api, person);
+        return {
+          person,
+          clientId: 'prospect-cli',
+          // Refused (the bearer refused, or the minter ended), never a token outliving the session its grant may no longer issue to.
+          attempt: async (at) => (await post(at, ROUTES.issueToken, { label: 'made with the session', expiresInSeconds: 30 * 86400 }, body.accessToken)).status !== 201,
         };
       },
     },
