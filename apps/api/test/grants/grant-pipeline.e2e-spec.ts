@@ -128,7 +128,11 @@ describe('one grant, one set of rules at every door that issues', () => {
     },
   };
 
-  const cases = Object.keys(DOORS).flatMap((door) => Object.keys(RULES).map((rule) => [door, rule] as const));
+  // A code's grant is recorded at its exchange: before it there is no grant row to revoke.
+  const NOT_YET_A_GRANT = new Set(['authorization code exchange|the grant is revoked (its row only)']);
+  const cases = Object.keys(DOORS)
+    .flatMap((door) => Object.keys(RULES).map((rule) => [door, rule] as const))
+    .filter(([door, rule]) => !NOT_YET_A_GRANT.has(`${door}|${rule}`));
   it.each(cases)('%s is refused when %s', async (door, rule) => {
     const { person, clientId, attempt } = await DOORS[door].arrange(api);
     await RULES[rule](api, person, clientId);
