@@ -10,6 +10,7 @@ import { FamilyMembers } from './family-members.js';
 import { TokenRevocations } from './token-revocations.js';
 import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { UsersService } from '../users/users.service.js';
 
 /**
  * TokensService's revocations: one token, a family, or everything of a person, each in one
@@ -28,6 +29,7 @@ export class TokenRevoker {
     private readonly metrics: Metrics,
     private readonly families: FamilyMembers,
     private readonly grants: GrantsService,
+    private readonly users: UsersService,
   ) {}
 
   /**
@@ -122,6 +124,11 @@ export class TokenRevoker {
    * `token.revoke_family` event per session.
    */
   async revokeEverythingOfUserIn(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
+    // The person's row first: an authorization code's exchange share-locks it while it records its
+    // grant and first pair, so this waits for its commit and revokes that pair below; an exchange
+    // after this finds the person's state as this leaves it. (Its callers that disable the person
+    // hold the row already.)
+    await this.users.lockAgainstSharers(tx, userId);
     // The uncollected approvals first, before any grant's lock (a redemption takes its login's,
     // then its grant's): a redemption under way holds its login, so this waits for its commit,
     // and the statements below see the pair it wrote and revoke it; one not begun finds its login

@@ -184,6 +184,7 @@ describe('a grant, the record of one approval', () => {
       let signedOut = false;
       const signingOut = api.app.get(TokensService).revokeAllForUser(person.id).then(() => (signedOut = true));
       await waitFor('"sign out everywhere" to end or to wait for the exchange', async () => signedOut || (await waitingForLocks()) >= 2);
+      // sql-on-purpose: the gate opened
       await gate.query(`SELECT pg_advisory_unlock(4343043)`);
       const [exchanged] = await Promise.all([exchanging, signingOut]);
       expect(exchanged.status).toBeLessThan(500);
