@@ -186,7 +186,7 @@ export class DeviceLoginService {
     const result = await this.uow.run(async (tx) => {
       const won = await this.deviceLogins.lockForRedemption(tx, login.id, now);
       // The grant's lock after the login's, the order a client's disable and a replay take them in
-      // too ("sign out everywhere" holds only grants with tokens before it takes logins), and its rules at its first tokens: an account disabled or changed since the approval, a client
+      // too ("sign out everywhere" takes the person's uncollected logins before any grant), and its rules at its first tokens: an account disabled or changed since the approval, a client
       // disabled meanwhile, a grant revoked, and the login is as good as cancelled.
       const grant = won && (await this.grants.lockForIssue(tx, won.grantId));
       if (!won || !grant) return null;

@@ -43,7 +43,19 @@ export class GrantsRepository {
    * Locks the grant for the rest of `tx` and reads what its next token depends on
    * (grant-rules.ts): the grant, its account and its client as they are now. Undefined for none.
    */
-  async lockForIssue(tx: Tx, grantId: string): Promise<GrantState | undefined> {
+  lockForIssue(tx: Tx, grantId: string): Promise<GrantState | undefined> {
+    return this.lockStateWhere(tx, `g.id = $1`, grantId);
+  }
+
+  /**
+   * lockForIssue for the grant a refresh token hangs off, found and locked in one statement (a
+   * token's grant never changes, so nothing can move between the two). Undefined for no such token.
+   */
+  lockForIssueOfRefreshToken(tx: Tx, tokenHash: Buffer): Promise<GrantState | undefined> {
+    return this.lockStateWhere(tx, `g.id = (SELECT r.grant_id FROM refresh_tokens r WHERE r.token_hash = $1)`, tokenHash);
+  }
+
+  private async lockStateWhere(tx: Tx, where: string, param: unknown): Promise<GrantState | undefined> {
     const [row] = await this.sql.rows<{
       revoked: boolean;
       disabled: boolean | null;
@@ -55,8 +67,8 @@ export class GrantsRepository {
       `SELECT g.revoked_at IS NOT NULL AS revoked, u.disabled_at IS NOT NULL AS disabled, u.credential_epoch AS account_epoch, g.credential_epoch AS grant_epoch,
               c.disabled_at IS NOT NULL AS client_disabled, g.second_factor
          FROM grants g JOIN users u ON u.id = g.user_id JOIN oauth_clients c ON c.id = g.client_id
-        WHERE g.id = $1 FOR UPDATE OF g`,
-      [grantId],
+        WHERE ${where} FOR UPDATE OF g`,
+      [param],
       tx,
     );
     return (

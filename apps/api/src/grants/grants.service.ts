@@ -29,6 +29,11 @@ export class GrantsService {
     return this.grants.lockForIssue(tx, grantId);
   }
 
+  /** lockForIssue for the grant of a refresh token (by its hash), found and locked in one statement; undefined for no such token. */
+  lockForIssueOfRefreshToken(tx: Tx, tokenHash: Buffer): Promise<GrantState | undefined> {
+    return this.grants.lockForIssueOfRefreshToken(tx, tokenHash);
+  }
+
   /** Locks several grants in a fixed order (by id), for a revocation that ends them all. */
   lockAll(tx: Tx, grantIds: readonly string[]): Promise<void> {
     return this.grants.lockAll(tx, grantIds);

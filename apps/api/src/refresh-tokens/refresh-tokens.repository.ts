@@ -61,12 +61,6 @@ export class RefreshTokensRepository {
     );
   }
 
-  /** The grant (the family) of the token with this hash; undefined for an unknown token. */
-  async grantOf(tx: Tx, hash: Buffer): Promise<string | undefined> {
-    const [row] = await this.sql.rows<{ grantId: string }>(`SELECT grant_id AS "grantId" FROM refresh_tokens WHERE token_hash = $1`, [hash], tx);
-    return row?.grantId;
-  }
-
   /** Marks a live, unrotated token of this client as rotated, in one conditional statement; undefined if it is not one. */
   async claim(tx: Tx, hash: Buffer, now: Date, clientId: string): Promise<FamilyRow | undefined> {
     const [claimed] = await this.sql.rows<FamilyRow>(

@@ -198,9 +198,8 @@ export class RefreshTokensService {
     if (!looksLikeSecret(rawToken, REFRESH_TOKEN_PREFIX)) throw new InvalidGrantError('unknown');
     const hash = sha256(rawToken);
     const outcome = await this.uow.run(async (tx): Promise<RefreshOutcome> => {
-      // The family's lock: its grant's row, read with what its next token depends on.
-      const grantId = await this.refreshTokens.grantOf(tx, hash);
-      const grant = grantId && (await this.grants.lockForIssue(tx, grantId));
+      // The family's lock: its grant's row, found by the token and read with what its next token depends on, in one statement.
+      const grant = await this.grants.lockForIssueOfRefreshToken(tx, hash);
       if (!grant) return { refused: 'unknown' };
       // The grant's own rules first, whatever revocation ran or did not: an account disabled or
       // changed, a client disabled or a policy the approval no longer meets ends the family here and now.

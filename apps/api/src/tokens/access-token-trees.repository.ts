@@ -32,9 +32,10 @@ export class AccessTokenTreesRepository {
    * family's row, which rotations and family revocations take too) or a token made on the site.
    * Everything that makes a token with a token, or revokes one, takes it first, so a token being
    * made is either committed before a revocation looks (and revoked with the rest) or made after
-   * it (and then finds its minter revoked). False when there is no such token.
+   * it (and then finds its minter revoked). The grant at the root (null for a tree made on the
+   * site), undefined when there is no such token.
    */
-  async lockTreeOf(tx: Tx, tokenId: string): Promise<boolean> {
+  async lockTreeOf(tx: Tx, tokenId: string): Promise<{ grantId: string | null } | undefined> {
     const [root] = await this.sql.rows<{ family: string | null; token_id: string | null }>(
       `WITH RECURSIVE up AS (
          SELECT id, minted_by_token_id, COALESCE(grant_id, minted_by_grant_id) AS family FROM access_tokens WHERE id = $1
@@ -45,10 +46,10 @@ export class AccessTokenTreesRepository {
       [tokenId],
       tx,
     );
-    if (!root) return false;
+    if (!root) return undefined;
     if (root.family) await this.lockFamily(tx, root.family);
     else await this.sql.rows(`SELECT id FROM access_tokens WHERE id = $1 FOR UPDATE`, [root.token_id], tx);
-    return true;
+    return { grantId: root.family };
   }
 
   /** A minter as it is now (read under its tree's lock, lockTreeOf); undefined for none. */

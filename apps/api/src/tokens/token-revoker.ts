@@ -10,6 +10,7 @@ import { FamilyMembers } from './family-members.js';
 import { TokenRevocations } from './token-revocations.js';
 import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { UsersService } from '../users/users.service.js';
 
 /**
  * TokensService's revocations: one token, a family, or everything of a person, each in one
@@ -28,6 +29,7 @@ export class TokenRevoker {
     private readonly metrics: Metrics,
     private readonly families: FamilyMembers,
     private readonly grants: GrantsService,
+    private readonly users: UsersService,
   ) {}
 
   /**
@@ -118,14 +120,23 @@ export class TokenRevoker {
   /**
    * What revokeAllForUser does, in the caller's `tx` (an administrator disabling the person), the
    * families locked first; telling the replicas and the metrics is the caller's, after its commit.
-   * Access tokens, refresh tokens, uncollected approvals, then one `token.revoke_family` event per
-   * session: the order the one statement of before wrote them in.
+   * Uncollected approvals, access tokens, refresh tokens, the grants, then one
+   * `token.revoke_family` event per session.
    */
   async revokeEverythingOfUserIn(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
+    // The person's row first: an authorization code's exchange share-locks it while it records its
+    // grant and first pair, so this waits for its commit and revokes that pair below; an exchange
+    // after this finds the person's state as this leaves it. (Its callers that disable the person
+    // hold the row already.)
+    await this.users.lockAgainstSharers(tx, userId);
+    // The uncollected approvals first, before any grant's lock (a redemption takes its login's,
+    // then its grant's): a redemption under way holds its login, so this waits for its commit,
+    // and the statements below see the pair it wrote and revoke it; one not begun finds its login
+    // cancelled. Taken after the revocations, a pair committed between them and this was left live.
+    await this.families.uncollectedApprovals.cancelApprovedBy(tx, userId);
     await this.trees.lockFamiliesOfUser(tx, userId, now);
     const access = await this.trees.revokeAllAccessOfUser(tx, userId, now, ip);
     const refreshed = await this.families.refreshTokens.revokeAllOfUser(tx, userId, now);
-    await this.families.uncollectedApprovals.cancelApprovedBy(tx, userId);
     await this.grants.revokeAllOfUser(tx, userId, now);
     const sessions = [...new Set([...access.sessions, ...refreshed])];
     await this.families.grantsEnded(tx, sessions, now);

@@ -5,6 +5,8 @@ import { Clock } from '../common/clock.js';
 import { open, seal } from '../common/sealed.js';
 import { generateSecret, looksLikeSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
+import { refusalToIssue } from '../grants/grant-rules.js';
+import { GrantsService } from '../grants/grants.service.js';
 import { Metrics } from '../metrics/metrics.js';
 import type { TokenOrigin } from './access-token.entity.js';
 import { type AccessTokenDescription, AccessTokensRepository, type Minter, type MinterDescription, type TokenForVerification, type TokenListing } from './access-tokens.repository.js';
@@ -122,6 +124,7 @@ export class TokensService {
     private readonly metrics: Metrics,
     private readonly idempotencyKeys: IdempotencyKeysRepository,
     private readonly revoker: TokenRevoker,
+    private readonly grants: GrantsService,
   ) {}
 
   /** Issues a token and records it, in `tx` or in one of its own. */
@@ -211,10 +214,18 @@ export class TokensService {
    * revocation of the minter cannot miss it): the minter's own end, or for a device login's token
    * its family's absolute end while a refresh token keeps the family alive (the session outlives
    * its hourly access tokens); no later than the grant's `admin` when the new token carries `admin`.
+   * A tree whose root is a grant asks the grant's rules (refusalToIssue), as a refresh does: a
+   * grant that may issue nothing more (a policy it no longer meets, a client or account changed
+   * without the revocation having run) makes nothing through its access tokens either.
    * @throws MinterEndedError
    */
   private async minterEnd(tx: Tx, minterId: string, scope: string | undefined, now: Date): Promise<number> {
-    await this.trees.lockTreeOf(tx, minterId);
+    const tree = await this.trees.lockTreeOf(tx, minterId);
+    if (tree?.grantId) {
+      // Already held (the tree's lock is its grant's row): this reads the grant's state under it.
+      const grant = await this.grants.lockForIssue(tx, tree.grantId);
+      if (!grant || refusalToIssue(grant, this.config)) throw new MinterEndedError();
+    }
     const minter = await this.trees.minterState(tx, minterId, now);
     if (!minter?.live) throw new MinterEndedError();
     let end = Math.max(minter.expiresAt.getTime(), minter.familyExpiresAt?.getTime() ?? 0);

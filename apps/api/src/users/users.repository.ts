@@ -217,6 +217,14 @@ export class UsersRepository {
     return row!.n;
   }
 
+  /**
+   * Locks the person's row against what share-locks it (an authorization code's exchange checks the
+   * account under FOR SHARE) until `tx` ends; tokens' inserts (FOR KEY SHARE) are not held up.
+   */
+  async lockAgainstSharers(tx: Tx, id: string): Promise<void> {
+    await this.sql.rows(`SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE`, [id], tx);
+  }
+
   /** Locks every enabled administrator's row in `tx` (so "not the last admin" holds until commit); their ids. */
   async lockAdmins(tx: Tx): Promise<string[]> {
     const rows = await this.sql.rows<{ id: string }>(`SELECT id FROM users WHERE role = 'admin' AND disabled_at IS NULL ORDER BY id FOR UPDATE`, [], tx);

@@ -186,6 +186,11 @@ export class UsersService implements OnApplicationBootstrap {
     return this.users.listForAdmin(search, limit, offset, this.clock.now(), id);
   }
 
+  /** Holds the person's row until `tx` ends against anything that share-locks it (a code's exchange checking the account). */
+  lockAgainstSharers(tx: Tx, id: string): Promise<void> {
+    return this.users.lockAgainstSharers(tx, id);
+  }
+
   /** Locks every enabled administrator's row in `tx`, so "not the last admin" holds until it commits; their ids. */
   lockAdmins(tx: Tx): Promise<string[]> {
     return this.users.lockAdmins(tx);

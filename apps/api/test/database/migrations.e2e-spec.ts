@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { refusalToIssue } from '../../src/grants/grant-rules.js';
 import { unmigratedDatabase } from '../support/unmigrated-database.js';
 
 /** Every table the migrations create, in name order. */
@@ -120,7 +121,7 @@ describe('migrations', () => {
     // sql-on-purpose: rows written before the migration, by the schema of then
     await db.query(`INSERT INTO oauth_clients (id, name, created_at) VALUES ('tool', 'Tool', now()) ON CONFLICT DO NOTHING`);
     // sql-on-purpose: rows written before the migration, by the schema of then
-    const login = async (userCode: string, fields: { status: string; decided?: boolean; grantType?: string; adminUntil?: string | null; clientId?: string }) =>
+    const login = async (userCode: string, fields: { status: string; decided?: boolean; grantType?: string; adminUntil?: string | null; clientId?: string; seed?: string }) =>
       (
         (await db.query(
           `INSERT INTO device_logins (device_code_hash, user_code, status, decided_by_user_id, decided_at, client_id, scope, created_at, expires_at, grant_type,
@@ -129,7 +130,7 @@ describe('migrations', () => {
                    'profile tokens admin', timestamptz '2026-01-02T09:59:00Z', timestamptz '2026-01-02T10:09:00Z', $7, $8::timestamptz,
                    CASE WHEN $4 THEN 3 END, CASE WHEN $4 THEN ARRAY['pwd', 'otp', 'mfa'] END, $4, 'ada-laptop')
            RETURNING id`,
-          [userCode + fields.status, userCode, fields.status, fields.decided ?? false, person!.id, fields.clientId ?? 'prospect-cli', fields.grantType ?? 'device_code', fields.adminUntil ?? null],
+          [fields.seed ?? userCode + fields.status, userCode, fields.status, fields.decided ?? false, person!.id, fields.clientId ?? 'prospect-cli', fields.grantType ?? 'device_code', fields.adminUntil ?? null],
         )) as Array<{ id: string }>
       )[0]!.id;
     const redeemed = await login('GRNTBCDF', { status: 'redeemed', decided: true, adminUntil: '2026-01-02T22:00:00Z' });
@@ -137,6 +138,11 @@ describe('migrations', () => {
     const pending = await login('GRNTBCDH', { status: 'pending' });
     const denied = await login('GRNTBCDJ', { status: 'denied', decided: true });
     const codeGrant = await login('', { status: 'redeemed', decided: true, grantType: 'authorization_code', clientId: 'tool' });
+    // Approved, then cancelled by "sign out everywhere" before its device collected it.
+    const cancelled = await login('GRNTBCDK', { status: 'cancelled', decided: true });
+    // A session signed out (its family revoked), and a code grant with no refresh token (no offline access) whose code is gone.
+    const endedFamily = await login('GRNTBCDL', { status: 'redeemed', decided: true });
+    const quietCodeGrant = await login('', { status: 'redeemed', decided: true, grantType: 'authorization_code', clientId: 'tool', seed: 'quiet' });
     // sql-on-purpose: rows written before the migration, by the schema of then
     const token = async (name: string, family: string | null, mintedBy: string | null) =>
       db.query(
@@ -147,12 +153,19 @@ describe('migrations', () => {
     await token('session', redeemed, null);
     await token('made-with-the-session', null, redeemed);
     await token('app', codeGrant, null);
+    await token('ended', endedFamily, null);
+    await token('made-with-the-ended', null, endedFamily);
+    await token('quiet-app', quietCodeGrant, null);
     // sql-on-purpose: rows written before the migration, by the schema of then
     await db.query(
       `INSERT INTO refresh_tokens (token_hash, device_login_id, user_id, created_at, expires_at, family_expires_at)
        SELECT sha256(convert_to(f::text, 'UTF8')), f, $1, now(), now() + interval '1 day', now() + interval '30 days' FROM unnest($2::uuid[]) AS f`,
-      [person!.id, [redeemed, codeGrant]],
+      [person!.id, [redeemed, codeGrant, endedFamily]],
     );
+    // sql-on-purpose: rows written before the migration: the signed-out session's family, revoked
+    await db.query(`UPDATE refresh_tokens SET revoked_at = now() WHERE device_login_id = $1`, [endedFamily]);
+    // sql-on-purpose: rows written before the migration: the signed-out session's family, revoked
+    await db.query(`UPDATE access_tokens SET revoked_at = now() WHERE device_login_id = $1 OR minted_by_device_login_id = $1`, [endedFamily]);
     // sql-on-purpose: rows written before the migration, by the schema of then
     await db.query(
       `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, auth_time, amr, credential_epoch, web_session, created_at, expires_at, used_at, grant_id, second_factor)
@@ -173,7 +186,39 @@ describe('migrations', () => {
         [redeemed, { id: redeemed, ...proof, client_id: 'prospect-cli', grant_type: 'device_code', admin_until: new Date('2026-01-02T22:00:00Z'), auth_time: null, web_session: null, created_at: new Date('2026-01-02T10:00:00Z') }],
         [uncollected, { id: uncollected, ...proof, client_id: 'prospect-cli', grant_type: 'device_code', admin_until: null, auth_time: null, web_session: null, created_at: new Date('2026-01-02T10:00:00Z') }],
         [codeGrant, { id: codeGrant, ...proof, client_id: 'tool', grant_type: 'authorization_code', admin_until: null, auth_time: new Date('2026-01-02T09:30:00Z'), web_session: 'sid-1', created_at: new Date('2026-01-02T10:00:00Z') }],
+        [endedFamily, { id: endedFamily, ...proof, client_id: 'prospect-cli', grant_type: 'device_code', admin_until: null, auth_time: null, web_session: null, created_at: new Date('2026-01-02T10:00:00Z') }],
+        [quietCodeGrant, { id: quietCodeGrant, ...proof, client_id: 'tool', grant_type: 'authorization_code', admin_until: null, auth_time: null, web_session: null, created_at: new Date('2026-01-02T10:00:00Z') }],
       ]),
+    );
+    // A grant valid before is valid after: the state the doors read under its lock (GrantsRepository.lockForIssue) refuses none of them.
+    // sql-on-purpose: the state a door reads, as the grants' lock reads it
+    const states = (await db.query(
+      `SELECT g.id, g.revoked_at IS NOT NULL AS revoked, u.disabled_at IS NOT NULL AS disabled, u.credential_epoch AS account_epoch, g.credential_epoch AS grant_epoch,
+              c.disabled_at IS NOT NULL AS client_disabled, g.second_factor
+         FROM grants g JOIN users u ON u.id = g.user_id JOIN oauth_clients c ON c.id = g.client_id`,
+    )) as Array<{ id: string; revoked: boolean; disabled: boolean; account_epoch: number; grant_epoch: number | null; client_disabled: boolean; second_factor: boolean }>;
+    expect(states).toHaveLength(5);
+    for (const state of states) {
+      const grant = { revoked: state.revoked, account: { disabled: state.disabled, credentialEpoch: state.account_epoch }, approvedUnderEpoch: state.grant_epoch, clientDisabled: state.client_disabled, secondFactor: state.second_factor };
+      expect([state.id, refusalToIssue(grant, { requireSecondFactor: true })]).toEqual([state.id, null]);
+    }
+    // …and a token revoked before is revoked after, a live one live.
+    // sql-on-purpose: what the migration made of those rows
+    expect(await db.query(`SELECT label, revoked_at IS NOT NULL AS revoked FROM access_tokens ORDER BY label`)).toEqual([
+      { label: 'app', revoked: false },
+      { label: 'ended', revoked: true },
+      { label: 'made-with-the-ended', revoked: true },
+      { label: 'made-with-the-session', revoked: false },
+      { label: 'quiet-app', revoked: false },
+      { label: 'session', revoked: false },
+    ]);
+    // sql-on-purpose: what the migration made of those rows
+    expect(await db.query(`SELECT grant_id, revoked_at IS NOT NULL AS revoked FROM refresh_tokens ORDER BY grant_id`)).toEqual(
+      [
+        { grant_id: redeemed, revoked: false },
+        { grant_id: codeGrant, revoked: false },
+        { grant_id: endedFamily, revoked: true },
+      ].sort((a, b) => a.grant_id.localeCompare(b.grant_id)),
     );
     // sql-on-purpose: what the migration made of those rows
     const logins = (await db.query(`SELECT id, status, grant_id FROM device_logins WHERE user_code LIKE 'GRNT%' OR user_code = '' ORDER BY user_code`)) as Array<{ id: string; status: string; grant_id: string | null }>;
@@ -182,15 +227,18 @@ describe('migrations', () => {
       { id: uncollected, status: 'approved', grant_id: uncollected },
       { id: pending, status: 'pending', grant_id: null },
       { id: denied, status: 'denied', grant_id: null },
+      { id: cancelled, status: 'cancelled', grant_id: null },
+      { id: endedFamily, status: 'redeemed', grant_id: endedFamily },
     ]);
     // sql-on-purpose: what the migration made of those rows
     expect(await db.query(`SELECT label, grant_id, minted_by_grant_id FROM access_tokens ORDER BY label`)).toEqual([
       { label: 'app', grant_id: codeGrant, minted_by_grant_id: null },
+      { label: 'ended', grant_id: endedFamily, minted_by_grant_id: null },
+      { label: 'made-with-the-ended', grant_id: null, minted_by_grant_id: endedFamily },
       { label: 'made-with-the-session', grant_id: null, minted_by_grant_id: redeemed },
+      { label: 'quiet-app', grant_id: quietCodeGrant, minted_by_grant_id: null },
       { label: 'session', grant_id: redeemed, minted_by_grant_id: null },
     ]);
-    // sql-on-purpose: what the migration made of those rows
-    expect(((await db.query(`SELECT grant_id FROM refresh_tokens ORDER BY grant_id`)) as Array<{ grant_id: string }>).map((r) => r.grant_id)).toEqual([redeemed, codeGrant].sort());
     // sql-on-purpose: what the migration made of those rows
     expect(await db.query(`SELECT grant_id FROM authorization_codes`)).toEqual([{ grant_id: codeGrant }]);
     // sql-on-purpose: the schema: what the device flow no longer keeps
@@ -202,18 +250,45 @@ describe('migrations', () => {
     await db.query(`DELETE FROM grants WHERE id = $1`, [redeemed]);
     expect(await db.query(`SELECT label, grant_id FROM access_tokens ORDER BY label`)).toEqual([
       { label: 'app', grant_id: codeGrant },
+      { label: 'ended', grant_id: endedFamily },
+      { label: 'made-with-the-ended', grant_id: null },
+      { label: 'quiet-app', grant_id: quietCodeGrant },
       { label: 'session', grant_id: null },
     ]);
 
-    // Reverted (with the migrations after it), the code grant gets its stand-in device login back and the tokens their old columns.
+    // Reverted (with every later migration first), the code grants get their stand-in device logins back, the device
+    // logins what moved to their grant, and the tokens their old columns, revoked as they were.
     while ((await applied()).includes('Grants1795400000047')) await db.undoLastMigration({ transaction: 'each' });
     // sql-on-purpose: what the revert made of those rows
-    expect(await db.query(`SELECT id, user_code, status, grant_type, credential_epoch, amr FROM device_logins WHERE id = $1`, [codeGrant])).toEqual([
-      { id: codeGrant, user_code: '', status: 'redeemed', grant_type: 'authorization_code', credential_epoch: 3, amr: ['pwd', 'otp', 'mfa'] },
+    expect(
+      await db.query(`SELECT id, user_code, status, grant_type, admin_until, credential_epoch, amr, second_factor FROM device_logins WHERE id = ANY ($1::uuid[]) ORDER BY user_code, id`, [
+        [codeGrant, quietCodeGrant, endedFamily, cancelled],
+      ]),
+    ).toEqual([
+      ...[codeGrant, quietCodeGrant]
+        .sort()
+        .map((id) => ({ id, user_code: '', status: 'redeemed', grant_type: 'authorization_code', admin_until: null, credential_epoch: 3, amr: ['pwd', 'otp', 'mfa'], second_factor: true })),
+      // A cancelled login issues nothing: what it had recorded of the approval is not kept across the round trip.
+      { id: cancelled, user_code: 'GRNTBCDK', status: 'cancelled', grant_type: 'device_code', admin_until: null, credential_epoch: null, amr: null, second_factor: false },
+      { id: endedFamily, user_code: 'GRNTBCDL', status: 'redeemed', grant_type: 'device_code', admin_until: null, credential_epoch: 3, amr: ['pwd', 'otp', 'mfa'], second_factor: true },
     ]);
     // sql-on-purpose: what the revert made of those rows
-    expect(await db.query(`SELECT device_login_id FROM refresh_tokens`)).toEqual([{ device_login_id: codeGrant }]);
+    expect(await db.query(`SELECT device_login_id, revoked_at IS NOT NULL AS revoked FROM refresh_tokens ORDER BY device_login_id`)).toEqual(
+      [
+        { device_login_id: codeGrant, revoked: false },
+        { device_login_id: endedFamily, revoked: true },
+      ].sort((a, b) => a.device_login_id.localeCompare(b.device_login_id)),
+    );
+    // sql-on-purpose: what the revert made of those rows
+    expect(await db.query(`SELECT label, device_login_id, minted_by_device_login_id, revoked_at IS NOT NULL AS revoked FROM access_tokens ORDER BY label`)).toEqual([
+      { label: 'app', device_login_id: codeGrant, minted_by_device_login_id: null, revoked: false },
+      { label: 'ended', device_login_id: endedFamily, minted_by_device_login_id: null, revoked: true },
+      { label: 'made-with-the-ended', device_login_id: null, minted_by_device_login_id: endedFamily, revoked: true },
+      { label: 'quiet-app', device_login_id: quietCodeGrant, minted_by_device_login_id: null, revoked: false },
+      { label: 'session', device_login_id: null, minted_by_device_login_id: null, revoked: false },
+    ]);
     await db.runMigrations({ transaction: 'each' });
+    expect(await db.showMigrations()).toBe(false);
   });
 
   it('ScimAccountDisabledAt (049) takes the account’s disable as the directory’s where a deactivation disabled it, and nothing elsewhere', async () => {

@@ -27,6 +27,9 @@ const RULES: Record<string, (api: TestApp, person: Person, clientId: string) => 
     // sql-on-purpose: a fault injected: a new password or address without the revocation that goes with it
     api.dataSource.query(`UPDATE users SET credential_epoch = credential_epoch + 1 WHERE id = $1`, [person.id]),
   'the client is disabled': (api, _person, clientId) => markClientDisabledOnly(api, clientId),
+  'the grant is revoked (its row only)': (api, person) =>
+    // sql-on-purpose: a fault injected: the grant marked revoked, its tokens left as they were
+    api.dataSource.query(`UPDATE grants SET revoked_at = now() WHERE user_id = $1`, [person.id]),
 };
 
 /** A door arranges a grant up to the moment it would issue, the rule breaks, then it tries at a replica; true when it was refused. */
@@ -91,6 +94,18 @@ describe('one grant, one set of rules at every door that issues', () => {
         };
       },
     },
+    'a token made with a grant\'s access token (POST /api/cli/auth/token with it as the bearer)': {
+      async arrange() {
+        const person = await createUser(api);
+        const { body } = await authorizedPoll(api, person);
+        return {
+          person,
+          clientId: 'prospect-cli',
+          // Refused (the bearer refused, or the minter ended), never a token outliving the session its grant may no longer issue to.
+          attempt: async (at) => (await post(at, ROUTES.issueToken, { label: 'made with the session', expiresInSeconds: 30 * 86400 }, body.accessToken)).status !== 201,
+        };
+      },
+    },
     'authorization code exchange': {
       async arrange() {
         const { person, code, verifier } = await codeFor();
@@ -113,7 +128,11 @@ describe('one grant, one set of rules at every door that issues', () => {
     },
   };
 
-  const cases = Object.keys(DOORS).flatMap((door) => Object.keys(RULES).map((rule) => [door, rule] as const));
+  // A code's grant is recorded at its exchange: before it there is no grant row to revoke.
+  const NOT_YET_A_GRANT = new Set(['authorization code exchange|the grant is revoked (its row only)']);
+  const cases = Object.keys(DOORS)
+    .flatMap((door) => Object.keys(RULES).map((rule) => [door, rule] as const))
+    .filter(([door, rule]) => !NOT_YET_A_GRANT.has(`${door}|${rule}`));
   it.each(cases)('%s is refused when %s', async (door, rule) => {
     const { person, clientId, attempt } = await DOORS[door].arrange(api);
     await RULES[rule](api, person, clientId);

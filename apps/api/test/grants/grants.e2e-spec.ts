@@ -1,11 +1,14 @@
 import { ROUTES } from '@prospect/contract';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { deviceLogins } from '../support/device-login-fixtures.js';
-import { approve, approveInBrowser, createUser, poll, startDeviceLogin, userByEmail } from '../support/fixtures.js';
+import { waitFor } from '../support/eventually.js';
+import { approve, approveInBrowser, createUser, poll, registerClient, startDeviceLogin, userByEmail } from '../support/fixtures.js';
 import { grants } from '../support/grant-fixtures.js';
-import { post } from '../support/http.js';
+import { get, post } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { accessTokens, refreshTokens } from '../support/token-fixtures.js';
+import { signInAs } from '../support/web-client.js';
+import { approveIn, authorizationParams, pkce, tokenRequest } from '../oauth/code-flow-support.js';
 
 /**
  * Issue #43 item 1: a grant is a thing of its own (`grants`, grants/'s). A device login's approval
@@ -100,5 +103,103 @@ describe('a grant, the record of one approval', () => {
     expect(mine).toHaveLength(2);
     expect(mine.map((grant) => grant.revoked_at)).toEqual([expect.any(Date), expect.any(Date)]);
     expect((await poll(api, second.deviceCode)).body.status).not.toBe('authorized');
+  });
+  // sql-on-purpose: how many statements of the database wait for a row's lock now
+  const waitingForLocks = async () => (await api.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n as number;
+
+  it('"sign out everywhere" racing a redemption of the person\'s approval leaves nothing of it live', async () => {
+    const { person, start, grantId } = await approved();
+    // The interleaving, forced: the grant's row held, the redemption locks its login and waits for the grant;
+    // "sign out everywhere" then revokes the person's tokens and waits for the login; the grant let go.
+    const hold = api.dataSource.createQueryRunner();
+    await hold.connect();
+    await hold.startTransaction();
+    try {
+      // sql-on-purpose: a lock held from outside, to order the two transactions
+      await hold.query(`SELECT id FROM grants WHERE id = $1 FOR UPDATE`, [grantId]);
+      const redeeming = poll(api, start.deviceCode);
+      await waitFor('the redemption to wait for the grant', async () => (await waitingForLocks()) >= 1);
+      const signingOut = api.app.get(TokensService).revokeAllForUser(person.id);
+      await waitFor('"sign out everywhere" to wait too', async () => (await waitingForLocks()) >= 2);
+      await hold.commitTransaction();
+      const [redeemed] = await Promise.all([redeeming, signingOut]);
+      if (redeemed.body.status === 'authorized') expect((await get(api, ROUTES.me, redeemed.body.accessToken)).status).toBe(401);
+      expect((await accessTokens(api, { grantId })).filter((token) => !token.revoked_at)).toEqual([]);
+      expect((await refreshTokens(api, { grantId })).filter((token) => !token.revoked_at)).toEqual([]);
+    } finally {
+      if (hold.isTransactionActive) await hold.rollbackTransaction();
+      await hold.release();
+    }
+  });
+
+  it('"sign out everywhere", refreshes (twice each, the lost-answer path) and redemptions of one person all at once: no deadlock, no 500, nothing live after', async () => {
+    const person = await createUser(api);
+    const sessions = [];
+    for (let i = 0; i < 4; i++) {
+      const start = await startDeviceLogin(api);
+      await approve(api, start.userCode, person);
+      sessions.push((await poll(api, start.deviceCode)).body as { accessToken: string; refreshToken: string });
+    }
+    const uncollected = [];
+    for (let i = 0; i < 4; i++) {
+      const start = await startDeviceLogin(api);
+      await approve(api, start.userCode, person);
+      uncollected.push(start.deviceCode);
+    }
+    const answers = await Promise.all([
+      ...sessions.flatMap((session) => [refresh(session.refreshToken), refresh(session.refreshToken)]),
+      ...uncollected.map((deviceCode) => poll(api, deviceCode)),
+      api.app.get(TokensService).revokeAllForUser(person.id).then(() => ({ status: 204, body: {} })),
+      ...sessions.map((session) => refresh(session.refreshToken)),
+    ]);
+    for (const answer of answers) expect(answer.status).toBeLessThan(500);
+    // Whatever was issued in the race ends with the sign-out: no live token of the person is left.
+    const mine = await grants(api, { userId: person.id });
+    for (const grant of mine) {
+      expect((await accessTokens(api, { grantId: grant.id })).filter((token) => !token.revoked_at)).toEqual([]);
+      expect((await refreshTokens(api, { grantId: grant.id })).filter((token) => !token.revoked_at)).toEqual([]);
+    }
+    for (const answer of answers) if (answer.body?.accessToken) expect((await get(api, ROUTES.me, answer.body.accessToken)).status).toBe(401);
+  });
+  it('"sign out everywhere" racing a code exchange leaves nothing of its grant live', async () => {
+    const redirect = 'https://race.example.com/callback';
+    await registerClient(api, { id: 'race-tool', name: 'Race Tool', allowedScopes: ['openid', 'profile'], redirectUris: [redirect] });
+    const person = await createUser(api);
+    const web = await signInAs(api, person.email, 'correct horse battery');
+    const { verifier, challenge } = pkce();
+    const code = (await approveIn(web, authorizationParams('race-tool', redirect, challenge, { scope: 'openid profile' }))).searchParams.get('code')!;
+    // The interleaving, forced: the exchange, past its checks of the account, waits at its first token's
+    // INSERT on a lock this test holds; "sign out everywhere" runs (or waits) beside it; the gate opens.
+    const gate = api.dataSource.createQueryRunner();
+    await gate.connect();
+    // sql-on-purpose: a gate from outside, held by this test, which a trigger makes the exchange's first token wait for
+    await gate.query(`SELECT pg_advisory_lock(4343043)`);
+    // sql-on-purpose: fault injection: the gate, at the INSERT of an access token
+    await api.dataSource.query(`CREATE FUNCTION test_gate_access_tokens() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(4343043); RETURN NEW; END $$`);
+    // sql-on-purpose: fault injection: the gate, at the INSERT of an access token
+    await api.dataSource.query(`CREATE TRIGGER test_gate_access_tokens BEFORE INSERT ON access_tokens FOR EACH ROW EXECUTE FUNCTION test_gate_access_tokens()`);
+    try {
+      const exchanging = tokenRequest(api, { grant_type: 'authorization_code', client_id: 'race-tool', code, redirect_uri: redirect, code_verifier: verifier });
+      await waitFor('the exchange to wait at its first token', async () => (await waitingForLocks()) >= 1);
+      let signedOut = false;
+      const signingOut = api.app.get(TokensService).revokeAllForUser(person.id).then(() => (signedOut = true));
+      await waitFor('"sign out everywhere" to end or to wait for the exchange', async () => signedOut || (await waitingForLocks()) >= 2);
+      // sql-on-purpose: the gate opened
+      await gate.query(`SELECT pg_advisory_unlock(4343043)`);
+      const [exchanged] = await Promise.all([exchanging, signingOut]);
+      expect(exchanged.status).toBeLessThan(500);
+      const [grant] = await grants(api, { userId: person.id });
+      if (grant) {
+        expect((await accessTokens(api, { grantId: grant.id })).filter((token) => !token.revoked_at)).toEqual([]);
+        expect((await refreshTokens(api, { grantId: grant.id })).filter((token) => !token.revoked_at)).toEqual([]);
+      }
+      if (exchanged.body.refresh_token) expect((await tokenRequest(api, { grant_type: 'refresh_token', client_id: 'race-tool', refresh_token: exchanged.body.refresh_token })).status).toBeGreaterThanOrEqual(400);
+    } finally {
+      // sql-on-purpose: the fault taken away
+      await api.dataSource.query(`DROP TRIGGER IF EXISTS test_gate_access_tokens ON access_tokens`);
+      // sql-on-purpose: the fault taken away
+      await api.dataSource.query(`DROP FUNCTION IF EXISTS test_gate_access_tokens()`);
+      await gate.release();
+    }
   });
 });
