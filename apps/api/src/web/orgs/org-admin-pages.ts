@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { roleAtLeast } from '@prospect/contract';
 import type { Request, Response } from 'express';
-import type { OrgActor } from '../../organizations/organizations.service.js';
-import { OrganizationsService } from '../../organizations/organizations.service.js';
+import { ApiException } from '../../common/api-exception.js';
+import { ORG_PAGE_PREFIX, type OrgActor, OrganizationsService } from '../../organizations/organizations.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { accountOf } from '../page-guards.js';
 
@@ -37,6 +37,30 @@ export class OrgAdminPages {
     }
     return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
   }
+
+  /** What every admin page of an organization renders around its own part: the header's account, the organization, its tabs. */
+  frame(req: Request, org: OrgActor['organization'], tab: OrgTab) {
+    return { account: accountOf(req, this.csrf), org, orgPath: orgPagePath(org.slug), orgTab: orgTabs(org.slug, tab), wide: true, onOrgs: true };
+  }
+}
+
+/** The path of an organization's page: `sub` below it (`domains`, `scim?done=saved`…), or its overview. */
+export const orgPagePath = (slug: string, sub = '') => `${ORG_PAGE_PREFIX}/${encodeURIComponent(slug)}${sub ? `/${sub}` : ''}`;
+
+/**
+ * Post/redirect/get for an admin page's form: runs `change`; a refusal the service words (an
+ * ApiException, a 503 included) is shown on the page by `showRefusal` with its status; done, a 303
+ * to `to`, so a reload does not send the form again.
+ */
+export async function changeThenRedirect(res: Response, to: string, change: () => Promise<unknown>, showRefusal: (status: number, message: string) => unknown): Promise<unknown> {
+  try {
+    await change();
+  } catch (err) {
+    if (err instanceof ApiException) return showRefusal(err.getStatus(), err.message);
+    throw err;
+  }
+  res.redirect(303, to);
+  return undefined;
 }
 
 /** The tabs partial's data for an admin's page of the organization `slug`, with `tab` current. */

@@ -3,13 +3,11 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import { AddDomainRequestSchema, JOIN_POLICIES, type JoinPolicy, UpdateDomainRequestSchema, utcMinute } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/public.decorator.js';
-import { ApiException } from '../../common/api-exception.js';
 import { OrganizationDomainsService } from '../../organizations/organization-domains.service.js';
 import { ORG_PAGE_PREFIX, type OrgActor } from '../../organizations/organizations.service.js';
-import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
-import { OrgAdminPages, orgTabs } from './org-admin-pages.js';
+import { CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+import { changeThenRedirect, OrgAdminPages, orgPagePath } from './org-admin-pages.js';
 
 const uuid = new ParseUUIDPipe();
 
@@ -43,7 +41,6 @@ export class OrgDomainsPageController {
   constructor(
     private readonly adminPages: OrgAdminPages,
     private readonly domains: OrganizationDomainsService,
-    private readonly csrf: CsrfService,
   ) {}
 
   @Get()
@@ -101,16 +98,10 @@ export class OrgDomainsPageController {
   }
 
 
-  private async act(req: Request, res: Response, actor: OrgActor, done: string, domain: string, work: () => Promise<unknown>) {
-    try {
-      await work();
-    } catch (err) {
-      // Every refusal the service words, a 503 from DNS included, is shown on the page it came from.
-      if (err instanceof ApiException) return this.render(req, res, actor, err.getStatus(), err.message);
-      throw err;
-    }
+  private act(req: Request, res: Response, actor: OrgActor, done: string, domain: string, work: () => Promise<unknown>) {
+    // Every refusal the service words, a 503 from DNS included, is shown on the page it came from.
     const anchor = domain ? `#${encodeURIComponent(domainAnchor(domain))}` : '';
-    res.redirect(303, `${ORG_PAGE_PREFIX}/${encodeURIComponent(actor.organization.slug)}/domains?done=${done}${anchor}`);
+    return changeThenRedirect(res, orgPagePath(actor.organization.slug, `domains?done=${done}${anchor}`), work, (status, error) => this.render(req, res, actor, status, error));
   }
 
   private async render(req: Request, res: Response, actor: OrgActor, status: number, error: string | undefined) {
@@ -119,12 +110,7 @@ export class OrgDomainsPageController {
     const org = actor.organization;
     res.status(status).render('org-domains', {
       title: `Domains of ${org.name}`,
-      wide: true,
-      onOrgs: true,
-      orgTab: orgTabs(org.slug, 'domains'),
-      account: accountOf(req, this.csrf),
-      org,
-      orgPath: `${ORG_PAGE_PREFIX}/${encodeURIComponent(org.slug)}`,
+      ...this.adminPages.frame(req, org, 'domains'),
       domains: domains.map((d) => ({
         ...d,
         anchor: domainAnchor(d.domain),

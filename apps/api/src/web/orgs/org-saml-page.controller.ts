@@ -11,10 +11,9 @@ import { SamlConnectionsService, serviceProviderOf } from '../../federation/saml
 import { SamlSignIn } from '../../federation/saml/saml-sign-in.service.js';
 import { ORG_PAGE_PREFIX, type OrgActor } from '../../organizations/organizations.service.js';
 import { OrganizationsService } from '../../organizations/organizations.service.js';
-import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
-import { accountOf, browserInSudoMode, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoRequired } from '../page-guards.js';
-import { OrgAdminPages, orgTabs } from './org-admin-pages.js';
+import { browserInSudoMode, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoRequired } from '../page-guards.js';
+import { changeThenRedirect, OrgAdminPages, orgPagePath } from './org-admin-pages.js';
 
 const DONE: Record<string, string> = {
   saved: 'Saved. Enter the values above at your IdP if you have not yet, then use “Test sign-in”.',
@@ -43,7 +42,6 @@ export class OrgSamlPageController {
     private readonly connections: SamlConnectionsService,
     private readonly saml: SamlSignIn,
     private readonly organizations: OrganizationsService,
-    private readonly csrf: CsrfService,
     private readonly config: AppConfig,
     private readonly clock: Clock,
   ) {}
@@ -109,14 +107,8 @@ export class OrgSamlPageController {
     return actor;
   }
 
-  private async act(req: Request, res: Response, actor: OrgActor, done: string, change: () => Promise<unknown>, typed?: string) {
-    try {
-      await change();
-    } catch (err) {
-      if (err instanceof ApiException && err.getStatus() < 500) return this.render(req, res, actor, err.getStatus(), { error: err.message, typed });
-      throw err;
-    }
-    res.redirect(303, `${pageOf(actor)}?done=${done}`);
+  private act(req: Request, res: Response, actor: OrgActor, done: string, change: () => Promise<unknown>, typed?: string) {
+    return changeThenRedirect(res, `${pageOf(actor)}?done=${done}`, change, (status, error) => this.render(req, res, actor, status, { error, typed }));
   }
 
   private async render(req: Request, res: Response, actor: OrgActor, status: number, notice: { error?: string; typed?: string }) {
@@ -129,11 +121,7 @@ export class OrgSamlPageController {
     }
     res.status(status).render('org-saml', {
       title: `SAML · ${org.name}`,
-      wide: true,
-      onOrgs: true,
-      orgTab: orgTabs(org.slug, 'saml'),
-      account: accountOf(req, this.csrf),
-      org,
+      ...this.adminPages.frame(req, org, 'saml'),
       base: pageOf(actor),
       sp: serviceProviderOf(this.config.publicUrl, org.slug),
       connection: connection && { ...connection, contextsText: connection.secondFactorContexts.join('\n'), updated: utcMinute(connection.updatedAt) },
@@ -145,4 +133,4 @@ export class OrgSamlPageController {
   }
 }
 
-const pageOf = (actor: OrgActor) => `/orgs/${encodeURIComponent(actor.organization.slug)}/saml`;
+const pageOf = (actor: OrgActor) => orgPagePath(actor.organization.slug, 'saml');

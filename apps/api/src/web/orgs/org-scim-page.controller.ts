@@ -6,10 +6,9 @@ import { Public } from '../../auth/public.decorator.js';
 import { ApiException } from '../../common/api-exception.js';
 import { ORG_PAGE_PREFIX, type OrgActor } from '../../organizations/organizations.service.js';
 import { ScimAdminService } from '../../scim/scim-admin.service.js';
-import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
-import { OrgAdminPages, orgTabs } from './org-admin-pages.js';
+import { CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+import { changeThenRedirect, OrgAdminPages, orgPagePath } from './org-admin-pages.js';
 
 const uuid = new ParseUUIDPipe();
 const WHAT = 'its SCIM provisioning';
@@ -50,7 +49,6 @@ export class OrgScimPageController {
   constructor(
     private readonly adminPages: OrgAdminPages,
     private readonly scim: ScimAdminService,
-    private readonly csrf: CsrfService,
   ) {}
 
   @Get()
@@ -96,14 +94,8 @@ export class OrgScimPageController {
     await this.act(req, res, actor, 'saved', () => this.scim.updateSettings(actor, input.data));
   }
 
-  private async act(req: Request, res: Response, actor: OrgActor, done: string, work: () => Promise<unknown>) {
-    try {
-      await work();
-    } catch (err) {
-      if (err instanceof ApiException) return this.render(req, res, actor, err.getStatus(), { error: err.message });
-      throw err;
-    }
-    res.redirect(303, `${ORG_PAGE_PREFIX}/${encodeURIComponent(actor.organization.slug)}/scim?done=${done}`);
+  private act(req: Request, res: Response, actor: OrgActor, done: string, work: () => Promise<unknown>) {
+    return changeThenRedirect(res, orgPagePath(actor.organization.slug, `scim?done=${done}`), work, (status, error) => this.render(req, res, actor, status, { error }));
   }
 
   private async render(req: Request, res: Response, actor: OrgActor, status: number, shown: { error?: string; newToken?: CreatedScimToken }) {
@@ -112,12 +104,7 @@ export class OrgScimPageController {
     const when = (iso: string | null) => (iso ? utcMinute(iso) : null);
     res.status(status).render('org-scim', {
       title: `SCIM provisioning of ${org.name}`,
-      account: accountOf(req, this.csrf),
-      org,
-      orgPath: `${ORG_PAGE_PREFIX}/${encodeURIComponent(org.slug)}`,
-      orgTab: orgTabs(org.slug, 'scim'),
-      wide: true,
-      onOrgs: true,
+      ...this.adminPages.frame(req, org, 'scim'),
       endpoint: settings.endpoint,
       deactivateDisablesAccount: settings.deactivateDisablesAccount,
       groupRoles: mappingText(settings.groupRoles),

@@ -14,10 +14,9 @@ import { ApiException } from '../../common/api-exception.js';
 import { AppConfig } from '../../config/app-config.js';
 import { ORG_PAGE_PREFIX, type OrgActor } from '../../organizations/organizations.service.js';
 import { ServiceAccountsService } from '../../service-accounts/service-accounts.service.js';
-import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
-import { OrgAdminPages, orgTabs } from './org-admin-pages.js';
+import { CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+import { changeThenRedirect, OrgAdminPages, orgPagePath } from './org-admin-pages.js';
 
 const uuid = new ParseUUIDPipe();
 
@@ -70,7 +69,6 @@ export class OrgServiceAccountsPageController {
   constructor(
     private readonly adminPages: OrgAdminPages,
     private readonly accounts: ServiceAccountsService,
-    private readonly csrf: CsrfService,
     private readonly config: AppConfig,
   ) {}
 
@@ -164,14 +162,8 @@ export class OrgServiceAccountsPageController {
   }
 
 
-  private async act(req: Request, res: Response, actor: OrgActor, done: string, work: () => Promise<unknown>) {
-    try {
-      await work();
-    } catch (err) {
-      if (err instanceof ApiException) return this.render(req, res, actor, err.getStatus(), { error: err.message });
-      throw err;
-    }
-    res.redirect(303, `${ORG_PAGE_PREFIX}/${encodeURIComponent(actor.organization.slug)}/service-accounts?done=${done}`);
+  private act(req: Request, res: Response, actor: OrgActor, done: string, work: () => Promise<unknown>) {
+    return changeThenRedirect(res, orgPagePath(actor.organization.slug, `service-accounts?done=${done}`), work, (status, error) => this.render(req, res, actor, status, { error }));
   }
 
   private async render(req: Request, res: Response, actor: OrgActor, status: number, shown: { error?: string; newSecret?: { accountId: string; id: string; clientSecret: string; expiresAt: string | null } }) {
@@ -180,12 +172,7 @@ export class OrgServiceAccountsPageController {
     const when = (iso: string | null) => (iso ? utcMinute(iso) : null);
     res.status(status).render('org-service-accounts', {
       title: `Service accounts of ${org.name}`,
-      account: accountOf(req, this.csrf),
-      org,
-      orgPath: `${ORG_PAGE_PREFIX}/${encodeURIComponent(org.slug)}`,
-      orgTab: orgTabs(org.slug, 'serviceAccounts'),
-      wide: true,
-      onOrgs: true,
+      ...this.adminPages.frame(req, org, 'serviceAccounts'),
       scopes: SERVICE_ACCOUNT_SCOPES.map((scope) => ({ scope, words: SCOPE_WORDS[scope] })),
       accounts: accounts.map((a) => ({
         ...a,

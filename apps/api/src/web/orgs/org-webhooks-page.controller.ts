@@ -5,11 +5,10 @@ import type { Request, Response } from 'express';
 import { Public } from '../../auth/public.decorator.js';
 import { ApiException } from '../../common/api-exception.js';
 import { ORG_PAGE_PREFIX, type OrgActor } from '../../organizations/organizations.service.js';
-import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { WebhooksService } from '../../webhooks/webhooks.service.js';
 import { field, queryParam } from '../form.js';
-import { accountOf, CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
-import { OrgAdminPages, orgTabs } from './org-admin-pages.js';
+import { CsrfGuard, PageRefusalFilter, SignedInGuard } from '../page-guards.js';
+import { changeThenRedirect, OrgAdminPages, orgPagePath } from './org-admin-pages.js';
 
 const DONE: Record<string, string> = {
   disabled: 'Disabled: nothing is sent to it until it is enabled again.',
@@ -35,7 +34,6 @@ export class OrgWebhooksPageController {
   constructor(
     private readonly adminPages: OrgAdminPages,
     private readonly webhooks: WebhooksService,
-    private readonly csrf: CsrfService,
   ) {}
 
   @Get()
@@ -102,14 +100,8 @@ export class OrgWebhooksPageController {
     }
   }
 
-  private async act(req: Request, res: Response, actor: OrgActor, done: string, work: () => Promise<unknown>) {
-    try {
-      await work();
-    } catch (err) {
-      if (err instanceof ApiException) return this.render(req, res, actor, err.getStatus(), { error: err.message });
-      throw err;
-    }
-    res.redirect(303, `${ORG_PAGE_PREFIX}/${encodeURIComponent(actor.organization.slug)}/webhooks?done=${done}`);
+  private act(req: Request, res: Response, actor: OrgActor, done: string, work: () => Promise<unknown>) {
+    return changeThenRedirect(res, orgPagePath(actor.organization.slug, `webhooks?done=${done}`), work, (status, error) => this.render(req, res, actor, status, { error }));
   }
 
   private async render(req: Request, res: Response, actor: OrgActor, status: number, shown: { error?: string; secret?: { url: string; value: string } }) {
@@ -131,12 +123,7 @@ export class OrgWebhooksPageController {
     );
     res.status(status).render('org-webhooks', {
       title: `Webhooks of ${org.name}`,
-      account: accountOf(req, this.csrf),
-      org,
-      orgPath: `${ORG_PAGE_PREFIX}/${encodeURIComponent(org.slug)}`,
-      orgTab: orgTabs(org.slug, 'webhooks'),
-      wide: true,
-      onOrgs: true,
+      ...this.adminPages.frame(req, org, 'webhooks'),
       endpoints: withLogs,
       secret: shown.secret,
       done: shown.error || shown.secret ? undefined : DONE[queryParam(req, 'done')],
