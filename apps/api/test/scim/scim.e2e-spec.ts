@@ -318,6 +318,22 @@ describe('SCIM provisioning', () => {
     expect((await get(api, `/api/orgs/${slug}`, again.accessToken)).status).toBe(200);
   });
 
+  it('deleted by the directory, then provisioned again: the old CLI token and its refresh stay out; a new login acts (issue #47)', async () => {
+    const { slug, domain, token, base } = await provisionedOrganization();
+    const person = await createUser(api, { email: `erin@${domain}` });
+    const linked = (await scim('POST', `${base}/Users`, token, userBody(person.email))).body;
+    const cli = (await authorizedPoll(api, person)).body;
+    expect((await get(api, `/api/orgs/${slug}`, cli.accessToken)).status).toBe(200);
+
+    expect((await scim('DELETE', `${base}/Users/${linked.id}`, token)).status).toBe(204);
+    expect((await scim('POST', `${base}/Users`, token, userBody(person.email))).status).toBe(201);
+    expect((await get(api, `/api/orgs/${slug}`, cli.accessToken)).status).toBe(404);
+    expect((await get(api, ROUTES.me, cli.accessToken)).body.organizations).toEqual([]);
+    const refreshed = (await post(api, ROUTES.refresh, { refreshToken: cli.refreshToken })).body;
+    expect((await get(api, `/api/orgs/${slug}/members`, refreshed.accessToken)).status).toBe(404);
+    expect((await get(api, `/api/orgs/${slug}`, (await authorizedPoll(api, person)).body.accessToken)).status).toBe(200);
+  });
+
   it('a person of another organization too keeps their account when deactivated here', async () => {
     const { owner, slug, domain, token, base } = await provisionedOrganization();
     await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { deactivateDisablesAccount: true }, token: owner.token });
