@@ -58,6 +58,7 @@ describe('re-joining an organization', () => {
   const acting = (slug: string) => ({ route: 200, me: [slug], mine: [slug] });
   const notActing = { route: 404, me: [], mine: [] };
 
+  // sql-on-purpose: the departure row itself (one per person and organization, the latest kept) is what is checked
   const departures = async (userId: string) =>
     withClient(api.database.url, async (db) => (await db.query(`SELECT left_at FROM organization_departures WHERE user_id = $1`, [userId])).rows as Array<{ left_at: Date }>);
 
