@@ -85,6 +85,7 @@ export class AccessTokenVerifier {
       grantId: token.grantId,
       mintedBy: token.mintedBy,
       expiresAt: token.expiresAt,
+      issuedAt: token.issuedAt,
       via: 'bearer',
       scopes: grantedScopes(token.scope),
       ...(token.serviceAccount ? { kind: 'service_account' as const } : {}),

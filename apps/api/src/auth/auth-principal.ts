@@ -11,6 +11,12 @@ export interface AuthPrincipal {
   grantId?: string | null;
   /** The grant a token made with a bearer token was made with (a token, or a session); null for any other. */
   mintedBy?: { tokenId: string | null; grantId: string | null } | null;
+  /**
+   * A bearer token's: when its grant was approved (kept by refreshes; a token made directly, when it
+   * was made). It does not act for an organization the person left at or after it (organizations/:
+   * `departureEndsIt`). Absent for a web session, which that rule does not key (docs/organizations.md).
+   */
+  issuedAt?: Date;
   /** When the credential stops being valid. */
   expiresAt: Date;
   /** What it may do (SCOPES): a token's granted scopes; a signed-in browser may do everything (in sudo mode where it matters). */

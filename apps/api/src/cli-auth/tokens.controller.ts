@@ -73,7 +73,7 @@ export class TokensController {
     const madeWith = principal.mintedBy ? await this.tokens.describeMinter(principal.mintedBy) : null;
     // Only a token that may read organizations (`orgs`) pays for the read that lists them, made now:
     // a member removed a moment ago no longer sees the organization.
-    const organizations = principal.scopes.includes('orgs') ? await this.organizations.listFor(principal.user.id) : null;
+    const organizations = principal.scopes.includes('orgs') ? await this.organizations.listFor(principal.user.id, principal.issuedAt ?? null) : null;
     return {
       user: toPublicUser(principal.user),
       expiresAt: principal.expiresAt.toISOString(),

@@ -256,7 +256,8 @@ export class AuthorizationService {
     if (!scopes.includes('openid')) return response;
     const idToken = await this.idTokens.sign(
       { userId: code.user_id, ...account },
-      { clientId: client.id, scopes, nonce: code.nonce, authTime: code.auth_time, amr: code.amr },
+      // Its grant was made by this exchange, now.
+      { clientId: client.id, scopes, nonce: code.nonce, authTime: code.auth_time, amr: code.amr, approvedAt: this.clock.now() },
     );
     return { ...response, id_token: idToken };
   }

@@ -23,6 +23,8 @@ export interface IdTokenGrant {
   authTime: Date;
   /** RFC 8176 values: `pwd`, `otp`, `hwk`, `mfa`. */
   amr: readonly string[];
+  /** When the grant was approved (the code issued): organizations left at or after it are not in `orgs` (issue #47). */
+  approvedAt: Date;
 }
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
@@ -51,7 +53,7 @@ export class IdTokens {
       ...(grant.amr.length ? { amr: [...grant.amr] } : {}),
       ...(grant.scopes.includes('profile') ? { name: subject.name } : {}),
       ...(grant.scopes.includes('email') ? { email: subject.email, email_verified: subject.emailVerified } : {}),
-      ...(grant.scopes.includes('orgs') ? { orgs: await this.organizations.listFor(subject.userId) } : {}),
+      ...(grant.scopes.includes('orgs') ? { orgs: await this.organizations.listFor(subject.userId, grant.approvedAt) } : {}),
     })
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
       .setIssuer(this.config.publicUrl)

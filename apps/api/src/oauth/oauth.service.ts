@@ -243,7 +243,7 @@ export class OAuthService {
       sub: user.id,
       ...(principal.scopes.includes('profile') ? { name: user.name } : {}),
       ...(principal.scopes.includes('email') ? { email: user.email, email_verified: user.emailVerifiedAt !== null } : {}),
-      ...(principal.scopes.includes('orgs') ? { orgs: await this.organizations.listFor(user.id) } : {}),
+      ...(principal.scopes.includes('orgs') ? { orgs: await this.organizations.listFor(user.id, principal.issuedAt ?? null) } : {}),
     };
   }
 

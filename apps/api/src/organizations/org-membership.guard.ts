@@ -30,7 +30,7 @@ export class OrgMembershipGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<OrgRequest>();
     const slug = String(req.params.slug ?? '');
-    const organization = await this.organizations.membership(slug, req.user.user.id);
+    const organization = await this.organizations.membership(slug, req.user.user.id, req.user.issuedAt ?? null);
     if (!organization) throw notFound(`You are not a member of an organization “${slug}”.`);
     req.organization = organization;
     const rule = this.reflector.getAllAndOverride<{ role: OrgRole; what: string } | undefined>(ORG_ROLE, [context.getHandler(), context.getClass()]);

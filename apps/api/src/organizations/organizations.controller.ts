@@ -48,7 +48,7 @@ export class OrganizationsController {
   @ApiJsonResponse(200, 'Yours, by name.', z.array(OrganizationSchema))
   @ApiErrors([401, 'No valid credential.'], [403, 'The token lacks `orgs`.'])
   list(@Principal() caller: AuthPrincipal): Promise<Organization[]> {
-    return this.organizations.listFor(caller.user.id);
+    return this.organizations.listFor(caller.user.id, caller.issuedAt ?? null);
   }
 
   @Get(':slug')

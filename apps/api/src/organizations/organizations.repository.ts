@@ -22,7 +22,19 @@ export interface MemberRow {
   joinedAt: Date;
 }
 
-/** Every statement on `organizations` and `organization_members`. */
+/**
+ * The one rule of "a credential ends with the state it was issued for" for organizations (issue #47):
+ * a membership `m` does not count for a credential issued (its grant approved) at or before the
+ * person's last departure from that organization, even when they are a member again; it counts for
+ * one issued after, and for every credential when they never left (a first-time joiner's token
+ * acts for the organization they join). `param` is the credential's issue instant, a
+ * timestamptz parameter; NULL (a web session, which the rule does not key) leaves it out.
+ */
+const departureEndsIt = (param: string) =>
+  `NOT EXISTS (SELECT 1 FROM organization_departures d
+                WHERE d.organization_id = m.organization_id AND d.user_id = m.user_id AND d.left_at >= ${param}::timestamptz)`;
+
+/** Every statement on `organizations`, `organization_members` and `organization_departures`. */
 @Injectable()
 export class OrganizationsRepository {
   constructor(private readonly sql: Sql) {}
@@ -43,12 +55,12 @@ export class OrganizationsRepository {
     return row;
   }
 
-  /** The person's organizations with their role, by name. */
-  listForUser(userId: string): Promise<MembershipRow[]> {
+  /** The person's organizations with their role, by name, as a credential issued at `issuedAt` acts for them (departureEndsIt). */
+  listForUser(userId: string, issuedAt: Date | null): Promise<MembershipRow[]> {
     return this.sql.rows(
       `SELECT o.id, o.slug, o.name, m.role FROM organization_members m JOIN organizations o ON o.id = m.organization_id
-        WHERE m.user_id = $1 ORDER BY o.name, o.slug`,
-      [userId],
+        WHERE m.user_id = $1 AND ${departureEndsIt('$2')} ORDER BY o.name, o.slug`,
+      [userId, issuedAt],
     );
   }
 
@@ -58,12 +70,15 @@ export class OrganizationsRepository {
     return row;
   }
 
-  /** The organization of `slug` as `userId` sees it: undefined when there is none or they are not a member. */
-  async membership(slug: string, userId: string): Promise<MembershipRow | undefined> {
+  /**
+   * The organization of `slug` as `userId` sees it with a credential issued at `issuedAt`: undefined
+   * when there is none, they are not a member, or that credential predates their last departure.
+   */
+  async membership(slug: string, userId: string, issuedAt: Date | null): Promise<MembershipRow | undefined> {
     const [row] = await this.sql.rows<MembershipRow>(
       `SELECT o.id, o.slug, o.name, m.role FROM organizations o JOIN organization_members m ON m.organization_id = o.id AND m.user_id = $2
-        WHERE o.slug = $1`,
-      [slug, userId],
+        WHERE o.slug = $1 AND ${departureEndsIt('$3')}`,
+      [slug, userId, issuedAt],
     );
     return row;
   }
@@ -91,8 +106,19 @@ export class OrganizationsRepository {
     await this.sql.rows(`UPDATE organization_members SET role = $3 WHERE organization_id = $1 AND user_id = $2`, [organizationId, userId, role], tx);
   }
 
-  async removeMember(tx: Tx, organizationId: string, userId: string): Promise<void> {
-    await this.sql.rows(`DELETE FROM organization_members WHERE organization_id = $1 AND user_id = $2`, [organizationId, userId], tx);
+  /**
+   * Ends a membership and records the departure (the latest one kept), in one statement: what was
+   * issued before it never acts for the organization again (departureEndsIt). Every removal of a
+   * member goes through here (an admin, leaving, the organization's directory).
+   */
+  async removeMember(tx: Tx, organizationId: string, userId: string, now: Date): Promise<void> {
+    await this.sql.rows(
+      `WITH gone AS (DELETE FROM organization_members WHERE organization_id = $1 AND user_id = $2 RETURNING organization_id, user_id)
+       INSERT INTO organization_departures (organization_id, user_id, left_at) SELECT organization_id, user_id, $3 FROM gone
+       ON CONFLICT (organization_id, user_id) DO UPDATE SET left_at = GREATEST(organization_departures.left_at, EXCLUDED.left_at)`,
+      [organizationId, userId, now],
+      tx,
+    );
   }
 
   /** Adds a member with `role`, or leaves one who is already a member as they are; whether they were added. */

@@ -88,14 +88,22 @@ export class OrganizationsService {
     });
   }
 
-  /** The person's organizations, with their role in each, read now (never cached: a removal counts at the next request). */
-  listFor(userId: string): Promise<Organization[]> {
-    return this.orgs.listForUser(userId);
+  /**
+   * The person's organizations, with their role in each, read now (never cached: a removal counts at
+   * the next request), as a credential issued at `issuedAt` acts for them: not those they left at or
+   * after it, even when a member again (issue #47). Null: a web session's, not keyed by the rule.
+   */
+  listFor(userId: string, issuedAt: Date | null = null): Promise<Organization[]> {
+    return this.orgs.listForUser(userId, issuedAt);
   }
 
-  /** The organization of `slug` as `userId` sees it; undefined when it does not exist or they are not a member (the two look alike). */
-  membership(slug: string, userId: string): Promise<MembershipRow | undefined> {
-    return this.orgs.membership(slug, userId);
+  /**
+   * The organization of `slug` as `userId` sees it with a credential issued at `issuedAt` (null: a
+   * web session's); undefined when it does not exist, they are not a member, or they left it at or
+   * after `issuedAt` (all alike).
+   */
+  membership(slug: string, userId: string, issuedAt: Date | null = null): Promise<MembershipRow | undefined> {
+    return this.orgs.membership(slug, userId, issuedAt);
   }
 
   async rename(actor: OrgActor, name: string): Promise<Organization> {
@@ -172,7 +180,7 @@ export class OrganizationsService {
           );
         }
       }
-      await this.orgs.removeMember(tx, actor.organization.id, userId);
+      await this.orgs.removeMember(tx, actor.organization.id, userId, this.clock.now());
       await this.record(tx, actor, leaving ? 'org.member_leave' : 'org.member_remove', { memberId: userId, role: current });
     });
   }
@@ -211,8 +219,9 @@ export class OrganizationsService {
     const role = await this.orgs.roleOf(tx, organizationId, userId);
     if (!role) return 'not-member';
     if (role === 'owner' && (await this.orgs.countOwners(tx, organizationId)) === 1) return 'last-owner';
-    await this.orgs.removeMember(tx, organizationId, userId);
-    await this.audit.record('org.member_remove', { organizationId, detail: { memberId: userId, role, via }, at: this.clock.now() }, tx);
+    const now = this.clock.now();
+    await this.orgs.removeMember(tx, organizationId, userId, now);
+    await this.audit.record('org.member_remove', { organizationId, detail: { memberId: userId, role, via }, at: now }, tx);
     return 'removed';
   }
 

@@ -21,6 +21,11 @@ export interface TokenForVerification {
   userDisabled: boolean;
   /** Its user is a service account (issue #45): no address, and only the routes that allow one. */
   serviceAccount: boolean;
+  /**
+   * When what it acts with was approved: its grant's approval (a refresh keeps it), else the grant or
+   * token that minted it, else its own creation. Organizations compare it with a departure.
+   */
+  issuedAt: Date;
 }
 
 /** An access token as introspection and revocation see it (RFC 7662, RFC 7009). */
@@ -134,13 +139,19 @@ export class AccessTokensRepository {
       minted_by_grant_id: string | null;
       disabled: boolean;
       kind: string;
+      issued_at: Date;
     }>(
       // The token's own scope first; only a token made before it had one reads its grant's.
       `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
               u.id AS user_id, u.email, u.name, u.role, COALESCE(t.scope, g.scope) AS scope, u.disabled_at IS NOT NULL AS disabled, u.kind,
-              t.grant_id, t.minted_by_token_id, t.minted_by_grant_id
+              t.grant_id, t.minted_by_token_id, t.minted_by_grant_id,
+              COALESCE(tg.created_at, mg.created_at, mtg.created_at, mt.created_at, t.created_at) AS issued_at
          FROM access_tokens t JOIN users u ON u.id = t.user_id
          LEFT JOIN grants g ON g.id = t.grant_id AND t.scope IS NULL
+         LEFT JOIN grants tg ON tg.id = t.grant_id
+         LEFT JOIN grants mg ON mg.id = t.minted_by_grant_id
+         LEFT JOIN access_tokens mt ON mt.id = t.minted_by_token_id
+         LEFT JOIN grants mtg ON mtg.id = mt.grant_id
         WHERE t.token_hash = $1`,
       [hash],
     );
@@ -157,6 +168,7 @@ export class AccessTokensRepository {
       mintedBy: row.minted_by_token_id || row.minted_by_grant_id ? { tokenId: row.minted_by_token_id, grantId: row.minted_by_grant_id } : null,
       userDisabled: row.disabled,
       serviceAccount: row.kind === 'service_account',
+      issuedAt: row.issued_at,
     };
   }
 

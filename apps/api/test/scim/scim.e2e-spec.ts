@@ -295,13 +295,20 @@ describe('SCIM provisioning', () => {
     const refreshed = (await post(api, ROUTES.refresh, { refreshToken: cli.refreshToken })).body;
     expect((await get(api, `/api/orgs/${slug}/members`, refreshed.accessToken)).status).toBe(404);
 
-    // Reactivated: a member again; then, with deactivateDisablesAccount, a deactivation disables the account.
+    // Reactivated: a member again, but what was issued before the deactivation stays out (issue #47:
+    // a credential ends with the state it was issued for); a new login acts for the organization.
     expect((await scim('PATCH', `${base}/Users/${linked.body.id}`, token, reactivation)).status).toBe(200);
-    expect((await get(api, `/api/orgs/${slug}`, refreshed.accessToken)).status).toBe(200);
+    expect((await get(api, `/api/orgs/${slug}`, refreshed.accessToken)).status).toBe(404);
+    expect((await get(api, ROUTES.me, refreshed.accessToken)).body.organizations).toEqual([]);
+    const refreshedAgain = (await post(api, ROUTES.refresh, { refreshToken: refreshed.refreshToken })).body;
+    expect((await get(api, `/api/orgs/${slug}`, refreshedAgain.accessToken)).status).toBe(404);
+    const relogin = (await authorizedPoll(api, person)).body;
+    expect((await get(api, `/api/orgs/${slug}`, relogin.accessToken)).status).toBe(200);
+    // Then, with deactivateDisablesAccount, a deactivation disables the account.
     expect((await request(api, 'PATCH', `/api/orgs/${slug}/scim`, { json: { deactivateDisablesAccount: true }, token: owner.token })).status).toBe(200);
     expect((await scim('PATCH', `${base}/Users/${linked.body.id}`, token, deactivation)).status).toBe(200);
-    expect((await get(api, ROUTES.me, refreshed.accessToken)).status).toBe(401);
-    expect((await post(api, ROUTES.refresh, { refreshToken: refreshed.refreshToken })).status).toBeGreaterThanOrEqual(400);
+    expect((await get(api, ROUTES.me, relogin.accessToken)).status).toBe(401);
+    expect((await post(api, ROUTES.refresh, { refreshToken: relogin.refreshToken })).status).toBeGreaterThanOrEqual(400);
     const deactivations = await settledEvents(slug, owner, '&types=scim.user_deactivated', ['scim.user_deactivated'], 2);
     expect(deactivations.map((e) => e.data.accountDisabled).sort()).toEqual([false, true]);
 
@@ -309,6 +316,22 @@ describe('SCIM provisioning', () => {
     expect((await scim('PATCH', `${base}/Users/${linked.body.id}`, token, reactivation)).status).toBe(200);
     const again = (await authorizedPoll(api, person)).body;
     expect((await get(api, `/api/orgs/${slug}`, again.accessToken)).status).toBe(200);
+  });
+
+  it('deleted by the directory, then provisioned again: the old CLI token and its refresh stay out; a new login acts (issue #47)', async () => {
+    const { slug, domain, token, base } = await provisionedOrganization();
+    const person = await createUser(api, { email: `erin@${domain}` });
+    const linked = (await scim('POST', `${base}/Users`, token, userBody(person.email))).body;
+    const cli = (await authorizedPoll(api, person)).body;
+    expect((await get(api, `/api/orgs/${slug}`, cli.accessToken)).status).toBe(200);
+
+    expect((await scim('DELETE', `${base}/Users/${linked.id}`, token)).status).toBe(204);
+    expect((await scim('POST', `${base}/Users`, token, userBody(person.email))).status).toBe(201);
+    expect((await get(api, `/api/orgs/${slug}`, cli.accessToken)).status).toBe(404);
+    expect((await get(api, ROUTES.me, cli.accessToken)).body.organizations).toEqual([]);
+    const refreshed = (await post(api, ROUTES.refresh, { refreshToken: cli.refreshToken })).body;
+    expect((await get(api, `/api/orgs/${slug}/members`, refreshed.accessToken)).status).toBe(404);
+    expect((await get(api, `/api/orgs/${slug}`, (await authorizedPoll(api, person)).body.accessToken)).status).toBe(200);
   });
 
   it('a person of another organization too keeps their account when deactivated here', async () => {

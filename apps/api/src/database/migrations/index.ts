@@ -43,6 +43,7 @@ import { Grants1795400000047 } from './1795400000047-grants.js';
 import { OrganizationInvitationsEndedIndex1795400000048 } from './1795400000048-organization-invitations-ended-index.js';
 import { ScimAccountDisabledAt1795400000049 } from './1795400000049-scim-account-disabled-at.js';
 import { ScimCreatedAccounts1795400000050 } from './1795400000050-scim-created-accounts.js';
+import { OrganizationDepartures1795400000051 } from './1795400000051-organization-departures.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -86,4 +87,5 @@ export const MIGRATIONS = [
   OrganizationInvitationsEndedIndex1795400000048,
   ScimAccountDisabledAt1795400000049,
   ScimCreatedAccounts1795400000050,
+  OrganizationDepartures1795400000051,
 ];

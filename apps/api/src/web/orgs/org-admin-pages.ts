@@ -28,7 +28,7 @@ export class OrgAdminPages {
    * @param what what the page manages, for the refusal ("its domains")
    */
   async adminOf(req: Request, res: Response, slug: string, what: string): Promise<OrgActor | undefined> {
-    const organization = await this.organizations.membership(slug, req.webUser!.id);
+    const organization = await this.organizations.membership(slug, req.webUser!.id, null);
     if (!organization || !roleAtLeast(organization.role, 'admin')) {
       const heading = organization ? 'Admins only' : 'No such organization';
       const message = organization ? `Only an admin or an owner of “${organization.name}” may manage ${what}; you are a member.` : `You are not a member of an organization “${slug}”.`;

@@ -134,7 +134,7 @@ export class OrgIdentityProvidersPageController {
    * change (`change`) asks for sudo mode, and comes back to this page after it.
    */
   private async adminOf(req: Request, res: Response, slug: string, change = false): Promise<Organization | undefined> {
-    const org = await this.organizations.membership(slug, req.webUser!.id);
+    const org = await this.organizations.membership(slug, req.webUser!.id, null);
     if (!org || !roleAtLeast(org.role, 'admin')) {
       const heading = org ? 'Admins only' : 'No such organization';
       const message = org ? `Only an admin or an owner of “${org.name}” may manage its identity providers; you are a member.` : `You are not a member of an organization “${slug}”.`;

@@ -150,7 +150,7 @@ export class OrgPagesController {
 
   /** The member of `slug` this browser's person is, or undefined after answering the site's 404 page. */
   private async actorOr404(req: Request, res: Response, slug: string): Promise<OrgActor | undefined> {
-    const organization = slug.length <= 40 ? await this.organizations.membership(slug, req.webUser!.id) : undefined;
+    const organization = slug.length <= 40 ? await this.organizations.membership(slug, req.webUser!.id, null) : undefined;
     if (organization) return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
     // The site's 404 page, with the layout of a signed-in person: an organization one is not in looks like none.
     res.status(404).render('error', { title: 'Page not found', heading: 'Page not found', message: 'There is no page at this address.', account: accountOf(req, this.csrf) });
@@ -167,7 +167,7 @@ export class OrgPagesController {
     } catch (err) {
       if (!(err instanceof ApiException) || err.getStatus() >= 500) throw err;
       // Removed or deleted a moment ago: their page is now the site's 404.
-      const still = await this.organizations.membership(actor.organization.slug, actor.userId);
+      const still = await this.organizations.membership(actor.organization.slug, actor.userId, null);
       if (!still) return this.actorOr404(req, res, actor.organization.slug);
       return this.render(req, res, err.getStatus(), { ...actor, organization: still }, { error: err.message });
     }
@@ -187,7 +187,7 @@ export class OrgPagesController {
   }
 
   private async renderList(req: Request, res: Response, status: number, notice: { typed?: { name: string; slug: string }; nameError?: string; slugError?: string }) {
-    const orgs = await this.organizations.listFor(req.webUser!.id);
+    const orgs = await this.organizations.listFor(req.webUser!.id, null);
     res.status(status).render('orgs', {
       title: 'Organizations',
       onOrgs: true,
