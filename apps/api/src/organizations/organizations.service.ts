@@ -93,7 +93,7 @@ export class OrganizationsService {
    * the next request), as a credential issued at `issuedAt` acts for them: not those they left at or
    * after it, even when a member again (issue #47). Null: a web session's, not keyed by the rule.
    */
-  listFor(userId: string, issuedAt: Date | null = null): Promise<Organization[]> {
+  listFor(userId: string, issuedAt: Date | null): Promise<Organization[]> {
     return this.orgs.listForUser(userId, issuedAt);
   }
 
@@ -102,7 +102,7 @@ export class OrganizationsService {
    * web session's); undefined when it does not exist, they are not a member, or they left it at or
    * after `issuedAt` (all alike).
    */
-  membership(slug: string, userId: string, issuedAt: Date | null = null): Promise<MembershipRow | undefined> {
+  membership(slug: string, userId: string, issuedAt: Date | null): Promise<MembershipRow | undefined> {
     return this.orgs.membership(slug, userId, issuedAt);
   }
 

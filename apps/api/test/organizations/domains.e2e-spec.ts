@@ -63,7 +63,7 @@ describe('/api/orgs/{slug}/domains', () => {
   });
 
   const call = (method: string, path: string, token: string, json?: unknown) => request(api, method, path, { json, token });
-  const orgIdOf = async (slug: string, ownerId: string) => (await api.app.get(OrganizationsService).membership(slug, ownerId))!.id;
+  const orgIdOf = async (slug: string, ownerId: string) => (await api.app.get(OrganizationsService).membership(slug, ownerId, null))!.id;
 
   /** An organization with an owner, an admin and a member, and a domain it added (not verified). */
   async function team() {

@@ -485,6 +485,6 @@ describe('organization invitations', () => {
     await purge();
     expect((await anyone.send('GET', pageOf(expiring))).status).toBe(404);
     // The membership it made stays.
-    expect(await api.app.get(OrganizationsService).listFor(a.id)).toEqual([expect.objectContaining({ slug })]);
+    expect(await api.app.get(OrganizationsService).listFor(a.id, null)).toEqual([expect.objectContaining({ slug })]);
   });
 });

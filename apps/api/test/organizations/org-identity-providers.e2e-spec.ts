@@ -385,7 +385,7 @@ describe('identity providers of an organization', () => {
     expect(joined.status).toBe(303);
     expect(joined.location!.pathname).toBe(`/orgs/${t.slug}`);
     const account = (await userByEmail(fed.api, invited.email))!;
-    expect(await fed.api.app.get(OrganizationsService).listFor(account.id)).toEqual([expect.objectContaining({ slug: t.slug, role: 'admin' })]);
+    expect(await fed.api.app.get(OrganizationsService).listFor(account.id, null)).toEqual([expect.objectContaining({ slug: t.slug, role: 'admin' })]);
 
     // An address of a domain nobody enforces still gets the password forms.
     const free = `free${n}@example.com`;

@@ -167,7 +167,7 @@ describe('/api/orgs', () => {
       expect((await call('GET', `/api/orgs/${t.slug}`, token)).status).toBe(404);
       expect((await call('GET', '/api/orgs', token)).body).toEqual([]);
     }
-    const log = await api.app.get(OrganizationsService).log((await api.app.get(OrganizationsService).membership(t.slug, t.owner.id))!.id, 10, 0);
+    const log = await api.app.get(OrganizationsService).log((await api.app.get(OrganizationsService).membership(t.slug, t.owner.id, null))!.id, 10, 0);
     expect(log[0]).toMatchObject({ type: 'org.member_remove', actorEmail: t.admin.email, detail: { memberId: t.member.id, role: 'member' } });
   });
 
@@ -215,7 +215,7 @@ describe('/api/orgs', () => {
 
     const service = api.app.get(OrganizationsService);
     for (const [slug, ownerId, role] of [[t.slug, t.owner.id, 'member'], [otherSlug, second.id, 'admin']] as const) {
-      const org = (await service.membership(slug, ownerId))!;
+      const org = (await service.membership(slug, ownerId, null))!;
       const removals = (await service.log(org.id, 50, 0)).filter((e) => e.type === 'org.member_remove');
       expect(removals).toEqual([expect.objectContaining({ detail: { memberId: t.member.id, role, reason: 'account deleted' } })]);
       expect((await service.listMembers(org.id)).map((m) => m.user.id)).not.toContain(t.member.id);

@@ -78,7 +78,7 @@ describe('SAML sign-in', () => {
     expect(await signedInAs(web)).toBe(email);
     const user = (await userByEmail(api, email))!;
     expect(user).toMatchObject({ name: 'Ada L', emailVerifiedAt: expect.any(Date) });
-    expect(await api.app.get(OrganizationsService).membership(t.slug, user.id)).toMatchObject({ role: 'member' });
+    expect(await api.app.get(OrganizationsService).membership(t.slug, user.id, null)).toMatchObject({ role: 'member' });
     expect(await federatedLinksOf(api, { subject: email })).toEqual([expect.objectContaining({ userId: user.id })]);
     // In the organization's log: the sign-in through its connection.
     const log = (await orgLog(api, t.orgId)).filter((e) => e.actorEmail === email);

@@ -82,7 +82,7 @@ describe('SCIM-provisioned people signing in through the organization’s provid
     const page = await web.send('GET', '/settings/account');
     return page.status === 200 ? (/[\w.+-]+@[\w.-]+\.test/.exec(page.text)?.[0] ?? 'an address not of a test domain') : null;
   };
-  const membership = (t: SamlTeam, userId: string) => fed.api.app.get(OrganizationsService).membership(t.slug, userId);
+  const membership = (t: SamlTeam, userId: string) => fed.api.app.get(OrganizationsService).membership(t.slug, userId, null);
   const directoryLinks = async (t: SamlTeam) => (await orgLog(fed.api, t.orgId)).filter((e) => e.type === 'federation.link');
 
   it('OpenID Connect: the person SCIM created signs in at once, linked without a mailed proof, a member with the role the mapping gives', async () => {

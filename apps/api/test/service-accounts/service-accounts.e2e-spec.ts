@@ -158,7 +158,7 @@ describe('service accounts', () => {
     const token = (await secretPost(api, account.clientId, secret.clientSecret)).body.access_token as string;
     const { OrganizationsService } = await import('../../src/organizations/organizations.service.js');
     const organizations = api.app.get(OrganizationsService);
-    const membership = (await organizations.membership(slug, owner.id))!;
+    const membership = (await organizations.membership(slug, owner.id, null))!;
     await organizations.delete({ userId: owner.id, ip: null, organization: membership }, { via: 'web-session', confirmedAt: clock.now().getTime() });
     expect((await me(token)).status).toBe(401);
     expect((await secretPost(api, account.clientId, secret.clientSecret)).body).toMatchObject({ error: 'invalid_client' });

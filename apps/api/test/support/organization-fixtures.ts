@@ -30,6 +30,6 @@ export async function createOrganization(api: TestApp, owner: { token: string },
 /** Adds `user` to the organization of `slug` with `role`, as an accepted invitation does. */
 export async function addMember(api: TestApp, slug: string, ownerId: string, user: { id: string }, role: OrgRole): Promise<void> {
   const organizations = api.app.get(OrganizationsService);
-  const org = (await organizations.membership(slug, ownerId))!;
+  const org = (await organizations.membership(slug, ownerId, null))!;
   await organizations.addMemberNow(org.id, user.id, role, 'test');
 }

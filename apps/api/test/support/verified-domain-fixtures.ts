@@ -11,7 +11,7 @@ import type { TestApp } from './test-app.js';
 
 /** The organization's id, as its owner (or any member) sees it. */
 export async function organizationId(api: TestApp, slug: string, memberId: string): Promise<string> {
-  const org = await api.app.get(OrganizationsService).membership(slug, memberId);
+  const org = await api.app.get(OrganizationsService).membership(slug, memberId, null);
   if (!org) throw new Error(`${memberId} is not a member of ${slug}`);
   return org.id;
 }

@@ -20,7 +20,7 @@ describe('/orgs pages', () => {
   afterAll(() => api?.close());
 
   const organizations = () => api.app.get(OrganizationsService);
-  const roleOf = async (slug: string, userId: string): Promise<OrgRole | undefined> => (await organizations().membership(slug, userId))?.role;
+  const roleOf = async (slug: string, userId: string): Promise<OrgRole | undefined> => (await organizations().membership(slug, userId, null))?.role;
 
   /** A person with an account, signed in in a web client. */
   async function person(name?: string) {
@@ -222,7 +222,7 @@ describe('/orgs pages', () => {
 
     it('pages the log, newest first', async () => {
       const { slug, owner } = await team();
-      const org = (await organizations().membership(slug, owner.id))!;
+      const org = (await organizations().membership(slug, owner.id, null))!;
       for (let i = 1; i <= 26; i += 1) await organizations().rename({ userId: owner.id, ip: '203.0.113.9', organization: org }, `Name ${i}`);
       const first = (await page(owner.web, `/orgs/${slug}`)).text;
       expect(first).toContain('Renamed it “Name 26”');
