@@ -26,7 +26,7 @@ export function sessionTokenRejected(
   if (serviceAccount) {
     const why = {
       expired: 'has expired',
-      revoked: 'was revoked',
+      revoked: 'was revoked (by a newer exchange, a logout, or an administrator)',
       disabled: 'belongs to a disabled service account (an administrator of its organization can enable it)',
       unknown: 'is not known to it',
     }[err.tokenProblem ?? 'unknown'];
