@@ -237,6 +237,11 @@ describe('auth:login --service-account --federated-token', () => {
     const orgs = await box.run(['org:list']);
     expect(orgs.stderr).toBe(wasRevoked);
     expect(orgs.code).toBe(4);
+    // auth:whoami --verify asks the server, says the same, and removes the dead session.
+    const whoami = await box.run(['auth:whoami', '--verify']);
+    expect(whoami.stderr).toBe(wasRevoked.replace(' — ', '; removed the local session — '));
+    expect(whoami.code).toBe(4);
+    expect(box.hasSession()).toBe(false);
 
     // A fresh exchange, then an owner disables the account: its tokens are revoked at once, and the exchange it points to says why.
     expect((await box.run(login(account.clientId, '--federated-token', '-'), { stdin: await ciToken(audience) })).code).toBe(0);
