@@ -25,6 +25,8 @@ export interface Credentials {
   accessToken: string;
   apiBaseUrl: string;
   source: 'env' | 'file';
+  /** The client ID when the session is a service account's (issue #45): a refused token then says to run the exchange again. */
+  serviceAccount?: string;
 }
 
 /** PROSPECT_TOKEN, when set: every command uses it instead of the session file, and nothing writes it to disk. */

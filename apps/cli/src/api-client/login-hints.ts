@@ -5,21 +5,36 @@ import { normalizeBaseUrl } from './base-url.js';
 
 /**
  * A 401 for the stored session's token, as one line that says why and what to
- * do. Exit 4: the user must log in again.
+ * do. Exit 4: the user must log in again. `serviceAccount`: the client ID of a
+ * service account's session (a CI token exchanged, issue #45), whose way back
+ * is the exchange, never a person's login: every command's refusal says so
+ * here, as the guard's line for its expiry does.
  */
 export function sessionTokenRejected(
   err: ApiHttpError,
   baseUrl: string,
-  options: { done?: string; env?: NodeJS.ProcessEnv; fromEnv?: boolean } = {},
+  options: { done?: string; env?: NodeJS.ProcessEnv; fromEnv?: boolean; serviceAccount?: string } = {},
 ): CliError {
-  if (err.tokenProblem === 'disabled') {
-    // Logging in again would not help: only an administrator can.
-    return new CliError(`Your account is disabled on ${baseUrl}${options.done ? `; ${options.done}` : ''} — ask an administrator of that service to enable it.`, EXIT.authRequired);
-  }
-  if (options.fromEnv) {
+  const { done, env, fromEnv, serviceAccount } = options;
+  const andDone = done ? `; ${done}` : '';
+  if (fromEnv) {
     // Logging in would not help: PROSPECT_TOKEN beats any session.
+    if (err.tokenProblem === 'disabled') return new CliError(`Your account is disabled on ${baseUrl} — ask an administrator of that service to enable it.`, EXIT.authRequired);
     const problem = err.tokenProblem === 'unknown' || !err.tokenProblem ? 'not a valid token' : err.tokenProblem;
     return new CliError(`${baseUrl} refused the token in ${ENV.token}: it is ${problem}.`, EXIT.authRequired, `Set ${ENV.token} to a valid token, or unset it to use your session.`);
+  }
+  if (serviceAccount) {
+    const why = {
+      expired: 'has expired',
+      revoked: 'was revoked (by a newer exchange, a logout, or an administrator)',
+      disabled: 'belongs to a disabled service account (an administrator of its organization can enable it)',
+      unknown: 'is not known to it',
+    }[err.tokenProblem ?? 'unknown'];
+    return new CliError(`${baseUrl} refused the token of service account ${serviceAccount}: it ${why}${andDone} — run the exchange again: \`${exchangeAgainLine(serviceAccount)}\`.`, EXIT.authRequired);
+  }
+  if (err.tokenProblem === 'disabled') {
+    // Logging in again would not help: only an administrator can.
+    return new CliError(`Your account is disabled on ${baseUrl}${andDone} — ask an administrator of that service to enable it.`, EXIT.authRequired);
   }
   const why = {
     expired: 'Your session has expired on the server',
@@ -27,8 +42,7 @@ export function sessionTokenRejected(
     disabled: 'Your account is disabled',
     unknown: 'The server does not recognise your token',
   }[err.tokenProblem ?? 'unknown'];
-  const { done, env } = options;
-  return new CliError(`${why} (${baseUrl})${done ? `; ${done}` : ''} — run \`${loginCommandLine(baseUrl, { env })}\`.`, EXIT.authRequired);
+  return new CliError(`${why} (${baseUrl})${andDone} — run \`${loginCommandLine(baseUrl, { env })}\`.`, EXIT.authRequired);
 }
 
 /**

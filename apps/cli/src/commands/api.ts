@@ -97,7 +97,7 @@ export const apiCommand: Command = {
       const credentials = ctx.credentials;
       // -i shows the head of every answer, an error's too (as gh does), before the one error line.
       if (err instanceof ApiHttpError && ctx.flags.include) writeHead(ctx, err.status, err.statusText, err.headers);
-      if (err instanceof ApiHttpError && err.status === 401 && credentials) throw sessionTokenRejected(err, api.baseUrl, { env: ctx.env, fromEnv: credentials.source === 'env' });
+      if (err instanceof ApiHttpError && err.status === 401 && credentials) throw sessionTokenRejected(err, api.baseUrl, { env: ctx.env, fromEnv: credentials.source === 'env', serviceAccount: credentials.serviceAccount });
       // The status is what a script or a person debugging a call needs first.
       // A redirect's message names its status already (api-client/api-errors.ts).
       if (err instanceof ApiHttpError) throw new CliError(err.message.includes(`(HTTP ${err.status})`) ? err.message : `HTTP ${err.status}${err.code ? ` ${err.code}` : ''}: ${err.message}`);

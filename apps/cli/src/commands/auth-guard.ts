@@ -38,7 +38,7 @@ export async function requireSession(ctx: CommandContext): Promise<SessionFile |
   }
   const session = await requireFileSession(ctx);
   if (session) {
-    ctx.credentials = { accessToken: session.accessToken, apiBaseUrl: session.apiBaseUrl, source: 'file' };
+    ctx.credentials = { accessToken: session.accessToken, apiBaseUrl: session.apiBaseUrl, source: 'file', serviceAccount: serviceAccountOf(session)?.clientId };
     // From here every request of the command to its server says which organization it acts for.
     actFor(ctx, session.apiBaseUrl, session);
   }

@@ -1,6 +1,6 @@
 import { DEFAULT_API_BASE_URL, ENV, type Organization, type SessionFile } from '@prospect/contract';
 import { normalizeBaseUrl } from '../api-client/base-url.js';
-import { exchangeAgainLine, loginCommandLine, sessionTokenRejected } from '../api-client/login-hints.js';
+import { loginCommandLine, sessionTokenRejected } from '../api-client/login-hints.js';
 import { type CommandContext, envToken, requestedApiUrl, writeLine } from '../context.js';
 import { serverClockOf } from '../session/session-context.js';
 import { authRequired, CliError } from '../errors.js';
@@ -166,8 +166,7 @@ async function whoamiServiceAccount(ctx: CommandContext, session: SessionFile, s
         if (current.kind === 'session' && current.session.accessToken !== session.accessToken) return false;
         return ctx.store.remove();
       });
-      const why = { expired: 'has expired', revoked: 'was revoked', disabled: 'belongs to a disabled service account', unknown: 'is not known to it' }[said.problem];
-      throw authRequired(`${session.apiBaseUrl} refused the token of service account ${serviceAccount.clientId}: it ${why}${removed ? '; removed the local session' : ''} — run the exchange again: \`${exchangeAgainLine(serviceAccount.clientId)}\`.`);
+      throw sessionTokenRejected(said.error, session.apiBaseUrl, { done: removed ? 'removed the local session' : undefined, env: ctx.env, serviceAccount: serviceAccount.clientId });
     }
     if (said.serviceAccount) organization = said.serviceAccount.organization;
     user = said.user;

@@ -84,7 +84,7 @@ export const eventsCommand: Command = {
         }
       } catch (err) {
         if (ctx.signal.aborted) throw err;
-        if (err instanceof ApiHttpError && err.status === 401 && ctx.credentials) throw sessionTokenRejected(err, api.baseUrl, { env: ctx.env, fromEnv: ctx.credentials.source === 'env' });
+        if (err instanceof ApiHttpError && err.status === 401 && ctx.credentials) throw sessionTokenRejected(err, api.baseUrl, { env: ctx.env, fromEnv: ctx.credentials.source === 'env', serviceAccount: ctx.credentials.serviceAccount });
         if (err instanceof ApiHttpError && err.status === 403 && !org) throw new CliError(`${err.message} Without --org, \`prospect events\` reads the instance's events, which only administrators may (log in with \`--scopes profile,tokens,admin\`); add --org <slug> for an organization's.`);
         // A refusal (a type the server does not know, an organization that is not yours) is a sentence already; a server error says its status.
         if (err instanceof ApiHttpError && err.status < 500) throw new CliError(err.message);

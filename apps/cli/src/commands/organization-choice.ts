@@ -103,7 +103,7 @@ async function askOrganizations<T>(ctx: CommandContext, path: string, schema: z.
     }
   } catch (err) {
     if (!(err instanceof ApiHttpError)) throw err;
-    if (err.status === 401) throw sessionTokenRejected(err, credentials.apiBaseUrl, { env: ctx.env, fromEnv: credentials.source === 'env' });
+    if (err.status === 401) throw sessionTokenRejected(err, credentials.apiBaseUrl, { env: ctx.env, fromEnv: credentials.source === 'env', serviceAccount: credentials.serviceAccount });
     if (err.status === 403 && err.code === ERROR_CODES.insufficientScope) throw missingOrgsScope(err, credentials.source === 'env');
     throw err;
   }

@@ -72,7 +72,7 @@ export async function renewRefusedSession(ctx: RefreshContext, session: SessionF
   return withSessionLock(ctx.store, async () => {
     const current = await currentSession(ctx, session);
     if (current.accessToken !== session.accessToken) return current;
-    if (!current.refreshToken) throw sessionTokenRejected(refusal, current.apiBaseUrl, { env: ctx.env });
+    if (!current.refreshToken) throw sessionTokenRejected(refusal, current.apiBaseUrl, { env: ctx.env, serviceAccount: serviceAccountOf(current)?.clientId });
     return exchange(ctx, current, refusal);
   });
 }

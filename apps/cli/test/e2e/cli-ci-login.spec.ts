@@ -12,6 +12,8 @@ import { request } from '../../../api/test/support/http.js';
 import { TestIssuer } from '../../../api/test/support/test-issuer.js';
 import { createServiceAccount, organizationWithOwner } from '../../../api/test/service-accounts/support.js';
 import { api, box, useRealApi } from '../support/e2e-suite.js';
+import { PROSPECT_JS } from '../support/run-cli.js';
+import { Tmux } from '../support/tmux.js';
 
 useRealApi('ci-login');
 
@@ -62,7 +64,7 @@ async function federatedAccount(scopes: Array<'profile' | 'orgs'> = ['profile', 
   });
   expect(res.status).toBe(201);
   const orgName = ((await request(api, 'GET', `/api/orgs/${slug}`, { token: owner.token })).body as { name: string }).name;
-  return { slug, orgName, account, audience: (res.body as { audience: string }).audience };
+  return { slug, owner, orgName, account, audience: (res.body as { audience: string }).audience };
 }
 
 const ciToken = (audience: string, claims: Record<string, unknown> = {}) => issuer.sign({ sub: 'repo:acme/api:ref:refs/heads/main', aud: audience, ...claims });
@@ -114,6 +116,32 @@ describe('auth:login --service-account --federated-token', () => {
     const again = await box.run(login(account.clientId, '--federated-token', file, '--no-store'));
     expect(again.code).toBe(4);
     expect(again.stdout).toBe('');
+  });
+
+  it('--no-store at a terminal: refuses before the CI token is spent, and says how to capture it', async () => {
+    const { account, audience } = await federatedAccount(['profile']);
+    const file = join(box.configDir, '..', 'ci-token');
+    await writeFile(file, await ciToken(audience));
+    const terminal = new Tmux();
+    try {
+      const prospect = `env -u CI PROSPECT_CONFIG_DIR='${box.configDir}' '${process.execPath}' '${PROSPECT_JS}'`;
+      terminal.run('new-session', '-d', '-s', 'nostore', '-x', '200', '-y', '20', `${prospect} ${login(account.clientId, '--federated-token', file, '--no-store').join(' ')}; echo "exit=$?"; sleep 60`);
+      const [shown] = await terminal.waitForScreen(/exit=\d+/, 'nostore');
+      expect(shown.trimEnd()).toBe(
+        [
+          'Error: --no-store writes the token to stdout, which is a terminal here: capture it instead.',
+          `For example: export PROSPECT_TOKEN=$(prospect auth:login --service-account ${account.clientId} --federated-token … --no-store)`,
+          'exit=2',
+        ].join('\n'),
+      );
+    } finally {
+      terminal.kill();
+    }
+    expect(box.hasSession()).toBe(false);
+    // Nothing was exchanged: the same CI token, captured as told, still works.
+    const captured = await box.run(login(account.clientId, '--federated-token', file, '--no-store'));
+    expect(captured.stdout).toMatch(/^prs_[\w-]+\n$/);
+    expect(captured.code).toBe(0);
   });
 
   it('--scopes: a token without profile, which /me may not answer, is kept under its client ID', async () => {
@@ -193,5 +221,36 @@ describe('auth:login --service-account --federated-token', () => {
       new RegExp(`^Error: The token of service account ${account.clientId} expired at \\S+, and is not renewed — run the exchange again: \`prospect auth:login --service-account ${account.clientId} --federated-token <file\\|-\\|github>\`\\.\n$`),
     );
     expect(run.code).toBe(4);
+  });
+
+  it('a token the server refuses partway (revoked, the account disabled) says to run the exchange again, not a person’s login', async () => {
+    const { slug, owner, account, audience } = await federatedAccount();
+    const exchangeAgain = `run the exchange again: \`prospect auth:login --service-account ${account.clientId} --federated-token <file|-|github>\`.`;
+    expect((await box.run(login(account.clientId, '--federated-token', '-'), { stdin: await ciToken(audience) })).code).toBe(0);
+    // Revoked on the server (RFC 7009), as another job's logout or an administrator would: the session file still holds it.
+    const { accessToken } = await box.readSession();
+    expect((await request(api, 'POST', '/oauth/revoke', { body: new URLSearchParams({ token: accessToken as string, token_type_hint: 'access_token' }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(200);
+    const revoked = await box.run(['api', '/api/cli/auth/me']);
+    const wasRevoked = `Error: ${api.baseUrl} refused the token of service account ${account.clientId}: it was revoked (by a newer exchange, a logout, or an administrator) — ${exchangeAgain}\n`;
+    expect(revoked.stderr).toBe(wasRevoked);
+    expect(revoked.code).toBe(4);
+    const orgs = await box.run(['org:list']);
+    expect(orgs.stderr).toBe(wasRevoked);
+    expect(orgs.code).toBe(4);
+    // auth:whoami --verify asks the server, says the same, and removes the dead session.
+    const whoami = await box.run(['auth:whoami', '--verify']);
+    expect(whoami.stderr).toBe(wasRevoked.replace(' — ', '; removed the local session — '));
+    expect(whoami.code).toBe(4);
+    expect(box.hasSession()).toBe(false);
+
+    // A fresh exchange, then an owner disables the account: its tokens are revoked at once, and the exchange it points to says why.
+    expect((await box.run(login(account.clientId, '--federated-token', '-'), { stdin: await ciToken(audience) })).code).toBe(0);
+    expect((await request(api, 'PATCH', `/api/orgs/${slug}/service-accounts/${account.id}`, { json: { disabled: true }, token: owner.token })).status).toBe(200);
+    const disabled = await box.run(['api', '/api/cli/auth/me']);
+    expect(disabled.stderr).toBe(wasRevoked);
+    expect(disabled.code).toBe(4);
+    const exchanged = await box.run(login(account.clientId, '--federated-token', '-'), { stdin: await ciToken(audience) });
+    expect(exchanged.stderr).toBe(`Error: ${api.baseUrl} refused the token exchange (invalid_client): The service account ${account.clientId} is disabled: ask an admin of its organization. Nothing was saved.\n`);
+    expect(exchanged.code).toBe(4);
   });
 });
