@@ -16,6 +16,7 @@ const EVERY_TABLE = [
   'mail_outbox',
   'oauth_clients',
   'oauth_consents',
+  'organization_departures',
   'organization_domains',
   'organization_invitations',
   'organization_join_requests',

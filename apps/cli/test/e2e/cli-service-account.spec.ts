@@ -12,7 +12,7 @@ async function serviceAccountToken() {
   const slug = `robots-${Date.now().toString(36)}`;
   const organizations = api.app.get(OrganizationsService);
   await organizations.create(person.id, { name: 'Robots Inc', slug }, null);
-  const actor = { userId: person.id, ip: null, organization: (await organizations.membership(slug, person.id))! };
+  const actor = { userId: person.id, ip: null, organization: (await organizations.membership(slug, person.id, null))! };
   const accounts = api.app.get(ServiceAccountsService);
   const account = await accounts.create(actor, { name: 'nightly sync', scopes: ['profile', 'orgs'] });
   const { clientSecret } = await accounts.createSecret(actor, account.id);
