@@ -186,6 +186,7 @@ async function main() {
   const rss = { api: { afterStart: readProcStatus(api.pid, 'VmRSS') } };
 
   const db = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 120_000 });
+  db.on('error', (err) => log(`bench database connection: ${err.message}`)); // e.g. dropped by the cleanup after a failure
   await db.connect();
   const t0 = Date.now();
   const data = await seed(db, { tokens: settings.tokens, deviceCodes: settings.deviceCodes });

@@ -300,6 +300,7 @@ async function main() {
   const rssAfterStart = readProcStatus(api.pid, 'VmRSS');
 
   const db = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000, query_timeout: 120_000 });
+  db.on('error', (err) => log(`bench database connection: ${err.message}`)); // e.g. dropped by the cleanup after a failure
   await db.connect();
   let dbOpen = true;
   session.onCleanup(() => (dbOpen ? Promise.race([db.end(), sleep(5_000)]) : undefined));

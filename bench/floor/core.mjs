@@ -26,10 +26,15 @@ const SECRET_RE = /^[A-Za-z0-9_-]+$/;
 
 // The statements, by the names they are prepared under on each pooled connection.
 const SQL = {
-  me: `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
+  me: `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at, t.created_at AS issued_at,
               u.id AS user_id, u.email, u.name, u.role
          FROM access_tokens t JOIN users u ON u.id = t.user_id
         WHERE t.token_hash = $1`,
+  // OrganizationsRepository.listForUser's statement: a token that may read organizations (`orgs`,
+  // which the CLI's tokens have by default, and the seeded ones) lists them on every /me.
+  organizations: `SELECT o.id, o.slug, o.name, m.role FROM organization_members m JOIN organizations o ON o.id = m.organization_id
+        WHERE m.user_id = $1 AND NOT EXISTS (SELECT 1 FROM organization_departures d
+                WHERE d.organization_id = m.organization_id AND d.user_id = m.user_id AND d.left_at >= $2::timestamptz) ORDER BY o.name, o.slug`,
   touch: `UPDATE access_tokens SET last_used_at = $2
         WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
   start: `INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)
@@ -65,8 +70,8 @@ export const failure = (status, error, message, headers) => answer(status, { sta
 export const challenge = (description) =>
   description ? `Bearer realm="${REALM}", error="invalid_token", error_description="${description}"` : `Bearer realm="${REALM}"`;
 
-/** GET /api/cli/auth/me's body for a verified token's row. */
-export const meBody = (row) => ({ user: { id: row.user_id, email: row.email, name: row.name }, expiresAt: row.expires_at.toISOString() });
+/** GET /api/cli/auth/me's body for a verified token's row and the organizations it lists (organizationsOf). */
+export const meBody = (row, organizations) => ({ user: { id: row.user_id, email: row.email, name: row.name }, expiresAt: row.expires_at.toISOString(), organizations });
 
 /**
  * Reads the configuration (exits if DATABASE_URL is missing), opens the pool and
@@ -112,6 +117,11 @@ export function createFloor(name, defaultPort, env = process.env) {
       );
     }
     return { row };
+  }
+
+  /** The organizations a verified token's person acts for, as /me lists them (OrganizationsService.listFor). */
+  async function organizationsOf(row) {
+    return (await query('organizations', [row.user_id, row.issued_at])).rows;
   }
 
   /** POST /api/cli/auth/device/start: DeviceLoginService.start + AuditService.record. */
@@ -170,5 +180,5 @@ export function createFloor(name, defaultPort, env = process.env) {
     return failure(501, 'internal', 'The floor server does not redeem device logins.');
   }
 
-  return { config, verifyToken, start, poll, warn, end: () => pool.end() };
+  return { config, verifyToken, organizationsOf, start, poll, warn, end: () => pool.end() };
 }

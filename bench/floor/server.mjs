@@ -44,13 +44,13 @@ function readJson(req) {
   });
 }
 
-// GET /api/cli/auth/me — TokensService.verify without the cache.
+// GET /api/cli/auth/me — TokensService.verify without the cache, then the organizations it lists.
 async function me(req, res) {
   const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
   if (!m) return fail(res, 401, 'unauthorized', AUTHENTICATION_REQUIRED, { 'www-authenticate': challenge() });
   const { row, reason } = await floor.verifyToken(m[1]);
   if (!row) return fail(res, 401, 'invalid_token', `token ${reason}`, { 'www-authenticate': challenge(`token ${reason}`) });
-  send(res, 200, meBody(row));
+  send(res, 200, meBody(row, await floor.organizationsOf(row)));
 }
 
 // POST /api/cli/auth/device/start — DeviceLoginService.start + AuditService.record.

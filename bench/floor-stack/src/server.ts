@@ -144,9 +144,11 @@ const orEmpty = (body: unknown) => (body === undefined ? {} : body);
 
 @Controller('api/cli/auth')
 class TokensController {
+  constructor(@Inject(FLOOR) private readonly floor: Floor) {}
+
   @Get('me')
-  me(@Req() req: Request & { user: NonNullable<TokenRow> }) {
-    return meBody(req.user);
+  async me(@Req() req: Request & { user: NonNullable<TokenRow> }) {
+    return meBody(req.user, await this.floor.organizationsOf(req.user));
   }
 }
 
