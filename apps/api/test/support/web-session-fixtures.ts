@@ -32,3 +32,22 @@ export async function webSessionSecondsLeft(api: TestApp, sid: string): Promise<
 export async function moveWebSessionExpiry(api: TestApp, sid: string, seconds: number): Promise<void> {
   await api.dataSource.query(`UPDATE web_sessions SET expire = now() + make_interval(secs => $2) WHERE sid = $1`, [sid, seconds]);
 }
+
+/**
+ * Counts the store's writes of each session's content (a trigger on `web_sessions`, which the app
+ * cannot observe): `writesOf` a person's signed-in sessions; `remove` takes the trigger away.
+ */
+export async function countWebSessionWrites(api: TestApp): Promise<{ writesOf(userId: string): Promise<number>; remove(): Promise<void> }> {
+  await api.dataSource.query(`CREATE TABLE session_writes (sid text NOT NULL)`);
+  await api.dataSource.query(`CREATE FUNCTION count_session_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO session_writes VALUES (NEW.sid); RETURN NEW; END $$`);
+  await api.dataSource.query(`CREATE TRIGGER count_session_write AFTER INSERT OR UPDATE OF sess ON web_sessions FOR EACH ROW EXECUTE FUNCTION count_session_write()`);
+  return {
+    async writesOf(userId) {
+      const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM session_writes WHERE sid IN (SELECT sid FROM web_sessions WHERE user_id = $1)`, [userId]);
+      return n;
+    },
+    async remove() {
+      await api.dataSource.query(`DROP TRIGGER count_session_write ON web_sessions; DROP FUNCTION count_session_write(); DROP TABLE session_writes`);
+    },
+  };
+}

@@ -10,7 +10,7 @@ import { client } from '../support/http.js';
 import { accessTokens } from '../support/token-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { csrfFrom, signInAs, webClient } from '../support/web-client.js';
-import { countWebSessions, moveWebSessionExpiry, webSessionSecondsLeft } from '../support/web-session-fixtures.js';
+import { countWebSessions, countWebSessionWrites, moveWebSessionExpiry, webSessionSecondsLeft } from '../support/web-session-fixtures.js';
 
 describe('web pages over HTTP', () => {
   let api: TestApp;
@@ -296,26 +296,19 @@ describe('web sessions', () => {
   it('writes a sign-in\'s session once, so a late second write never undoes what the next page stores', async () => {
     // express-session saves a regenerated session again after the redirect's headers have gone;
     // the browser's next page (its CSRF token) raced that stale write under load.
-    // sql-on-purpose: a trigger counts the store's writes, which the app cannot observe.
-    await api.dataSource.query(`CREATE TABLE session_writes (sid text NOT NULL)`);
-    await api.dataSource.query(`CREATE FUNCTION count_session_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO session_writes VALUES (NEW.sid); RETURN NEW; END $$`);
-    await api.dataSource.query(`CREATE TRIGGER count_session_write AFTER INSERT OR UPDATE OF sess ON web_sessions FOR EACH ROW EXECUTE FUNCTION count_session_write()`);
+    const counter = await countWebSessionWrites(api);
     try {
       const person = await createUser(api);
       const web = await signInAs(api, person.email, 'correct horse battery');
-      const writes = async () => {
-        const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM session_writes WHERE sid IN (SELECT sid FROM web_sessions WHERE user_id = $1)`, [person.id]);
-        return n as number;
-      };
-      expect(await writes()).toBe(1);
+      expect(await counter.writesOf(person.id)).toBe(1);
       // The first page stores its CSRF token (one write); reading it again writes nothing.
       const page = await web.send('GET', '/settings/tokens');
-      expect(await writes()).toBe(2);
+      expect(await counter.writesOf(person.id)).toBe(2);
       expect((await web.send('GET', '/settings/tokens')).status).toBe(200);
-      expect(await writes()).toBe(2);
+      expect(await counter.writesOf(person.id)).toBe(2);
       expect((await web.send('POST', '/settings/tokens', { _csrf: web.csrfFrom(page.text), label: 'laptop' })).status).toBe(303);
     } finally {
-      await api.dataSource.query(`DROP TRIGGER count_session_write ON web_sessions; DROP FUNCTION count_session_write(); DROP TABLE session_writes`);
+      await counter.remove();
     }
   });
 
