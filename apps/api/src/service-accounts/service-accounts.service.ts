@@ -206,17 +206,23 @@ export class ServiceAccountsService {
     });
   }
 
-  /** Stops trusting an issuer; the account's tokens end with it (as with a deleted secret: one exchanged under it must not outlive it). */
+  /**
+   * Stops trusting an issuer; the tokens exchanged through this federation end with it (a token
+   * ends with the state it was issued for), and only those: a secret's, a key's or another
+   * federation's token was not issued on its say-so. An exchange under way holds the federation's
+   * row, so the deletion waits for its commit and revokes its token too. The log says how many ended.
+   */
   async deleteFederation(actor: OrgActor, id: string, federationId: string): Promise<void> {
     const now = this.clock.now();
-    await this.uow.run(async (tx) => {
+    const ended = await this.uow.run(async (tx) => {
       const account = await this.lock(tx, actor, id);
       const deleted = await this.federations.delete(tx, id, federationId);
       if (!deleted) throw notFound('No such federation of this service account.');
-      await this.record(tx, actor, 'org.service_account_federation_delete', { serviceAccountId: id, name: account.name, federationId, issuer: deleted.issuer }, now);
-      await this.revokeTokensIn(tx, id, now, actor.ip);
+      const revoked = await this.tokens.revokeExchangedThroughIn(tx, federationId, now, actor.ip);
+      await this.record(tx, actor, 'org.service_account_federation_delete', { serviceAccountId: id, name: account.name, federationId, issuer: deleted.issuer, tokens: revoked.length }, now);
+      return revoked;
     });
-    this.revocations.userRevoked(id);
+    this.revocations.tokensRevoked(ended);
   }
 
   /** At most `limit` exchanged subject tokens past their `exp`, in `tx` (retention). How many. */
