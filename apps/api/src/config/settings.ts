@@ -159,6 +159,14 @@ export const SETTINGS = {
    */
   federationAllowPrivateIssuers: setting('FEDERATION_ALLOW_PRIVATE_ISSUERS', booleanFlag.default(false)),
   /**
+   * Whether an issuer a service account trusts (workload identity federation, token exchange) may
+   * be at a loopback address (127.0.0.0/8, ::1, localhost): off, so an organization's admin cannot
+   * make Prospect fetch from its own host; on for development and tests, whose issuers run there.
+   * Not FEDERATION_ALLOW_PRIVATE_ISSUERS: letting an identity provider inside the company's network
+   * must not open the server's own loopback to every organization's admins.
+   */
+  tokenExchangeAllowLoopbackIssuers: setting('TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS', booleanFlag.default(false)),
+  /**
    * The DNS servers an organization's domain is verified against (its TXT record, issue #44):
    * comma-separated IP addresses with optional ports; unset, the system's (/etc/resolv.conf).
    */

@@ -13,6 +13,8 @@ import { startReplica, startTestApp, type TestApp } from '../support/test-app.js
 import { TestIssuer } from '../support/test-issuer.js';
 import { createSecret, createServiceAccount, organizationWithOwner, secretPost, ShiftedClock } from './support.js';
 
+const LOOPBACK_ISSUERS = { TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS: 'true' };
+
 /** Workload identity federation (issue #45, item 4): RFC 8693 token exchange of a trusted issuer's JWT for a service account's token. */
 describe('token exchange (workload identity federation)', () => {
   let api: TestApp;
@@ -22,7 +24,8 @@ describe('token exchange (workload identity federation)', () => {
   beforeAll(async () => {
     await issuer.start();
     await issuer.addKey('k1');
-    api = await startTestApp({ clock });
+    // The test issuers listen on 127.0.0.1: a loopback issuer is refused without this (production's default).
+    api = await startTestApp({ clock, env: LOOPBACK_ISSUERS });
   });
   afterAll(async () => {
     await api?.close();
@@ -262,7 +265,7 @@ describe('token exchange (workload identity federation)', () => {
 
   it('a jti is shared by the replicas: the same token on two at once, exactly one wins', async () => {
     const { account } = await federatedAccount();
-    const replica = await startReplica(api);
+    const replica = await startReplica(api, undefined, LOOPBACK_ISSUERS);
     try {
       for (let round = 0; round < 3; round++) {
         const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
@@ -394,6 +397,29 @@ describe('token exchange (workload identity federation)', () => {
     for (const token of [throughOther, bySecret, byKey.body.access_token]) expect((await me(token)).status).toBe(200);
     const [logged] = await authEvents(api, { type: 'org.service_account_federation_delete', detail: { serviceAccountId: account.id, federationId: federation.id } });
     expect(logged!.detail).toMatchObject({ issuer: issuer.url, tokens: 2 });
+  });
+
+  it('a loopback issuer only with TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS=true: without it, a clear 400 at registration, and one registered before is not asked for its keys', async () => {
+    const local = new TestIssuer();
+    await local.start();
+    await local.addKey('k1');
+    const { owner, slug, account } = await federatedAccount();
+    expect((await federate(slug, owner.token, account.id, { issuer: local.url, conditions: { repository: 'acme/api' } })).status).toBe(201);
+    // As production runs: the setting's default.
+    Object.assign(api.config, { tokenExchangeAllowLoopbackIssuers: false });
+    try {
+      for (const loopback of [local.url, 'http://localhost:8080', 'https://[::1]/ci', 'https://127.0.0.2']) {
+        const res = await federate(slug, owner.token, account.id, { issuer: loopback, conditions: { repository: 'acme/api' } });
+        expect(res.status).toBe(400);
+        expect(res.body.message).toMatch(/is a loopback address: a trusted issuer must be reachable on the internet, or set TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS=true/);
+      }
+      expectOpaqueRefusal(await exchange(account.clientId, await local.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' })));
+      expect(await refusedConditions(account.id)).toEqual(['issuer_unavailable']);
+      expect(local.jwksFetches).toBe(0);
+    } finally {
+      Object.assign(api.config, { tokenExchangeAllowLoopbackIssuers: true });
+      await local.close();
+    }
   });
 
   it('refuses malformed requests with a clear invalid_request', async () => {
