@@ -155,7 +155,8 @@ export const SETTINGS = {
   /**
    * Whether an identity provider may be at a private or link-local address (RFC 1918, CGNAT,
    * 169.254/16, fc00::/7, fe80::/10): off, so registering a provider cannot read the server's own
-   * network (issue #43); on for a provider inside the company's network. Loopback is allowed either way.
+   * network (issue #43); on for a provider inside the company's network. Loopback is allowed either way
+   * for identity providers; the token exchange's issuers ask tokenExchangeAllowLoopbackIssuers.
    */
   federationAllowPrivateIssuers: setting('FEDERATION_ALLOW_PRIVATE_ISSUERS', booleanFlag.default(false)),
   /**
