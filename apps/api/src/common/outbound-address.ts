@@ -28,6 +28,15 @@ PRIVATE.addAddress('::', 'ipv6');
 PRIVATE.addSubnet('fc00::', 7, 'ipv6'); // unique local
 PRIVATE.addSubnet('fe80::', 10, 'ipv6'); // link-local
 
+const THIS_HOST = new BlockList();
+THIS_HOST.addSubnet('0.0.0.0', 8, 'ipv4');
+THIS_HOST.addAddress('::', 'ipv6');
+
+/** Whether a connection to `address` (a private one by addressKind) reaches the host itself, as loopback does: 0.0.0.0/8, `::`. */
+export function reachesThisHost(address: string): boolean {
+  return THIS_HOST.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
+}
+
 /** Whether `address` (an IP literal, without brackets) is loopback, private or link-local, or public. */
 export function addressKind(address: string): AddressKind {
   const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';

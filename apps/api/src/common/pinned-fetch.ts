@@ -3,7 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import type * as oidc from 'openid-client';
-import { addressKind } from './outbound-address.js';
+import { addressKind, reachesThisHost } from './outbound-address.js';
 
 /**
  * Where Prospect may connect when it talks to an identity provider (issue #43, finding 8), or to
@@ -12,7 +12,9 @@ import { addressKind } from './outbound-address.js';
  * rules, registering a provider would read the server's loopback, the cloud's metadata service
  * (169.254.169.254) or any private host, and say which answered.
  *
- * - Loopback (127.0.0.0/8, ::1) stays allowed: local development and the tests run providers there.
+ * - Loopback (127.0.0.0/8, ::1) stays allowed for identity providers: local development and the
+ *   tests run providers there. An issuer a service account trusts (token exchange) is refused
+ *   there unless TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS=true (`allowLoopback`).
  * - Private and link-local addresses (RFC 1918, CGNAT 100.64.0.0/10, 169.254.0.0/16, ULA
  *   fc00::/7, fe80::/10, and 0.0.0.0/8 and :: which reach the host itself) are refused unless
  *   FEDERATION_ALLOW_PRIVATE_ISSUERS=true (a provider inside the company's network). An
@@ -37,6 +39,8 @@ const resolveWithSystem: Resolve = (hostname) =>
 /** What the rules depend on, read at each request (the configuration may be set after start, as tests do). */
 export interface ProviderNetworkRules {
   allowPrivate(): boolean;
+  /** Unset: loopback is allowed (identity providers); the token exchange's issuers ask TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS. */
+  allowLoopback?(): boolean;
   /** Prospect's own PUBLIC_URL. */
   ownUrl(): string;
 }
@@ -57,13 +61,25 @@ export function refuseOwnUrl(url: URL, ownUrl: string): void {
   }
 }
 
+/** Which addresses besides public ones a connection may reach. */
+export interface AddressAllowance {
+  private: boolean;
+  loopback: boolean;
+}
+
 /** @throws ProviderAddressRefused when `address` is one the rules refuse. */
-function refuseAddress(hostname: string, address: string, allowPrivate: boolean): void {
-  if (addressKind(address) === 'private' && !allowPrivate) {
-    const named = hostname === address ? address : `${hostname} (${address})`;
+function refuseAddress(hostname: string, address: string, allow: AddressAllowance): void {
+  const kind = addressKind(address);
+  const named = hostname === address ? address : `${hostname} (${address})`;
+  if (kind === 'private' && !allow.private) {
     throw new ProviderAddressRefused(
       `${named} is a private or link-local address: an identity provider must be reachable on the internet, or set FEDERATION_ALLOW_PRIVATE_ISSUERS=true for one inside your network.`,
     );
+  }
+  // Only the token exchange's issuers are ever refused loopback (ProviderNetworkRules.allowLoopback);
+  // 0.0.0.0 and :: connect to the host too, so allowing private addresses does not let them through.
+  if ((kind === 'loopback' || reachesThisHost(address)) && !allow.loopback) {
+    throw new ProviderAddressRefused(`${named} is a loopback address: a trusted issuer must be reachable on the internet, or set TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS=true in development.`);
   }
 }
 
@@ -71,12 +87,12 @@ function refuseAddress(hostname: string, address: string, allowPrivate: boolean)
  * The addresses of `hostname`, every one checked, in the resolver's order.
  * @throws ProviderAddressRefused when any of them is refused; the resolver's error when it finds none.
  */
-export async function checkedAddresses(hostname: string, allowPrivate: boolean, resolve: Resolve = resolveWithSystem): Promise<Array<{ address: string; family: number }>> {
+export async function checkedAddresses(hostname: string, allow: AddressAllowance, resolve: Resolve = resolveWithSystem): Promise<Array<{ address: string; family: number }>> {
   const host = bare(hostname);
   const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await resolve(host);
   if (!addresses.length) throw new Error(`${host} has no address`);
   // Every one: a name with one public and one private address would otherwise be a coin toss.
-  for (const { address } of addresses) refuseAddress(host, address, allowPrivate);
+  for (const { address } of addresses) refuseAddress(host, address, allow);
   return addresses;
 }
 
@@ -97,7 +113,7 @@ export function providerFetch(rules: ProviderNetworkRules, resolve: Resolve = re
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ProviderAddressRefused(`${url.protocol} is not a protocol Prospect uses for an identity provider.`);
     refuseOwnUrl(url, rules.ownUrl());
     const host = bare(url.hostname);
-    const [pinned] = await checkedAddresses(host, rules.allowPrivate(), resolve);
+    const [pinned] = await checkedAddresses(host, { private: rules.allowPrivate(), loopback: rules.allowLoopback?.() ?? true }, resolve);
     // The connection's lookup answers the address checked above: node connects to it, not to a second resolution.
     const lookup: LookupFunction = (_hostname, lookupOptions, callback) => {
       if ((lookupOptions as { all?: boolean }).all) (callback as unknown as (err: null, addresses: Array<{ address: string; family: number }>) => void)(null, [pinned!]);

@@ -155,9 +155,18 @@ export const SETTINGS = {
   /**
    * Whether an identity provider may be at a private or link-local address (RFC 1918, CGNAT,
    * 169.254/16, fc00::/7, fe80::/10): off, so registering a provider cannot read the server's own
-   * network (issue #43); on for a provider inside the company's network. Loopback is allowed either way.
+   * network (issue #43); on for a provider inside the company's network. Loopback is allowed either way
+   * for identity providers; the token exchange's issuers ask tokenExchangeAllowLoopbackIssuers.
    */
   federationAllowPrivateIssuers: setting('FEDERATION_ALLOW_PRIVATE_ISSUERS', booleanFlag.default(false)),
+  /**
+   * Whether an issuer a service account trusts (workload identity federation, token exchange) may
+   * be at a loopback address (127.0.0.0/8, ::1, localhost): off, so an organization's admin cannot
+   * make Prospect fetch from its own host; on for development and tests, whose issuers run there.
+   * Not FEDERATION_ALLOW_PRIVATE_ISSUERS: letting an identity provider inside the company's network
+   * must not open the server's own loopback to every organization's admins.
+   */
+  tokenExchangeAllowLoopbackIssuers: setting('TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS', booleanFlag.default(false)),
   /**
    * The DNS servers an organization's domain is verified against (its TXT record, issue #44):
    * comma-separated IP addresses with optional ports; unset, the system's (/etc/resolv.conf).

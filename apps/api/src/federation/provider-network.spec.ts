@@ -42,13 +42,18 @@ describe('provider network rules', () => {
 
   it('checks every address a host name resolves to, and allows private ones only when told', async () => {
     const resolve = dns({ 'intranet.example': ['10.1.2.3'], 'split.example': ['93.184.216.34', '10.0.0.1'], 'public.example': ['93.184.216.34'], 'local.example': ['127.0.0.1'] });
-    await expect(checkedAddresses('intranet.example', false, resolve)).rejects.toThrow(/intranet\.example \(10\.1\.2\.3\) is a private or link-local address/);
-    await expect(checkedAddresses('split.example', false, resolve)).rejects.toBeInstanceOf(ProviderAddressRefused);
-    await expect(checkedAddresses('[fd00::1]', false, resolve)).rejects.toBeInstanceOf(ProviderAddressRefused);
-    expect(await checkedAddresses('public.example', false, resolve)).toEqual([{ address: '93.184.216.34', family: 4 }]);
-    expect(await checkedAddresses('local.example', false, resolve)).toEqual([{ address: '127.0.0.1', family: 4 }]);
-    expect(await checkedAddresses('intranet.example', true, resolve)).toEqual([{ address: '10.1.2.3', family: 4 }]);
-    expect(await checkedAddresses('split.example', true, resolve)).toHaveLength(2);
+    await expect(checkedAddresses('intranet.example', { private: false, loopback: true }, resolve)).rejects.toThrow(/intranet\.example \(10\.1\.2\.3\) is a private or link-local address/);
+    await expect(checkedAddresses('split.example', { private: false, loopback: true }, resolve)).rejects.toBeInstanceOf(ProviderAddressRefused);
+    await expect(checkedAddresses('[fd00::1]', { private: false, loopback: true }, resolve)).rejects.toBeInstanceOf(ProviderAddressRefused);
+    expect(await checkedAddresses('public.example', { private: false, loopback: true }, resolve)).toEqual([{ address: '93.184.216.34', family: 4 }]);
+    expect(await checkedAddresses('local.example', { private: false, loopback: true }, resolve)).toEqual([{ address: '127.0.0.1', family: 4 }]);
+    expect(await checkedAddresses('intranet.example', { private: true, loopback: true }, resolve)).toEqual([{ address: '10.1.2.3', family: 4 }]);
+    expect(await checkedAddresses('split.example', { private: true, loopback: true }, resolve)).toHaveLength(2);
+    // The token exchange's issuers: loopback too is refused, unless TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS; private ones answer to their own setting.
+    await expect(checkedAddresses('local.example', { private: true, loopback: false }, resolve)).rejects.toThrow(/local\.example \(127\.0\.0\.1\) is a loopback address.*TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS=true/);
+    await expect(checkedAddresses('[::1]', { private: false, loopback: false }, resolve)).rejects.toBeInstanceOf(ProviderAddressRefused);
+    for (const host of ['0.0.0.0', '[::]', '[::ffff:0.0.0.0]']) await expect(checkedAddresses(host, { private: true, loopback: false }, resolve)).rejects.toThrow(/is a loopback address/);
+    await expect(checkedAddresses('intranet.example', { private: false, loopback: true }, resolve)).rejects.toThrow(/private or link-local/);
   });
 
   describe('fetch', () => {

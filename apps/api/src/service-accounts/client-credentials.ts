@@ -88,7 +88,7 @@ export class ClientCredentialsGrant {
           tx,
         );
       }
-      return this.issueIn(tx, account, scope, ip, credential.endsBy);
+      return this.issueIn(tx, account, scope, ip, { endsBy: credential.endsBy });
     }).catch(async (err: unknown) => {
       if (authenticated) await this.limits.clientAuthenticationSucceeded(ip);
       throw err;
@@ -101,9 +101,14 @@ export class ClientCredentialsGrant {
    * Issues a service account's access token in `tx` (its row share-locked by the caller): the one
    * place such a token is made, for the client credentials grant and for any later grant that
    * authenticates a service account another way (token exchange). At most an hour, no refresh token.
+   * It ends with what it was issued under: by `endsBy` (a secret's expiry), and with the federation
+   * it was exchanged through (`federationId`: deleting that federation revokes it, and only its own).
    */
-  async issueIn(tx: Tx, account: ServiceAccountRow, scope: string, ip: string | null, endsBy: Date | null): Promise<ClientCredentialsTokenResponse> {
-    const issued = await this.tokens.issue({ userId: account.id, origin: 'service_account', label: account.name, scope, ttlSeconds: SERVICE_ACCOUNT_TOKEN_TTL_SECONDS, ip, endsBy }, tx);
+  async issueIn(tx: Tx, account: ServiceAccountRow, scope: string, ip: string | null, under: { endsBy?: Date | null; federationId?: string }): Promise<ClientCredentialsTokenResponse> {
+    const issued = await this.tokens.issue(
+      { userId: account.id, origin: 'service_account', label: account.name, scope, ttlSeconds: SERVICE_ACCOUNT_TOKEN_TTL_SECONDS, ip, endsBy: under.endsBy ?? null, federationId: under.federationId ?? null },
+      tx,
+    );
     const expiresIn = Math.max(0, Math.round((issued.expiresAt.getTime() - this.clock.now().getTime()) / 1000));
     return { access_token: issued.accessToken, token_type: 'Bearer', expires_in: expiresIn, scope };
   }

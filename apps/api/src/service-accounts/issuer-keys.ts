@@ -30,9 +30,10 @@ interface IssuerEntry {
 /**
  * The signing keys of the issuers service accounts trust (workload identity federation, issue
  * #45), by OpenID Connect Discovery (`/.well-known/openid-configuration` → `jwks_uri`), each
- * fetched through common/pinned-fetch.ts (the identity providers' address rules: https, loopback
- * http for development, private addresses only with FEDERATION_ALLOW_PRIVATE_ISSUERS, the
- * connection pinned to the checked address). Kept per issuer for ISSUER_KEYS_MAX_AGE_SECONDS,
+ * fetched through common/pinned-fetch.ts (the identity providers' address rules: https, private
+ * addresses only with FEDERATION_ALLOW_PRIVATE_ISSUERS, the connection pinned to the checked
+ * address; and loopback, http included, only with TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS, for
+ * development: an issuer registered while it was on is refused here once it is off). Kept per issuer for ISSUER_KEYS_MAX_AGE_SECONDS,
  * refreshed once on an unknown `kid` after ISSUER_KEYS_COOLDOWN_SECONDS. Only an issuer some
  * federation trusts is ever asked (the grant checks that first), so the cache is bounded by what
  * admins configured. Each replica keeps its own.
@@ -46,7 +47,11 @@ export class IssuerKeys {
     config: AppConfig,
     private readonly clock: Clock,
   ) {
-    this.fetch = providerFetch({ allowPrivate: () => config.federationAllowPrivateIssuers, ownUrl: () => config.publicUrl });
+    this.fetch = providerFetch({
+      allowPrivate: () => config.federationAllowPrivateIssuers,
+      allowLoopback: () => config.tokenExchangeAllowLoopbackIssuers,
+      ownUrl: () => config.publicUrl,
+    });
   }
 
   /** A key getter for jose's jwtVerify: the issuer's key by the token's header. @throws IssuerUnavailable */

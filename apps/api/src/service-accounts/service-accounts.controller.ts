@@ -174,7 +174,7 @@ export class ServiceAccountsController {
   @Delete(':id/federations/:federationId')
   @HttpCode(204)
   @RequireOrgRole('admin', 'stop trusting issuers for service accounts')
-  @ApiOperation({ summary: 'Stop trusting an issuer: its tokens are exchanged no more, and the account’s tokens end.' })
+  @ApiOperation({ summary: 'Stop trusting an issuer: its tokens are exchanged no more, and the tokens exchanged through this federation end (not those of a secret, a key or another federation).' })
   @ApiErrors([403, 'Your role may not.'], [404, 'No such federation.'])
   async deleteFederation(@Actor() actor: OrgActor, @Param('id', uuid) id: string, @Param('federationId', uuid) federationId: string): Promise<void> {
     await this.accounts.deleteFederation(actor, id, federationId);

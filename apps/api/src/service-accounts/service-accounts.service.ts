@@ -16,7 +16,7 @@ import { AuditService } from '../audit/audit.service.js';
 import type { AuthEventType } from '../audit/auth-event.entity.js';
 import { badRequest, conflict, notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
-import { checkedAddresses, issuerProblem, ProviderAddressRefused } from '../common/pinned-fetch.js';
+import { type AddressAllowance, checkedAddresses, issuerProblem, ProviderAddressRefused } from '../common/pinned-fetch.js';
 import { generateSecret, sha256 } from '../common/secrets.js';
 import { AppConfig } from '../config/app-config.js';
 import type { Tx } from '../database/tx.js';
@@ -183,13 +183,14 @@ export class ServiceAccountsService {
    * Trusts an external OIDC issuer for the account (workload identity federation): its tokens with
    * this audience (default: this service's issuer, PUBLIC_URL) whose claims meet every condition
    * may be exchanged for the account's tokens. The issuer follows the identity providers' rules
-   * (https, or http on loopback; a private address only with FEDERATION_ALLOW_PRIVATE_ISSUERS),
-   * checked now as far as its name resolves, and again at every fetch of its keys.
+   * (https; a private address only with FEDERATION_ALLOW_PRIVATE_ISSUERS) and, stricter, is never
+   * on loopback (http included) unless TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS (development), checked
+   * now as far as its name resolves, and again at every fetch of its keys.
    */
   async addFederation(actor: OrgActor, id: string, input: CreateServiceAccountFederationRequest): Promise<ServiceAccountFederation> {
     const problem = issuerProblem(input.issuer);
     if (problem) throw badRequest(`The issuer ${problem}.`);
-    await refusePrivateIssuer(input.issuer, this.config.federationAllowPrivateIssuers);
+    await refuseIssuerAddress(input.issuer, { private: this.config.federationAllowPrivateIssuers, loopback: this.config.tokenExchangeAllowLoopbackIssuers });
     const audience = input.audience ?? this.config.publicUrl;
     const now = this.clock.now();
     return this.uow.run(async (tx) => {
@@ -206,17 +207,23 @@ export class ServiceAccountsService {
     });
   }
 
-  /** Stops trusting an issuer; the account's tokens end with it (as with a deleted secret: one exchanged under it must not outlive it). */
+  /**
+   * Stops trusting an issuer; the tokens exchanged through this federation end with it (a token
+   * ends with the state it was issued for), and only those: a secret's, a key's or another
+   * federation's token was not issued on its say-so. An exchange under way holds the federation's
+   * row, so the deletion waits for its commit and revokes its token too. The log says how many ended.
+   */
   async deleteFederation(actor: OrgActor, id: string, federationId: string): Promise<void> {
     const now = this.clock.now();
-    await this.uow.run(async (tx) => {
+    const ended = await this.uow.run(async (tx) => {
       const account = await this.lock(tx, actor, id);
       const deleted = await this.federations.delete(tx, id, federationId);
       if (!deleted) throw notFound('No such federation of this service account.');
-      await this.record(tx, actor, 'org.service_account_federation_delete', { serviceAccountId: id, name: account.name, federationId, issuer: deleted.issuer }, now);
-      await this.revokeTokensIn(tx, id, now, actor.ip);
+      const revoked = await this.tokens.revokeExchangedThroughIn(tx, federationId, now, actor.ip);
+      await this.record(tx, actor, 'org.service_account_federation_delete', { serviceAccountId: id, name: account.name, federationId, issuer: deleted.issuer, tokens: revoked.length }, now);
+      return revoked;
     });
-    this.revocations.userRevoked(id);
+    this.revocations.tokensRevoked(ended);
   }
 
   /** At most `limit` exchanged subject tokens past their `exp`, in `tx` (retention). How many. */
@@ -271,12 +278,12 @@ function normalizedScopes(scopes: readonly string[]): string {
 }
 
 /**
- * @throws 400 when the issuer's host is (or resolves to) an address the identity providers' rules
- * refuse. A name that does not resolve now is let through: every fetch of its keys checks again.
+ * @throws 400 when the issuer's host is (or resolves to) an address `allow` refuses. A name that
+ * does not resolve now is let through: every fetch of its keys checks again.
  */
-async function refusePrivateIssuer(issuer: string, allowPrivate: boolean): Promise<void> {
+async function refuseIssuerAddress(issuer: string, allow: AddressAllowance): Promise<void> {
   try {
-    await checkedAddresses(new URL(issuer).hostname, allowPrivate);
+    await checkedAddresses(new URL(issuer).hostname, allow);
   } catch (err) {
     if (err instanceof ProviderAddressRefused) throw badRequest(err.message.replace('an identity provider must', 'a trusted issuer must'));
   }

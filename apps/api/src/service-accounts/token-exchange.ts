@@ -63,7 +63,8 @@ const clip = (value: unknown) => (typeof value === 'string' ? value.slice(0, 300
  * The token is issued as client credentials' are (ClientCredentialsGrant.issueIn: at most an hour,
  * no refresh token) in one transaction that share-locks the account and the federation and records
  * the `jti`: disabling the account, narrowing its scopes or deleting the federation either comes
- * first (and refuses) or waits, then revokes this token with the account's others.
+ * first (and refuses) or waits, then revokes this token (with the account's others; a deleted
+ * federation only the tokens exchanged through it, which the token records).
  */
 @Injectable()
 export class TokenExchangeGrant {
@@ -123,7 +124,7 @@ export class TokenExchangeGrant {
           },
           tx,
         );
-        const issued = await this.clientCredentials.issueIn(tx, locked, scope, ip, null);
+        const issued = await this.clientCredentials.issueIn(tx, locked, scope, ip, { federationId: accepted.federation.id });
         return { access_token: issued.access_token, issued_token_type: ACCESS_TOKEN_TOKEN_TYPE, token_type: issued.token_type, expires_in: issued.expires_in, scope: issued.scope } as const;
       });
       await this.limits.clientAuthenticationSucceeded(ip);

@@ -202,6 +202,29 @@ export class AccessTokenTreesRepository {
     await this.sql.rows(`${roots} SELECT id FROM access_tokens WHERE id IN (SELECT id FROM roots WHERE family IS NULL) ORDER BY id FOR UPDATE`, [userId, now], tx);
   }
 
+  /** Revokes, in `tx`, the live tokens exchanged through a federation, each with its event; their ids (TokenRevoker.revokeExchangedThroughIn). */
+  async revokeExchangedThrough(tx: Tx, federationId: string, now: Date, ip: string | null): Promise<string[]> {
+    const [row] = await this.sql.rows<{ ids: string[] }>(
+      `WITH revoked AS (
+         UPDATE access_tokens SET revoked_at = $2 WHERE minted_by_federation_id = $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING id, user_id
+       ), events AS (
+         ${auditInsert({
+           type: 'token.revoke',
+           userId: 'revoked.user_id',
+           ip: '$3',
+           userAgent: '$4',
+           detail: "jsonb_build_object('tokenId', revoked.id, 'reason', 'the federation it was exchanged through was deleted')",
+           createdAt: '$2',
+           from: 'revoked',
+         })}
+       )
+       SELECT ARRAY(SELECT id FROM revoked) AS ids`,
+      [federationId, now, ip, requestUserAgent()],
+      tx,
+    );
+    return row!.ids;
+  }
+
   /**
    * Revokes, in `tx`, every live access token of the user and every live token made with theirs
    * (recursively: another person's, made by this one as an administrator), with one audit event

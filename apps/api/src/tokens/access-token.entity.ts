@@ -45,6 +45,10 @@ export class AccessToken {
   @Column({ name: 'minted_by_grant_id', type: 'uuid', nullable: true })
   mintedByGrantId!: string | null;
 
+  /** For a service account's token exchanged with a CI's token (RFC 8693): the federation that let it through, which it ends with. */
+  @Column({ name: 'minted_by_federation_id', type: 'uuid', nullable: true })
+  mintedByFederationId!: string | null;
+
   @Column({ name: 'created_ip', type: 'text', nullable: true })
   createdIp!: string | null;
 

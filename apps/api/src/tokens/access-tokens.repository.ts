@@ -85,6 +85,7 @@ export interface NewAccessToken {
   grantId: string | null;
   mintedByTokenId: string | null;
   mintedByGrantId: string | null;
+  mintedByFederationId: string | null;
   createdIp: string | null;
   createdAt: Date;
   expiresAt: Date;
@@ -103,8 +104,8 @@ export class AccessTokensRepository {
   /** The new token's id. */
   async insert(tx: Tx, token: NewAccessToken): Promise<string> {
     const [row] = await this.sql.rows<{ id: string }>(
-      `INSERT INTO access_tokens (token_hash, user_id, origin, label, scope, grant_id, minted_by_token_id, minted_by_grant_id, created_ip, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
+      `INSERT INTO access_tokens (token_hash, user_id, origin, label, scope, grant_id, minted_by_token_id, minted_by_grant_id, minted_by_federation_id, created_ip, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
       [
         token.tokenHash,
         token.userId,
@@ -114,6 +115,7 @@ export class AccessTokensRepository {
         token.grantId,
         token.mintedByTokenId,
         token.mintedByGrantId,
+        token.mintedByFederationId,
         token.createdIp,
         token.createdAt,
         token.expiresAt,

@@ -118,6 +118,17 @@ export class TokenRevoker {
   }
 
   /**
+   * The live tokens a federation let through (workload identity federation), in the caller's
+   * `tx`, which deletes the federation: one statement with a `token.revoke` event each. A token
+   * being exchanged through it holds the federation's row (share-locked) until its commit, so the
+   * deletion waits for it and this statement sees it. A service account's token makes no other
+   * token, so there is no tree to follow. Telling the caches and the metrics is the caller's, after its commit.
+   */
+  revokeExchangedThroughIn(tx: Tx, federationId: string, now: Date, ip: string | null): Promise<string[]> {
+    return this.trees.revokeExchangedThrough(tx, federationId, now, ip);
+  }
+
+  /**
    * What revokeAllForUser does, in the caller's `tx` (an administrator disabling the person), the
    * families locked first; telling the replicas and the metrics is the caller's, after its commit.
    * Uncollected approvals, access tokens, refresh tokens, the grants, then one

@@ -92,6 +92,8 @@ export interface IssueTokenInput {
   scope?: string;
   /** It must expire by then at the latest (the end of a grant's `admin`). */
   endsBy?: Date | null;
+  /** A service account's token exchanged through this federation (RFC 8693): it ends when the federation does (revokeExchangedThroughIn). */
+  federationId?: string | null;
   /**
    * The bearer token it is made with. The new token lives at most as long as that one could (a
    * device login's token: its family's absolute end, and the end of its grant's `admin` if the new
@@ -193,6 +195,7 @@ export class TokensService {
       // A device login's token is one of many (one an hour): the session, its family, made it.
       mintedByTokenId: minter && !minter.grantId ? minter.tokenId : null,
       mintedByGrantId: minter?.grantId ?? null,
+      mintedByFederationId: input.federationId ?? null,
       createdIp: input.ip ?? null,
       createdAt: now,
       expiresAt,
@@ -268,6 +271,11 @@ export class TokensService {
   /** What revokeAllForUser does, in the caller's `tx`; telling the caches is the caller's (TokenRevoker). */
   revokeEverythingOfUserIn(tx: Tx, userId: string, now: Date, ip: string | null): Promise<{ ended: number; othersTokens: string[] }> {
     return this.revoker.revokeEverythingOfUserIn(tx, userId, now, ip);
+  }
+
+  /** Revokes the live tokens exchanged through a federation, in the caller's `tx`; their ids, for the caller to tell the caches after its commit (TokenRevoker). */
+  revokeExchangedThroughIn(tx: Tx, federationId: string, now: Date, ip: string | null): Promise<string[]> {
+    return this.revoker.revokeExchangedThroughIn(tx, federationId, now, ip);
   }
 
   /** The caller's tokens, newest first, without secrets; a device session is one entry. */

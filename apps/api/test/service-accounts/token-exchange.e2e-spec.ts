@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ACCESS_TOKEN_TOKEN_TYPE, ID_TOKEN_TOKEN_TYPE, JWT_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT_TYPE } from '@prospect/contract';
-import { SignJWT } from 'jose';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { ISSUER_KEYS_COOLDOWN_SECONDS } from '../../src/service-accounts/issuer-keys.js';
 import { waitFor } from '../support/eventually.js';
@@ -11,7 +11,9 @@ import { request, type Target } from '../support/http.js';
 import { addMember, personWithToken } from '../support/organization-fixtures.js';
 import { startReplica, startTestApp, type TestApp } from '../support/test-app.js';
 import { TestIssuer } from '../support/test-issuer.js';
-import { createServiceAccount, organizationWithOwner, ShiftedClock } from './support.js';
+import { createSecret, createServiceAccount, organizationWithOwner, secretPost, ShiftedClock } from './support.js';
+
+const LOOPBACK_ISSUERS = { TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS: 'true' };
 
 /** Workload identity federation (issue #45, item 4): RFC 8693 token exchange of a trusted issuer's JWT for a service account's token. */
 describe('token exchange (workload identity federation)', () => {
@@ -22,7 +24,8 @@ describe('token exchange (workload identity federation)', () => {
   beforeAll(async () => {
     await issuer.start();
     await issuer.addKey('k1');
-    api = await startTestApp({ clock });
+    // The test issuers listen on 127.0.0.1: a loopback issuer is refused without this (production's default).
+    api = await startTestApp({ clock, env: LOOPBACK_ISSUERS });
   });
   afterAll(async () => {
     await api?.close();
@@ -262,7 +265,7 @@ describe('token exchange (workload identity federation)', () => {
 
   it('a jti is shared by the replicas: the same token on two at once, exactly one wins', async () => {
     const { account } = await federatedAccount();
-    const replica = await startReplica(api);
+    const replica = await startReplica(api, undefined, LOOPBACK_ISSUERS);
     try {
       for (let round = 0; round < 3; round++) {
         const subjectToken = await issuer.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' });
@@ -361,6 +364,62 @@ describe('token exchange (workload identity federation)', () => {
     expect((await me(beforeDisable)).status).toBe(200);
     expect((await request(api, 'PATCH', `/api/orgs/${slug}/service-accounts/${account.id}`, { json: { disabled: true }, token: owner.token })).status).toBe(200);
     expect((await me(beforeDisable)).status).toBe(401);
+  });
+
+  it('deleting a federation ends the tokens exchanged through it, and only those: a secret’s, a key’s and another federation’s stay; the log counts them', async () => {
+    const { owner, slug, account, federation } = await federatedAccount();
+    const claims = { aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' };
+    const through = [];
+    for (let i = 0; i < 2; i++) through.push((await exchange(account.clientId, await issuer.sign(claims))).body.access_token as string);
+    // Another federation of the same account (another audience of the same issuer) and its token.
+    const other = await federate(slug, owner.token, account.id, { issuer: issuer.url, audience: 'https://ci.acme.example', conditions: { repository: 'acme/api' } });
+    expect(other.status).toBe(201);
+    const throughOther = (await exchange(account.clientId, await issuer.sign({ ...claims, aud: 'https://ci.acme.example' }))).body.access_token as string;
+    // A client secret's token and a private_key_jwt one: no federation made them.
+    const secret = await createSecret(api, slug, owner.token, account.id);
+    const bySecret = (await secretPost(api, account.clientId, secret.clientSecret)).body.access_token as string;
+    const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+    expect((await request(api, 'POST', `/api/orgs/${slug}/service-accounts/${account.id}/keys`, { json: { jwk: { ...(await exportJWK(publicKey)), kid: 'ci-1' } }, token: owner.token })).status).toBe(201);
+    const assertion = await new SignJWT({ jti: randomUUID(), iss: account.clientId, sub: account.clientId, aud: `${api.baseUrl}/oauth/token` })
+      .setProtectedHeader({ alg: 'ES256', kid: 'ci-1' })
+      .setIssuedAt(clock.now())
+      .setExpirationTime(new Date(clock.now().getTime() + 60_000))
+      .sign(privateKey);
+    const byKey = await request(api, 'POST', '/oauth/token', {
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(byKey.status).toBe(200);
+    for (const token of [...through, throughOther, bySecret, byKey.body.access_token]) expect((await me(token)).status).toBe(200);
+
+    expect((await request(api, 'DELETE', `/api/orgs/${slug}/service-accounts/${account.id}/federations/${federation.id}`, { token: owner.token })).status).toBe(204);
+    for (const token of through) expect((await me(token)).status).toBe(401);
+    for (const token of [throughOther, bySecret, byKey.body.access_token]) expect((await me(token)).status).toBe(200);
+    const [logged] = await authEvents(api, { type: 'org.service_account_federation_delete', detail: { serviceAccountId: account.id, federationId: federation.id } });
+    expect(logged!.detail).toMatchObject({ issuer: issuer.url, tokens: 2 });
+  });
+
+  it('a loopback issuer only with TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS=true: without it, a clear 400 at registration, and one registered before is not asked for its keys', async () => {
+    const local = new TestIssuer();
+    await local.start();
+    await local.addKey('k1');
+    const { owner, slug, account } = await federatedAccount();
+    expect((await federate(slug, owner.token, account.id, { issuer: local.url, conditions: { repository: 'acme/api' } })).status).toBe(201);
+    // As production runs: the setting's default.
+    Object.assign(api.config, { tokenExchangeAllowLoopbackIssuers: false });
+    try {
+      for (const loopback of [local.url, 'http://localhost:8080', 'https://[::1]/ci', 'https://127.0.0.2']) {
+        const res = await federate(slug, owner.token, account.id, { issuer: loopback, conditions: { repository: 'acme/api' } });
+        expect(res.status).toBe(400);
+        expect(res.body.message).toMatch(/is a loopback address: a trusted issuer must be reachable on the internet, or set TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS=true/);
+      }
+      expectOpaqueRefusal(await exchange(account.clientId, await local.sign({ aud: api.baseUrl, sub: 'repo:acme/api:ref:refs/heads/main' })));
+      expect(await refusedConditions(account.id)).toEqual(['issuer_unavailable']);
+      expect(local.jwksFetches).toBe(0);
+    } finally {
+      Object.assign(api.config, { tokenExchangeAllowLoopbackIssuers: true });
+      await local.close();
+    }
   });
 
   it('refuses malformed requests with a clear invalid_request', async () => {

@@ -15,7 +15,8 @@ import { api, box, useRealApi } from '../support/e2e-suite.js';
 import { PROSPECT_JS } from '../support/run-cli.js';
 import { Tmux } from '../support/tmux.js';
 
-useRealApi('ci-login');
+// The test issuer listens on 127.0.0.1: a loopback issuer is trusted only with this (production's default refuses it).
+useRealApi('ci-login', { TOKEN_EXCHANGE_ALLOW_LOOPBACK_ISSUERS: 'true' });
 
 const issuer = new TestIssuer();
 

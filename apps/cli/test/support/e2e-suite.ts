@@ -23,12 +23,13 @@ export function useSandbox(): void {
 
 /**
  * useSandbox(), and the real API for the whole file with one person in it; `tag` keeps her
- * e-mail address apart from other files' (TEST_DATABASE_URL may be one database for all).
+ * e-mail address apart from other files' (TEST_DATABASE_URL may be one database for all); `env`,
+ * settings of the API the spec needs.
  */
-export function useRealApi(tag: string): void {
+export function useRealApi(tag: string, env: Record<string, string> = {}): void {
   beforeAll(async () => {
     assertBuilt();
-    api = await startRealApi();
+    api = await startRealApi(env);
     person = await createUser(api, { name: 'Grace Hopper', email: `grace-${tag}-${Date.now()}@example.com` });
   });
   afterAll(() => api?.close());

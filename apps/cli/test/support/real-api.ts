@@ -13,8 +13,8 @@ export { approve, authorizedPoll, createUser, deny, type TestApp };
 /** A long-lived CLI token without a refresh token, as the tokens page creates one (for `--token`). */
 export const cliToken = async (api: TestApp, user: { id: string }) => (await api.app.get(TokensService).issue({ userId: user.id, origin: 'direct' })).accessToken;
 
-/** Polls every second instead of five, so a device login test takes seconds. */
-export const startRealApi = () => startTestApp({ env: { DEVICE_POLL_INTERVAL_SECONDS: '1' } });
+/** Polls every second instead of five, so a device login test takes seconds; `env`: a spec's own settings. */
+export const startRealApi = (env: Record<string, string> = {}) => startTestApp({ env: { DEVICE_POLL_INTERVAL_SECONDS: '1', ...env } });
 
 /** How many requests for `path` the API has logged (its request log carries the path without the query). */
 export const requestsLoggedFor = (api: TestApp, path: string) => api.logs().split('\n').filter((line) => line.includes(`"url":"${path}"`)).length;

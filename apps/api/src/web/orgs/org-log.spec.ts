@@ -29,6 +29,8 @@ describe('describeOrgEvent', () => {
     [{ type: 'org.member_add', detail: { memberId: 'u1', role: 'member', via: 'scim' } }, 'ada@example.com joined as member through the directory (SCIM)'],
     [{ type: 'scim.user_deactivate', detail: { memberId: 'u1', accountDisabled: true } }, 'The directory deactivated ada@example.com, and disabled their account'],
     [{ type: 'scim.settings_update', detail: { groupRoles: 'Admins → admin' } }, 'Changed SCIM provisioning; groups to roles: Admins → admin'],
+    [{ type: 'org.service_account_federation_delete', detail: { issuer: 'https://ci.example', name: 'deploy', tokens: 2 } }, 'Stopped trusting https://ci.example for the service account deploy, ending 2 tokens exchanged through it'],
+    [{ type: 'org.service_account_federation_delete', detail: { issuer: 'https://ci.example', name: 'deploy', tokens: 0 } }, 'Stopped trusting https://ci.example for the service account deploy'],
     [{ type: 'web.login', detail: {} }, 'web.login'],
   ] as const)('%j', (event, words) => expect(describeOrgEvent(event, addresses)).toBe(words));
 });

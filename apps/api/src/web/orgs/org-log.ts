@@ -80,7 +80,9 @@ const WORDS: Partial<Record<AuthEventType, (detail: Detail, member: (id: unknown
   'org.webhook_disable_failing': (d) => `The webhook ${text(d, 'origin') ?? ''} was disabled after failing for 3 days`.replace('  ', ' '),
   'org.service_account_new_address': (d) => `The service account ${text(d, 'name') ?? ''} was used from a new address${text(d, 'address') ? ` (${text(d, 'address')})` : ''}`,
   'org.service_account_federation_add': (d) => `Trusted ${text(d, 'issuer') ?? 'an issuer'} for the service account ${text(d, 'name') ?? ''}`.trimEnd(),
-  'org.service_account_federation_delete': (d) => `Stopped trusting ${text(d, 'issuer') ?? 'an issuer'} for the service account ${text(d, 'name') ?? ''}`.trimEnd(),
+  'org.service_account_federation_delete': (d) =>
+    `Stopped trusting ${text(d, 'issuer') ?? 'an issuer'} for the service account ${text(d, 'name') ?? ''}`.trimEnd() +
+    (typeof d.tokens === 'number' && d.tokens > 0 ? `, ending ${d.tokens} token${d.tokens === 1 ? '' : 's'} exchanged through it` : ''),
   'org.service_account_token_exchange': (d) =>
     `The service account ${text(d, 'name') ?? ''} was given a token for ${text(d, 'sub') ?? 'a token'} of ${text(d, 'issuer') ?? 'a trusted issuer'}`.replace('  ', ' '),
   'org.service_account_exchange_refused': (d) =>

@@ -33,7 +33,7 @@ const DONE: Record<string, string> = {
   deleted: 'Deleted, with its credentials and tokens.',
   'secret-deleted': 'Secret deleted: its tokens ended.',
   'federation-added': 'Trusted: its CI may now exchange its tokens for this account’s.',
-  'federation-deleted': 'No longer trusted: its tokens ended.',
+  'federation-deleted': 'No longer trusted: the tokens exchanged through it ended.',
 };
 
 /** The conditions a textarea holds, one `claim=pattern` a line (a pattern may hold `=`); blank lines skipped. */
