@@ -44,6 +44,7 @@ import { OrganizationInvitationsEndedIndex1795400000048 } from './1795400000048-
 import { ScimAccountDisabledAt1795400000049 } from './1795400000049-scim-account-disabled-at.js';
 import { ScimCreatedAccounts1795400000050 } from './1795400000050-scim-created-accounts.js';
 import { OrganizationDepartures1795400000051 } from './1795400000051-organization-departures.js';
+import { GrantFederatedLink1795400000053 } from './1795400000053-grant-federated-link.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -88,4 +89,5 @@ export const MIGRATIONS = [
   ScimAccountDisabledAt1795400000049,
   ScimCreatedAccounts1795400000050,
   OrganizationDepartures1795400000051,
+  GrantFederatedLink1795400000053,
 ];
