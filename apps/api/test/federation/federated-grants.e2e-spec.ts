@@ -149,10 +149,17 @@ describe('grants approved through an organization’s provider', () => {
 
     // The domain verified again, Dee signs in and approves again; disabling the connection ends that one.
     await markDomainVerified(fed.api, t.orgId, t.domain);
-    const deeAgain = await deviceLogin(approvedWith(await signedInThrough(dee)));
+    const deeBrowser = await signedInThrough(dee);
+    const deeAgain = await deviceLogin(approvedWith(deeBrowser));
     expect(await works(deeAgain)).toEqual(WORKS);
+    // And one approved there that the CLI has not collected yet.
+    const uncollected = await post(fed.api, ROUTES.deviceStart, { clientName: 'prospect CLI 0.1.0', hostname: 'laptop' });
+    expect(await approvedWith(deeBrowser)(uncollected.body.userCode)).toBe(200);
     expect((await t.call('PATCH', { disabled: true })).status).toBe(200);
     expect(await works(deeAgain)).toEqual(ENDED);
+    const late = await post(fed.api, ROUTES.devicePoll, { deviceCode: uncollected.body.deviceCode });
+    expect(late.body.status).not.toBe('authorized');
+    expect(late.body.accessToken).toBeUndefined();
     expect(await works(eveWithPassword)).toEqual(WORKS);
   });
 });
