@@ -1,4 +1,4 @@
-import { ROUTES } from '@prospect/contract';
+import { CLI_CLIENT_ID, OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import { createUser } from '../support/fixtures.js';
 import { get, post, request } from '../support/http.js';
 import { addMember, createOrganization, personWithToken } from '../support/organization-fixtures.js';
@@ -6,15 +6,16 @@ import { markDomainVerified, organizationId } from '../support/verified-domain-f
 import { signInAs, type WebClient, webClient } from '../support/web-client.js';
 import { answerFor as samlAnswerFor, postToAcs, samlTeam, startSignIn } from '../saml/support/saml-fixtures.js';
 import { SamlIdp } from '../saml/support/saml-idp.js';
+import { authorizationParams, pkce, tokenRequest } from '../oauth/code-flow-support.js';
 import { type Federation, signInThrough, startFederation } from './support/federation.js';
 import { HttpBrowser } from './support/http-browser.js';
 import { CLIENT_ID, CLIENT_SECRET, TestProvider } from './support/test-provider.js';
 
 /**
- * A credential ends with the state it was issued for: a CLI device login approved in a browser
- * session signed in through an organization's provider (OpenID Connect or SAML) ends when that
- * session would, whatever ends it: the provider disabled, its domains narrowed, the organization's
- * domain removed. Its access token answers 401 at once and its refresh token no longer refreshes.
+ * A credential ends with the state it was issued for: a CLI device login (or the CLI's code
+ * grant) approved in a browser session signed in through an organization's provider (OpenID
+ * Connect or SAML) ends when that session would, whatever ends it: the provider disabled, its
+ * domains narrowed, the organization's domain removed. Its access token answers 401 at once and its refresh token no longer refreshes.
  * The same person's device login approved from a password session stays.
  */
 describe('grants approved through an organization’s provider', () => {
@@ -47,6 +48,18 @@ describe('grants approved through an organization’s provider', () => {
     const page = await web.send('GET', `/device?user_code=${userCode}`);
     return (await web.send('POST', '/device/approve', { _csrf: web.csrfFrom(page.text), user_code: userCode })).status;
   };
+  /** `prospect auth:login --web`: the CLI's own client's authorization code, approved in `web` (first party: no consent page); its token pair. */
+  async function codeGrant(web: WebClient) {
+    const redirectUri = 'http://127.0.0.1:53682/callback';
+    const { verifier, challenge } = pkce();
+    const params = authorizationParams(CLI_CLIENT_ID, redirectUri, challenge, { scope: 'profile', state: 's' });
+    const answer = await web.send('GET', `${OAUTH_ROUTES.authorize}?${new URLSearchParams(params)}`, undefined, { 'sec-fetch-site': 'none' });
+    expect(answer.status).toBe(303);
+    const code = new URL(answer.location!).searchParams.get('code')!;
+    const tokens = await tokenRequest(fed.api, { grant_type: 'authorization_code', client_id: CLI_CLIENT_ID, code, redirect_uri: redirectUri, code_verifier: verifier });
+    expect(tokens.status).toBe(200);
+    return { accessToken: tokens.body.access_token as string, refreshToken: tokens.body.refresh_token as string };
+  }
   /** Whether the CLI's pair still works: its access token at /api/cli/auth/me, then its refresh token (last: it is rotated). */
   async function works(pair: { accessToken: string; refreshToken: string }) {
     const me = (await get(fed.api, ROUTES.me, pair.accessToken)).status;
@@ -130,7 +143,9 @@ describe('grants approved through an organization’s provider', () => {
       return web;
     };
     const dee = t.address('dee');
-    const deeCli = await deviceLogin(approvedWith(await signedInThrough(dee)));
+    const deeWeb = await signedInThrough(dee);
+    const deeCli = await deviceLogin(approvedWith(deeWeb));
+    const deeCodeGrant = await codeGrant(deeWeb);
     // Eve has a password account, linked by proving it; then she signs in through the connection.
     const eve = t.address('eve');
     await createUser(fed.api, { email: eve });
@@ -139,11 +154,12 @@ describe('grants approved through an organization’s provider', () => {
     expect((await linking.send('POST', '/login/link/password', { _csrf: linking.csrfFrom(form.text), password: 'correct horse battery' })).status).toBe(303);
     const eveThroughSaml = await deviceLogin(approvedWith(await signedInThrough(eve)));
     const eveWithPassword = await deviceLogin(approvedWith(await signInAs(fed.api, eve, 'correct horse battery')));
-    for (const pair of [deeCli, eveThroughSaml, eveWithPassword]) expect(await works(pair)).toEqual(WORKS);
+    for (const pair of [deeCli, deeCodeGrant, eveThroughSaml, eveWithPassword]) expect(await works(pair)).toEqual(WORKS);
 
     // The organization no longer has the domain: what the connection's sessions approved for it ends.
     expect((await request(fed.api, 'DELETE', `/api/orgs/${t.slug}/domains/${t.domain}`, { token: t.admin.token })).status).toBe(204);
     expect(await works(deeCli)).toEqual(ENDED);
+    expect(await works(deeCodeGrant)).toEqual(ENDED);
     expect(await works(eveThroughSaml)).toEqual(ENDED);
     expect(await works(eveWithPassword)).toEqual(WORKS);
 
