@@ -132,7 +132,7 @@ export const SETTINGS = {
   adminGrantSeconds: setting('ADMIN_GRANT_SECONDS', seconds(12 * 3600)),
   /** Everyone must have a second factor: one without is led to set it up at the next sign-in. */
   requireSecondFactor: setting('REQUIRE_SECOND_FACTOR', booleanFlag.default(false)),
-  /** Failed sign-ins one address may make in an hour. */
+  /** Failed sign-ins one address may make in an hour: passwords, passkeys and SAML responses posted to an ACS (rate-limits.ts). */
   signinPerIpPerHour: setting('SIGNIN_PER_IP_PER_HOUR', wholeNumber(50)),
   /** Accounts one address may create in an hour. */
   signupPerIpPerHour: setting('SIGNUP_PER_IP_PER_HOUR', wholeNumber(10)),

@@ -152,6 +152,28 @@ export class FederatedIdentitiesRepository {
     return row;
   }
 
+  /** The ids of every link of one provider, in `tx` (it is being disabled or deleted). */
+  async idsOfProvider(tx: Tx, providerId: string): Promise<string[]> {
+    const rows = await this.sql.rows<{ id: string }>(`SELECT id FROM federated_identities WHERE provider_id = $1 ORDER BY id`, [providerId], tx);
+    return rows.map((row) => row.id);
+  }
+
+  /**
+   * The ids of the links of one provider whose address, or whose account's address, is in `domain`
+   * (the provider losing that domain), in `tx`: the links whose sessions WebSessions.endForProviderDomain ends.
+   */
+  async idsOfProviderForDomain(tx: Tx, providerId: string, domain: string): Promise<string[]> {
+    const rows = await this.sql.rows<{ id: string }>(
+      `SELECT l.id FROM federated_identities l JOIN users u ON u.id = l.user_id
+        WHERE l.provider_id = $1
+          AND (lower(substring(l.email FROM '[^@]+$')) = $2 OR lower(substring(u.email FROM '[^@]+$')) = $2)
+        ORDER BY l.id`,
+      [providerId, domain],
+      tx,
+    );
+    return rows.map((row) => row.id);
+  }
+
   /** The links of these people with their providers' names, for the admin's pages. */
   forAdmin(userIds: string[]): Promise<LinkForAdmin[]> {
     if (!userIds.length) return Promise.resolve([]);

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { AuditService } from '../audit/audit.service.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { WebSessions } from '../web-sessions/web-sessions.js';
+import { FederatedEndings } from './federated-endings.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { BackgroundWrites } from '../database/background-writes.js';
@@ -39,7 +39,7 @@ export class FederationChecks {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly uow: UnitOfWork,
-    private readonly webSessions: WebSessions,
+    private readonly endings: FederatedEndings,
     private readonly audit: AuditService,
   ) {}
 
@@ -75,7 +75,7 @@ export class FederationChecks {
 
   /**
    * The provider's refusal of a link (a leaver): the link is marked refused and its browser
-   * sessions end, audited, in one transaction; how many sessions ended, or null when it was
+   * sessions end with the grants they approved, audited, in one transaction; how many sessions ended, or null when it was
    * refused already.
    */
   private refuse(linkId: string, providerName: string, reason: string): Promise<number | null> {
@@ -83,8 +83,8 @@ export class FederationChecks {
     return this.uow.run(async (tx) => {
       const refused = await this.links.markRefused(tx, linkId, now);
       if (!refused) return null;
-      const sessions = await this.webSessions.endForFederatedLink(tx, refused.id);
-      const detail = { providerId: refused.providerId, label: providerName, linkId: refused.id, reason, sessions };
+      const { sessions, grants } = await this.endings.ofLink(tx, refused.id, 'identity provider refused the person');
+      const detail = { providerId: refused.providerId, label: providerName, linkId: refused.id, reason, sessions, grants };
       await this.audit.record('federation.refused_by_provider', { userId: refused.userId, ip: null, detail, at: now }, tx);
       return sessions;
     });

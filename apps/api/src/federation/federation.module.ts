@@ -6,6 +6,7 @@ import { UsersModule } from '../users/users.module.js';
 import { WebSessionsModule } from '../web-sessions/web-sessions.module.js';
 import { AccountCredentials } from './account-credentials.js';
 import { AnonymousRefusals } from './anonymous-refusals.js';
+import { FederatedEndings } from './federated-endings.js';
 import { FederatedIdentitiesRepository } from './federated-identities.repository.js';
 import { FederatedLinkWriter } from './federated-link-writer.js';
 import { FederationChecks } from './federation-checks.service.js';
@@ -43,6 +44,7 @@ import { SamlSignIn } from './saml/saml-sign-in.service.js';
   providers: [
     IdentityProvidersRepository,
     FederatedIdentitiesRepository,
+    FederatedEndings,
     RelyingParty,
     ProviderNetwork,
     SignInFlights,

@@ -5,12 +5,12 @@ import { AuditService } from '../audit/audit.service.js';
 import { badRequest, conflict, notFound } from '../common/api-exception.js';
 import { Clock } from '../common/clock.js';
 import { isUniqueViolation } from '../database/sql.js';
+import { FederatedEndings } from './federated-endings.js';
 import { FederatedIdentitiesRepository, type LinkForAdmin } from './federated-identities.repository.js';
 import { FederationSignIn } from './federation-sign-in.service.js';
 import { type IdentityProviderChanges, type IdentityProviderRow, IdentityProvidersRepository } from './identity-providers.repository.js';
 import { issuerProblem, ProviderUnreachable, RelyingParty } from './relying-party.js';
 import type { Tx } from '../database/tx.js';
-import { WebSessions } from '../web-sessions/web-sessions.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { OrganizationTeardown } from '../organizations/organization-teardown.js';
 import { OrganizationsService } from '../organizations/organizations.service.js';
@@ -64,7 +64,7 @@ export class IdentityProvidersService {
     private readonly federation: FederationSignIn,
     private readonly audit: AuditService,
     private readonly clock: Clock,
-    private readonly webSessions: WebSessions,
+    private readonly endings: FederatedEndings,
     private readonly organizations: OrganizationsService,
     private readonly limits: RateLimits,
     private readonly config: AppConfig,
@@ -181,11 +181,12 @@ export class IdentityProvidersService {
   /**
    * Any of the changes, in one locked transaction, each audited. Disabling refuses its sign-ins
    * from now and ends every browser session started through it (the serializer refuses any
-   * written back by a request in flight); enabling lets it sign people in again. `enforce` takes
-   * effect at once: password sign-in, reset mail and passwords set by invitation stop for its
-   * domains (existing sessions stay; CLI and extension grants end by their own rules). An
-   * organization's provider whose `emailDomains` lose a domain ends the browser sessions it started
-   * for addresses of that domain, as the domain's removal does (its `sessions` in the update's event).
+   * written back by a request in flight) and every grant those sessions approved (FederatedEndings);
+   * enabling lets it sign people in again. `enforce` takes effect at once: password sign-in, reset
+   * mail and passwords set by invitation stop for its domains (existing sessions stay; CLI and
+   * extension grants end by their own rules). An organization's provider whose `emailDomains` lose
+   * a domain ends the browser sessions it started for addresses of that domain, and the grants they
+   * approved, as the domain's removal does (its `sessions` and `grants` in the update's event).
    * @returns the provider as it is now, and how many sessions ended.
    * @throws ApiException 404, 409 (a domain of another provider; an organization's provider, to the instance's administrators)
    */
@@ -219,6 +220,7 @@ export class IdentityProvidersService {
       };
       const changed = Object.entries(settings).filter(([, value]) => value !== undefined).map(([name]) => (name === 'clientSecretSealed' ? 'clientSecret' : name));
       let sessionsEnded = 0;
+      let grantsEnded = 0;
       let disabledAt = current.disabledAt;
       if (changes.disabled === true && !current.disabledAt) disabledAt = now;
       if (changes.disabled === false) disabledAt = null;
@@ -227,7 +229,11 @@ export class IdentityProvidersService {
       // An organization's provider narrowed: the sessions it started for a domain it no longer
       // lists end, as a verified domain's removal ends them (its sign-in would be refused now).
       const dropped = emailDomains && current.organizationId ? current.emailDomains.filter((d) => !emailDomains.includes(d)) : [];
-      for (const domain of dropped) sessionsEnded += await this.webSessions.endForProviderDomain(tx, id, domain);
+      for (const domain of dropped) {
+        const ended = await this.endings.ofProviderDomain(tx, id, domain, 'identity provider no longer signs in the domain');
+        sessionsEnded += ended.sessions;
+        grantsEnded += ended.grants;
+      }
       if (changed.length) {
         const detail = {
           providerId: id,
@@ -236,14 +242,14 @@ export class IdentityProvidersService {
           ...(settings.enforce !== undefined ? { enforce: settings.enforce } : {}),
           ...(settings.allowSignUp !== undefined ? { allowSignUp: settings.allowSignUp } : {}),
           ...(emailDomains ? { emailDomains: emailDomains.join(' ') } : {}),
-          ...(dropped.length ? { sessions: sessionsEnded } : {}),
+          ...(dropped.length ? { sessions: sessionsEnded, grants: grantsEnded } : {}),
         };
         await this.record(tx, owner, 'update', adminId, ip, detail);
       }
       if (changes.disabled === true) {
-        const sessions = await this.webSessions.endForProvider(tx, id);
+        const { sessions, grants } = await this.endings.ofProvider(tx, id, 'identity provider disabled');
         sessionsEnded += sessions;
-        await this.record(tx, owner, 'disable', adminId, ip, { providerId: id, label, sessions });
+        await this.record(tx, owner, 'disable', adminId, ip, { providerId: id, label, sessions, grants });
       } else if (changes.disabled === false && current.disabledAt) {
         await this.record(tx, owner, 'enable', adminId, ip, { providerId: id, label });
       }
@@ -254,7 +260,7 @@ export class IdentityProvidersService {
   }
 
   /**
-   * Deletes a provider: the browser sessions started through it end, its links go (the accounts
+   * Deletes a provider: the browser sessions started through it end with the grants they approved, its links go (the accounts
    * stay: one made by federation has no password, and its owner sets one with a reset link).
    * @throws ApiException 404, 409 (an organization's provider, to the instance's administrators)
    */
@@ -262,35 +268,36 @@ export class IdentityProvidersService {
     await this.refuseOrganizationsProvider(id, owner);
     await this.uow.run(async (tx) => {
       const provider = await this.existing(tx, id, owner);
-      const sessions = await this.webSessions.endForProvider(tx, id);
+      const { sessions, grants } = await this.endings.ofProvider(tx, id, 'identity provider deleted');
       await this.providers.delete(tx, id);
-      await this.record(tx, owner, 'delete', adminId, ip, { providerId: id, label: provider.displayName, sessions });
+      await this.record(tx, owner, 'delete', adminId, ip, { providerId: id, label: provider.displayName, sessions, grants });
     });
   }
 
   /**
    * An organization's deletion (OrganizationTeardown, in its `tx`): each of its providers goes as
-   * remove() does it, the browser sessions it started ending with it, recorded in the
+   * remove() does it, the browser sessions it started (and the grants they approved) ending with it, recorded in the
    * organization's log.
    */
   async endForOrganization(tx: Tx, organizationId: string, now: Date): Promise<void> {
     for (const provider of await this.providers.lockedOfOrganization(tx, organizationId)) {
-      const sessions = await this.webSessions.endForProvider(tx, provider.id);
+      const { sessions, grants } = await this.endings.ofProvider(tx, provider.id, 'organization deleted');
       await this.providers.delete(tx, provider.id);
-      const detail = { providerId: provider.id, label: provider.displayName, sessions, reason: 'organization deleted' };
+      const detail = { providerId: provider.id, label: provider.displayName, sessions, grants, reason: 'organization deleted' };
       await this.audit.record('org.identity_provider_delete', { userId: null, ip: null, organizationId, detail, at: now }, tx);
     }
   }
 
   /**
    * A verified domain of the organization removed (OrganizationTeardown, in that change's `tx`):
-   * the browser sessions its providers started for addresses of the domain end, as disabling a
-   * provider ends all of its own (their sign-in would be refused now); how many.
+   * the browser sessions its providers started for addresses of the domain end, with the grants
+   * they approved, as disabling a provider ends all of its own (their sign-in would be refused
+   * now); how many sessions.
    */
   async endForOrganizationDomain(tx: Tx, organizationId: string, domain: string): Promise<number> {
     let sessions = 0;
     for (const provider of await this.providers.lockedOfOrganization(tx, organizationId)) {
-      sessions += await this.webSessions.endForProviderDomain(tx, provider.id, domain);
+      sessions += (await this.endings.ofProviderDomain(tx, provider.id, domain, 'domain removed from the organization')).sessions;
     }
     return sessions;
   }
@@ -300,14 +307,14 @@ export class IdentityProvidersService {
     return this.links.forAdmin(userIds);
   }
 
-  /** An admin removes a person's link; its browser sessions end, audited with the admin, in one transaction. @throws ApiException 404 */
+  /** An admin removes a person's link; its browser sessions end with the grants they approved, audited with the admin, in one transaction. @throws ApiException 404 */
   async unlink(userId: string, linkId: string, adminId: string, ip: string | null): Promise<void> {
     const now = this.clock.now();
     const removed = await this.uow.run(async (tx) => {
       const gone = await this.links.delete(tx, linkId, userId);
       if (!gone) return false;
-      await this.webSessions.endForFederatedLink(tx, gone.id);
-      const detail = { providerId: gone.providerId, label: gone.providerName, linkId: gone.id, by: adminId };
+      const { sessions, grants } = await this.endings.ofLink(tx, gone.id, 'identity provider link removed');
+      const detail = { providerId: gone.providerId, label: gone.providerName, linkId: gone.id, by: adminId, sessions, grants };
       await this.audit.record('federation.unlink', { userId: gone.userId, ip, detail, at: now }, tx);
       return true;
     });

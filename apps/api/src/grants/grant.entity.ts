@@ -56,6 +56,14 @@ export class Grant {
   @Column({ name: 'web_session', type: 'text', nullable: true })
   webSession!: string | null;
 
+  /**
+   * The identity-provider link the approving session was signed in through (its
+   * `web_sessions.federated_link_id` when the grant was recorded); null for a session signed in
+   * otherwise. What ends that link's sessions ends this grant too (TokensService.revokeGrantsOfFederatedLinks).
+   */
+  @Column({ name: 'federated_link_id', type: 'uuid', nullable: true })
+  federatedLinkId!: string | null;
+
   /** The organization it was granted in, where there is one. */
   @Column({ name: 'organization_id', type: 'uuid', nullable: true })
   organizationId!: string | null;

@@ -13,10 +13,16 @@ export type NewGrant = Pick<Grant, 'userId' | 'clientId' | 'grantType' | 'scope'
 export class GrantsRepository {
   constructor(private readonly sql: Sql) {}
 
+  /**
+   * Records an approval, in `tx`; its id. The approving session's identity-provider link is copied
+   * from its row (`web_sessions.federated_link_id`) in the same statement: both doors record a grant
+   * while that session is live (the device page's approval in it; a code's exchange only while it is).
+   */
   async insert(tx: Tx, grant: NewGrant): Promise<string> {
     const [row] = await this.sql.rows<{ id: string }>(
-      `INSERT INTO grants (id, user_id, client_id, grant_type, scope, admin_until, credential_epoch, amr, acr, auth_time, second_factor, web_session, organization_id, created_at)
-       VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+      `INSERT INTO grants (id, user_id, client_id, grant_type, scope, admin_until, credential_epoch, amr, acr, auth_time, second_factor, web_session, organization_id, created_at, federated_link_id)
+       VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+               (SELECT federated_link_id FROM web_sessions WHERE sid = $12 AND user_id = $2))
        RETURNING id`,
       [
         grant.id ?? null,
@@ -97,6 +103,17 @@ export class GrantsRepository {
   /** Marks every grant of the person revoked, in `tx` ("sign out everywhere", an account taken back). */
   async revokeAllOfUser(tx: Tx, userId: string, now: Date): Promise<void> {
     await this.sql.rows(`UPDATE grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`, [userId, now], tx);
+  }
+
+  /** The grants not revoked yet that sessions signed in through these identity-provider links approved, by id. */
+  async liveOfFederatedLinks(tx: Tx, linkIds: readonly string[]): Promise<string[]> {
+    if (!linkIds.length) return [];
+    const rows = await this.sql.rows<{ id: string }>(
+      `SELECT id FROM grants WHERE federated_link_id = ANY ($1::uuid[]) AND revoked_at IS NULL ORDER BY id`,
+      [linkIds],
+      tx,
+    );
+    return rows.map((row) => row.id);
   }
 
   /** The grants the person gave this client by an authorization code, by id. */

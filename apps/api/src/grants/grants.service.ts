@@ -49,6 +49,11 @@ export class GrantsService {
     return this.grants.revokeAllOfUser(tx, userId, now);
   }
 
+  /** The grants not revoked yet that were approved from sessions signed in through these identity-provider links. */
+  liveOfFederatedLinks(tx: Tx, linkIds: readonly string[]): Promise<string[]> {
+    return this.grants.liveOfFederatedLinks(tx, linkIds);
+  }
+
   /** The grants the person gave a client by an authorization code. */
   codeGrantsOf(tx: Tx, userId: string, clientId: string): Promise<string[]> {
     return this.grants.codeGrantsOf(tx, userId, clientId);

@@ -76,6 +76,8 @@ export const PASSKEY_FAILURES = LOGIN_FAILURES;
  * - Passkey sign-in without a recognised browser: 5 failures in 15 minutes per registered credential
  *   id block it for 15 minutes, and each try uses a point of the address's SIGNIN_PER_IP_PER_HOUR
  *   (a success gives it back).
+ * - SAML responses posted to an organization's ACS: each a point of the address's
+ *   SIGNIN_PER_IP_PER_HOUR, taken before the XML is read (a verified one gives it back).
  * - Password-reset mails: 3 an hour per account (known or not), PASSWORD_RESETS_PER_IP_PER_HOUR per IP.
  *   Mails proving an address (verification sent again, an address change): 3 an hour per account.
  *   Unsolicited mails to one address: MAILS_PER_RECIPIENT_PER_HOUR, the rest dropped (mailToRecipient).
@@ -200,6 +202,25 @@ export class RateLimits {
   async passkeySucceeded(credentialId: string, ip: string, browser: RecognisedBrowser | null): Promise<void> {
     if (browser) await this.limiters.loginByBrowser.delete(browser);
     else await Promise.all([this.limiters.passkeysByCredential.delete(credentialKey(credentialId)), this.limiters.loginByIp.reward(ip, 1)]);
+  }
+
+  /**
+   * Counts a SAML response posted to an organization's ACS (issue #47) against its address, before
+   * its XML is parsed or its signature verified (the expensive part, and anyone may post one): a
+   * point of the address's SIGNIN_PER_IP_PER_HOUR failed sign-ins, which passwords and passkeys
+   * use too, so one address gets no more tries for having several doors. A verified answer gives
+   * it back (samlResponseVerified), so the limit counts failures. Per address alone: nothing names
+   * an account before the signature is verified, and no recognised browser can be told there (the
+   * device cookie goes only to /login, and the IdP's cross-site POST brings no session cookie), so
+   * an attacker's failures block only their address, never the owner's account.
+   */
+  attemptSamlResponse(ip: string): Promise<void> {
+    return this.consume(this.limiters.loginByIp, ip, 'Too many failed sign-ins from your address. Please wait before trying again.');
+  }
+
+  /** A SAML response that verified: its point goes back where attemptSamlResponse took it. */
+  async samlResponseVerified(ip: string): Promise<void> {
+    await this.limiters.loginByIp.reward(ip, 1);
   }
 
   /**

@@ -104,6 +104,20 @@ export class TokenRevoker {
   }
 
   /**
+   * Every grant not revoked yet that a browser session signed in through one of these
+   * identity-provider links approved (`grants.federated_link_id`), each a family with the tokens made
+   * with it, in `tx`: what ends the link's sessions (its provider disabled or deleted, its domains
+   * narrowed, the link refused or removed) ends what they approved, in the same transaction. An
+   * approval the CLI has not collected yet ends too (its redemption finds the grant revoked). In id
+   * order, as every multi-family revocation takes them; how many grants.
+   */
+  async revokeGrantsOfFederatedLinks(tx: Tx, linkIds: readonly string[], reason: string): Promise<number> {
+    const grants = await this.grants.liveOfFederatedLinks(tx, linkIds);
+    for (const grant of grants) await this.revokeFamily(grant, reason, null, tx);
+    return grants.length;
+  }
+
+  /**
    * "Sign out everywhere": every live token of this user, refresh tokens too, and the tokens made
    * with them for other people (by an administrator), with one audit
    * event per long-lived token and per session; returns how many of those it ended. The

@@ -263,6 +263,11 @@ export class TokensService {
     return this.revoker.revokeGrantsOfUser(userId, reason, ip);
   }
 
+  /** The grants approved from sessions signed in through these identity-provider links, in `tx`; how many (TokenRevoker). */
+  revokeGrantsOfFederatedLinks(tx: Tx, linkIds: readonly string[], reason: string): Promise<number> {
+    return this.revoker.revokeGrantsOfFederatedLinks(tx, linkIds, reason);
+  }
+
   /** "Sign out everywhere"; how many long-lived tokens and sessions it ended (TokenRevoker). */
   revokeAllForUser(userId: string, ip?: string | null): Promise<number> {
     return this.revoker.revokeAllForUser(userId, ip);

@@ -50,3 +50,6 @@ export function pageParam(req: Request): number {
   const page = Number(queryParam(req, 'page'));
   return Number.isInteger(page) && page >= 1 && page <= 10_000 ? page : 1;
 }
+
+/** "15 minutes", "40 seconds": how long a person must wait (a 429's Retry-After, in words). */
+export const waitText = (seconds: number) => (seconds >= 90 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} seconds`);

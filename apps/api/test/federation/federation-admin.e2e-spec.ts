@@ -1,11 +1,11 @@
 import http from 'node:http';
 import net from 'node:net';
-import { presetIssuer } from '@prospect/contract';
+import { presetIssuer, ROUTES } from '@prospect/contract';
 import { IdentityProvidersService } from '../../src/federation/identity-providers.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
 import { createUser, hasPassword, userByEmail } from '../support/fixtures.js';
-import { request } from '../support/http.js';
+import { get, post, request } from '../support/http.js';
 import { signInAs, type WebClient } from '../support/web-client.js';
 import { acmeProvider, events, type Federation, PROVIDERS, signedInAs, signInThrough, startFederation } from './support/federation.js';
 import { HttpBrowser } from './support/http-browser.js';
@@ -229,6 +229,12 @@ describe('identity providers for admins', () => {
     const browser = new HttpBrowser();
     await signInThrough(browser, fed.api, '/login/sso/acme', 'una');
     const una = (await userByEmail(fed.api, 'una@acme.test'))!;
+    // Una's CLI, approved in the session the provider signed in.
+    const start = await post(fed.api, ROUTES.deviceStart, { clientName: 'prospect CLI 0.1.0', hostname: 'laptop' });
+    const approval = await browser.request(`${fed.api.baseUrl}/device?user_code=${start.body.userCode}`);
+    expect((await browser.request(`${fed.api.baseUrl}/device/approve`, { form: { _csrf: HttpBrowser.csrfOf(approval.text), user_code: start.body.userCode } })).status).toBe(200);
+    const cli = (await post(fed.api, ROUTES.devicePoll, { deviceCode: start.body.deviceCode })).body;
+    expect((await get(fed.api, ROUTES.me, cli.accessToken)).status).toBe(200);
 
     const list = await adminPages.send('GET', '/admin/users?q=una%40acme.test');
     expect(list.text).toContain('Last verified at the provider');
@@ -242,7 +248,10 @@ describe('identity providers for admins', () => {
     expect(unlinked.status).toBe(303);
     expect(await providers().linksOf([una.id])).toEqual([]);
     expect(await signedInAs(browser, fed.api)).toBeNull();
-    expect((await events(fed.api, 'federation.unlink')).at(-1)).toMatchObject({ user_id: una.id, detail: { providerId: 'acme', by: fed.admin.id } });
+    expect((await events(fed.api, 'federation.unlink')).at(-1)).toMatchObject({ user_id: una.id, detail: { providerId: 'acme', by: fed.admin.id, sessions: 1, grants: 1 } });
+    // What the session approved ends with the link.
+    expect((await get(fed.api, ROUTES.me, cli.accessToken)).status).toBe(401);
+    expect((await post(fed.api, ROUTES.refresh, { refreshToken: cli.refreshToken })).status).toBe(401);
     // Unlinked, the address has an account the provider must now prove again.
     const again = await signInThrough(new HttpBrowser(), fed.api, '/login/sso/acme', 'una');
     expect(again.location?.pathname).toBe('/login/link');

@@ -1,3 +1,4 @@
+import { ROUTES } from '@prospect/contract';
 import { SecondFactorsService } from '../../src/accounts/second-factors.service.js';
 import { FederationChecks } from '../../src/federation/federation-checks.service.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
@@ -5,7 +6,7 @@ import { enrolTotp, latestLink, totpCode } from '../support/account-flows.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { federatedLinksOf, markLinkRefusedOnly, markProviderDisabledOnly } from '../support/federation-fixtures.js';
 import { createUser, hasPassword, userByEmail } from '../support/fixtures.js';
-import { get } from '../support/http.js';
+import { get, post } from '../support/http.js';
 import type { SmtpSink } from '../support/smtp-sink.js';
 import { signInAs } from '../support/web-client.js';
 import { countWebSessions, sessionLinksOf } from '../support/web-session-fixtures.js';
@@ -320,6 +321,13 @@ describe('sign-in through an identity provider', () => {
     await signInThrough(leaverBrowser, fed.api, '/login/sso/acme', leaver.sub);
     await signInThrough(stayerBrowser, fed.api, '/login/sso/acme', stayer.sub);
     expect((await federatedLinksOf(fed.api, { subject: leaver.sub }))[0]!.hasRefreshToken).toBe(true);
+    // The leaver's CLI, approved in the session the provider signed in.
+    const start = await post(fed.api, ROUTES.deviceStart, { clientName: 'prospect CLI 0.1.0', hostname: 'laptop' });
+    const approval = await leaverBrowser.request(`${fed.api.baseUrl}/device?user_code=${start.body.userCode}`);
+    const approved = await leaverBrowser.request(`${fed.api.baseUrl}/device/approve`, { form: { _csrf: HttpBrowser.csrfOf(approval.text), user_code: start.body.userCode } });
+    expect(approved.status).toBe(200);
+    const cli = (await post(fed.api, ROUTES.devicePoll, { deviceCode: start.body.deviceCode })).body;
+    expect((await get(fed.api, ROUTES.me, cli.accessToken)).status).toBe(200);
     const checks = fed.api.app.get(FederationChecks);
     // Not due yet.
     expect((await checks.checkDue()).checked).toBe(0);
@@ -335,6 +343,9 @@ describe('sign-in through an identity provider', () => {
     const [stayerLink] = await federatedLinksOf(fed.api, { subject: stayer.sub });
     expect(stayerLink!.lastVerifiedAt.getTime()).toBe(now());
     const refusal = (await events(fed.api, 'federation.refused_by_provider')).at(-1)!;
-    expect(refusal.detail).toMatchObject({ providerId: 'acme', reason: expect.stringMatching(/invalid_grant/), sessions: 1 });
+    expect(refusal.detail).toMatchObject({ providerId: 'acme', reason: expect.stringMatching(/invalid_grant/), sessions: 1, grants: 1 });
+    // What the leaver's session approved ends with it.
+    expect((await get(fed.api, ROUTES.me, cli.accessToken)).status).toBe(401);
+    expect((await post(fed.api, ROUTES.refresh, { refreshToken: cli.refreshToken })).status).toBe(401);
   });
 });

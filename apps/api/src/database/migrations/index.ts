@@ -45,6 +45,7 @@ import { ScimAccountDisabledAt1795400000049 } from './1795400000049-scim-account
 import { ScimCreatedAccounts1795400000050 } from './1795400000050-scim-created-accounts.js';
 import { OrganizationDepartures1795400000051 } from './1795400000051-organization-departures.js';
 import { TokensExchangedThroughFederation1795400000052 } from './1795400000052-tokens-exchanged-through-federation.js';
+import { GrantFederatedLink1795400000053 } from './1795400000053-grant-federated-link.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -90,4 +91,5 @@ export const MIGRATIONS = [
   ScimCreatedAccounts1795400000050,
   OrganizationDepartures1795400000051,
   TokensExchangedThroughFederation1795400000052,
+  GrantFederatedLink1795400000053,
 ];

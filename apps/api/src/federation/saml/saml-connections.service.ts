@@ -8,7 +8,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { isUniqueViolation } from '../../database/sql.js';
 import type { Tx } from '../../database/tx.js';
 import { UnitOfWork } from '../../database/unit-of-work.js';
-import { WebSessions } from '../../web-sessions/web-sessions.js';
+import { FederatedEndings } from '../federated-endings.js';
 import { type IdentityProviderChanges, IdentityProvidersRepository } from '../identity-providers.repository.js';
 import { parseIdpMetadata } from './idp-metadata.js';
 import { type SamlConnectionRow, SamlConnectionsRepository } from './saml-connections.repository.js';
@@ -41,7 +41,7 @@ export class SamlConnectionsService {
     private readonly uow: UnitOfWork,
     private readonly providers: IdentityProvidersRepository,
     private readonly connections: SamlConnectionsRepository,
-    private readonly webSessions: WebSessions,
+    private readonly endings: FederatedEndings,
     private readonly audit: AuditService,
     private readonly config: AppConfig,
     private readonly clock: Clock,
@@ -121,7 +121,7 @@ export class SamlConnectionsService {
   /**
    * The policy: `enforce` (the organization's verified domains sign in only through it, at once),
    * `allowSignUp`, `secondFactorContexts`, `allowIdpInitiated`, `disabled` (its sign-ins refused,
-   * and every browser session it started ended). One locked transaction, audited.
+   * and every browser session it started ended, with the grants they approved). One locked transaction, audited.
    * @throws ApiException 404
    */
   async update(owner: SamlOwner, changes: UpdateSamlConnectionRequest): Promise<SamlConnection> {
@@ -135,11 +135,11 @@ export class SamlConnectionsService {
       if (changes.disabled === false) settings.disabledAt = null;
       await this.providers.update(tx, provider.id, settings, now);
       await this.connections.update(tx, provider.id, { allowIdpInitiated: changes.allowIdpInitiated });
-      const sessions = changes.disabled === true ? await this.webSessions.endForProvider(tx, provider.id) : undefined;
+      const ended = changes.disabled === true ? await this.endings.ofProvider(tx, provider.id, 'SAML connection disabled') : undefined;
       const changed = Object.entries(changes).filter(([, value]) => value !== undefined);
       const detail: Record<string, string | number | boolean | null> = { providerId: provider.id, label: provider.displayName, protocol: 'saml', changed: changed.map(([name]) => name).join(' ') };
       for (const [name, value] of changed) detail[name] = Array.isArray(value) ? value.join(' ') : (value as boolean);
-      if (sessions !== undefined) detail.sessions = sessions;
+      if (ended) Object.assign(detail, ended);
       await this.record(tx, owner, 'update', detail);
       return provider.id;
     });
@@ -148,7 +148,7 @@ export class SamlConnectionsService {
   }
 
   /**
-   * Removes the connection: the browser sessions it started end and its links go (the accounts
+   * Removes the connection: the browser sessions it started end with the grants they approved, and its links go (the accounts
    * stay; one it made has no password, and its owner sets one with a reset link).
    * @throws ApiException 404
    */
@@ -156,9 +156,9 @@ export class SamlConnectionsService {
     await this.uow.run(async (tx) => {
       const current = await this.find(owner.organization.id, tx, true);
       if (!current) throw notFound('This organization has no SAML connection.');
-      const sessions = await this.webSessions.endForProvider(tx, current.provider.id);
+      const { sessions, grants } = await this.endings.ofProvider(tx, current.provider.id, 'SAML connection removed');
       await this.providers.delete(tx, current.provider.id);
-      await this.record(tx, owner, 'delete', { providerId: current.provider.id, label: current.provider.displayName, protocol: 'saml', sessions });
+      await this.record(tx, owner, 'delete', { providerId: current.provider.id, label: current.provider.displayName, protocol: 'saml', sessions, grants });
     });
   }
 

@@ -8,8 +8,9 @@ import { AnonymousRefusals } from '../../federation/anonymous-refusals.js';
 import { FederationRefused } from '../../federation/federation-sign-in.service.js';
 import { type SamlAnswer, SamlSignIn } from '../../federation/saml/saml-sign-in.service.js';
 import { SamlFlights } from '../../federation/saml/saml-flights.js';
+import { RateLimits, TooManyRequests } from '../../rate-limits/rate-limits.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
-import { field, queryParam, safeNext } from '../form.js';
+import { field, queryParam, safeNext, waitText } from '../form.js';
 import { accountOf } from '../page-guards.js';
 import { FederatedSignInCompletion } from './federated-sign-in-completion.js';
 import { FederationRefusalPage } from './federation-refusal-page.js';
@@ -22,7 +23,9 @@ import { FederationRefusalPage } from './federation-refusal-page.js';
  * - `POST /saml/{slug}/acs`: the assertion consumer (HTTP-POST), checked (SamlSignIn) and signed
  *   in as a sign-in through an OpenID provider ends (FederatedSignInCompletion). Refusals: one
  *   generic page; the reason in the organization's log (FederationRefusalPage). No CSRF token: the
- *   IdP's form posts it, and the flight cookie is what ties it to this browser;
+ *   IdP's form posts it, and the flight cookie is what ties it to this browser. Each post is
+ *   counted against its address before it is read (RateLimits.attemptSamlResponse): past the
+ *   limit, a 429 page with Retry-After;
  * - `GET /saml/{slug}/sudo-done`: sudo mode's answer (started at /sudo/sso/{id}), checked at the
  *   ACS, counted in the session that asked;
  * - `GET /saml/{slug}/metadata`: the SP's metadata XML, for the IdP.
@@ -40,6 +43,7 @@ export class SamlPagesController {
     private readonly csrf: CsrfService,
     private readonly config: AppConfig,
     private readonly clock: Clock,
+    private readonly limits: RateLimits,
   ) {}
 
   @Get(':slug/login')
@@ -54,10 +58,24 @@ export class SamlPagesController {
 
   @Post(':slug/acs')
   async acs(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
+    // Counted before anything is read: parsing the XML and verifying its signature is the work an
+    // anonymous flood would cost us. A verified answer gives its point back.
+    const ip = req.ip ?? '';
+    try {
+      await this.limits.attemptSamlResponse(ip);
+    } catch (err) {
+      if (!(err instanceof TooManyRequests)) throw err;
+      const heading = 'Too many sign-ins';
+      return res
+        .status(429)
+        .set('Retry-After', String(err.retryAfterSeconds))
+        .render('sso-refused', { title: heading, heading, message: `Too many failed sign-ins from your address. Please wait ${waitText(err.retryAfterSeconds)} before trying again.` });
+    }
     const flight = this.flights.take(req, res);
     let answer: SamlAnswer;
     try {
       answer = await this.saml.answer(slug, flight, field(req, 'SAMLResponse'));
+      await this.limits.samlResponseVerified(ip);
     } catch (err) {
       // The test's flight (sealed, this browser's) says an admin started it here: the reason is theirs to see.
       if (flight?.purpose === 'test' && flight.slug === slug && err instanceof FederationRefused) return this.testResult(req, res, slug, { error: err.reason }, err);

@@ -12,7 +12,7 @@ import { RateLimits, TooManyRequests } from '../../rate-limits/rate-limits.js';
 import { TokensService } from '../../tokens/tokens.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { WebSessions } from '../../web-sessions/web-sessions.js';
-import { field, queryParam, safeNext, looksLikeEmail } from '../form.js';
+import { field, queryParam, safeNext, looksLikeEmail, waitText } from '../form.js';
 import { CsrfGuard, PageRefusalFilter } from '../page-guards.js';
 import { DeviceCookies } from '../device-cookies.js';
 import { SignInService } from '../sign-in.service.js';
@@ -23,10 +23,6 @@ import { Clock } from '../../common/clock.js';
 import { VERIFY_LINK_HOURS } from '../../accounts/email-verification.service.js';
 import { toWebUser, type WebUser, saveSession, regenerateSession } from '../../web-sessions/web-account.js';
 import { FederationPolicy } from '../../federation/federation-policy.js';
-
-
-/** "15 minutes", "40 seconds": how long a person must wait. */
-const waitText = (seconds: number) => (seconds >= 90 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} seconds`);
 
 /** Sign-up, sign-in and sign-out: the web identity the CLI's approvals rest on. */
 @ApiExcludeController()
