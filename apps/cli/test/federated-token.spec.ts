@@ -50,7 +50,7 @@ describe('--federated-token', () => {
 
     it('says in one line that the file is missing, a directory, empty or not a JWT', async () => {
       const missing = await failure(readFederatedToken({ kind: 'file', path: join(dir, 'nope') }, context(), noAudience));
-      expect(missing.message).toBe(`Cannot read the CI token from ${join(dir, 'nope')}: no such file.`);
+      expect(missing.message).toBe(`Cannot read the CI token from ${join(dir, 'nope')} (no such file): give a file that holds it, - to read it from stdin, or github inside GitHub Actions.`);
       expect(missing.exitCode).toBe(EXIT.usage);
       expect((await failure(readFederatedToken({ kind: 'file', path: dir }, context(), noAudience))).message).toMatch(/it is a directory/);
       await writeFile(join(dir, 'empty'), '\n');

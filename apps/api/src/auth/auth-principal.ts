@@ -13,8 +13,8 @@ export interface AuthPrincipal {
   mintedBy?: { tokenId: string | null; grantId: string | null } | null;
   /**
    * A bearer token's: when its grant was approved (kept by refreshes; a token made directly, when it
-   * was made). It does not act for an organization the person left at or after it (organizations/:
-   * `departureEndsIt`). Absent for a web session, which that rule does not key (docs/organizations.md).
+   * was made); a web session's: when it signed in. It does not act for an organization the person
+   * left at or after it (organizations/: `departureEndsIt`; docs/organizations.md).
    */
   issuedAt?: Date;
   /** When the credential stops being valid. */

@@ -6,6 +6,7 @@ import passport from 'passport';
 import { ApiException, forbidden } from '../common/api-exception.js';
 import { IS_PUBLIC } from './public.decorator.js';
 import { CsrfService } from '../web-sessions/csrf.service.js';
+import { sessionIssuedAt } from '../web-sessions/web-account.js';
 import { ALLOWS_WEB_SESSION } from './allow-web-session.decorator.js';
 import { ALLOWS_SERVICE_ACCOUNT } from './allow-service-account.decorator.js';
 import { REQUIRED_SCOPE } from './require-scope.decorator.js';
@@ -172,7 +173,14 @@ export class BearerAuthGuard implements CanActivate {
     if (req.session.mustEnrolSecondFactor) {
       throw forbidden('This service requires a second factor: set up an authenticator app or a passkey on /settings/security first.');
     }
-    return { user: req.webUser, expiresAt: req.session.cookie.expires ?? new Date(Date.now()), via: 'web-session', scopes: ALL_SCOPES, confirmedAt: req.session.sudoAt ?? 0 };
+    return {
+      user: req.webUser,
+      issuedAt: sessionIssuedAt(req),
+      expiresAt: req.session.cookie.expires ?? new Date(Date.now()),
+      via: 'web-session',
+      scopes: ALL_SCOPES,
+      confirmedAt: req.session.sudoAt ?? 0,
+    };
   }
 }
 

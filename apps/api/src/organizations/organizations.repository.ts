@@ -27,8 +27,8 @@ export interface MemberRow {
  * a membership `m` does not count for a credential issued (its grant approved) at or before the
  * person's last departure from that organization, even when they are a member again; it counts for
  * one issued after, and for every credential when they never left (a first-time joiner's token
- * acts for the organization they join). `param` is the credential's issue instant, a
- * timestamptz parameter; NULL (a web session, which the rule does not key) leaves it out.
+ * acts for the organization they join). `param` is the credential's issue instant (a token's
+ * grant's approval, a browser session's sign-in), a timestamptz parameter; NULL leaves it out.
  */
 const departureEndsIt = (param: string) =>
   `NOT EXISTS (SELECT 1 FROM organization_departures d
@@ -71,16 +71,20 @@ export class OrganizationsRepository {
   }
 
   /**
-   * The organization of `slug` as `userId` sees it with a credential issued at `issuedAt`: undefined
-   * when there is none, they are not a member, or that credential predates their last departure.
+   * The organization of `slug` as `userId`, a member, sees it with a credential issued at `issuedAt`,
+   * and whether that credential predates their last departure (departureEndsIt); undefined when
+   * there is none or they are not a member.
    */
-  async membership(slug: string, userId: string, issuedAt: Date | null): Promise<MembershipRow | undefined> {
-    const [row] = await this.sql.rows<MembershipRow>(
-      `SELECT o.id, o.slug, o.name, m.role FROM organizations o JOIN organization_members m ON m.organization_id = o.id AND m.user_id = $2
-        WHERE o.slug = $1 AND ${departureEndsIt('$3')}`,
+  async membership(slug: string, userId: string, issuedAt: Date | null): Promise<{ organization: MembershipRow; predatesDeparture: boolean } | undefined> {
+    const [row] = await this.sql.rows<MembershipRow & { predatesDeparture: boolean }>(
+      `SELECT o.id, o.slug, o.name, m.role, NOT ${departureEndsIt('$3')} AS "predatesDeparture"
+         FROM organizations o JOIN organization_members m ON m.organization_id = o.id AND m.user_id = $2
+        WHERE o.slug = $1`,
       [slug, userId, issuedAt],
     );
-    return row;
+    if (!row) return undefined;
+    const { predatesDeparture, ...organization } = row;
+    return { organization, predatesDeparture };
   }
 
   /**

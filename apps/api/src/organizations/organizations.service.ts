@@ -90,19 +90,29 @@ export class OrganizationsService {
 
   /**
    * The person's organizations, with their role in each, read now (never cached: a removal counts at
-   * the next request), as a credential issued at `issuedAt` acts for them: not those they left at or
-   * after it, even when a member again (issue #47). Null: a web session's, not keyed by the rule.
+   * the next request), as a credential issued at `issuedAt` acts for them (a token's grant's
+   * approval, a browser session's sign-in): not those they left at or after it, even when a member
+   * again (issue #47).
    */
   listFor(userId: string, issuedAt: Date | null): Promise<Organization[]> {
     return this.orgs.listForUser(userId, issuedAt);
   }
 
   /**
-   * The organization of `slug` as `userId` sees it with a credential issued at `issuedAt` (null: a
-   * web session's); undefined when it does not exist, they are not a member, or they left it at or
-   * after `issuedAt` (all alike).
+   * The organization of `slug` as `userId` sees it with a credential issued at `issuedAt`; undefined
+   * when it does not exist, they are not a member, or they left it at or after `issuedAt` (all alike).
    */
-  membership(slug: string, userId: string, issuedAt: Date | null): Promise<MembershipRow | undefined> {
+  async membership(slug: string, userId: string, issuedAt: Date | null): Promise<MembershipRow | undefined> {
+    const found = await this.orgs.membership(slug, userId, issuedAt);
+    return found && !found.predatesDeparture ? found.organization : undefined;
+  }
+
+  /**
+   * As `membership`, telling the last case apart: `predatesDeparture` for a member again whose
+   * credential was issued at or before their last departure. A browser says to sign in again
+   * (web/orgs); to a token it is the same 404 as for a non-member.
+   */
+  membershipAsOf(slug: string, userId: string, issuedAt: Date): Promise<{ organization: MembershipRow; predatesDeparture: boolean } | undefined> {
     return this.orgs.membership(slug, userId, issuedAt);
   }
 

@@ -55,6 +55,9 @@ export class ServiceAccountFederationsRepository {
    * Records the subject token `(issuer, jti)` as exchanged, kept until `expiresAt`; false when it
    * was exchanged already (and is still kept). A second request with the same token waits on the
    * key for the first's transaction, then finds it: exactly one wins.
+   * The same shape as ServiceAccountsRepository.useAssertion (and the purge below as its purge),
+   * not shared: another table and key (an issuer's jti, whatever account it is exchanged for),
+   * and each statement stays written out whole, for a reviewer to read.
    */
   async useSubjectToken(tx: Tx, issuer: string, jti: string, expiresAt: Date, now: Date): Promise<boolean> {
     const rows = await this.sql.rows(

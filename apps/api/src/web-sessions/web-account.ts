@@ -117,3 +117,11 @@ export const saveSession = (req: Request) => new Promise<void>((resolve, reject)
 
 /** A new session id for this session, its data dropped (express-session's regenerate, as a promise). */
 export const regenerateSession = (req: Request) => new Promise<void>((resolve, reject) => req.session.regenerate((err) => (err ? reject(err) : resolve())));
+
+/**
+ * When this browser's session signed in: its credential's issue time, as a token's is its grant's
+ * approval (an organization the person left after it is not acted for through it; organizations/
+ * departureEndsIt). A signed-in session always has one (the absolute lifetime ends any without);
+ * 0 otherwise, so that one would predate every departure.
+ */
+export const sessionIssuedAt = (req: Request): Date => new Date(req.session.signedInAt ?? 0);

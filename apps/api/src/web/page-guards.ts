@@ -49,6 +49,19 @@ export class SudoRequired extends Error {
   }
 }
 
+/**
+ * The person left the organization named `organization` (at `path`) after this browser signed in, and is a member
+ * again since: the session does not act for it (organizations/ departureEndsIt), a new sign-in does.
+ */
+export class SignInAgain extends Error {
+  constructor(
+    readonly organization: string,
+    readonly path: string,
+  ) {
+    super('sign in again');
+  }
+}
+
 /** REQUIRE_SECOND_FACTOR: a person without one goes to set it up before anything else. */
 export class SecondFactorRequired extends Error {
   constructor() {
@@ -210,14 +223,14 @@ export function accountOf(req: Request, csrf: CsrfService): WebAccount | undefin
 }
 
 /** Turns the refusals above into what a browser should see. */
-@Catch(SignInRequired, FormRefused, AdminRequired, EmailUnverified, SudoRequired, SecondFactorRequired)
+@Catch(SignInRequired, FormRefused, AdminRequired, EmailUnverified, SudoRequired, SecondFactorRequired, SignInAgain)
 export class PageRefusalFilter implements ExceptionFilter {
   constructor(
     private readonly csrf: CsrfService,
     private readonly sudo: SudoPages,
   ) {}
 
-  catch(refusal: SignInRequired | FormRefused | AdminRequired | EmailUnverified | SudoRequired | SecondFactorRequired, host: ArgumentsHost): void | Promise<void> {
+  catch(refusal: SignInRequired | FormRefused | AdminRequired | EmailUnverified | SudoRequired | SecondFactorRequired | SignInAgain, host: ArgumentsHost): void | Promise<void> {
     const req = host.switchToHttp().getRequest<Request>();
     const res = host.switchToHttp().getResponse<Response>();
     if (refusal instanceof SignInRequired) return res.redirect(303, `/login?next=${encodeURIComponent(refusal.returnTo)}`);
@@ -233,6 +246,9 @@ export class PageRefusalFilter implements ExceptionFilter {
         return void res.status(403).json({ statusCode: 403, error: 'sudo_required', message: 'Confirm it is you first.', confirmAt: `/sudo?next=${encodeURIComponent(refusal.returnTo)}` });
       }
       return this.sudo.render(req, res, 403, refusal.returnTo);
+    }
+    if (refusal instanceof SignInAgain) {
+      return res.status(403).render('sign-in-again', { title: 'Sign in again', name: refusal.organization, next: refusal.path, account: accountOf(req, this.csrf) });
     }
     if (refusal instanceof EmailUnverified) {
       return res.status(403).render('verify-email-needed', { title: 'Confirm your e-mail address', next: refusal.returnTo, account: accountOf(req, this.csrf) });

@@ -10,7 +10,7 @@ import type { SmtpSink } from '../support/smtp-sink.js';
 import type { TestApp } from '../support/test-app.js';
 import { withClient } from '../support/test-database.js';
 import { approveIn, pkce, tokenRequest } from '../oauth/code-flow-support.js';
-import { postFrom, signInAs } from '../support/web-client.js';
+import { csrfFrom, postFrom, signIn, signInAs } from '../support/web-client.js';
 
 const PASSWORD = 'correct horse battery';
 const REDIRECT = 'https://rejoin-tool.example.com/callback';
@@ -96,8 +96,24 @@ describe('re-joining an organization', () => {
     const minted = (await post(api, ROUTES.issueToken, { label: 'CI' }, refreshed.accessToken)).body.accessToken as string;
     expect((await get(api, `/api/orgs/${slug}`, minted)).status).toBe(404);
 
-    // A login after re-joining acts for it; the person's other organizations were never affected.
+    // The browser signed in before the removal is a credential of that time too: its organization's
+    // page says to sign in again, its list and the API through it leave the organization out.
+    const page = await web.send('GET', `/orgs/${slug}`);
+    expect(page.status).toBe(403);
+    expect(page.text).toContain('Sign in again to act for “Initech”');
+    expect((await web.send('GET', '/orgs')).text).not.toContain(`/orgs/${slug}`);
+    const csrf = csrfFrom(page.text);
+    expect((await web.agent.get(`/api/orgs/${slug}/members`).set('x-csrf-token', csrf)).status).toBe(404);
+    expect((await web.agent.get('/api/orgs').set('x-csrf-token', csrf)).body).toEqual([]);
+    // Its button signs out and back to the sign-in, which leads to the organization again.
+    const out = await web.send('POST', '/logout', { _csrf: csrf, next: `/orgs/${slug}` });
+    expect(out.location).toBe(`/login?next=${encodeURIComponent(`/orgs/${slug}`)}`);
     clock.advanceSeconds(1);
+    const again = await signIn(web, person.email, PASSWORD, { next: `/orgs/${slug}` });
+    expect(again.location).toBe(`/orgs/${slug}`);
+    expect((await web.send('GET', `/orgs/${slug}`)).status).toBe(200);
+
+    // A login after re-joining acts for it; the person's other organizations were never affected.
     const fresh = (await authorizedPoll(api, person)).body;
     expect(await seen(slug, fresh.accessToken)).toEqual(acting(slug));
     const freshRefreshed = (await post(api, ROUTES.refresh, { refreshToken: fresh.refreshToken })).body;

@@ -2,9 +2,9 @@ import supertest from 'supertest';
 import { ROUTES } from '@prospect/contract';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
 import { authEvents, createUser, userByEmail } from '../support/fixtures.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { csrfFrom, signInAs, webClient, type WebClient } from '../support/web-client.js';
-import { answerFor, postToAcs, refusalsOf, samlTeam, type SamlTeam, startSignIn } from './support/saml-fixtures.js';
+import type { TestApp } from '../support/test-app.js';
+import { csrfFrom, signInAs, webClient } from '../support/web-client.js';
+import { answerFor, postToAcs, refusalsOf, SamlSpec, type SamlTeam, signedInAs, startSignIn } from './support/saml-fixtures.js';
 import { SamlIdp } from './support/saml-idp.js';
 
 /**
@@ -16,39 +16,14 @@ import { SamlIdp } from './support/saml-idp.js';
  * nobody signed in.
  */
 describe('SAML sign-in under attack', () => {
+  const saml = new SamlSpec();
   let api: TestApp;
-  const idps: SamlIdp[] = [];
-  beforeAll(async () => {
-    api = await startTestApp();
-  });
-  afterAll(async () => {
-    await Promise.all(idps.map((idp) => idp.close()));
-    await api?.close();
-  });
-
-  async function team(policy?: Record<string, unknown>): Promise<{ t: SamlTeam; idp: SamlIdp }> {
-    const idp = await SamlIdp.start();
-    idps.push(idp);
-    return { t: await samlTeam(api, idp, policy), idp };
-  }
-
-  const signedInAs = async (web: WebClient) => {
-    const page = await web.send('GET', '/settings/account');
-    return page.status === 200 ? (/[\w.+-]+@[\w.-]+\.test/.exec(page.text)?.[0] ?? 'an address not of a test domain') : null;
-  };
+  beforeAll(async () => (api = await saml.start()));
+  afterAll(() => saml.close());
+  const { team, expectRefused } = saml;
 
   /** Starts a sign-in in a new browser and posts the Response XML `make` builds for its request's ID. */
-  async function postXml(t: SamlTeam, make: (requestId: string) => string, web = webClient(api)) {
-    const { request } = await startSignIn(web, t.slug);
-    return { res: await postToAcs(web, t.slug, Buffer.from(make(request.id)).toString('base64')), web };
-  }
-
-  async function expectRefused(t: SamlTeam, answer: { res: { status: number; text: string }; web: WebClient }, reason: RegExp) {
-    expect(answer.res.status).toBe(401);
-    expect(answer.res.text).toContain('could not be accepted');
-    expect(await signedInAs(answer.web)).toBeNull();
-    expect((await refusalsOf(api, t.orgId)).at(-1)).toMatch(reason);
-  }
+  const postXml = (t: SamlTeam, make: (requestId: string) => string) => saml.answerWith(t, (id) => Buffer.from(make(id)).toString('base64'));
 
   const assertionOf = (xml: string) => /<saml:Assertion[\s\S]*<\/saml:Assertion>/.exec(xml)![0];
 

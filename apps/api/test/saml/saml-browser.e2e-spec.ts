@@ -1,9 +1,8 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, SCREENSHOTS } from '../support/browser.js';
 import { userByEmail } from '../support/fixtures.js';
-import { addMember, createOrganization, personWithToken } from '../support/organization-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { markDomainVerified, organizationId } from '../support/verified-domain-fixtures.js';
+import { verifiedTeam } from './support/saml-fixtures.js';
 import { SamlIdp } from './support/saml-idp.js';
 
 /**
@@ -39,11 +38,7 @@ describe('SAML in a browser', () => {
   }
 
   it('an admin connects the IdP and tests it; a person of the domain signs in SP-initiated from /login', async () => {
-    const owner = await personWithToken(api);
-    const admin = await personWithToken(api);
-    const slug = await createOrganization(api, owner, 'Initech');
-    await addMember(api, slug, owner.id, admin, 'admin');
-    await markDomainVerified(api, await organizationId(api, slug, owner.id), 'initech.test');
+    const { admin, slug } = await verifiedTeam(api, 'Initech', 'initech.test');
 
     const { context, page, violations } = await freshPage();
     await page.goto(`${api.baseUrl}/login`);

@@ -5,9 +5,9 @@ import { createUser, userByEmail } from '../support/fixtures.js';
 import { TokensService } from '../../src/tokens/tokens.service.js';
 import { request } from '../support/http.js';
 import { addMember, personWithToken } from '../support/organization-fixtures.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import type { TestApp } from '../support/test-app.js';
 import { csrfFrom, signInAs, webClient, type WebClient } from '../support/web-client.js';
-import { answerFor, assertionUses, expireAssertionUses, hasConnectionRow, linkedSessions as linkedSessionsOf, orgLog, postToAcs, refusalsOf, samlTeam, startSignIn } from './support/saml-fixtures.js';
+import { answerFor, assertionUses, expireAssertionUses, hasConnectionRow, linkedSessions as linkedSessionsOf, orgLog, postToAcs, refusalsOf, SamlSpec, samlTeam, startSignIn } from './support/saml-fixtures.js';
 import { newSigningKey, SamlIdp } from './support/saml-idp.js';
 
 /**
@@ -16,23 +16,14 @@ import { newSigningKey, SamlIdp } from './support/saml-idp.js';
  * ending), by the organization's admins only; kept apart from the OpenID providers' doors.
  */
 describe('SAML connections', () => {
+  const saml = new SamlSpec();
   let api: TestApp;
-  const idps: SamlIdp[] = [];
-  beforeAll(async () => {
-    api = await startTestApp();
-  });
-  afterAll(async () => {
-    await Promise.all(idps.map((idp) => idp.close()));
-    await api?.close();
-  });
+  beforeAll(async () => (api = await saml.start()));
+  afterAll(() => saml.close());
 
   const linkedSessions = (providerId: string) => linkedSessionsOf(api, providerId);
 
-  async function newIdp(): Promise<SamlIdp> {
-    const idp = await SamlIdp.start();
-    idps.push(idp);
-    return idp;
-  }
+  const { newIdp } = saml;
 
   it('PUT answers what to enter at the IdP; GET shows the connection; a member may not', async () => {
     const idp = await newIdp();

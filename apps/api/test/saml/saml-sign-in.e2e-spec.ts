@@ -1,10 +1,10 @@
 import { OrganizationsService } from '../../src/organizations/organizations.service.js';
 import { federatedLinksOf } from '../support/federation-fixtures.js';
 import { authEvents, createUser, userByEmail } from '../support/fixtures.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import type { TestApp } from '../support/test-app.js';
 import { enrolTotp } from '../support/account-flows.js';
-import { csrfFrom, signInAs, webClient, type WebClient } from '../support/web-client.js';
-import { answerFor, orgLog, postToAcs, refusalsOf, samlTeam, type SamlTeam, startSignIn } from './support/saml-fixtures.js';
+import { csrfFrom, signInAs, webClient } from '../support/web-client.js';
+import { answerFor, orgLog, postToAcs, refusalsOf, SamlSpec, signedInAs, startSignIn } from './support/saml-fixtures.js';
 import { newSigningKey, SamlIdp } from './support/saml-idp.js';
 
 /**
@@ -15,43 +15,11 @@ import { newSigningKey, SamlIdp } from './support/saml-idp.js';
  * existing account of the address is not taken over.
  */
 describe('SAML sign-in', () => {
+  const saml = new SamlSpec();
   let api: TestApp;
-  const idps: SamlIdp[] = [];
-  beforeAll(async () => {
-    api = await startTestApp();
-  });
-  afterAll(async () => {
-    await Promise.all(idps.map((idp) => idp.close()));
-    await api?.close();
-  });
-
-  /** A team with an IdP of its own (an entityID is one organization's). */
-  async function team(policy?: Record<string, unknown>): Promise<{ t: SamlTeam; idp: SamlIdp }> {
-    const idp = await SamlIdp.start();
-    idps.push(idp);
-    return { t: await samlTeam(api, idp, policy), idp };
-  }
-
-  /** Whose account page this browser sees (the address it shows), or null when it is signed out. */
-  const signedInAs = async (web: WebClient) => {
-    const page = await web.send('GET', '/settings/account');
-    return page.status === 200 ? (/[\w.+-]+@[\w.-]+\.test/.exec(page.text)?.[0] ?? 'an address not of a test domain') : null;
-  };
-
-  /** Starts a sign-in in a new browser and posts the IdP's answer made by `make` (given the request's ID); the ACS's answer. */
-  async function answerWith(t: SamlTeam, make: (requestId: string) => string, web = webClient(api)) {
-    const { request } = await startSignIn(web, t.slug);
-    return { res: await postToAcs(web, t.slug, make(request.id)), web };
-  }
-
-  /** A refusal: the generic page, nobody signed in, and `reason` in the organization's log. */
-  async function expectRefused(t: SamlTeam, answer: { res: { status: number; text: string }; web: WebClient }, reason: RegExp) {
-    expect(answer.res.status).toBe(401);
-    expect(answer.res.text).toContain('could not be accepted');
-    expect(answer.res.text).not.toMatch(/signature|audience|InResponseTo/i);
-    expect(await signedInAs(answer.web)).toBeNull();
-    expect((await refusalsOf(api, t.orgId)).at(-1)).toMatch(reason);
-  }
+  beforeAll(async () => (api = await saml.start()));
+  afterAll(() => saml.close());
+  const { team, answerWith, expectRefused } = saml;
 
   it('starts at /saml/{slug}/login with an AuthnRequest for the ACS, and serves the SP metadata', async () => {
     const { t, idp } = await team();

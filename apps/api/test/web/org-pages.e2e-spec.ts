@@ -307,8 +307,9 @@ describe('/orgs pages', () => {
       expect(await tab.locator(`#role-${linus.id}`).inputValue()).toBe('admin');
       await tab.keyboard.press('Tab');
       expect(await tab.evaluate<string>('document.activeElement.getAttribute("aria-label")')).toBe(`Save the role of ${linus.email}`);
-      await Promise.all([tab.waitForURL(/\/orgs\/northwind-traders$/), tab.keyboard.press('Enter')]);
-      await expect(tab.locator('main').innerText()).resolves.toContain(`${linus.email} is an admin now.`);
+      // The page it comes back to has the same URL as this one: what tells it has come is its notice.
+      await tab.keyboard.press('Enter');
+      await tab.getByText(`${linus.email} is an admin now.`).waitFor();
       expect(await roleOf('northwind-traders', linus.id)).toBe('admin');
       // The focus ring shows where the keyboard is.
       await tab.locator(`#role-${ida.id}`).focus();
@@ -324,6 +325,73 @@ describe('/orgs pages', () => {
       await tab.goto(`${api.baseUrl}/orgs/northwind-traders`);
       await tab.screenshot({ path: `${SCREENSHOTS}org-page-phone.png`, fullPage: true });
       expect(await fitsWidth(tab)).toBe(true);
+      await context.close();
+    });
+
+    /** The page's alert: its text, and whether it is in view without scrolling, where the page opens. */
+    const alertSeen = async (p: Page) => {
+      const alert = p.getByRole('alert');
+      const box = (await alert.boundingBox())!;
+      const viewport = p.viewportSize()!;
+      return { text: await alert.innerText(), inView: (await p.evaluate<number>('window.scrollY')) === 0 && box.y >= 0 && box.y + box.height <= viewport.height };
+    };
+
+    it('a refused webhook or service-account form keeps what was typed, its error in view at the top of the card', async () => {
+      const owner = await createUser(api, { name: 'Ada Owner' });
+      const slug = await createOrganization(api, { token: await orgsToken(api, owner.id) }, 'Formwise');
+      for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
+        const context = await browser.newContext({ viewport });
+        const tab = await context.newPage();
+        await tab.goto(`${api.baseUrl}/login?next=${encodeURIComponent(`/orgs/${slug}/webhooks`)}`);
+        await tab.getByLabel('E-mail').fill(owner.email);
+        await tab.getByLabel('Password').fill(PASSWORD);
+        await Promise.all([tab.waitForURL(/\/webhooks$/), tab.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+
+        // A private address is refused by the service: the URL and the types stay to be corrected.
+        await tab.getByLabel('Endpoint URL').fill('https://10.1.2.3/prospect-events');
+        await tab.getByLabel('Event types').fill('member.added, member.removed');
+        await tab.getByRole('button', { name: 'Add the webhook' }).click();
+        await tab.getByRole('alert').waitFor();
+        expect(await alertSeen(tab)).toEqual({ text: expect.stringContaining('is a private or link-local address'), inView: true });
+        expect(await tab.getByLabel('Endpoint URL').inputValue()).toBe('https://10.1.2.3/prospect-events');
+        expect(await tab.getByLabel('Event types').inputValue()).toBe('member.added, member.removed');
+        await tab.screenshot({ path: `${SCREENSHOTS}org-webhooks-refused-${viewport.width}.png`, fullPage: true });
+
+        // A service account's name of spaces only, one scope unchecked: both as they were.
+        await tab.goto(`${api.baseUrl}/orgs/${slug}/service-accounts`);
+        await tab.getByLabel('Name', { exact: true }).fill('   ');
+        await tab.locator('input[name="scopes"][value="orgs"]').uncheck();
+        await tab.getByRole('button', { name: 'Create', exact: true }).click();
+        await tab.getByRole('alert').waitFor();
+        expect(await alertSeen(tab)).toEqual({ text: expect.stringContaining('Give it a name'), inView: true });
+        expect(await tab.getByLabel('Name', { exact: true }).inputValue()).toBe('   ');
+        expect(await tab.locator('input[name="scopes"][value="orgs"]').isChecked()).toBe(false);
+        expect(await tab.locator('input[name="scopes"][value="profile"]').isChecked()).toBe(true);
+        await context.close();
+      }
+    });
+
+    it('a refused issuer to trust keeps what was typed, its form open, its error in view', async () => {
+      const owner = await createUser(api, { name: 'Ida Owner' });
+      const slug = await createOrganization(api, { token: await orgsToken(api, owner.id) }, 'Trustwise');
+      const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const tab = await context.newPage();
+      await tab.goto(`${api.baseUrl}/login?next=${encodeURIComponent(`/orgs/${slug}/service-accounts`)}`);
+      await tab.getByLabel('E-mail').fill(owner.email);
+      await tab.getByLabel('Password').fill(PASSWORD);
+      await Promise.all([tab.waitForURL(/\/service-accounts$/), tab.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+      await tab.getByLabel('Name', { exact: true }).fill('nightly sync');
+      await Promise.all([tab.waitForURL(/done=created/), tab.getByRole('button', { name: 'Create', exact: true }).click()]);
+
+      await tab.getByText('Trust an issuer (CI without a stored secret)…').click();
+      await tab.getByLabel('Issuer', { exact: true }).fill('https://token.actions.githubusercontent.com');
+      await tab.getByLabel(/^Conditions/).fill('repository=acme/api\niss=https://elsewhere.example');
+      await tab.getByRole('button', { name: 'Trust this issuer' }).click();
+      await tab.getByRole('alert').waitFor();
+      expect(await alertSeen(tab)).toEqual({ text: expect.stringContaining('checked by the exchange itself'), inView: true });
+      expect(await tab.getByLabel('Issuer', { exact: true }).inputValue()).toBe('https://token.actions.githubusercontent.com');
+      expect(await tab.getByLabel(/^Conditions/).inputValue()).toBe('repository=acme/api\niss=https://elsewhere.example');
+      await tab.screenshot({ path: `${SCREENSHOTS}org-service-accounts-refused.png`, fullPage: true });
       await context.close();
     });
   });

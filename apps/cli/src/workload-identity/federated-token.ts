@@ -58,7 +58,8 @@ async function readTokenFile(path: string): Promise<string> {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : (code ?? 'unreadable');
-    throw usageError(`Cannot read the CI token from ${path}: ${why}.`, 'Give a file that holds the token, - to read it from stdin, or github inside GitHub Actions.');
+    // One line, what to give in it: the command adds its usage line under it, as to its other usage errors.
+    throw usageError(`Cannot read the CI token from ${path} (${why}): give a file that holds it, - to read it from stdin, or github inside GitHub Actions.`);
   }
 }
 

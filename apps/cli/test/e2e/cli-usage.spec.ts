@@ -77,6 +77,11 @@ describe('usage', () => {
     [['help', 'nope'], /^Error: Unknown command: nope/],
     [['auth:login', '--timeout-seconds', 'soon'], /--timeout-seconds must be a whole number of seconds, got "soon"\.\nUsage: prospect auth:login/],
     [['auth:login', '--api-url', 'ftp://example.com'], /The backend must be an http\(s\) URL/],
+    // A CI token file that is not there: one line, then the service account's usage, as its other usage errors.
+    [
+      ['auth:login', '--service-account', 'psa_nightly', '--federated-token', '/no/such/ci-token'],
+      /^Error: Cannot read the CI token from \/no\/such\/ci-token \(no such file\): give a file that holds it, - to read it from stdin, or github inside GitHub Actions\.\nUsage: prospect auth:login --service-account <clientId> --federated-token <file\|-\|github> .*\n$/,
+    ],
   ])('refuses %j with a usage line, exit 2', async (args, stderr) => {
     const run = await box.run(args);
     expect(run.code).toBe(2);

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { roleAtLeast } from '@prospect/contract';
+import { type Organization, roleAtLeast } from '@prospect/contract';
 import type { Request, Response } from 'express';
 import { ApiException } from '../../common/api-exception.js';
 import { ORG_PAGE_PREFIX, type OrgActor, OrganizationsService } from '../../organizations/organizations.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
-import { accountOf } from '../page-guards.js';
+import { sessionIssuedAt } from '../../web-sessions/web-account.js';
+import { accountOf, SignInAgain } from '../page-guards.js';
 
 /** The tabs of an organization's admin pages (views/partials/org-tabs.hbs). */
 export type OrgTab = 'overview' | 'invitations' | 'domains' | 'identityProviders' | 'saml' | 'serviceAccounts' | 'webhooks' | 'scim';
@@ -28,7 +29,7 @@ export class OrgAdminPages {
    * @param what what the page manages, for the refusal ("its domains")
    */
   async adminOf(req: Request, res: Response, slug: string, what: string): Promise<OrgActor | undefined> {
-    const organization = await this.organizations.membership(slug, req.webUser!.id, null);
+    const organization = await this.memberOf(req, slug);
     if (!organization || !roleAtLeast(organization.role, 'admin')) {
       const heading = organization ? 'Admins only' : 'No such organization';
       const message = organization ? `Only an admin or an owner of “${organization.name}” may manage ${what}; you are a member.` : `You are not a member of an organization “${slug}”.`;
@@ -36,6 +37,19 @@ export class OrgAdminPages {
       return undefined;
     }
     return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
+  }
+
+  /**
+   * The organization of `slug` as this browser's session acts for it, read now; undefined when there
+   * is none or the person is not a member. A member who left it after this session signed in (a
+   * member again since) gets the page that says to sign in again: a departure ends the sessions
+   * signed in before it, as it ends the tokens issued before it (docs/organizations.md).
+   * @throws SignInAgain
+   */
+  async memberOf(req: Request, slug: string): Promise<Organization | undefined> {
+    const found = await this.organizations.membershipAsOf(slug, req.webUser!.id, sessionIssuedAt(req));
+    if (found?.predatesDeparture) throw new SignInAgain(found.organization.name, orgPagePath(found.organization.slug));
+    return found?.organization;
   }
 
   /** What every admin page of an organization renders around its own part: the header's account, the organization, its tabs. */

@@ -18,7 +18,7 @@ import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { field, queryParam } from '../form.js';
 import { createRequestOf, presetOptions, problemOf, type ProviderForm, providerRow, readProviderForm, updateRequestOf } from '../identity-provider-form.js';
 import { accountOf, browserInSudoMode, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoRequired } from '../page-guards.js';
-import { orgTabs } from './org-admin-pages.js';
+import { OrgAdminPages, orgTabs } from './org-admin-pages.js';
 
 const DONE: Record<string, string> = {
   updated: 'Saved.',
@@ -44,6 +44,7 @@ export class OrgIdentityProvidersPageController {
   constructor(
     private readonly providers: IdentityProvidersService,
     private readonly organizations: OrganizationsService,
+    private readonly adminPages: OrgAdminPages,
     private readonly csrf: CsrfService,
     private readonly config: AppConfig,
     private readonly clock: Clock,
@@ -134,7 +135,7 @@ export class OrgIdentityProvidersPageController {
    * change (`change`) asks for sudo mode, and comes back to this page after it.
    */
   private async adminOf(req: Request, res: Response, slug: string, change = false): Promise<Organization | undefined> {
-    const org = await this.organizations.membership(slug, req.webUser!.id, null);
+    const org = await this.adminPages.memberOf(req, slug);
     if (!org || !roleAtLeast(org.role, 'admin')) {
       const heading = org ? 'Admins only' : 'No such organization';
       const message = org ? `Only an admin or an owner of “${org.name}” may manage its identity providers; you are a member.` : `You are not a member of an organization “${slug}”.`;

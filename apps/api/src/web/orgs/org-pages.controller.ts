@@ -9,9 +9,10 @@ import { AppConfig } from '../../config/app-config.js';
 import { type OrgActor, OrganizationsService } from '../../organizations/organizations.service.js';
 import { UsersService } from '../../users/users.service.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
-import { saveSession } from '../../web-sessions/web-account.js';
+import { saveSession, sessionIssuedAt } from '../../web-sessions/web-account.js';
 import { field, pageParam } from '../form.js';
 import { accountOf, browserInSudoMode, CsrfGuard, PageRefusalFilter, SignedInGuard, SudoRequired } from '../page-guards.js';
+import { OrgAdminPages } from './org-admin-pages.js';
 import { describeOrgEvent, memberIdsOf } from './org-log.js';
 import { suggestSlug } from './suggest-slug.js';
 
@@ -43,6 +44,7 @@ interface OrgNotice {
 export class OrgPagesController {
   constructor(
     private readonly organizations: OrganizationsService,
+    private readonly adminPages: OrgAdminPages,
     private readonly users: UsersService,
     private readonly csrf: CsrfService,
     private readonly clock: Clock,
@@ -150,7 +152,7 @@ export class OrgPagesController {
 
   /** The member of `slug` this browser's person is, or undefined after answering the site's 404 page. */
   private async actorOr404(req: Request, res: Response, slug: string): Promise<OrgActor | undefined> {
-    const organization = slug.length <= 40 ? await this.organizations.membership(slug, req.webUser!.id, null) : undefined;
+    const organization = slug.length <= 40 ? await this.adminPages.memberOf(req, slug) : undefined;
     if (organization) return { userId: req.webUser!.id, ip: req.ip ?? null, organization };
     // The site's 404 page, with the layout of a signed-in person: an organization one is not in looks like none.
     res.status(404).render('error', { title: 'Page not found', heading: 'Page not found', message: 'There is no page at this address.', account: accountOf(req, this.csrf) });
@@ -167,7 +169,7 @@ export class OrgPagesController {
     } catch (err) {
       if (!(err instanceof ApiException) || err.getStatus() >= 500) throw err;
       // Removed or deleted a moment ago: their page is now the site's 404.
-      const still = await this.organizations.membership(actor.organization.slug, actor.userId, null);
+      const still = await this.adminPages.memberOf(req, actor.organization.slug);
       if (!still) return this.actorOr404(req, res, actor.organization.slug);
       return this.render(req, res, err.getStatus(), { ...actor, organization: still }, { error: err.message });
     }
@@ -187,7 +189,7 @@ export class OrgPagesController {
   }
 
   private async renderList(req: Request, res: Response, status: number, notice: { typed?: { name: string; slug: string }; nameError?: string; slugError?: string }) {
-    const orgs = await this.organizations.listFor(req.webUser!.id, null);
+    const orgs = await this.organizations.listFor(req.webUser!.id, sessionIssuedAt(req));
     res.status(status).render('orgs', {
       title: 'Organizations',
       onOrgs: true,

@@ -53,6 +53,9 @@ const checkedScopes = (req: Request) => {
   return (Array.isArray(value) ? value : value === undefined ? [] : [value]).map(String);
 };
 
+/** What was typed in a refused form, shown in it again: a new account's, or an issuer to trust for account `accountId`. */
+type Typed = { typedAccount?: { name: string; scopes: string[] }; typedIssuer?: { accountId: string; issuer: string; audience: string; conditions: string } };
+
 /**
  * /orgs/{slug}/service-accounts (issue #45): an organization's admins list its service accounts,
  * create one, create and delete its secrets (a new secret is shown on the answer to its form, once,
@@ -83,9 +86,11 @@ export class OrgServiceAccountsPageController {
   async create(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
     const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
     if (!actor) return;
-    const input = CreateServiceAccountRequestSchema.safeParse({ name: field(req, 'name'), scopes: checkedScopes(req) });
-    if (!input.success) return this.render(req, res, actor, 400, { error: 'Give it a name (up to 80 characters) and choose among the scopes shown.' });
-    await this.act(req, res, actor, 'created', () => this.accounts.create(actor, input.data));
+    // A refused form is shown again with what was typed, as every form of the site.
+    const typedAccount = { name: field(req, 'name'), scopes: checkedScopes(req) };
+    const input = CreateServiceAccountRequestSchema.safeParse(typedAccount);
+    if (!input.success) return this.render(req, res, actor, 400, { error: 'Give it a name (up to 80 characters) and choose among the scopes shown.', typedAccount });
+    await this.act(req, res, actor, 'created', () => this.accounts.create(actor, input.data), { typedAccount });
   }
 
   @Post(':id/secrets')
@@ -122,15 +127,16 @@ export class OrgServiceAccountsPageController {
   async addFederation(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string, @Param('id', uuid) id: string) {
     const actor = await this.adminPages.adminOf(req, res, slug, 'its service accounts');
     if (!actor) return;
-    const conditions = conditionLines(field(req, 'conditions'));
-    if (!conditions) return this.render(req, res, actor, 400, { error: 'Write the conditions one a line, as claim=pattern (for example repository=acme/api).' });
-    const audience = field(req, 'audience').trim();
-    const input = CreateServiceAccountFederationRequestSchema.safeParse({ issuer: field(req, 'issuer'), ...(audience ? { audience } : {}), conditions });
+    const typedIssuer = { accountId: id, issuer: field(req, 'issuer'), audience: field(req, 'audience').trim(), conditions: field(req, 'conditions') };
+    const conditions = conditionLines(typedIssuer.conditions);
+    if (!conditions) return this.render(req, res, actor, 400, { error: 'Write the conditions one a line, as claim=pattern (for example repository=acme/api).', typedIssuer });
+    const { issuer, audience } = typedIssuer;
+    const input = CreateServiceAccountFederationRequestSchema.safeParse({ issuer, ...(audience ? { audience } : {}), conditions });
     if (!input.success) {
       const issue = input.error.issues[0]!;
-      return this.render(req, res, actor, 400, { error: `${issue.path.join('.') || 'The form'}: ${issue.message}` });
+      return this.render(req, res, actor, 400, { error: `${issue.path.join('.') || 'The form'}: ${issue.message}`, typedIssuer });
     }
-    await this.act(req, res, actor, 'federation-added', () => this.accounts.addFederation(actor, id, input.data));
+    await this.act(req, res, actor, 'federation-added', () => this.accounts.addFederation(actor, id, input.data), { typedIssuer });
   }
 
   @Post(':id/federations/:federationId/delete')
@@ -162,23 +168,25 @@ export class OrgServiceAccountsPageController {
   }
 
 
-  private act(req: Request, res: Response, actor: OrgActor, done: string, work: () => Promise<unknown>) {
-    return changeThenRedirect(res, orgPagePath(actor.organization.slug, `service-accounts?done=${done}`), work, (status, error) => this.render(req, res, actor, status, { error }));
+  private act(req: Request, res: Response, actor: OrgActor, done: string, work: () => Promise<unknown>, typed: Typed = {}) {
+    return changeThenRedirect(res, orgPagePath(actor.organization.slug, `service-accounts?done=${done}`), work, (status, error) => this.render(req, res, actor, status, { error, ...typed }));
   }
 
-  private async render(req: Request, res: Response, actor: OrgActor, status: number, shown: { error?: string; newSecret?: { accountId: string; id: string; clientSecret: string; expiresAt: string | null } }) {
+  private async render(req: Request, res: Response, actor: OrgActor, status: number, shown: Typed & { error?: string; newSecret?: { accountId: string; id: string; clientSecret: string; expiresAt: string | null } }) {
     const accounts = await this.accounts.list(actor);
     const org = actor.organization;
     const when = (iso: string | null) => (iso ? utcMinute(iso) : null);
     res.status(status).render('org-service-accounts', {
       title: `Service accounts of ${org.name}`,
       ...this.adminPages.frame(req, org, 'serviceAccounts'),
-      scopes: SERVICE_ACCOUNT_SCOPES.map((scope) => ({ scope, words: SCOPE_WORDS[scope] })),
+      scopes: SERVICE_ACCOUNT_SCOPES.map((scope) => ({ scope, words: SCOPE_WORDS[scope], checked: shown.typedAccount?.scopes.includes(scope) ?? true })),
+      typedAccount: shown.typedAccount,
       accounts: accounts.map((a) => ({
         ...a,
         scopes: a.scopes.join(', ') || 'none',
         createdAt: when(a.createdAt),
         newSecret: shown.newSecret?.accountId === a.id ? shown.newSecret : undefined,
+        typedIssuer: shown.typedIssuer?.accountId === a.id ? shown.typedIssuer : undefined,
         secrets: a.secrets.map((s) => ({ ...s, createdAt: when(s.createdAt), expiresAt: when(s.expiresAt), lastUsedAt: when(s.lastUsedAt) })),
         keys: a.keys.map((k) => ({ ...k, lastUsedAt: when(k.lastUsedAt) })),
         federations: a.federations.map((f) => ({ ...f, createdAt: when(f.createdAt), conditions: Object.entries(f.conditions).map(([claim, pattern]) => ({ claim, pattern })) })),

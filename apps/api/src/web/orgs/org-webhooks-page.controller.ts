@@ -17,6 +17,9 @@ const DONE: Record<string, string> = {
   redelivered: 'Queued again: it is sent after the endpoint’s other pending deliveries.',
 };
 
+/** What was typed in the form that adds a webhook. */
+type Typed = { url: string; types: string };
+
 /** Deliveries shown per endpoint on the page (the API's log has more). */
 const LOG_SHOWN = 10;
 
@@ -47,10 +50,11 @@ export class OrgWebhooksPageController {
   async create(@Req() req: Request, @Res() res: Response, @Param('slug') slug: string) {
     const actor = await this.adminPages.adminOf(req, res, slug, 'its webhooks');
     if (!actor) return;
-    const types = field(req, 'types').split(/[\s,]+/).filter(Boolean);
-    const input = CreateWebhookRequestSchema.safeParse({ url: field(req, 'url').trim(), types });
-    if (!input.success) return this.render(req, res, actor, 400, { error: 'Give an https:// URL, and event types such as user.signed_in separated by commas (or none for every type).' });
-    await this.withSecret(req, res, actor, () => this.webhooks.create(actor, input.data), 201);
+    // A refused form is shown again with what was typed, as every form of the site.
+    const typed = { url: field(req, 'url').trim(), types: field(req, 'types') };
+    const input = CreateWebhookRequestSchema.safeParse({ url: typed.url, types: typed.types.split(/[\s,]+/).filter(Boolean) });
+    if (!input.success) return this.render(req, res, actor, 400, { error: 'Give an https:// URL, and event types such as user.signed_in separated by commas (or none for every type).', typed });
+    await this.withSecret(req, res, actor, () => this.webhooks.create(actor, input.data), 201, typed);
   }
 
   @Post(':id/rotate-secret')
@@ -90,12 +94,12 @@ export class OrgWebhooksPageController {
 
 
   /** A secret is shown in the answer to the form that made it, and never again (no redirect: nothing keeps it). */
-  private async withSecret(req: Request, res: Response, actor: OrgActor, work: () => Promise<WebhookSecretResponse>, status: number) {
+  private async withSecret(req: Request, res: Response, actor: OrgActor, work: () => Promise<WebhookSecretResponse>, status: number, typed?: Typed) {
     try {
       const made = await work();
       await this.render(req, res, actor, status, { secret: { url: made.webhook.url, value: made.secret } });
     } catch (err) {
-      if (err instanceof ApiException) return this.render(req, res, actor, err.getStatus(), { error: err.message });
+      if (err instanceof ApiException) return this.render(req, res, actor, err.getStatus(), { error: err.message, typed });
       throw err;
     }
   }
@@ -104,7 +108,7 @@ export class OrgWebhooksPageController {
     return changeThenRedirect(res, orgPagePath(actor.organization.slug, `webhooks?done=${done}`), work, (status, error) => this.render(req, res, actor, status, { error }));
   }
 
-  private async render(req: Request, res: Response, actor: OrgActor, status: number, shown: { error?: string; secret?: { url: string; value: string } }) {
+  private async render(req: Request, res: Response, actor: OrgActor, status: number, shown: { error?: string; secret?: { url: string; value: string }; typed?: Typed }) {
     const org = actor.organization;
     const endpoints = await this.webhooks.list(actor);
     const withLogs = await Promise.all(
@@ -128,6 +132,7 @@ export class OrgWebhooksPageController {
       secret: shown.secret,
       done: shown.error || shown.secret ? undefined : DONE[queryParam(req, 'done')],
       error: shown.error,
+      typed: shown.typed,
     });
   }
 }

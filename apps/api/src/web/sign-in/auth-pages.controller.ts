@@ -171,7 +171,9 @@ export class AuthPagesController {
       await this.signIn.logOut(req);
       await this.audit.record('web.logout', { userId: user.id, ip: req.ip, userAgent: req.get('user-agent') });
     }
-    res.redirect(303, '/login');
+    // A page that asks to sign in again (sign-in-again.hbs) sends where to go after it.
+    const next = field(req, 'next');
+    res.redirect(303, next ? `/login?next=${encodeURIComponent(safeNext(next, this.config.publicUrl))}` : '/login');
   }
 
   /** Ends every web session of the person (this one too) and, if asked, revokes all their CLI tokens. */
