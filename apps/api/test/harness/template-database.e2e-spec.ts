@@ -31,8 +31,12 @@ describe('the migrated template database of a run', () => {
       if (runs === undefined) delete process.env.PROSPECT_TEST_TEMPLATE;
       else process.env.PROSPECT_TEST_TEMPLATE = runs;
       const server = process.env.TEST_DATABASE_URL;
-      // sql-on-purpose: the test's own template, dropped as the run's globalTeardown drops the run's
-      if (server) await withClient(server, (c) => c.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`));
+      // sql-on-purpose: the test's own template (and what a failed build left), dropped as globalTeardown drops the run's
+      if (server) {
+        await withClient(server, async (c) => {
+          for (const name of [template, `${template}_building`]) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        });
+      }
     }
   });
 });
