@@ -26,6 +26,10 @@ export default {
   // scales it with the load when each file starts, as the tests' own waits are scaled.
   testTimeout: 60_000,
   setupFilesAfterEnv: ['<rootDir>/test/support/scaled-test-timeout.ts'],
+  // One migrated template database per run, which the files' databases are copied from
+  // (test/support/test-database.ts, createTestDatabase's `migrated`).
+  globalSetup: '<rootDir>/test/support/template-database-setup.mjs',
+  globalTeardown: '<rootDir>/test/support/template-database-teardown.mjs',
   // Each test file gets its own database; two workers fit the 2-core machines.
   maxWorkers: 2,
   // Every file imports the whole app again in a fresh module registry, and a worker's heap grows

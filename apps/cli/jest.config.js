@@ -29,6 +29,9 @@ export default {
   // As the API's: the bound when the machine is idle, scaled with its load when each file starts.
   testTimeout: 60_000,
   setupFilesAfterEnv: ['<rootDir>/../api/test/support/scaled-test-timeout.ts'],
+  // The API's template database, copied by each real API's database (the API's jest.config.js).
+  globalSetup: '<rootDir>/../api/test/support/template-database-setup.mjs',
+  globalTeardown: '<rootDir>/../api/test/support/template-database-teardown.mjs',
   // The end-to-end files each run an embedded Postgres; two workers fit the 2-core machines.
   maxWorkers: 2,
   // A worker left above this after a file is replaced before the next, and a worker whose jest is

@@ -9,7 +9,7 @@ import { signInAs } from '../support/web-client.js';
  */
 describe('the operator admin bootstrap over an existing account', () => {
   let database: TestDatabase;
-  beforeAll(async () => (database = await createTestDatabase()));
+  beforeAll(async () => (database = await createTestDatabase({ migrated: true })));
   afterAll(() => database?.drop());
 
   it('leaves an account it did not create alone, says so in one line, and keeps the setup code path open', async () => {

@@ -12,7 +12,7 @@ describe('GET /api/health', () => {
   let api: TestApp;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
+    database = await createTestDatabase({ migrated: true });
     const proxied = await TcpProxy.forUrl(database.url);
     proxy = proxied.proxy;
     api = await startTestApp({ database, databaseUrl: proxied.url });

@@ -41,12 +41,12 @@ export interface TestAppOptions {
 }
 
 /**
- * The real application, on a real HTTP port, on a fresh database: what
+ * The real application, on a real HTTP port, on a fresh migrated database: what
  * `npm start` runs, minus the process. Logs are captured at debug level so
  * tests can check that no secret is ever written.
  */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const database = options.database ?? (await createTestDatabase());
+  const database = options.database ?? (await createTestDatabase({ migrated: true }));
   const ownsDatabase = !options.database;
   // Every test client is 127.0.0.1: the per-address limits are lifted unless a test sets them.
   const databaseUrl = options.databaseUrl ?? database.url;

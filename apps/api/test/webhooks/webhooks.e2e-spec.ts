@@ -46,7 +46,7 @@ describe('/api/orgs/{slug}/webhooks', () => {
   let env: Record<string, string>;
   beforeAll(async () => {
     dns = await startDnsServer();
-    database = await createTestDatabase();
+    database = await createTestDatabase({ migrated: true });
     env = { DNS_SERVERS: `127.0.0.1:${dns.port}`, WEBHOOKS_ALLOW_INSECURE_URLS: 'true', WEBHOOK_RETRY_BASE_SECONDS: '30' };
     api = await startTestApp({ database, clock, env });
   });
