@@ -42,6 +42,7 @@ const settings = {
   rounds: Math.max(1, num('BENCH_ROUNDS', 3)),
   tokens: num('BENCH_TOKENS', 10_000),
   deviceCodes: num('BENCH_DEVICE_CODES', 60_000),
+  tokenScope: process.env.BENCH_TOKEN_SCOPE || null,
   // Clients of the client credentials load, on each server: 64 keeps each client ID to a request or two in flight at 32 connections.
   serviceAccounts: num('BENCH_SERVICE_ACCOUNTS', 64),
   // oidc-provider throttles no poll, so it needs no more codes than keep its rows apart.
@@ -189,7 +190,7 @@ async function main() {
   db.on('error', (err) => log(`bench database connection: ${err.message}`)); // e.g. dropped by the cleanup after a failure
   await db.connect();
   const t0 = Date.now();
-  const data = await seed(db, { tokens: settings.tokens, deviceCodes: settings.deviceCodes });
+  const data = await seed(db, { tokens: settings.tokens, deviceCodes: settings.deviceCodes, tokenScope: settings.tokenScope });
   if (settings.endpoints.includes('cc')) data.serviceAccounts = await seedServiceAccounts(db, { count: settings.serviceAccounts });
   log(`seeded 1 user, ${settings.tokens} tokens, ${settings.deviceCodes} pending device logins, ${data.serviceAccounts?.length ?? 0} service accounts with a secret each in ${Date.now() - t0} ms`);
 

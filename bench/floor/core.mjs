@@ -26,7 +26,7 @@ const SECRET_RE = /^[A-Za-z0-9_-]+$/;
 
 // The statements, by the names they are prepared under on each pooled connection.
 const SQL = {
-  me: `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at, t.created_at AS issued_at,
+  me: `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at, COALESCE(t.issued_at, t.created_at) AS issued_at, t.scope,
               u.id AS user_id, u.email, u.name, u.role
          FROM access_tokens t JOIN users u ON u.id = t.user_id
         WHERE t.token_hash = $1`,
@@ -119,8 +119,12 @@ export function createFloor(name, defaultPort, env = process.env) {
     return { row };
   }
 
-  /** The organizations a verified token's person acts for, as /me lists them (OrganizationsService.listFor). */
+  /**
+   * The organizations a verified token's person acts for, as /me lists them (OrganizationsService.listFor);
+   * undefined, without a read, for a token without `orgs` (a seeded token's scope is its own or the CLI's).
+   */
   async function organizationsOf(row) {
+    if (row.scope !== null && !row.scope.split(' ').includes('orgs')) return undefined;
     return (await query('organizations', [row.user_id, row.issued_at])).rows;
   }
 

@@ -10,7 +10,11 @@ const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
  * 1 user, `tokens` access tokens (only their SHA-256 stored; the raw tokens are returned) and
  * `deviceCodes` pending device logins expiring after `deviceLoginTtlS` seconds.
  */
-export async function seed(db, { tokens: tokenCount, deviceCodes: codeCount, deviceLoginTtlS = 3600 }) {
+/**
+ * @param tokenScope the seeded tokens' scope; null (the default) is a token made directly, which has
+ *   the CLI's scopes, `orgs` included, so every `/me` lists organizations.
+ */
+export async function seed(db, { tokens: tokenCount, deviceCodes: codeCount, deviceLoginTtlS = 3600, tokenScope = null }) {
   const tokens = Array.from({ length: tokenCount }, () => `prs_${randomBytes(32).toString('base64url')}`);
   const codes = Array.from({ length: codeCount }, () => `prsd_${randomBytes(32).toString('base64url')}`);
   const userCodes = new Set();
@@ -24,9 +28,9 @@ export async function seed(db, { tokens: tokenCount, deviceCodes: codeCount, dev
     await db.query(`INSERT INTO users (email, name, role) VALUES ('bench@example.com', 'Bench User', 'user') RETURNING id`)
   ).rows;
   await db.query(
-    `INSERT INTO access_tokens (token_hash, user_id, origin, label, created_at, expires_at)
-     SELECT decode(h, 'hex'), $1, 'direct', 'bench', now(), now() + interval '30 days' FROM unnest($2::text[]) AS h`,
-    [userId, tokens.map(sha256hex)],
+    `INSERT INTO access_tokens (token_hash, user_id, origin, label, scope, created_at, expires_at)
+     SELECT decode(h, 'hex'), $1, 'direct', 'bench', $3, now(), now() + interval '30 days' FROM unnest($2::text[]) AS h`,
+    [userId, tokens.map(sha256hex), tokenScope],
   );
   await db.query(
     `INSERT INTO device_logins (device_code_hash, user_code, client_name, hostname, requested_ip, created_at, expires_at)

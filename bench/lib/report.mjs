@@ -84,7 +84,7 @@ export function report({ settings, floorsRun, env, info, results, rss, logLines,
       `${settings.rounds} round${settings.rounds === 1 ? '' : 's'} ${settings.targets.length > 1 ? `alternating ${settings.targets.map((t) => LABEL[t]).join(', ')} (${order} ${order})` : `of the ${LABEL[settings.targets[0]]} alone`}; figures are medians across rounds`,
   );
   out(
-    `- Data: 1 user, ${fmt(settings.tokens)} access tokens (\`/me\` rotates over all of them), ${fmt(settings.deviceCodes)} pending device logins (\`poll\` rotates over them)` +
+    `- Data: 1 user, ${fmt(settings.tokens)} access tokens (\`/me\` rotates over all of them${settings.tokenScope ? `, scope \`${settings.tokenScope}\`` : ''}), ${fmt(settings.deviceCodes)} pending device logins (\`poll\` rotates over them)` +
       `${settings.endpoints.includes('cc') ? `, ${fmt(settings.serviceAccounts)} service accounts with a client secret each, and as many confidential clients of oidc-provider (\`cc\` rotates over them, client_secret_basic; the floors do not implement it)` : ''}; ${pollNote}`,
   );
   out(

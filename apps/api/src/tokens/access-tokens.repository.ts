@@ -104,8 +104,13 @@ export class AccessTokensRepository {
   /** The new token's id. */
   async insert(tx: Tx, token: NewAccessToken): Promise<string> {
     const [row] = await this.sql.rows<{ id: string }>(
-      `INSERT INTO access_tokens (token_hash, user_id, origin, label, scope, grant_id, minted_by_token_id, minted_by_grant_id, minted_by_federation_id, created_ip, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+      // issued_at: when what it acts with was approved (its grant's approval, else the grant or the
+      // token that minted it), kept so that verification reads it without joins (migration 054).
+      `INSERT INTO access_tokens (token_hash, user_id, origin, label, scope, grant_id, minted_by_token_id, minted_by_grant_id, minted_by_federation_id, created_ip, created_at, expires_at, issued_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+               COALESCE((SELECT created_at FROM grants WHERE id = $6), (SELECT created_at FROM grants WHERE id = $8),
+                        (SELECT COALESCE(issued_at, created_at) FROM access_tokens WHERE id = $7)))
+       RETURNING id`,
       [
         token.tokenHash,
         token.userId,
@@ -147,13 +152,9 @@ export class AccessTokensRepository {
       `SELECT t.id AS token_id, t.expires_at, t.revoked_at, t.last_used_at,
               u.id AS user_id, u.email, u.name, u.role, COALESCE(t.scope, g.scope) AS scope, u.disabled_at IS NOT NULL AS disabled, u.kind,
               t.grant_id, t.minted_by_token_id, t.minted_by_grant_id,
-              COALESCE(tg.created_at, mg.created_at, mtg.created_at, mt.created_at, t.created_at) AS issued_at
+              COALESCE(t.issued_at, t.created_at) AS issued_at
          FROM access_tokens t JOIN users u ON u.id = t.user_id
          LEFT JOIN grants g ON g.id = t.grant_id AND t.scope IS NULL
-         LEFT JOIN grants tg ON tg.id = t.grant_id
-         LEFT JOIN grants mg ON mg.id = t.minted_by_grant_id
-         LEFT JOIN access_tokens mt ON mt.id = t.minted_by_token_id
-         LEFT JOIN grants mtg ON mtg.id = mt.grant_id
         WHERE t.token_hash = $1`,
       [hash],
     );

@@ -321,4 +321,43 @@ describe('migrations', () => {
     // sql-on-purpose: test rows out of the way of the other cases
     await db.query(`DELETE FROM users WHERE id = ANY($1::uuid[])`, [[byDirectory, active]]);
   });
+  it('AccessTokenIssuedAt (054) keeps on each token when what it acts with was approved, as the verification read computed it', async () => {
+    // sql-on-purpose: the migrations table
+    const applied = async () => ((await db.query(`SELECT name FROM migrations`)) as Array<{ name: string }>).map((m) => m.name);
+    while ((await applied()).includes('AccessTokenIssuedAt1795400000054')) await db.undoLastMigration({ transaction: 'each' });
+    // sql-on-purpose: rows written before the migration, by the schema of then: a grant approved at 10:00,
+    // its token of 11:00, a token its grant minted at 12:00, one minted at 13:00 by that grant's token, one by a direct token.
+    const [person] = (await db.query(`INSERT INTO users (email, name) VALUES ('iat-054@example.com', 'I') RETURNING id`)) as Array<{ id: string }>;
+    // sql-on-purpose: rows written before the migration, by the schema of then
+    const [grant] = (await db.query(
+      `INSERT INTO grants (user_id, client_id, grant_type, scope, created_at) VALUES ($1, 'prospect-cli', 'device_code', 'profile', '2026-05-01T10:00:00Z') RETURNING id`,
+      [person!.id],
+    )) as Array<{ id: string }>;
+    // sql-on-purpose: rows written before the migration, by the schema of then
+    const token = async (label: string, at: string, fields: { grantId?: string; mintedByGrantId?: string; mintedByTokenId?: string }) =>
+      (
+        (await db.query(
+          `INSERT INTO access_tokens (token_hash, user_id, origin, label, grant_id, minted_by_grant_id, minted_by_token_id, created_at, expires_at)
+           VALUES (sha256(convert_to($1::text, 'UTF8')), $2, 'direct', $1, $3, $4, $5, $6::timestamptz, $6::timestamptz + interval '1 day') RETURNING id`,
+          [label, person!.id, fields.grantId ?? null, fields.mintedByGrantId ?? null, fields.mintedByTokenId ?? null, at],
+        )) as Array<{ id: string }>
+      )[0]!.id;
+    const grantToken = await token('iat-grant', '2026-05-01T11:00:00Z', { grantId: grant!.id });
+    await token('iat-by-grant', '2026-05-01T12:00:00Z', { mintedByGrantId: grant!.id });
+    await token('iat-by-grant-token', '2026-05-01T13:00:00Z', { mintedByTokenId: grantToken });
+    const direct = await token('iat-direct', '2026-05-01T14:00:00Z', {});
+    await token('iat-by-direct', '2026-05-01T15:00:00Z', { mintedByTokenId: direct });
+    await db.runMigrations({ transaction: 'each' });
+    // sql-on-purpose: what the migration made of those rows
+    const rows = (await db.query(`SELECT label, issued_at FROM access_tokens WHERE user_id = $1 ORDER BY label`, [person!.id])) as Array<{ label: string; issued_at: Date | null }>;
+    expect(rows.map((r) => [r.label, r.issued_at?.toISOString() ?? null])).toEqual([
+      ['iat-by-direct', '2026-05-01T14:00:00.000Z'],
+      ['iat-by-grant', '2026-05-01T10:00:00.000Z'],
+      ['iat-by-grant-token', '2026-05-01T10:00:00.000Z'],
+      ['iat-direct', null],
+      ['iat-grant', '2026-05-01T10:00:00.000Z'],
+    ]);
+    // sql-on-purpose: test rows out of the way of the other cases
+    await db.query(`DELETE FROM users WHERE id = $1`, [person!.id]);
+  });
 });

@@ -95,6 +95,9 @@ describe('re-joining an organization', () => {
     // A token minted with the old token is issued under its grant: out too.
     const minted = (await post(api, ROUTES.issueToken, { label: 'CI' }, refreshed.accessToken)).body.accessToken as string;
     expect((await get(api, `/api/orgs/${slug}`, minted)).status).toBe(404);
+    // And one minted with that one, after the re-join: still the old grant's, however long the chain.
+    const mintedTwice = (await post(api, ROUTES.issueToken, { label: 'CI 2' }, minted)).body.accessToken as string;
+    expect((await get(api, `/api/orgs/${slug}`, mintedTwice)).status).toBe(404);
 
     // The browser signed in before the removal is a credential of that time too: its organization's
     // page says to sign in again, its list and the API through it leave the organization out.

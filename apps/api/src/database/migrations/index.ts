@@ -46,6 +46,7 @@ import { ScimCreatedAccounts1795400000050 } from './1795400000050-scim-created-a
 import { OrganizationDepartures1795400000051 } from './1795400000051-organization-departures.js';
 import { TokensExchangedThroughFederation1795400000052 } from './1795400000052-tokens-exchanged-through-federation.js';
 import { GrantFederatedLink1795400000053 } from './1795400000053-grant-federated-link.js';
+import { AccessTokenIssuedAt1795400000054 } from './1795400000054-access-token-issued-at.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -92,4 +93,5 @@ export const MIGRATIONS = [
   OrganizationDepartures1795400000051,
   TokensExchangedThroughFederation1795400000052,
   GrantFederatedLink1795400000053,
+  AccessTokenIssuedAt1795400000054,
 ];
