@@ -41,15 +41,15 @@ const SQL = {
            VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
   // AuditService.record's statement.
   audit: `INSERT INTO auth_events (type, user_id, ip, detail, created_at) VALUES ($1, $2, $3, $4, $5)`,
-  poll: `WITH target AS (
-         SELECT id, last_polled_at FROM device_logins WHERE device_code_hash = $1 FOR UPDATE
+  // DeviceLoginsRepository.claimPoll's statement: the login read, its slot in the unlogged table claimed.
+  poll: `WITH login AS (
+         SELECT id, status, expires_at, client_name, hostname FROM device_logins WHERE device_code_hash = $1
+       ), claimed AS (
+         INSERT INTO device_poll_slots AS s (device_login_id, last_polled_at) SELECT id, $3 FROM login
+         ON CONFLICT (device_login_id) DO UPDATE SET last_polled_at = EXCLUDED.last_polled_at WHERE s.last_polled_at <= $2
+         RETURNING s.device_login_id
        )
-       UPDATE device_logins d
-          SET last_polled_at = CASE WHEN t.last_polled_at IS NULL OR t.last_polled_at <= $2 THEN $3 ELSE d.last_polled_at END
-         FROM target t
-        WHERE d.id = t.id
-       RETURNING d.id, d.status, d.expires_at, d.client_name, d.hostname,
-                 (t.last_polled_at IS NULL OR t.last_polled_at <= $2) AS accepted`,
+       SELECT login.*, EXISTS (SELECT 1 FROM claimed) AS accepted FROM login`,
 };
 
 export const sha256 = (s) => createHash('sha256').update(s).digest();

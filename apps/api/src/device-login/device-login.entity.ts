@@ -62,10 +62,6 @@ export class DeviceLogin {
   @Column({ name: 'expires_at', type: 'timestamptz' })
   expiresAt!: Date;
 
-  /** The last poll that was answered; the database enforces the interval across instances. */
-  @Column({ name: 'last_polled_at', type: 'timestamptz', nullable: true })
-  lastPolledAt!: Date | null;
-
   @Column({ name: 'redeemed_at', type: 'timestamptz', nullable: true })
   redeemedAt!: Date | null;
 

@@ -71,7 +71,7 @@ const DECIDE = Object.fromEntries(
 const POLL_COLUMNS = 'id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, client_id, grant_id';
 
 /**
- * Every statement on `device_logins`. Start and poll are the hot path of a login: named prepared
+ * Every statement on `device_logins` and its poll slots (`device_poll_slots`). Start and poll are the hot path of a login: named prepared
  * statements on the pool (Sql), each one round trip with its audit event where it has one.
  */
 @Injectable()
@@ -102,29 +102,26 @@ export class DeviceLoginsRepository {
   }
 
   /**
-   * Reads a login of `clientId` by its device code and claims the poll slot in one UPDATE (the
-   * row locked), so the interval holds across instances: `accepted` is false for a poll made
-   * after `earliestPrevious`, which leaves the last poll time as it was.
+   * Reads a login of `clientId` by its device code and claims its poll slot in one statement, so
+   * the interval holds across instances: `accepted` is false for a poll made after
+   * `earliestPrevious`, which leaves the last poll time as it was. Two polls at once take the slot's
+   * row one after the other; the second sees the first's time and is not accepted.
    *
-   * Its commit does not wait for the WAL to reach the disk (`synchronous_commit = off` for this
-   * statement's own transaction, set inside it so it stays one round trip, issue #35): all it
-   * writes is the last poll time, which a crash may lose harmlessly (the next poll is then
-   * accepted a few seconds early). Other sessions see the commit at once, as with a flushed one,
-   * so `slow_down` holds across replicas exactly as before; every other write keeps its flush.
+   * The slot is a row of `device_poll_slots`, an unlogged table (migration 055, issue #49): the
+   * claim writes no WAL and does not wait for a flush, and the login's own row is read, not locked
+   * or rewritten. A crash of Postgres or a failover forgets the slots, so each login's next poll is
+   * accepted early once; nothing else depends on them.
    */
   async claimPoll(deviceCodeHash: Buffer, clientId: string, earliestPrevious: Date, now: Date): Promise<PollRow | undefined> {
     const [login] = await this.sql.rows<PollRow>(
-      `WITH target AS (
-         SELECT id, last_polled_at FROM device_logins WHERE device_code_hash = $1 AND client_id = $4 FOR UPDATE
-       ), no_flush AS (
-         SELECT set_config('synchronous_commit', 'off', true)
+      `WITH login AS (
+         SELECT ${POLL_COLUMNS} FROM device_logins WHERE device_code_hash = $1 AND client_id = $4
+       ), claimed AS (
+         INSERT INTO device_poll_slots AS s (device_login_id, last_polled_at) SELECT id, $3 FROM login
+         ON CONFLICT (device_login_id) DO UPDATE SET last_polled_at = EXCLUDED.last_polled_at WHERE s.last_polled_at <= $2
+         RETURNING s.device_login_id
        )
-       UPDATE device_logins d
-          SET last_polled_at = CASE WHEN t.last_polled_at IS NULL OR t.last_polled_at <= $2 THEN $3 ELSE d.last_polled_at END
-         FROM target t, no_flush
-        WHERE d.id = t.id
-       RETURNING d.id, d.status, d.expires_at, d.redeemed_at, d.reply_sealed, d.client_name, d.hostname, d.client_id, d.grant_id,
-                 (t.last_polled_at IS NULL OR t.last_polled_at <= $2) AS accepted`,
+       SELECT login.*, EXISTS (SELECT 1 FROM claimed) AS accepted FROM login`,
       [deviceCodeHash, earliestPrevious, now, clientId],
     );
     return login;

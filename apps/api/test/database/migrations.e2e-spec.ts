@@ -9,6 +9,7 @@ const EVERY_TABLE = [
   'auth_events',
   'authorization_codes',
   'device_logins',
+  'device_poll_slots',
   'federated_identities',
   'grants',
   'idempotency_keys',
@@ -244,7 +245,7 @@ describe('migrations', () => {
     expect(await db.query(`SELECT grant_id FROM authorization_codes`)).toEqual([{ grant_id: codeGrant }]);
     // sql-on-purpose: the schema: what the device flow no longer keeps
     const loginColumns = ((await db.query(`SELECT column_name FROM information_schema.columns WHERE table_name = 'device_logins'`)) as Array<{ column_name: string }>).map((c) => c.column_name);
-    expect(loginColumns).toEqual(expect.arrayContaining(['grant_id', 'user_code', 'reply_sealed', 'last_polled_at']));
+    expect(loginColumns).toEqual(expect.arrayContaining(['grant_id', 'user_code', 'reply_sealed']));
     expect(loginColumns).not.toEqual(expect.arrayContaining(['grant_type']));
     for (const moved of ['admin_until', 'credential_epoch', 'amr', 'second_factor', 'grant_type']) expect(loginColumns).not.toContain(moved);
     // sql-on-purpose: a grant deleted takes its refresh tokens and the tokens made with it; its own access tokens stay, unlinked
@@ -359,5 +360,30 @@ describe('migrations', () => {
     ]);
     // sql-on-purpose: test rows out of the way of the other cases
     await db.query(`DELETE FROM users WHERE id = $1`, [person!.id]);
+  });
+  it('DevicePollSlots (055) moves each login’s last poll to an unlogged table of its own, which its login takes with it', async () => {
+    // sql-on-purpose: the migrations table
+    const applied = async () => ((await db.query(`SELECT name FROM migrations`)) as Array<{ name: string }>).map((m) => m.name);
+    while ((await applied()).includes('DevicePollSlots1795400000055')) await db.undoLastMigration({ transaction: 'each' });
+    // sql-on-purpose: rows written before the migration, by the schema of then: a login polled at 10:00, one never polled
+    const logins = (await db.query(
+      `INSERT INTO device_logins (device_code_hash, user_code, created_at, expires_at, client_id, scope, last_polled_at)
+       VALUES (sha256('slot-055-a'), 'SLOT055A', now(), now() + interval '10 minutes', 'prospect-cli', 'profile', '2026-05-01T10:00:00Z'),
+              (sha256('slot-055-b'), 'SLOT055B', now(), now() + interval '10 minutes', 'prospect-cli', 'profile', NULL)
+       RETURNING id`,
+    )) as Array<{ id: string }>;
+    await db.runMigrations({ transaction: 'each' });
+    // sql-on-purpose: what the migration made of those rows
+    const slots = (await db.query(`SELECT device_login_id, last_polled_at FROM device_poll_slots WHERE device_login_id = ANY($1::uuid[])`, [logins.map((l) => l.id)])) as Array<{
+      device_login_id: string;
+      last_polled_at: Date;
+    }>;
+    expect(slots.map((r) => [r.device_login_id, r.last_polled_at.toISOString()])).toEqual([[logins[0]!.id, '2026-05-01T10:00:00.000Z']]);
+    // sql-on-purpose: the schema: unlogged (no WAL; emptied by a crash or a failover, which only lets a poll through early)
+    expect(await db.query(`SELECT relpersistence FROM pg_class WHERE relname = 'device_poll_slots'`)).toEqual([{ relpersistence: 'u' }]);
+    // sql-on-purpose: test rows out of the way of the other cases, and the slot with them
+    await db.query(`DELETE FROM device_logins WHERE id = ANY($1::uuid[])`, [logins.map((l) => l.id)]);
+    // sql-on-purpose: what the delete left
+    expect(await db.query(`SELECT count(*)::int AS n FROM device_poll_slots WHERE device_login_id = ANY($1::uuid[])`, [logins.map((l) => l.id)])).toEqual([{ n: 0 }]);
   });
 });

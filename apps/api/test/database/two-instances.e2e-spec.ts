@@ -43,6 +43,20 @@ describe('two API instances on one database', () => {
     for (const api of [a, b.target]) expect((await get(api, ROUTES.me, authorized.body.accessToken)).status).toBe(401);
   });
 
+  it('answers one of 40 polls of a pending login sent at once to two instances: the interval is one slot for all', async () => {
+    // Two instances on one clock (a's is moved by the other cases): a second replica beside b.
+    const c = await startReplica(a, clock);
+    try {
+      const start = await startDeviceLogin(a);
+      const burst = (n: number) => Promise.all(Array.from({ length: n }, (_, i) => poll(i % 2 ? c.target : b.target, start.deviceCode)));
+      const answers = await burst(40);
+      expect(answers.filter((r) => r.status === 200).map((r) => r.body)).toEqual([{ status: 'pending' }]);
+      expect(answers.filter((r) => r.status === 429)).toHaveLength(39);
+    } finally {
+      await c.close();
+    }
+  });
+
   it('sees a token issued on one as valid on the other, and a logout on one on the other', async () => {
     const user = await createUser(a);
     const { accessToken } = await a.app.get(TokensService).issue({ userId: user.id, origin: 'direct' });

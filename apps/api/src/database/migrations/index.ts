@@ -47,6 +47,7 @@ import { OrganizationDepartures1795400000051 } from './1795400000051-organizatio
 import { TokensExchangedThroughFederation1795400000052 } from './1795400000052-tokens-exchanged-through-federation.js';
 import { GrantFederatedLink1795400000053 } from './1795400000053-grant-federated-link.js';
 import { AccessTokenIssuedAt1795400000054 } from './1795400000054-access-token-issued-at.js';
+import { DevicePollSlots1795400000055 } from './1795400000055-device-poll-slots.js';
 
 /** Every migration, in order. Each is a reviewed SQL change with an exact `down()`. */
 export const MIGRATIONS = [
@@ -94,4 +95,5 @@ export const MIGRATIONS = [
   TokensExchangedThroughFederation1795400000052,
   GrantFederatedLink1795400000053,
   AccessTokenIssuedAt1795400000054,
+  DevicePollSlots1795400000055,
 ];
