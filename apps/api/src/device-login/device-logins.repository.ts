@@ -71,8 +71,9 @@ const DECIDE = Object.fromEntries(
 const POLL_COLUMNS = 'id, status, expires_at, redeemed_at, reply_sealed, client_name, hostname, client_id, grant_id';
 
 /**
- * Every statement on `device_logins` and its poll slots (`device_poll_slots`). Start and poll are the hot path of a login: named prepared
- * statements on the pool (Sql), each one round trip with its audit event where it has one.
+ * Every statement on `device_logins` and its poll slots (`device_poll_slots`). Start and poll are
+ * the hot path of a login: named prepared statements on the pool (Sql), each one round trip with
+ * its audit event where it has one.
  */
 @Injectable()
 export class DeviceLoginsRepository {

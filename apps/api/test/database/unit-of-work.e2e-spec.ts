@@ -80,7 +80,7 @@ describe('UnitOfWork (the one way to run a transaction) and the Tx it passes on'
     await expect(sql.rows(`SELECT 1`, [], db.manager as unknown as Tx)).rejects.toThrow(TypeError);
   });
 
-  it("a device poll's claim commits without waiting for a WAL flush, for its own transaction only", async () => {
+  it("a device poll's claim writes its slot alone, in an unlogged table: the login's row is read, not rewritten", async () => {
     const logins = new DeviceLoginsRepository(sql);
     const hash = Buffer.alloc(32, 7);
     const now = new Date();
@@ -96,22 +96,13 @@ describe('UnitOfWork (the one way to run a transaction) and the Tx it passes on'
       clientId: 'prospect-cli',
       scope: 'profile',
     });
-    const setting = async () => (await sql.rows<{ synchronous_commit: string }>(`SHOW synchronous_commit`, []))[0]!.synchronous_commit;
-    // Inside an explicit transaction on the one connection, the claim's setting is visible after it…
-    // sql-on-purpose: an explicit transaction on one connection, to see its settings (BEGIN)
-    await sql.pool.query('BEGIN');
-    try {
-      expect((await logins.claimPoll(hash, 'prospect-cli', new Date(now.getTime() - 5_000), now))?.accepted).toBe(true);
-      expect(await setting()).toBe('off');
-    } finally {
-      // sql-on-purpose: that transaction ended (ROLLBACK)
-      await sql.pool.query('ROLLBACK');
-    }
-    // …and gone with that transaction: the connection goes back to the pool flushing every commit.
-    expect(await setting()).toBe('on');
-    // On its own (the pool, as a poll runs it), the claim still claims, and leaves nothing behind.
+    // sql-on-purpose: the version of the login's row (a rewrite makes a new one) and the slot table's persistence
+    const rowVersion = async () => (await sql.rows<{ v: string }>(`SELECT xmin::text AS v FROM device_logins WHERE device_code_hash = $1`, [hash]))[0]!.v;
+    const before = await rowVersion();
     expect((await logins.claimPoll(hash, 'prospect-cli', new Date(now.getTime() - 5_000), now))?.accepted).toBe(true);
     expect((await logins.claimPoll(hash, 'prospect-cli', new Date(now.getTime() - 5_000), now))?.accepted).toBe(false);
-    expect(await setting()).toBe('on');
+    expect(await rowVersion()).toBe(before);
+    // sql-on-purpose: an unlogged table writes no WAL, so its commit waits for no flush
+    expect(await sql.rows(`SELECT relpersistence FROM pg_class WHERE relname = 'device_poll_slots'`, [])).toEqual([{ relpersistence: 'u' }]);
   });
 });
