@@ -14,15 +14,23 @@ export class GrantsRepository {
   constructor(private readonly sql: Sql) {}
 
   /**
-   * Records an approval, in `tx`; its id. The approving session's identity-provider link is copied
-   * from its row (`web_sessions.federated_link_id`) in the same statement: both doors record a grant
-   * while that session is live (the device page's approval in it; a code's exchange only while it is).
+   * Records an approval, in `tx`; its id, or undefined when the approving browser session (given as
+   * `webSession`) is no longer stored: something ended it (a sign-out everywhere, its provider
+   * disabled or narrowed, its link refused) while the approval was on its way, and it approves
+   * nothing. Its identity-provider link is copied from its row (`web_sessions.federated_link_id`)
+   * in the same statement, under a KEY SHARE lock held to the end of `tx`: an ending deletes the
+   * session first and revokes the grants of its link after, so it either waits for this grant and
+   * then revokes it, or commits first and this finds no session. The lock lets the session's own
+   * writes through (they change `sess`, not its key).
    */
-  async insert(tx: Tx, grant: NewGrant): Promise<string> {
+  async insert(tx: Tx, grant: NewGrant): Promise<string | undefined> {
     const [row] = await this.sql.rows<{ id: string }>(
-      `INSERT INTO grants (id, user_id, client_id, grant_type, scope, admin_until, credential_epoch, amr, acr, auth_time, second_factor, web_session, organization_id, created_at, federated_link_id)
-       VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-               (SELECT federated_link_id FROM web_sessions WHERE sid = $12 AND user_id = $2))
+      `WITH approving AS (
+         SELECT federated_link_id FROM web_sessions WHERE sid = $12 AND user_id = $2 FOR KEY SHARE
+       )
+       INSERT INTO grants (id, user_id, client_id, grant_type, scope, admin_until, credential_epoch, amr, acr, auth_time, second_factor, web_session, organization_id, created_at, federated_link_id)
+       SELECT COALESCE($1::uuid, gen_random_uuid()), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, (SELECT federated_link_id FROM approving)
+        WHERE $12::text IS NULL OR EXISTS (SELECT 1 FROM approving)
        RETURNING id`,
       [
         grant.id ?? null,
@@ -42,7 +50,7 @@ export class GrantsRepository {
       ],
       tx,
     );
-    return row!.id;
+    return row?.id;
   }
 
   /**

@@ -5,6 +5,13 @@ import { GrantsRepository, type NewGrant } from './grants.repository.js';
 
 export type { NewGrant } from './grants.repository.js';
 
+/** The browser session that approved was ended (signed out, its provider no longer vouching) before its grant was recorded. */
+export class ApprovingSessionEndedError extends Error {
+  constructor() {
+    super('the approving session has ended');
+  }
+}
+
 /**
  * Grants (`grants`, this module's alone): made by the doors that obtain one (a device login's
  * approval, an authorization code's exchange), locked by whoever issues or revokes a token of one
@@ -14,9 +21,15 @@ export type { NewGrant } from './grants.repository.js';
 export class GrantsService {
   constructor(private readonly grants: GrantsRepository) {}
 
-  /** Records an approval, in `tx`; its id. */
-  create(tx: Tx, grant: NewGrant): Promise<string> {
-    return this.grants.insert(tx, grant);
+  /**
+   * Records an approval, in `tx`; its id. Throws ApprovingSessionEndedError when the approving
+   * browser session was ended meanwhile (GrantsRepository.insert): the caller's transaction rolls
+   * back, and nothing of the approval stays.
+   */
+  async create(tx: Tx, grant: NewGrant): Promise<string> {
+    const id = await this.grants.insert(tx, grant);
+    if (id === undefined) throw new ApprovingSessionEndedError();
+    return id;
   }
 
   /**

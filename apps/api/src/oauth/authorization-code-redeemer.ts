@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { constantTimeEqual, sha256 } from '../common/secrets.js';
 import { refusalToIssue } from '../grants/grant-rules.js';
-import { GrantsService } from '../grants/grants.service.js';
+import { ApprovingSessionEndedError, GrantsService } from '../grants/grants.service.js';
 import { RefreshTokensService, type TokenPair } from '../refresh-tokens/refresh-tokens.service.js';
 import { TokensService } from '../tokens/tokens.service.js';
 import { AuthorizationCodesRepository, type CodeRow } from './authorization-codes.repository.js';
@@ -81,6 +81,10 @@ export class AuthorizationCodeRedeemer {
       await this.codes.redeem(tx, { id: code.id, clientId: code.client_id, userId: code.user_id, scope: code.scope }, grantId, now, ip);
       const pair = await this.refreshTokens.issueFirstPair(tx, { userId: code.user_id, label: current.name, ip, grantId, scope: code.scope, adminUntil: null });
       return { pair, code, account };
+    }).catch((err: unknown) => {
+      // The browser session that signed in for the code ended after it was checked above: as if it had been gone then.
+      if (err instanceof ApprovingSessionEndedError) return { refused: 'account' } as const;
+      throw err;
     });
   }
 }

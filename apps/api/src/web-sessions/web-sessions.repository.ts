@@ -4,11 +4,19 @@ import type { Tx } from '../database/tx.js';
 
 /**
  * Our statements on `web_sessions`. The row of each session is written and read by
- * connect-pg-simple itself (hashed-session-store.ts); these are the two it has no call for.
+ * connect-pg-simple itself (hashed-session-store.ts); these are the ones it has no call for.
  */
 @Injectable()
 export class WebSessionsRepository {
   constructor(private readonly sql: Sql) {}
+
+  /**
+   * Writes back a session a request read (HashedSessionStore): only while its row is there, never
+   * inserting it again after an ending deleted it; whether it was.
+   */
+  async writeBack(sidHash: string, sess: object, expire: Date): Promise<boolean> {
+    return (await this.sql.count(`UPDATE web_sessions SET sess = $2, expire = $3 WHERE sid = $1`, [sidHash, JSON.stringify(sess), expire])) > 0;
+  }
 
   /** Every session of this person (in `tx` when given); how many. */
   deleteAllOf(userId: string, tx?: Tx): Promise<number> {

@@ -50,7 +50,7 @@ export class WebSessions implements OnModuleInit, OnApplicationShutdown {
       // Expired rows go with the hourly retention job, on one replica at a time.
       pruneSessionInterval: false,
       errorLog: (...args: unknown[]) => this.logger.warn(`session store: ${args.map(String).join(' ')}`),
-    });
+    }, (sidHash, sess, expire) => this.sessions.writeBack(sidHash, sess, expire));
     const chain = express.Router();
     chain.use(
       session({

@@ -1,5 +1,6 @@
 import { CLI_CLIENT_ID, OAUTH_ROUTES, ROUTES } from '@prospect/contract';
 import { createUser } from '../support/fixtures.js';
+import { slowInserts } from '../support/slow-inserts.js';
 import { get, post, request } from '../support/http.js';
 import { addMember, createOrganization, personWithToken } from '../support/organization-fixtures.js';
 import { markDomainVerified, organizationId } from '../support/verified-domain-fixtures.js';
@@ -128,6 +129,36 @@ describe('grants approved through an organization’s provider', () => {
     expect(await works(kimCli)).toEqual(ENDED);
     expect(await works(patThroughProvider)).toEqual(ENDED);
     expect(await works(patWithPassword)).toEqual(WORKS);
+  });
+
+  it('an approval under way when its provider is disabled: the disabling waits for its grant and ends it', async () => {
+    const domain = 'oidc-race.test';
+    const org = await organization([domain]);
+    const providerId = 'grants-race';
+    const idp = await TestProvider.start([`${fed.api.baseUrl}/login/sso/${providerId}/callback`]);
+    closers.push(idp);
+    const path = `/api/orgs/${org.slug}/identity-providers`;
+    const body = { id: providerId, displayName: 'Race SSO', issuer: idp.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, emailDomains: [domain], allowSignUp: true };
+    expect((await request(fed.api, 'POST', path, { token: org.admin.token, json: body })).status).toBe(201);
+    idp.users.set('ray', { sub: 'ray', email: `ray@${domain}`, email_verified: true, name: 'Ray' });
+    const browser = new HttpBrowser();
+    expect((await signInThrough(browser, fed.api, `/login/sso/${providerId}`, 'ray')).status).toBe(303);
+
+    const start = await post(fed.api, ROUTES.deviceStart, { clientName: 'prospect CLI 0.1.0', hostname: 'laptop' });
+    // The approval's grant is held half a second in its INSERT, the approving session's row locked:
+    // the disabling, sent then, deletes that session only after the grant is committed, then ends it.
+    const slow = await slowInserts(fed.api, 'grants');
+    try {
+      const approving = approvedIn(browser)(start.body.userCode);
+      await slow.reached();
+      const disabling = request(fed.api, 'PATCH', `${path}/${providerId}`, { token: org.admin.token, json: { disabled: true } });
+      expect(await approving).toBe(200);
+      expect((await disabling).status).toBe(200);
+    } finally {
+      await slow.remove();
+    }
+    const polled = await post(fed.api, ROUTES.devicePoll, { deviceCode: start.body.deviceCode });
+    expect(polled.body.status).toBe('denied');
   });
 
   it('SAML: the organization’s domain removed, then the connection disabled, end the grants its sessions approved; a password session’s grant stays', async () => {

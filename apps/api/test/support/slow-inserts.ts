@@ -6,7 +6,7 @@ import type { TestApp } from './test-app.js';
  * transaction open at a known point so a test can act beside it. `reached()` waits until a
  * statement sleeps there (Postgres's own view of its backends), `remove()` takes the trigger away.
  */
-export async function slowInserts(api: TestApp, table: 'access_tokens' | 'refresh_tokens') {
+export async function slowInserts(api: TestApp, table: 'access_tokens' | 'refresh_tokens' | 'grants') {
   const name = `test_slow_${table}_insert`;
   await api.dataSource.query(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END $$`);
   await api.dataSource.query(`CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`);

@@ -1,3 +1,4 @@
+import { waitFor } from './eventually.js';
 import type { TestApp } from './test-app.js';
 
 /*
@@ -50,4 +51,30 @@ export async function countWebSessionWrites(api: TestApp): Promise<{ writesOf(us
       await api.dataSource.query(`DROP TRIGGER count_session_write ON web_sessions; DROP FUNCTION count_session_write(); DROP TABLE session_writes`);
     },
   };
+}
+
+/**
+ * An ending of the person's browser sessions under way (sign out everywhere, a provider disabled):
+ * their rows deleted in a transaction left open, as an ending holds them until it commits, so a
+ * test can send a request beside it; `commit()` ends it.
+ */
+export async function sessionsEndingOf(api: TestApp, userId: string): Promise<{ commit(): Promise<void> }> {
+  const runner = api.dataSource.createQueryRunner();
+  await runner.connect();
+  await runner.startTransaction();
+  await runner.query(`DELETE FROM web_sessions WHERE user_id = $1`, [userId]);
+  return {
+    async commit() {
+      await runner.commitTransaction();
+      await runner.release();
+    },
+  };
+}
+
+/** Waits until one of the app's statements waits for a row lock (Postgres's own view of its backends). */
+export function rowLockWaitReached(api: TestApp): Promise<void> {
+  return waitFor('a statement waiting for a row lock', async () => {
+    const [{ n }] = await api.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
+    return n > 0;
+  });
 }

@@ -10,7 +10,7 @@ import { client } from '../support/http.js';
 import { accessTokens } from '../support/token-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { csrfFrom, signInAs, webClient } from '../support/web-client.js';
-import { countWebSessions, countWebSessionWrites, moveWebSessionExpiry, webSessionSecondsLeft } from '../support/web-session-fixtures.js';
+import { countWebSessions, countWebSessionWrites, moveWebSessionExpiry, rowLockWaitReached, sessionsEndingOf, webSessionSecondsLeft } from '../support/web-session-fixtures.js';
 
 describe('web pages over HTTP', () => {
   let api: TestApp;
@@ -310,6 +310,39 @@ describe('web sessions', () => {
     } finally {
       await counter.remove();
     }
+  });
+
+  it('never stores again a session that was ended while one of its requests was under way', async () => {
+    // The request reads the session before the ending commits and writes it (its first page's CSRF
+    // token) after: the library's upsert put the deleted row back, signed in as before.
+    const person = await createUser(api);
+    const web = await signInAs(api, person.email, 'correct horse battery');
+    const ending = await sessionsEndingOf(api, person.id);
+    const underWay = web.send('GET', '/settings/tokens');
+    await rowLockWaitReached(api);
+    await ending.commit();
+    expect((await underWay).status).toBe(200);
+    expect(await countWebSessions(api, { userId: person.id })).toBe(0);
+    expect((await web.send('GET', '/settings/tokens')).location).toMatch(/^\/login/);
+    // A sign-in afterwards stores its new session as before.
+    await signInAs(api, person.email, 'correct horse battery');
+    expect(await countWebSessions(api, { userId: person.id })).toBe(1);
+  });
+
+  it('approves nothing from a session ended while the approval was on its way: the page asks to sign in again, the code still pending', async () => {
+    const person = await createUser(api);
+    const web = await signInAs(api, person.email, 'correct horse battery');
+    const start = await startDeviceLogin(api);
+    const page = await web.send('GET', `/device?user_code=${start.userCode}`);
+    const ending = await sessionsEndingOf(api, person.id);
+    const approving = web.send('POST', '/device/approve', { _csrf: web.csrfFrom(page.text), user_code: start.userCode });
+    await rowLockWaitReached(api);
+    await ending.commit();
+    const answer = await approving;
+    expect(answer.status).toBe(303);
+    expect(answer.location).toBe(`/device?user_code=${start.userCode}`);
+    expect((await web.send('GET', answer.location!)).location).toBe(`/login?next=${encodeURIComponent(`/device?user_code=${start.userCode}`)}`);
+    expect((await poll(api, start.deviceCode)).body).toEqual({ status: 'pending' });
   });
 
   it('ends a session after its absolute lifetime, however active', async () => {

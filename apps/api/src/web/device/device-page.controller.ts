@@ -14,6 +14,7 @@ import {
   UndecidableDeviceLoginError,
   type UndecidableReason,
 } from '../../device-login/device-approval.service.js';
+import { ApprovingSessionEndedError } from '../../grants/grants.service.js';
 import { TooManyRequests } from '../../rate-limits/rate-limits.js';
 import { CsrfService } from '../../web-sessions/csrf.service.js';
 import { hashSessionId } from '../../web-sessions/hashed-session-store.js';
@@ -143,9 +144,12 @@ export class DevicePageController {
         .set('Retry-After', String(err.retryAfterSeconds))
         .render('too-many-codes', { title: 'Too many attempts', account: accountOf(req, this.csrf) });
     }
+    const normalized = normalizeUserCode(typed);
+    // Signed out while approving (everywhere, or by the provider it signed in through): nothing was
+    // approved. The page again, which asks to sign in first, keeps the code.
+    if (err instanceof ApprovingSessionEndedError) return res.redirect(303, normalized ? `/device?user_code=${formatUserCode(normalized)}` : '/device');
     if (!(err instanceof UndecidableDeviceLoginError)) throw err;
     const { status, title, text } = UNDECIDABLE[err.reason];
-    const normalized = normalizeUserCode(typed);
     res.status(status).render('device-undecidable', {
       title,
       text: text(err.client?.displayName ?? 'the application'),
